@@ -1,0 +1,1 @@
+"""Model providers: one streaming adapter per vendor wire format, all speaking `models.base`."""

@@ -1,0 +1,95 @@
+"""What every provider adapter speaks: a request in, canonical stream events out.
+
+An adapter is a reducer keyed by the vendor's part id that turns SDK events into the events below. Tool calls are
+complete only when the provider says so (`ToolCallDone`). SDK exceptions never leave an adapter: they are mapped
+once, there, to `ProviderError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from sunwell.messages import Message, ToolSpec, Usage
+
+ToolChoice = Literal["auto", "none", "required"] | str
+"""`auto`, `none`, `required`, or the name of the one tool the model must call."""
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    model: str
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    tool_choice: ToolChoice = "auto"
+    max_tokens: int = 4096
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    text: str
+    signature: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    call_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ToolCallArgs:
+    call_id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class ToolCallDone:
+    call_id: str
+    name: str
+    arguments: str
+    """The complete argument JSON text, exactly as streamed (parsing and repair happen in the loop)."""
+
+
+@dataclass(frozen=True)
+class Retrying:
+    """A fault before the first delta; the request is sent again after `delay` seconds."""
+
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    usage: Usage | None = None
+    stop_reason: str | None = None
+
+
+StreamEvent = TextDelta | ThinkingDelta | ToolCallStarted | ToolCallArgs | ToolCallDone | Retrying | Finished
+
+
+class ProviderError(Exception):
+    """One clear line about a provider fault. `retryable` faults before the first delta are retried."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class Provider(Protocol):
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one model response. Raises `ProviderError` (only) on failure."""
+        ...
