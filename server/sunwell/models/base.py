@@ -68,12 +68,23 @@ class Retrying:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """Something the user should know about the stream (a repaired call, an emulation fallback…)."""
+
+    code: str
+    message: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+@dataclass(frozen=True)
 class Finished:
     usage: Usage | None = None
     stop_reason: str | None = None
 
 
-StreamEvent = TextDelta | ThinkingDelta | ToolCallStarted | ToolCallArgs | ToolCallDone | Retrying | Finished
+StreamEvent = (
+    TextDelta | ThinkingDelta | ToolCallStarted | ToolCallArgs | ToolCallDone | Retrying | Notice | Finished
+)
 
 
 class ProviderError(Exception):
