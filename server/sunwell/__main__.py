@@ -1,0 +1,5 @@
+import sys
+
+from sunwell.cli import main
+
+sys.exit(main())

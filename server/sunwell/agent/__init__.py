@@ -1,0 +1,1 @@
+"""The engine: the tool loop, sessions and their event log, chat commands."""

@@ -1,0 +1,96 @@
+"""The event stream of PROTOCOL.md "Events": one schema for `sunwell run --json` and `sunwell/chatEvent`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from sunwell.messages import ToolError, Usage, WireModel
+
+
+class _Event(WireModel):
+    session: str = ""
+    turn: str = ""
+    seq: int = 0
+
+
+class TextEvent(_Event):
+    type: Literal["text"] = "text"
+    delta: str
+
+
+class ThinkingEvent(_Event):
+    type: Literal["thinking"] = "thinking"
+    delta: str
+
+
+class ToolCallStartEvent(_Event):
+    type: Literal["toolCallStart"] = "toolCallStart"
+    call_id: str
+    name: str
+
+
+class ToolCallDeltaEvent(_Event):
+    type: Literal["toolCallDelta"] = "toolCallDelta"
+    call_id: str
+    args_delta: str
+
+
+class ToolCallEvent(_Event):
+    type: Literal["toolCall"] = "toolCall"
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    raw: str | None = None
+
+
+class ApprovalEvent(_Event):
+    type: Literal["approval"] = "approval"
+    call_id: str
+    decision: Literal["allow", "deny", "allowSession"]
+    by: Literal["user", "policy"]
+
+
+class ToolResultEvent(_Event):
+    type: Literal["toolResult"] = "toolResult"
+    call_id: str
+    name: str
+    ok: bool
+    output: str
+    error: ToolError | None
+    duration_ms: int
+
+
+class NoticeEvent(_Event):
+    type: Literal["notice"] = "notice"
+    level: Literal["info", "warning", "error"]
+    code: str
+    message: str
+
+
+class CommandOutputEvent(_Event):
+    type: Literal["commandOutput"] = "commandOutput"
+    command: str
+    output: str
+
+
+class DoneEvent(_Event):
+    type: Literal["done"] = "done"
+    status: Literal["completed", "cancelled", "limitReached", "error"]
+    tool_calls: int
+    usage: Usage | None
+    error: str | None = None
+
+    def wire(self) -> dict[str, Any]:
+        data = super().wire()
+        if self.error is None:
+            del data["error"]  # PROTOCOL.md: "error (string or absent)"
+        return data
+
+
+Event = Annotated[
+    TextEvent | ThinkingEvent | ToolCallStartEvent | ToolCallDeltaEvent | ToolCallEvent | ApprovalEvent
+    | ToolResultEvent | NoticeEvent | CommandOutputEvent | DoneEvent,
+    Field(discriminator="type"),
+]

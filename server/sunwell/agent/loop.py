@@ -1,0 +1,225 @@
+"""The tool loop: stream a response, run the calls it makes, feed the results back, until the model answers.
+
+Every failure of a call is data the model reads; provider faults end the turn with status `error`; cancellation
+ends it with status `cancelled`. Whatever happens, the turn emits exactly one `done`, last, and leaves the session
+valid for every provider (each call answered by one result).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import json_repair
+
+from sunwell.agent.events import (
+    DoneEvent, NoticeEvent, TextEvent, ThinkingEvent, ToolCallDeltaEvent, ToolCallEvent, ToolCallStartEvent,
+    ToolResultEvent,
+)
+from sunwell.agent.prompts import LIMIT_REACHED, system_prompt
+from sunwell.agent.turn import TurnLog
+from sunwell.messages import AssistantMessage, Message, ToolCall, ToolError, ToolResultMessage, Usage, UserMessage
+from sunwell.models import base as stream
+from sunwell.models.base import ModelRequest, Provider, ProviderError
+from sunwell.models.retry import stream_with_retries
+from sunwell.tools.base import Tool, ToolContext, Trust
+from sunwell.tools.executor import execute, failed
+from sunwell.tools.validation import validate_arguments
+
+
+@dataclass
+class TurnConfig:
+    """Everything one turn needs besides the conversation."""
+
+    provider: Provider
+    model: str
+    tools: Sequence[Tool]
+    """Offered this turn (already filtered by trust and lens)."""
+    tool_ctx: ToolContext
+    trust: Trust = Trust.workspace
+    catalogue: Sequence[Tool] = ()
+    """Every tool Sunwell knows, so a call above the trust level is `permission`, not `unknown_tool`."""
+    max_tool_turns: int = 50
+    max_tokens: int = 4096
+    provider_attempts: int = 3
+    system: str | None = None
+    extra_instructions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Response:
+    text: str = ""
+    thinking: str = ""
+    signature: str | None = None
+    calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+
+
+class Turn:
+    def __init__(self, config: TurnConfig, log: TurnLog, history: list[Message]) -> None:
+        self.config, self.log, self.history = config, log, history
+        self.usage: Usage | None = None
+        self.tool_calls = 0
+        self._unanswered: dict[str, ToolCall] = {}
+        self._finished: dict[str, ToolResultMessage] = {}
+
+    async def run(self, text: str) -> DoneEvent:
+        self._add(UserMessage(text=text))
+        try:
+            status = await self._loop()
+            return self._done(status)
+        except ProviderError as exc:
+            self._answer_unanswered("interrupted", "the model's response broke off before this call could run")
+            return self._done("error", str(exc))
+        except asyncio.CancelledError:
+            self._answer_unanswered("interrupted", "the user cancelled the turn")
+            return self._done("cancelled")
+
+    async def _loop(self) -> str:
+        cfg = self.config
+        for round_no in range(cfg.max_tool_turns + 1):
+            final = round_no == cfg.max_tool_turns
+            if final:
+                self._add(UserMessage(text=LIMIT_REACHED.format(n=cfg.max_tool_turns)))
+            response = await self._stream(ModelRequest(
+                model=cfg.model,
+                system=cfg.system or system_prompt(cfg.tool_ctx.jail.root, cfg.extra_instructions),
+                messages=list(self.history),
+                tools=[tool.spec for tool in cfg.tools],
+                tool_choice="none" if final else "auto",
+                max_tokens=cfg.max_tokens,
+            ))
+            calls = [] if final else response.calls  # a call made despite tool_choice none is not run
+            self._add(AssistantMessage(text=response.text, thinking=response.thinking,
+                                       thinking_signature=response.signature, tool_calls=calls))
+            if not calls:
+                return "limitReached" if final else "completed"
+            for result in await self._run_calls(calls):
+                self._add_result(result)
+        raise AssertionError("unreachable")
+
+    async def _stream(self, request: ModelRequest) -> _Response:
+        out = _Response()
+        emit = self.log.emit
+        async for ev in stream_with_retries(self.config.provider, request, attempts=self.config.provider_attempts):
+            match ev:
+                case stream.TextDelta(text=delta):
+                    out.text += delta
+                    emit(TextEvent(delta=delta))
+                case stream.ThinkingDelta(text=delta, signature=signature):
+                    out.thinking += delta
+                    out.signature = signature or out.signature
+                    if delta:
+                        emit(ThinkingEvent(delta=delta))
+                case stream.ToolCallStarted(call_id=call_id, name=name):
+                    emit(ToolCallStartEvent(call_id=call_id, name=name))
+                case stream.ToolCallArgs(call_id=call_id, delta=delta):
+                    emit(ToolCallDeltaEvent(call_id=call_id, args_delta=delta))
+                case stream.ToolCallDone(call_id=call_id, name=name, arguments=raw):
+                    call = self._parse_call(call_id, name, raw)
+                    out.calls.append(call)
+                    self.tool_calls += 1
+                    self._unanswered[call.id] = call
+                    emit(ToolCallEvent(call_id=call.id, name=call.name, arguments=call.arguments, raw=call.raw))
+                case stream.Retrying(attempt=attempt, delay=delay, reason=reason):
+                    emit(NoticeEvent(level="warning", code="provider_retry",
+                                     message=f"{reason}; retrying in {delay:.1f} s (attempt {attempt + 1})"))
+                case stream.Notice(code=code, message=message, level=level):
+                    emit(NoticeEvent(level=level, code=code, message=message))
+                case stream.Finished(usage=usage):
+                    if usage is not None:
+                        out.usage = usage
+                        self.usage = usage if self.usage is None else self.usage + usage
+        return out
+
+    def _parse_call(self, call_id: str, name: str, raw: str) -> ToolCall:
+        text = raw.strip() or "{}"
+        try:
+            arguments = json.loads(text)
+        except ValueError:
+            arguments = json_repair.loads(text)
+            if isinstance(arguments, dict) and arguments:
+                self.log.emit(NoticeEvent(level="info", code="repaired_arguments",
+                                          message=f"repaired malformed JSON arguments of {name}"))
+        if not isinstance(arguments, dict) or (not arguments and text not in ("{}", "")):
+            return ToolCall(id=call_id, name=name, arguments={}, raw=raw)
+        return ToolCall(id=call_id, name=name, arguments=arguments)
+
+    async def _run_calls(self, calls: list[ToolCall]) -> list[ToolResultMessage]:
+        """Read-only calls in a row run together; anything else runs alone, in order. Results keep call order."""
+        results: list[ToolResultMessage] = []
+        batch: list[ToolCall] = []
+        for call in calls:
+            tool = self._offered(call.name)
+            if tool is not None and tool.read_only:
+                batch.append(call)
+                continue
+            results += await asyncio.gather(*(self._run_one(c) for c in batch))
+            batch = []
+            results.append(await self._run_one(call))
+        results += await asyncio.gather(*(self._run_one(c) for c in batch))
+        return results
+
+    async def _run_one(self, call: ToolCall) -> ToolResultMessage:
+        started = time.monotonic()
+        error = self._check(call)
+        if error is not None:
+            result = failed(call, error)
+        else:
+            result = await execute(self._offered(call.name), call, self.config.tool_ctx)
+        result_ms = int((time.monotonic() - started) * 1000)
+        self._emit_result(result, result_ms)
+        self._finished[call.id] = result
+        return result
+
+    def _check(self, call: ToolCall) -> ToolError | None:
+        tool = self._offered(call.name)
+        if tool is None:
+            known = next((t for t in self.config.catalogue if t.name == call.name), None)
+            if known is not None and known.min_trust > self.config.trust:
+                return ToolError(code="permission",
+                                 message=f"{call.name} needs trust level {known.min_trust.name}; "
+                                         f"this session is at {self.config.trust.name}",
+                                 suggestion="use the tools you were offered, or ask the user to raise the trust level")
+            names = ", ".join(t.name for t in self.config.tools) or "none"
+            return ToolError(code="unknown_tool", message=f"no tool named '{call.name}' is offered",
+                             suggestion=f"available tools: {names}")
+        if call.raw is not None:
+            return ToolError(code="validation", message=f"the arguments of {call.name} are not a valid JSON object",
+                             suggestion='send the arguments as one JSON object, e.g. {"path": "src/app.py"}')
+        return validate_arguments(tool.parameters, call.arguments)
+
+    def _offered(self, name: str) -> Tool | None:
+        return next((t for t in self.config.tools if t.name == name), None)
+
+    def _emit_result(self, result: ToolResultMessage, duration_ms: int) -> None:
+        self.log.emit(ToolResultEvent(call_id=result.call_id, name=result.name, ok=result.ok,
+                                      output=result.output, error=result.error, duration_ms=duration_ms))
+
+    def _add(self, message: Message) -> None:
+        self.history.append(message)
+        self.log.record(message)
+
+    def _add_result(self, result: ToolResultMessage) -> None:
+        self._unanswered.pop(result.call_id, None)
+        self._add(result)
+
+    def _answer_unanswered(self, code: str, message: str) -> None:
+        """Calls already announced get their one result; calls never recorded need none in the history."""
+        recorded = {c.id for m in self.history if isinstance(m, AssistantMessage) for c in m.tool_calls}
+        for call in list(self._unanswered.values()):
+            result = self._finished.get(call.id)
+            if result is None:
+                result = failed(call, ToolError(code=code, message=message))
+                self._emit_result(result, 0)
+            self._unanswered.pop(call.id)
+            if call.id in recorded:
+                self._add(result)
+
+    def _done(self, status: str, error: str | None = None) -> DoneEvent:
+        event = DoneEvent(status=status, tool_calls=self.tool_calls, usage=self.usage, error=error)
+        self.log.emit(event)
+        return event

@@ -1,0 +1,360 @@
+"""Sessions: an append-only event log in SQLite (WAL), and the canonical history rebuilt from it.
+
+Every event of a turn is one row: a `kind` ("message" for a canonical message, else an event type such as
+"toolCall"), a one-line human-readable `content`, and JSON `data`: enough to rebuild the exact provider
+request.
+Each append is committed before it returns, so an acknowledged event survives the process being killed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self, assert_never
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import from_json
+
+from sunwell.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolError,
+    ToolResultMessage,
+    UserMessage,
+)
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x53574C4C  # "SWLL" in the SQLite header: tells our file from any other SQLite database
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
+
+_SCHEMA = (
+    "CREATE TABLE sessions (id TEXT PRIMARY KEY, title TEXT, created REAL, updated REAL)",
+    (
+        "CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT, turn TEXT, seq INTEGER,"
+        " kind TEXT, content TEXT, data TEXT, ts REAL)"
+    ),
+    "CREATE INDEX events_by_session ON events (session, id)",
+    f"PRAGMA application_id = {APPLICATION_ID}",
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
+)
+
+
+class SessionStoreError(Exception):
+    """The session database cannot be used (corrupt, locked, unwritable); the message is one line to show."""
+
+
+class SessionNotFound(SessionStoreError, KeyError):
+    def __init__(self, session: str) -> None:
+        super().__init__(f"no session {session!r}; see the stored sessions with `sunwell sessions list`")
+
+    def __str__(self) -> str:  # KeyError would print the message in quotes
+        return str(self.args[0])
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    id: str
+    title: str | None
+    updated_at: float
+    turns: int
+
+
+@dataclass(slots=True)  # not frozen: that makes building one 6x slower, and a restore builds thousands
+class EventRow:
+    id: int
+    session: str
+    turn: str
+    seq: int
+    kind: str
+    content: str
+    data: Any
+    ts: float
+
+
+class SessionStore:
+    """One SQLite connection, shared by the event loop and worker threads under a lock."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0) -> None:
+        self.path = Path(path)
+        self._busy_timeout = busy_timeout
+        self._lock = threading.Lock()
+        self._last_ms = 0
+        data_dir = self.path.parent
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SessionStoreError(f"cannot create the data directory {data_dir}: {exc.strerror}") from exc
+        if not os.access(data_dir, os.W_OK):
+            raise SessionStoreError(f"the data directory {data_dir} is not writable")
+        self._refuse_foreign_file()
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=busy_timeout, check_same_thread=False, isolation_level=None
+            )
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
+        try:
+            self._prepare()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def create(self, title: str | None = None) -> str:
+        now = time.time()
+        with self._write() as db:
+            while True:  # a clash needs two processes in the same millisecond drawing the same 16 bits
+                session = self._new_id(now)
+                insert = "INSERT OR IGNORE INTO sessions VALUES (?, ?, ?, ?)"
+                if db.execute(insert, (session, title, now, now)).rowcount:
+                    return session
+
+    def exists(self, session: str) -> bool:
+        with self._read() as db:
+            return db.execute("SELECT 1 FROM sessions WHERE id = ?", (session,)).fetchone() is not None
+
+    def append(
+        self, session: str, turn: str, seq: int, kind: str, content: str, data: dict[str, Any] | None = None
+    ) -> None:
+        payload = None if data is None else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        self._insert(session, turn, seq, kind, content, payload)
+
+    def append_message(self, session: str, turn: str, seq: int, message: Message) -> None:
+        # model_dump_json is the JSON text of model_dump(mode="json"), without the detour through a dict
+        self._insert(session, turn, seq, "message", message_line(message), message.model_dump_json())
+
+    def set_title(self, session: str, title: str | None) -> None:
+        with self._write() as db:
+            if not db.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session)).rowcount:
+                raise SessionNotFound(session)
+
+    def delete(self, session: str) -> None:
+        with self._write() as db:
+            if not db.execute("DELETE FROM sessions WHERE id = ?", (session,)).rowcount:
+                raise SessionNotFound(session)
+            db.execute("DELETE FROM events WHERE session = ?", (session,))
+
+    def events(self, session: str) -> list[EventRow]:
+        query = (
+            "SELECT id, session, turn, seq, kind, content, data, ts FROM events WHERE session = ? ORDER BY id"
+        )
+        with self._read() as db:
+            rows = db.execute(query, (session,)).fetchall()
+        if not rows and not self.exists(session):
+            raise SessionNotFound(session)
+        # jiter (pydantic_core.from_json) parses the JSON twice as fast as json.loads: restores are bound by it
+        return [EventRow(*head, None if data is None else from_json(data), ts) for *head, data, ts in rows]
+
+    def messages(self, session: str) -> list[Message]:
+        """The canonical history, repaired so that every provider accepts it (see `repair_history`)."""
+        query = "SELECT id, data FROM events WHERE session = ? AND kind = 'message' ORDER BY id"
+        with self._read() as db:
+            rows = db.execute(query, (session,)).fetchall()
+        if not rows and not self.exists(session):
+            raise SessionNotFound(session)
+        history: list[Message] = []
+        for row_id, data in rows:
+            try:
+                history.append(_MESSAGE.validate_json(data))
+            except ValidationError as exc:  # e.g. a message type of a newer Sunwell: skip it, repair the rest
+                log.warning("session %s: event %d is not a message I can read (%s)", session, row_id, exc)
+        return repair_history(history)
+
+    def export(self, session: str) -> dict[str, Any]:
+        with self._read() as db:
+            query = "SELECT title, created, updated FROM sessions WHERE id = ?"
+            row = db.execute(query, (session,)).fetchone()
+        if row is None:
+            raise SessionNotFound(session)
+        events = [
+            {"turn": e.turn, "seq": e.seq, "kind": e.kind, "content": e.content, "data": e.data, "ts": e.ts}
+            for e in self.events(session)
+        ]
+        return {"id": session, "title": row[0], "created": row[1], "updated": row[2], "events": events}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def list(self) -> list[SessionInfo]:  # last, so that `list` in the annotations above is the builtin
+        query = (
+            "SELECT id, title, updated, (SELECT COUNT(DISTINCT turn) FROM events WHERE session = sessions.id)"
+            " FROM sessions ORDER BY updated DESC, id DESC"
+        )
+        with self._read() as db:
+            return [SessionInfo(*row) for row in db.execute(query)]
+
+    # -- internals
+
+    def _insert(self, session: str, turn: str, seq: int, kind: str, content: str, data: str | None) -> None:
+        now = time.time()
+        with self._write() as db:
+            if not db.execute("UPDATE sessions SET updated = ? WHERE id = ?", (now, session)).rowcount:
+                raise SessionNotFound(session)
+            insert = "INSERT INTO events (session, turn, seq, kind, content, data, ts) VALUES (?,?,?,?,?,?,?)"
+            db.execute(insert, (session, turn, seq, kind, content, data, now))
+
+    def _new_id(self, now: float) -> str:
+        # 12 hex digits of milliseconds (sortable for millennia, increasing within a store) + 16 random bits
+        self._last_ms = max(int(now * 1000), self._last_ms + 1)
+        return f"{self._last_ms:012x}{secrets.token_hex(2)}"
+
+    def _refuse_foreign_file(self) -> None:
+        """Look at the first bytes ourselves, so that a file that is not SQLite is never handed to SQLite."""
+        try:
+            with self.path.open("rb") as file:
+                head = file.read(len(_SQLITE_MAGIC))
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise SessionStoreError(f"cannot read the session database {self.path}: {exc.strerror}") from exc
+        if head and head != _SQLITE_MAGIC:
+            raise self._invalid()
+
+    def _prepare(self) -> None:
+        with self._read() as db:
+            app_id, version = self._header()
+            empty = db.execute("SELECT 1 FROM sqlite_master").fetchone() is None
+            fresh = (app_id, version) == (0, 0) and empty
+            if not fresh and app_id != APPLICATION_ID:
+                raise self._invalid()  # before the first write: someone else's database stays as it was
+            db.execute("PRAGMA journal_mode = WAL")
+            # In WAL mode NORMAL syncs at checkpoints, not at every commit: a killed process loses nothing
+            # committed; only a power cut can lose the last commits. FULL would cost an fsync per event.
+            db.execute("PRAGMA synchronous = NORMAL")
+        if fresh:
+            with self._write() as db:
+                if self._header() == (0, 0):  # another process may have set it up while we were looking
+                    for statement in _SCHEMA:
+                        db.execute(statement)
+        with self._read():
+            version = self._header()[1]
+        if version != SCHEMA_VERSION:
+            raise SessionStoreError(
+                f"{self.path} has session schema {version}, this Sunwell reads {SCHEMA_VERSION}; "
+                "use a matching Sunwell version (the file was left untouched)"
+            )
+
+    def _header(self) -> tuple[int, int]:
+        app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
+        return app_id, self._db.execute("PRAGMA user_version").fetchone()[0]
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._sqlite_errors():
+            yield self._db
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One transaction, committed on the way out (BEGIN IMMEDIATE: wait for the write lock up front)."""
+        with self._lock, self._sqlite_errors():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _sqlite_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
+
+    def _failure(self, exc: sqlite3.Error) -> SessionStoreError:
+        name = getattr(exc, "sqlite_errorname", None) or ""
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            return SessionStoreError(
+                f"the session database {self.path} is locked by another process "
+                f"(waited {self._busy_timeout:g}s); close the other Sunwell and try again"
+            )
+        if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
+            return self._invalid()
+        if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_FULL", "SQLITE_IO")):
+            return SessionStoreError(f"cannot write the session database {self.path}: {exc}")
+        return SessionStoreError(f"session database {self.path}: {exc}")
+
+    def _invalid(self) -> SessionStoreError:
+        return SessionStoreError(
+            f"{self.path} is not a valid Sunwell session database (corrupt?); it was left untouched"
+        )
+
+
+def repair_history(history: list[Message]) -> list[Message]:
+    """Make a logged history valid for every provider.
+
+    Each tool call must be answered right after its assistant message, before anything else. A call left
+    without a result (the process died mid-tool) gets an `interrupted` error result there; a result that
+    answers no pending call (stray, duplicated, or out of place) is dropped.
+    """
+    repaired: list[Message] = []
+    pending: dict[str, ToolCall] = {}
+    for message in history:
+        if isinstance(message, ToolResultMessage):
+            if pending.pop(message.call_id, None) is not None:
+                repaired.append(message)
+            continue
+        repaired.extend(_interrupted(call) for call in pending.values())
+        pending = (
+            {call.id: call for call in message.tool_calls} if isinstance(message, AssistantMessage) else {}
+        )
+        repaired.append(message)
+    repaired.extend(_interrupted(call) for call in pending.values())
+    return repaired
+
+
+def _interrupted(call: ToolCall) -> ToolResultMessage:
+    error = ToolError(code="interrupted", message="the tool did not finish: the turn was interrupted")
+    return ToolResultMessage(call_id=call.id, name=call.name, output="", ok=False, error=error)
+
+
+def call_line(call: ToolCall) -> str:
+    """`read_file(path="a.txt")`: a tool call as one line."""
+    args = ", ".join(
+        f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in call.arguments.items()
+    )
+    return _one_line(f"{call.name}({args or call.raw or ''})")
+
+
+def message_line(message: Message) -> str:
+    """A message as the one line a person reads in the log: `user: Read a.txt`, `✔ read_file 12 lines`."""
+    match message:
+        case SystemMessage() | UserMessage():
+            return _one_line(f"{message.role}: {message.text}")
+        case AssistantMessage():
+            parts = ([message.text] if message.text else []) + [call_line(c) for c in message.tool_calls]
+            return _one_line("assistant: " + ("; ".join(parts) or ("(thinking)" if message.thinking else "")))
+        case ToolResultMessage():
+            if message.error is not None:
+                return _one_line(f"✘ {message.name} {message.error.code}: {message.error.message}")
+            lines = len(message.output.splitlines())
+            return _one_line(f"✔ {message.name} {lines} line{'' if lines == 1 else 's'}")
+        case _:
+            assert_never(message)
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

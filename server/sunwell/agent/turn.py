@@ -1,0 +1,67 @@
+"""The event side of one turn: ids, `seq` without gaps, the session log, and the front end's sink."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from sunwell.agent.events import Event
+from sunwell.agent.sessions import SessionStore
+from sunwell.messages import Message
+
+Sink = Callable[[Event], None]
+
+# Deltas are folded into the assistant message row; logging each one would only slow the stream down.
+_NOT_LOGGED = {"text", "thinking", "toolCallStart", "toolCallDelta"}
+
+
+def new_turn_id() -> str:
+    return "t_" + secrets.token_hex(6)
+
+
+class TurnLog:
+    def __init__(self, store: SessionStore, session: str, sink: Sink, turn: str | None = None) -> None:
+        self.store, self.session, self.sink = store, session, sink
+        self.turn = turn or new_turn_id()
+        self.seq = 0
+
+    def emit(self, event: Event) -> Event:
+        event.session, event.turn, event.seq = self.session, self.turn, self.seq
+        self.seq += 1
+        if event.type not in _NOT_LOGGED:
+            self.store.append(self.session, self.turn, event.seq, event.type, _summary(event), event.wire())
+        self.sink(event)
+        return event
+
+    def record(self, message: Message) -> None:
+        self.store.append_message(self.session, self.turn, self.seq, message)
+
+
+def _summary(event: Any) -> str:
+    match event.type:
+        case "toolCall":
+            return f"{event.name}({format_arguments(event.arguments)})"
+        case "toolResult":
+            return f"{'ok' if event.ok else 'error'} {event.name}" + ("" if event.ok else f": {event.error.message}")
+        case "approval":
+            return f"{event.decision} by {event.by}"
+        case "notice":
+            return f"{event.level}: {event.message}"
+        case "done":
+            return event.status + (f": {event.error}" if event.error else "")
+        case "commandOutput":
+            return event.command
+        case _:
+            return event.type
+
+
+def format_arguments(arguments: dict[str, Any], width: int = 60) -> str:
+    """`path="src/app.py", limit=20` — how a call reads in a transcript."""
+    import json
+
+    parts = []
+    for key, value in arguments.items():
+        text = json.dumps(value, ensure_ascii=False)
+        parts.append(f"{key}={text if len(text) <= width else text[: width - 1] + '…'}")
+    return ", ".join(parts)

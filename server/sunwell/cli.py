@@ -1,0 +1,180 @@
+"""The `sunwell` command: the engine headless (`run`), and the views on its state (`sessions`, `models`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from sunwell.config import ConfigError, load_settings
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LIMIT, EXIT_CANCELLED = 0, 1, 2, 3, 130
+STATUS_EXIT = {"completed": EXIT_OK, "error": EXIT_ERROR, "limitReached": EXIT_LIMIT, "cancelled": EXIT_CANCELLED}
+TRUST_LEVELS = ["discovery", "read_only", "workspace", "shell", "full"]
+
+
+class UsageError(Exception):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sunwell", description="An agentic chat for your workspace.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="one turn, headless")
+    run.add_argument("prompt", nargs="?", help="the user line (else read from stdin)")
+    run.add_argument("--model", help="PROVIDER:MODEL")
+    run.add_argument("--workspace", type=Path, default=None, help="the jail root (default: current directory)")
+    run.add_argument("--trust", choices=TRUST_LEVELS)
+    tools = run.add_mutually_exclusive_group()
+    tools.add_argument("--tools", help="comma-separated tool names to allow")
+    tools.add_argument("--no-tools", action="store_true", help="offer no tools")
+    run.add_argument("--max-tool-turns", type=int)
+    run.add_argument("--session", help="continue a stored session")
+    run.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
+    run.add_argument("--base-url", help="endpoint of an openai-compatible server")
+    run.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+
+    sessions = sub.add_parser("sessions", help="stored sessions")
+    sessions.add_argument("action", choices=["list", "show", "export"])
+    sessions.add_argument("id", nargs="?")
+    sessions.add_argument("--workspace", type=Path, default=None)
+
+    models = sub.add_parser("models", help="parsed spec and capabilities of model ids")
+    models.add_argument("ids", nargs="*")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return {"run": cmd_run, "sessions": cmd_sessions, "models": cmd_models}[args.command](args)
+    except (UsageError, ConfigError) as exc:
+        print(f"sunwell: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"sunwell: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _settings(args: argparse.Namespace, **flags):
+    workspace = (args.workspace or Path.cwd()).absolute()
+    return workspace, load_settings(workspace if workspace.is_dir() else None, flags)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from sunwell.agent.engine import Engine, SetupError
+    from sunwell.agent.sessions import SessionStoreError
+    from sunwell.transcript import JsonLines, Transcript
+
+    workspace, settings = _settings(args, model=args.model, trust=args.trust, base_url=args.base_url,
+                                    max_tool_turns=args.max_tool_turns)
+    prompt = args.prompt if args.prompt is not None else _read_stdin()
+    if not prompt or not prompt.strip():
+        raise UsageError("no prompt: pass it as an argument or on stdin")
+    tool_names = _tool_names(args)
+    sink = JsonLines() if args.json else Transcript(color=sys.stdout.isatty())
+    try:
+        engine = Engine(settings, workspace)
+        done = _run_cancellable(engine.run_turn(prompt, sink, session=args.session, tool_names=tool_names))
+    except SetupError as exc:
+        raise UsageError(str(exc)) from None
+    except SessionStoreError as exc:
+        print(f"sunwell: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if done.status == "error":
+        print(f"sunwell: {done.error}", file=sys.stderr)
+    elif done.status == "cancelled" and not args.json:
+        print("sunwell: cancelled", file=sys.stderr)
+    return STATUS_EXIT[done.status]
+
+
+def _tool_names(args: argparse.Namespace) -> list[str] | None:
+    from sunwell.tools.registry import CORE_TOOLS
+
+    if args.no_tools:
+        return []
+    if args.tools is None:
+        return None
+    names = [name.strip() for name in args.tools.split(",") if name.strip()]
+    unknown = sorted(set(names) - {tool.name for tool in CORE_TOOLS})
+    if unknown:
+        raise UsageError(f"unknown tool(s) in --tools: {', '.join(unknown)}")
+    return names
+
+
+def _run_cancellable(coro):
+    """Run a turn; Ctrl-C (or SIGTERM) cancels it cleanly and the turn still ends with its `done` event."""
+
+    async def runner():
+        task = asyncio.ensure_future(coro)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        return await task
+
+    return asyncio.run(runner())
+
+
+def _read_stdin() -> str | None:
+    if sys.stdin is None or sys.stdin.isatty():
+        return None
+    return sys.stdin.read()
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from sunwell.agent.sessions import SessionNotFound, SessionStore
+
+    _, settings = _settings(args)
+    store = SessionStore(Path(settings.data_dir) / "sessions.db")
+    if args.action == "list":
+        for info in store.list():
+            print(f"{info.id}  {_when(info.updated_at)}  {info.turns:>3} turn(s)  {info.title or ''}")
+        return EXIT_OK
+    if not args.id:
+        raise UsageError(f"sessions {args.action} needs a session id")
+    try:
+        if args.action == "export":
+            print(json.dumps(store.export(args.id), ensure_ascii=False, indent=2))
+        else:
+            for row in store.events(args.id):
+                print(f"{row.turn} {row.seq:>3} {row.kind:<12} {row.content}")
+    except SessionNotFound as exc:
+        raise UsageError(exc.args[0]) from None
+    return EXIT_OK
+
+
+def _when(epoch: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from sunwell.models.spec import parse_model_string
+
+    _, settings = _settings(argparse.Namespace(workspace=None))
+    ids = args.ids or ([settings.model] if settings.model else [])
+    if not ids:
+        raise UsageError("no model given: sunwell models PROVIDER:MODEL ...")
+    for model in ids:
+        try:
+            spec = parse_model_string(model)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        print(json.dumps({"id": model, "provider": spec.provider, "model": spec.model}))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Settings: defaults < user file < workspace file < environment < flags (or initializationOptions).
+
+One pydantic model, validated once; a wrong key or value stops with one line naming the key and where it came from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+TrustName = Literal["discovery", "read_only", "workspace", "shell", "full"]
+ApprovalMode = Literal["ask", "auto", "deny"]
+
+
+class ConfigError(Exception):
+    """A setting is wrong; the message names the key and its source. The CLI exits 2 with it."""
+
+
+class ModelOverride(BaseModel):
+    """Per-model capability overrides, keyed by the full model string or the bare model id."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    native_tools: bool | None = Field(None, alias="nativeTools")
+    emulation: Literal["json", "xml"] | None = None
+    context_window: int | None = Field(None, alias="contextWindow", gt=0)
+    parallel_calls: bool | None = Field(None, alias="parallelCalls")
+
+
+class RateLimits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tool_calls_per_min: int = 30
+    writes_per_min: int = 10
+    shell_per_min: int = 5
+    bytes_written: int = 10_000_000
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    model: str | None = None
+    """Model string, `PROVIDER:MODEL` (PROTOCOL.md "Model strings")."""
+    base_url: str | None = None
+    """Endpoint of an `openai-compatible` provider."""
+    trust: TrustName = "workspace"
+    """What the model may do: discovery < read_only < workspace < shell < full."""
+    approval: ApprovalMode | None = None
+    """How risky calls are answered; unset means `ask` on a terminal, else `deny`."""
+    max_tool_turns: int = Field(50, ge=1)
+    """Bound on model round trips that use tools, per turn."""
+    dry_run: bool = False
+    data_dir: Path | None = None
+    """Sessions, audit log and checkpoints; default `$XDG_DATA_HOME/sunwell`."""
+    max_output_bytes: int = Field(100_000, ge=1_000)
+    """Cap on one tool result's output."""
+    max_tokens: int = Field(4096, ge=1)
+    ripgrep_path: str | None = None
+    approval_timeout_sec: float = Field(600, gt=0)
+    provider_attempts: int = Field(3, ge=1, le=10)
+    tool_timeout_sec: float = Field(30, gt=0)
+    """Default time limit of one tool call."""
+    blocked_paths: list[str] = Field(default_factory=list)
+    """Extra path patterns the tools may not touch (added to the built-in ones)."""
+    command_allowlist: list[str] = Field(default_factory=list)
+    sandbox: Literal["auto", "off"] = "auto"
+    rate_limits: RateLimits = Field(default_factory=RateLimits)
+    models: dict[str, ModelOverride] = Field(default_factory=dict)
+    system_prompt: str | None = None
+    """Replaces the built-in system instructions."""
+
+
+ENV_VARS = {
+    "SUNWELL_MODEL": "model",
+    "SUNWELL_BASE_URL": "base_url",
+    "SUNWELL_DATA_DIR": "data_dir",
+    "SUNWELL_TRUST": "trust",
+    "SUNWELL_APPROVAL": "approval",
+    "SUNWELL_MAX_TOOL_TURNS": "max_tool_turns",
+}
+
+
+def user_config_path(env: Mapping[str, str] = os.environ) -> Path:
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "sunwell" / "config.yaml"
+
+
+def default_data_dir(env: Mapping[str, str] = os.environ) -> Path:
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "sunwell"
+
+
+def load_settings(workspace: Path | None, flags: Mapping[str, Any] | None = None,
+                  env: Mapping[str, str] = os.environ) -> Settings:
+    """Merge every source in precedence order and validate each as it is added, so errors name their source."""
+    layers: list[tuple[str, dict[str, Any]]] = [(str(user_config_path(env)), _read_yaml(user_config_path(env)))]
+    if workspace is not None:
+        path = workspace / ".sunwell" / "config.yaml"
+        layers.append((str(path), _read_yaml(path)))
+    layers.append(("environment", {key: env[var] for var, key in ENV_VARS.items() if env.get(var)}))
+    layers.append(("command line", {k: v for k, v in (flags or {}).items() if v is not None}))
+    merged: dict[str, Any] = {}
+    for source, values in layers:
+        merged.update(values)
+        _validate(merged, source)
+    settings = _validate(merged, "settings")
+    if settings.data_dir is None:
+        settings.data_dir = default_data_dir(env)
+    return settings
+
+
+def apply_changes(settings: Settings, changes: Mapping[str, Any], source: str) -> Settings:
+    """A copy of `settings` with `changes` validated on top (initializationOptions, didChangeConfiguration)."""
+    return _validate({**settings.model_dump(exclude_unset=True), **changes}, source)
+
+
+def _validate(values: dict[str, Any], source: str) -> Settings:
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        raise ConfigError(f"{source}: invalid setting '{key}': {err['msg']}") from None
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+    return {str(k).replace("-", "_"): v for k, v in data.items()}

@@ -1,0 +1,238 @@
+"""OpenAI Chat Completions, streaming: OpenAI itself, Ollama's `/v1` and any OpenAI-compatible server.
+
+The `openai` SDK is imported when an adapter is built, not when this module is: the sidecar's cold start must
+not pay for it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, assert_never
+
+from sunwell.messages import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, Usage, UserMessage
+from sunwell.models.base import (
+    Finished,
+    ModelRequest,
+    ProviderError,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArgs,
+    ToolCallDone,
+    ToolCallStarted,
+)
+from sunwell.models.retry import fault_for_status, one_line
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionChunk
+
+
+class OpenAIChat:
+    """A `Provider` over `chat.completions`; `name` is the provider (openai, ollama, openai-compatible)."""
+
+    def __init__(self, *, base_url: str, api_key: str, name: str = "openai",
+                 key_env: str = "OPENAI_API_KEY") -> None:
+        from openai import AsyncOpenAI, Omit
+
+        self.name = name
+        self.base_url = base_url
+        self._key_env = key_env
+        # Both are passed explicitly: the SDK would otherwise read OPENAI_API_KEY / OPENAI_BASE_URL itself.
+        # For other providers the environment's OpenAI identity must not travel either: pin Authorization
+        # (OPENAI_CUSTOM_HEADERS could carry one) and drop OPENAI_ORG_ID / OPENAI_PROJECT_ID headers.
+        headers: dict[str, Any] = {}
+        if name != "openai":
+            headers = {"Authorization": f"Bearer {api_key}", "OpenAI-Organization": Omit(),
+                       "OpenAI-Project": Omit()}
+        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, default_headers=headers)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        from openai import APIConnectionError, OpenAIError
+
+        reducer = ChatStreamReducer()
+        streaming = False
+        try:
+            response = await self._client.chat.completions.create(**self._params(request))
+            async with response:
+                streaming = True
+                async for chunk in response:
+                    for event in reducer.feed(chunk):
+                        yield event
+        except APIConnectionError as exc:
+            raise self._map_error(exc, mid_stream=streaming) from exc
+        except OpenAIError as exc:
+            raise self._map_error(exc) from exc
+        for event in reducer.finish(self.name):
+            yield event
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": map_messages(request),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        # OpenAI deprecated `max_tokens` (its reasoning models reject it); Ollama and others read only that.
+        params["max_completion_tokens" if self.name == "openai" else "max_tokens"] = request.max_tokens
+        # "none" sends no tools at all: the history's tool messages stay valid without them (PROTOCOL.md).
+        if request.tools and request.tool_choice != "none":
+            params["tools"] = [
+                {"type": "function",
+                 "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+                for t in request.tools
+            ]
+            params["tool_choice"] = map_tool_choice(request.tool_choice)
+        return params
+
+    def _map_error(self, exc: Exception, *, mid_stream: bool = False) -> ProviderError:
+        from openai import APIConnectionError, APIStatusError, APITimeoutError
+
+        if isinstance(exc, APITimeoutError):
+            return ProviderError(f"timed out waiting for {self.base_url}", retryable=True)
+        if isinstance(exc, APIConnectionError):
+            reason = one_line(str(exc.__cause__ or exc.message))
+            if mid_stream:
+                return ProviderError(f"the connection to {self.base_url} was lost mid-answer: {reason}",
+                                     retryable=True)
+            return ProviderError(f"cannot reach {self.base_url}: {reason}", retryable=True)
+        if isinstance(exc, APIStatusError):
+            return fault_for_status(self.name, exc.status_code, _detail(exc.body, exc.message),
+                                    key_env=self._key_env, headers=exc.response.headers)
+        # An `error` object inside the stream (no HTTP status): the server failed while answering.
+        detail = one_line(_detail(getattr(exc, "body", None), str(exc)))
+        return ProviderError(f"{self.name} failed mid-answer: {detail}", retryable=True)
+
+
+def _detail(body: object, fallback: str) -> str:
+    """The provider's own message from an error body: `{"error": {"message"}}` or `{"error": "..."}`."""
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    if isinstance(error, str) and error.strip():
+        return error
+    return fallback
+
+
+def map_tool_choice(choice: str) -> str | dict[str, Any]:
+    if choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def map_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """Canonical messages -> Chat Completions messages (the request's `system` first)."""
+    out: list[dict[str, Any]] = []
+    if request.system:
+        out.append({"role": "system", "content": request.system})
+    for msg in request.messages:
+        match msg:
+            case SystemMessage():
+                out.append({"role": "system", "content": msg.text})
+            case UserMessage():
+                out.append({"role": "user", "content": msg.text})
+            case AssistantMessage():
+                # Thinking is dropped: Chat Completions has no way to send it back.
+                if not msg.text and not msg.tool_calls:
+                    continue  # nothing to say; an empty assistant message is a 400
+                wire: dict[str, Any] = {"role": "assistant", "content": msg.text or None}
+                if msg.tool_calls:
+                    wire["tool_calls"] = [
+                        {"id": call.id, "type": "function", "function": {"name": call.name,
+                                                                         "arguments": _arguments_text(call)}}
+                        for call in msg.tool_calls
+                    ]
+                out.append(wire)
+            case ToolResultMessage():
+                out.append({"role": "tool", "tool_call_id": msg.call_id, "content": msg.content_for_model()})
+            case _:
+                assert_never(msg)
+    return out
+
+
+def _arguments_text(call: ToolCall) -> str:
+    """The arguments as the model wrote them when they could not be parsed, so the history stays truthful."""
+    return call.raw if call.raw is not None else json.dumps(call.arguments)
+
+
+@dataclass
+class _Call:
+    call_id: str
+    name: str = ""
+    started: bool = False
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ChatStreamReducer:
+    """Chunks -> canonical events, keyed by `tool_calls[i].index` (a call's id and name come only once)."""
+
+    calls: dict[int, _Call] = field(default_factory=dict)
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+    def feed(self, chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
+        if chunk.usage is not None:
+            self.usage = Usage(input_tokens=chunk.usage.prompt_tokens or 0,
+                               output_tokens=chunk.usage.completion_tokens or 0)
+        for choice in chunk.choices:
+            if choice.index != 0 or self.finish_reason is not None:
+                continue
+            delta = choice.delta
+            # Not in OpenAI's schema: DeepSeek and vLLM send `reasoning_content`, Ollama `reasoning`.
+            thinking = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+            if isinstance(thinking, str) and thinking:
+                yield ThinkingDelta(thinking)
+            if delta.content:
+                yield TextDelta(delta.content)
+            if delta.refusal:
+                yield TextDelta(delta.refusal)
+            for tool_call in delta.tool_calls or []:
+                yield from self._tool_call_delta(tool_call)
+            if choice.finish_reason is not None:
+                self.finish_reason = choice.finish_reason
+                yield from self._close_calls()
+
+    def _tool_call_delta(self, tool_call: Any) -> Iterator[StreamEvent]:
+        index = tool_call.index if tool_call.index is not None else self._index_without_one(tool_call.id)
+        call = self.calls.get(index)
+        if call is None:
+            call = self.calls[index] = _Call(call_id=tool_call.id or f"call_{uuid.uuid4().hex[:24]}")
+        function = tool_call.function
+        if function is not None and function.name:
+            call.name += function.name
+        if not call.started and call.name:
+            call.started = True
+            yield ToolCallStarted(call.call_id, call.name)
+            if call.arguments:  # fragments that came before the name
+                yield ToolCallArgs(call.call_id, "".join(call.arguments))
+        if function is not None and function.arguments:
+            call.arguments.append(function.arguments)
+            if call.started:
+                yield ToolCallArgs(call.call_id, function.arguments)
+
+    def _index_without_one(self, call_id: str | None) -> int:
+        """Some servers omit `index`: a new id is a new call, no id continues the last one."""
+        for index, call in self.calls.items():
+            if call_id is not None and call.call_id == call_id:
+                return index
+        if call_id is None and self.calls:
+            return max(self.calls)
+        return len(self.calls)
+
+    def _close_calls(self) -> Iterator[StreamEvent]:
+        for index in sorted(self.calls):
+            call = self.calls.pop(index)
+            if not call.started:  # a call without a name: announce it so it can be answered
+                yield ToolCallStarted(call.call_id, call.name)
+            yield ToolCallDone(call.call_id, call.name, "".join(call.arguments))
+
+    def finish(self, provider: str) -> Iterator[StreamEvent]:
+        """The stream ended without a transport error. It is complete if the choice finished or the closing
+        usage chunk came (the SDK hides `[DONE]`); otherwise it was cut and open calls are not complete."""
+        if self.finish_reason is None and self.usage is None:
+            raise ProviderError(f"the {provider} stream ended before the answer was complete", retryable=True)
+        yield from self._close_calls()
+        yield Finished(usage=self.usage, stop_reason=self.finish_reason)

@@ -1,0 +1,142 @@
+"""The workspace jail: every path a tool touches is resolved and checked here.
+
+A path is taken relative to the workspace root, resolved with symlinks followed, and must stay inside the root's
+real path and outside the blocked patterns. The blocked check runs on the path as given AND on the resolved path, so
+neither a `..` detour nor a harmless-looking symlink reaches a secret.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import os
+import posixpath
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from sunwell.tools.base import ToolFailure
+
+DEFAULT_BLOCKED: tuple[str, ...] = (
+    ".env", ".env.*", ".git/", "node_modules/", "__pycache__/", "*.pem", "*.key", "secrets/", ".ssh/",
+    ".sunwell/", "id_rsa*", "id_ed25519*", "id_ecdsa*", "*.p12", "*.pfx",
+)  # fmt: skip
+
+NAME_MAX_BYTES = 255
+PATH_MAX_BYTES = 4096
+RELATIVE_HINT = "use a path relative to the workspace root, e.g. src/app.py"
+
+
+class Jail:
+    """The workspace root plus the blocked patterns (DEFAULT_BLOCKED + `blocked` from config or a lens).
+
+    Pattern semantics, all case-insensitive: `name/` blocks a directory of that name at any depth and everything
+    under it; a pattern without `/` is matched (fnmatch) against every path component's name; a pattern with a `/`
+    inside (`config/prod.yaml`) is matched component by component from the root. Anything under a blocked path is
+    blocked too.
+    """
+
+    def __init__(self, root: Path, blocked: Sequence[str] = ()) -> None:
+        self.root = Path(os.path.realpath(root))
+        if not self.root.is_dir():
+            raise ValueError(f"workspace root is not a directory: {root}")
+        self._given_root = Path(os.path.abspath(root))
+        self.blocked: tuple[str, ...] = (*DEFAULT_BLOCKED, *blocked)
+        names: list[str] = []
+        self._anchored: list[list[re.Pattern[str]]] = []
+        for pattern in self.blocked:
+            pattern = pattern.strip().rstrip("/")
+            while pattern.startswith("**/"):
+                pattern = pattern[3:]
+            if not pattern:
+                continue
+            if "/" in pattern:
+                segments = [s for s in pattern.strip("/").split("/") if s not in ("", ".")]
+                self._anchored.append([re.compile(fnmatch.translate(s), re.IGNORECASE) for s in segments])
+            else:
+                names.append(fnmatch.translate(pattern))
+        self._names = re.compile("|".join(f"(?:{n})" for n in names) or "(?!)", re.IGNORECASE)
+
+    def is_blocked(self, rel: str) -> bool:
+        """Whether a workspace-relative posix path (or anything above it) matches a blocked pattern."""
+        parts = [p for p in rel.split("/") if p not in ("", ".", "..")]
+        for part in parts:
+            # Windows ignores trailing dots and spaces, so `.env.` or `.env ` would open `.env` there.
+            if self._names.match(part) or self._names.match(part.rstrip(" .")):
+                return True
+        return any(
+            len(parts) >= len(segments) and all(s.match(p) for s, p in zip(segments, parts))
+            for segments in self._anchored
+        )
+
+    def relative(self, p: Path) -> str:
+        """`p` (under the root) as a posix path relative to the root; "." for the root itself."""
+        return Path(p).relative_to(self.root).as_posix()
+
+    def resolve(self, path: str, *, must_exist: bool = True) -> Path:
+        """The real absolute path of `path`, or a ToolFailure saying why the model may not touch it.
+
+        With must_exist=False missing components are allowed (a file about to be written): the existing part is
+        resolved and everything is checked the same way.
+        """
+        self._check_text(path)
+        given = Path(path)
+        real = Path(os.path.realpath(given if given.is_absolute() else self.root / given))
+        # A symlink loop leaves `..` unresolved in realpath's answer; don't let a lexical check pass it.
+        if ".." in real.parts or not (real == self.root or real.is_relative_to(self.root)):
+            raise ToolFailure("permission", f"path escapes the workspace: {path}", RELATIVE_HINT)
+        as_given = self._lexical_relative(given)
+        if any(self.is_blocked(rel) for rel in (*as_given, self.relative(real))):
+            raise ToolFailure(
+                "permission",
+                f"path is blocked by policy: {path}",
+                "secrets, .env files, .git and dependency folders are off limits; work with other files",
+            )
+        if must_exist:
+            self._check_exists(real, path)
+        return real
+
+    def _check_text(self, path: object) -> None:
+        if not isinstance(path, str) or not path.strip():
+            raise ToolFailure("validation", "path must be a non-empty string", RELATIVE_HINT)
+        if "\x00" in path:
+            raise ToolFailure("validation", "path contains a NUL byte", RELATIVE_HINT)
+        try:
+            encoded = os.fsencode(path)
+        except UnicodeError:
+            raise ToolFailure(
+                "validation", "path is not valid text (unpaired surrogate)", RELATIVE_HINT
+            ) from None
+        if len(encoded) > PATH_MAX_BYTES or any(len(part) > NAME_MAX_BYTES for part in encoded.split(b"/")):
+            raise ToolFailure(
+                "validation",
+                f"path is too long (at most {NAME_MAX_BYTES} bytes per name, {PATH_MAX_BYTES} in all)",
+                RELATIVE_HINT,
+            )
+
+    def _lexical_relative(self, given: Path) -> tuple[str, ...]:
+        """The path as the model wrote it, relative to the root, raw and normalized (none if outside the root)."""
+        for root in (self.root, self._given_root):
+            if not given.is_absolute() or given.is_relative_to(root):
+                rel = given.relative_to(root).as_posix() if given.is_absolute() else given.as_posix()
+                return rel, posixpath.normpath(rel)
+        return ()
+
+    @staticmethod
+    def _check_exists(real: Path, path: str) -> None:
+        try:
+            os.stat(real)
+        except (FileNotFoundError, NotADirectoryError):
+            parent = posixpath.dirname(path.rstrip("/")) or "."
+            raise ToolFailure(
+                "not_found",
+                f"no such file or directory: {path}",
+                f'call list_files with path "{parent}" to see what exists there',
+            ) from None
+        except PermissionError:
+            raise ToolFailure("permission", f"permission denied by the operating system: {path}") from None
+        except OSError as exc:
+            code = (
+                "validation" if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL) else "not_found"
+            )
+            raise ToolFailure(code, f"cannot access {path}: {exc.strerror or exc}", RELATIVE_HINT) from None

@@ -1,0 +1,19 @@
+"""The catalogue of core tools, and which of them a turn offers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sunwell.tools.base import Tool, Trust
+from sunwell.tools.files import LIST_FILES, READ_FILE
+from sunwell.tools.search import SEARCH_FILES
+
+CORE_TOOLS: tuple[Tool, ...] = (LIST_FILES, SEARCH_FILES, READ_FILE)
+
+
+def select_tools(tools: Sequence[Tool], trust: Trust, names: Sequence[str] | None = None) -> list[Tool]:
+    """The tools allowed at `trust`, narrowed to `names` when given (an empty list means no tools)."""
+    allowed = [tool for tool in tools if tool.min_trust <= trust]
+    if names is None:
+        return allowed
+    return [tool for tool in allowed if tool.name in set(names)]
