@@ -39,6 +39,8 @@ class ToolContext:
 
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
+Preview = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
+"""What an approval shows before a risky call runs: PROTOCOL.md `preview` (`diff` or `command`)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Tool:
     """Read-only calls of one response may run concurrently; the others run in order."""
     source: str = "core"
     timeout: float = 60.0
+    preview: Preview | None = None
 
     @property
     def spec(self) -> ToolSpec:
