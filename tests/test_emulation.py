@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sunwell.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, UserMessage
+from sunwell.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, Usage, UserMessage
 from sunwell.models.base import (
     Finished,
     ModelRequest,
@@ -238,7 +238,9 @@ class ScriptedModel:
 
     async def stream(self, request):
         self.requests.append(request)
+        self.delivered = 0
         for event in self.events:
+            self.delivered += 1
             yield event
 
 
@@ -266,6 +268,32 @@ async def test_emulated_provider_sends_no_tools_and_finds_the_call():
     assert text == "Sure.\n"
     assert calls == [("emu_3", "read_file", {"path": "a.txt"})]  # ids continue after the history's
     assert isinstance(events[-1], Finished)
+
+
+async def test_emulated_reply_ends_at_its_first_call():
+    script = [*deltas(f"Ok.\n{CALL_JSON}\nThe file says: hello (made up)\n{CALL_JSON}"), Finished()]
+    model = ScriptedModel(*script)
+    events = await collect(EmulatedProvider(model), request())
+    text, calls = summary(events)
+    assert (text, [c[1] for c in calls]) == ("Ok.\n", ["read_file"])
+    assert events[-1] == Finished(stop_reason="tool_calls")
+    assert model.delivered < len(script)  # the rest was not even read
+
+
+async def test_parallel_emulation_keeps_every_call_and_the_text_around_them():
+    model = ScriptedModel(*deltas(f"Ok.\n{CALL_JSON}\nand\n{CALL_JSON}"), Finished(stop_reason="stop"))
+    events = await collect(EmulatedProvider(model, parallel=True), request())
+    text, calls = summary(events)
+    assert (text, len(calls)) == ("Ok.\n\nand\n", 2)
+    assert events[-1] == Finished(stop_reason="stop")
+
+
+async def test_a_call_completed_by_the_end_of_the_stream_keeps_the_inner_finish():
+    usage = Usage(input_tokens=5, output_tokens=7)
+    model = ScriptedModel(*deltas('{"name": "read_file", "arguments": {"path": "a.txt"}'), Finished(usage=usage))
+    events = await collect(EmulatedProvider(model), request())
+    assert summary(events)[1] == [("emu_3", "read_file", {"path": "a.txt"})]
+    assert events[-1] == Finished(usage=usage)
 
 
 async def test_emulated_provider_tool_choice():

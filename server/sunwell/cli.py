@@ -35,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     tools = run.add_mutually_exclusive_group()
     tools.add_argument("--tools", help="comma-separated tool names to allow")
     tools.add_argument("--no-tools", action="store_true", help="offer no tools")
+    approve = run.add_mutually_exclusive_group()
+    approve.add_argument("--approve", choices=["ask", "auto", "deny"],
+                         help="how risky calls are answered (default: ask on a terminal, else deny)")
+    approve.add_argument("--yes", action="store_const", const="auto", dest="approve", help="= --approve auto")
+    run.add_argument("--dry-run", action="store_true", default=None, help="show tool calls, execute none")
     run.add_argument("--max-tool-turns", type=int)
     run.add_argument("--session", help="continue a stored session")
     run.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
@@ -75,17 +80,24 @@ def _settings(args: argparse.Namespace, **flags):
 def cmd_run(args: argparse.Namespace) -> int:
     from sunwell.agent.engine import Engine, SetupError
     from sunwell.agent.sessions import SessionStoreError
+    from sunwell.prompt_approval import TerminalAsker
     from sunwell.transcript import JsonLines, Transcript
 
     workspace, settings = _settings(args, model=args.model, trust=args.trust, base_url=args.base_url,
-                                    max_tool_turns=args.max_tool_turns)
+                                    max_tool_turns=args.max_tool_turns, approval=args.approve,
+                                    dry_run=args.dry_run)
     prompt = args.prompt if args.prompt is not None else _read_stdin()
     if not prompt or not prompt.strip():
         raise UsageError("no prompt: pass it as an argument or on stdin")
     tool_names = _tool_names(args)
     sink = JsonLines() if args.json else Transcript(color=sys.stdout.isatty())
+    if settings.approval is None:
+        settings.approval = "ask" if sys.stdin is not None and sys.stdin.isatty() else "deny"
+    # answers are read from stdin, so there is no one to ask when the prompt itself came from there
+    can_ask = settings.approval == "ask" and args.prompt is not None and sys.stdin is not None
+    asker = TerminalAsker(color=sys.stderr.isatty()) if can_ask else None
     try:
-        engine = Engine(settings, workspace)
+        engine = Engine(settings, workspace, asker=asker)
         done = _run_cancellable(engine.run_turn(prompt, sink, session=args.session, tool_names=tool_names))
     except SetupError as exc:
         raise UsageError(str(exc)) from None

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 TrustName = Literal["discovery", "read_only", "workspace", "shell", "full"]
 ApprovalMode = Literal["ask", "auto", "deny"]
@@ -42,6 +42,11 @@ class RateLimits(BaseModel):
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML reads a bare `off` as false
+
     model: str | None = None
     """Model string, `PROVIDER:MODEL` (PROTOCOL.md "Model strings")."""
     base_url: str | None = None
@@ -67,6 +72,9 @@ class Settings(BaseModel):
     """Extra path patterns the tools may not touch (added to the built-in ones)."""
     command_allowlist: list[str] = Field(default_factory=list)
     sandbox: Literal["auto", "off"] = "auto"
+    """`off` runs shell commands without bubblewrap (a warning every turn)."""
+    max_command_timeout_sec: float = Field(600, gt=0, le=3600)
+    """Cap on the `timeout` a model may ask of run_command."""
     rate_limits: RateLimits = Field(default_factory=RateLimits)
     models: dict[str, ModelOverride] = Field(default_factory=dict)
     system_prompt: str | None = None

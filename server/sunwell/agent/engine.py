@@ -1,7 +1,8 @@
 """The engine both front ends drive: settings + workspace in, turns out.
 
 The CLI and the sidecar are thin faces over this class: they pick a session, hand over a line of text and a sink
-for events, and render what comes back.
+for events, and render what comes back. Per-session state (allow-for-session rules, rate limits) lives here, so
+a long-lived front end (the sidecar, `sunwell chat`) keeps it across turns.
 """
 
 from __future__ import annotations
@@ -10,16 +11,26 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sunwell.agent.events import DoneEvent
+from sunwell.agent.gate import Gate
 from sunwell.agent.loop import Turn, TurnConfig
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.turn import Sink, TurnLog
 from sunwell.config import Settings
 from sunwell.models.base import Provider
+from sunwell.models.capabilities import Capabilities, capabilities_for
+from sunwell.models.emulation import EmulatedProvider, RecoveringProvider
 from sunwell.models.factory import create_provider
+from sunwell.models.fallback import ToolFallbackProvider
 from sunwell.models.spec import ModelSpec, parse_model_string
+from sunwell.tools.approval import ApprovalPolicy, Asker
+from sunwell.tools.allowlist import CommandAllowlist
+from sunwell.tools.audit import AuditLog
 from sunwell.tools.base import ToolContext, Trust
+from sunwell.tools.checkpoints import Checkpoints
 from sunwell.tools.jail import Jail
+from sunwell.tools.ratelimit import RateLimiter
 from sunwell.tools.registry import CORE_TOOLS, select_tools
+from sunwell.tools.shell import sandbox_warning
 
 
 class SetupError(Exception):
@@ -27,18 +38,40 @@ class SetupError(Exception):
 
 
 class Engine:
-    def __init__(self, settings: Settings, workspace: Path) -> None:
+    def __init__(self, settings: Settings, workspace: Path, *, asker: Asker | None = None) -> None:
         if not workspace.is_dir():
             raise SetupError(f"workspace does not exist or is not a directory: {workspace}")
         self.settings = settings
         self.workspace = workspace.resolve()
+        self.asker = asker
         self._store: SessionStore | None = None
+        self._limiters: dict[str, RateLimiter] = {}
+        self._emulating: set[str] = set()  # sessions whose server refused native tools
+        self.approval = ApprovalPolicy(mode=settings.approval or "deny", ask=asker,
+                                       timeout=settings.approval_timeout_sec)
+        self.reconfigure(settings)
+
+    def reconfigure(self, settings: Settings) -> None:
+        """New settings for the next turn; allow-for-session rules and rate-limit windows are kept."""
+        self.settings = settings
+        allowlist = CommandAllowlist(settings.command_allowlist)
+        self.approval.mode = settings.approval or "deny"
+        self.approval.timeout = settings.approval_timeout_sec
+        self.approval.is_allowlisted = allowlist.allows
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.settings.data_dir)
 
     @property
     def store(self) -> SessionStore:
         if self._store is None:  # opened on first use, so lens features work even when the data dir is broken
-            self._store = SessionStore(Path(self.settings.data_dir) / "sessions.db")
+            self._store = SessionStore(self.data_dir / "sessions.db")
         return self._store
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        return Checkpoints(self.data_dir / "checkpoints")
 
     def model_spec(self, model: str | None = None) -> ModelSpec:
         try:
@@ -52,6 +85,23 @@ class Engine:
         except ValueError as exc:
             raise SetupError(str(exc)) from None
 
+    def capabilities(self, spec: ModelSpec) -> Capabilities:
+        overrides = {key: value.model_dump(exclude_none=True) for key, value in self.settings.models.items()}
+        return capabilities_for(spec.model, spec.provider, overrides)
+
+    def tool_calling_provider(self, spec: ModelSpec, session: str) -> Provider:
+        """The provider wrapped for how this model calls tools: native, recovered from text, or emulated."""
+        inner = self.provider(spec)
+        caps = self.capabilities(spec)
+        emulated = EmulatedProvider(inner, style=caps.emulation, compact=caps.small or caps.context_window <= 8192,
+                                    parallel=caps.parallel_calls)
+        if not caps.native_tools or session in self._emulating:
+            return emulated
+        native = RecoveringProvider(inner) if caps.recover_text_calls else inner
+        if spec.provider in ("ollama", "openai-compatible"):
+            return ToolFallbackProvider(native, emulated, on_fallback=lambda: self._emulating.add(session))
+        return native
+
     def open_session(self, session: str | None, title: str) -> str:
         if session is None:
             return self.store.create(title=title[:80])
@@ -59,26 +109,56 @@ class Engine:
             raise SetupError(f"unknown session '{session}': see `sunwell sessions list`")
         return session
 
+    def tools(self, trust: Trust, names: Sequence[str] | None = None):
+        return select_tools(CORE_TOOLS, trust, names)
+
     async def run_turn(self, text: str, sink: Sink, *, session: str | None = None, model: str | None = None,
                        trust: str | None = None, tool_names: Sequence[str] | None = None) -> DoneEvent:
         """Run one user line to its `done` event. Raises SetupError before the turn starts, never after."""
         spec = self.model_spec(model)
-        provider = self.provider(spec)
+        self.provider(spec)  # a missing key or bad endpoint is a setup error, before any session is created
         level = Trust[trust or self.settings.trust]
         session = self.open_session(session, text)
+        provider = self.tool_calling_provider(spec, session)
         history = self.store.messages(session)
+        log = TurnLog(self.store, session, sink)
+        tools = self.tools(level, tool_names)
+        ctx = self._tool_context(session, log.turn, level)
+        warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in tools) else None
         config = TurnConfig(
             provider=provider,
             model=spec.model,
-            tools=select_tools(CORE_TOOLS, level, tool_names),
+            tools=tools,
             catalogue=CORE_TOOLS,
             trust=level,
-            tool_ctx=ToolContext(jail=Jail(self.workspace, self.settings.blocked_paths),
-                                 max_output_bytes=self.settings.max_output_bytes,
-                                 ripgrep_path=self.settings.ripgrep_path),
+            tool_ctx=ctx,
             max_tool_turns=self.settings.max_tool_turns,
             max_tokens=self.settings.max_tokens,
             provider_attempts=self.settings.provider_attempts,
             system=self.settings.system_prompt,
+            gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session)),
+            audit=AuditLog(self.data_dir),
+            turn_notices=[warning] if warning else [],
+            small_model=self.capabilities(spec).small,
         )
-        return await Turn(config, TurnLog(self.store, session, sink), history).run(text)
+        return await Turn(config, log, history).run(text)
+
+    def _limiter(self, session: str) -> RateLimiter:
+        if session not in self._limiters:
+            self._limiters[session] = RateLimiter(self.settings.rate_limits)
+        return self._limiters[session]
+
+    def _tool_context(self, session: str, turn: str, trust: Trust) -> ToolContext:
+        checkpoints = self.checkpoints
+        return ToolContext(
+            jail=Jail(self.workspace, self.settings.blocked_paths),
+            max_output_bytes=self.settings.max_output_bytes,
+            ripgrep_path=self.settings.ripgrep_path,
+            extra={
+                "sandbox": self.settings.sandbox,
+                "network": trust >= Trust.full,
+                "max_timeout": self.settings.max_command_timeout_sec,
+                "checkpoint": lambda path, rel: checkpoints.save(session, turn, path, rel),
+                "after_write": lambda path, rel, data: checkpoints.record_after(session, turn, rel, data),
+            },
+        )

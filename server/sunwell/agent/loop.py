@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import json_repair
 
@@ -19,6 +20,7 @@ from sunwell.agent.events import (
     DoneEvent, NoticeEvent, TextEvent, ThinkingEvent, ToolCallDeltaEvent, ToolCallEvent, ToolCallStartEvent,
     ToolResultEvent,
 )
+from sunwell.agent.gate import Gate, Verdict
 from sunwell.agent.prompts import LIMIT_REACHED, system_prompt
 from sunwell.agent.turn import TurnLog
 from sunwell.messages import AssistantMessage, Message, ToolCall, ToolError, ToolResultMessage, Usage, UserMessage
@@ -28,6 +30,13 @@ from sunwell.models.retry import stream_with_retries
 from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.executor import execute, failed
 from sunwell.tools.validation import validate_arguments
+
+
+GUARD_WARN, GUARD_STOP = 3, 5
+
+
+class LoopGuardTripped(Exception):
+    """The model keeps making the same failing call."""
 
 
 @dataclass
@@ -47,6 +56,14 @@ class TurnConfig:
     provider_attempts: int = 3
     system: str | None = None
     extra_instructions: list[str] = field(default_factory=list)
+    gate: Gate | None = None
+    """Dry run, rate limits and approvals; None runs valid calls directly (read-only tools only)."""
+    audit: Any = None
+    """A sunwell.tools.audit.AuditLog, or None."""
+    small_model: bool = False
+    """Small models get the answer-now nudges (they tend to keep calling tools after they have the answer)."""
+    turn_notices: list[str] = field(default_factory=list)
+    """Warnings to show once at the start of the turn (e.g. shell running without a sandbox)."""
 
 
 @dataclass
@@ -65,14 +82,21 @@ class Turn:
         self.tool_calls = 0
         self._unanswered: dict[str, ToolCall] = {}
         self._finished: dict[str, ToolResultMessage] = {}
+        self._failures: dict[tuple[str, str, str], int] = {}
+        self._answered: dict[tuple[str, str], ToolResultMessage] = {}  # successful read-only calls of this turn
 
     async def run(self, text: str) -> DoneEvent:
         self._add(UserMessage(text=text))
+        for message in self.config.turn_notices:
+            self.log.emit(NoticeEvent(level="warning", code="sandbox_off", message=message))
         try:
             status = await self._loop()
             return self._done(status)
         except ProviderError as exc:
             self._answer_unanswered("interrupted", "the model's response broke off before this call could run")
+            return self._done("error", str(exc))
+        except LoopGuardTripped as exc:
+            self.log.emit(NoticeEvent(level="error", code="loop_guard", message=str(exc)))
             return self._done("error", str(exc))
         except asyncio.CancelledError:
             self._answer_unanswered("interrupted", "the user cancelled the turn")
@@ -86,7 +110,7 @@ class Turn:
                 self._add(UserMessage(text=LIMIT_REACHED.format(n=cfg.max_tool_turns)))
             response = await self._stream(ModelRequest(
                 model=cfg.model,
-                system=cfg.system or system_prompt(cfg.tool_ctx.jail.root, cfg.extra_instructions),
+                system=cfg.system or system_prompt(cfg.tool_ctx.jail.root, cfg.extra_instructions, cfg.small_model),
                 messages=list(self.history),
                 tools=[tool.spec for tool in cfg.tools],
                 tool_choice="none" if final else "auto",
@@ -97,9 +121,25 @@ class Turn:
                                        thinking_signature=response.signature, tool_calls=calls))
             if not calls:
                 return "limitReached" if final else "completed"
-            for result in await self._run_calls(calls):
+            results = await self._run_calls(calls)
+            for result in results:
                 self._add_result(result)
+            self._guard(calls, results)
         raise AssertionError("unreachable")
+
+    def _guard(self, calls: list[ToolCall], results: list[ToolResultMessage]) -> None:
+        """The same call failing the same way: told to change approach at 3, the turn stopped at 5."""
+        for call, result in zip(calls, results, strict=True):
+            if result.ok:
+                continue
+            key = (call.name, json.dumps(call.arguments, sort_keys=True), result.error.code)
+            self._failures[key] = count = self._failures.get(key, 0) + 1
+            if count >= GUARD_STOP:
+                raise LoopGuardTripped(f"stopped: {call.name} failed the same way {count} times "
+                                       f"({result.error.code}: {result.error.message})")
+            if count >= GUARD_WARN:
+                result.error.suggestion = (f"this exact call has failed {count} times; do not repeat it. "
+                                           "Change approach or ask the user. " + (result.error.suggestion or ""))
 
     async def _stream(self, request: ModelRequest) -> _Response:
         out = _Response()
@@ -165,15 +205,37 @@ class Turn:
 
     async def _run_one(self, call: ToolCall) -> ToolResultMessage:
         started = time.monotonic()
-        error = self._check(call)
-        if error is not None:
-            result = failed(call, error)
+        verdict = Verdict(self._check(call))
+        tool = self._offered(call.name)
+        key = (call.name, json.dumps(call.arguments, sort_keys=True))
+        if verdict.error is None and tool.read_only and key in self._answered:
+            result = self._repeat(call, self._answered[key])
+            self._emit_result(result, 0)
+            self._finished[call.id] = result
+            return result
+        if verdict.error is None and self.config.gate is not None:
+            verdict = await self.config.gate.admit(tool, call, self.config.tool_ctx, self.log.session,
+                                                   self.log.turn, self.log.emit)
+        if verdict.error is not None:
+            result = failed(call, verdict.error)
         else:
-            result = await execute(self._offered(call.name), call, self.config.tool_ctx)
-        result_ms = int((time.monotonic() - started) * 1000)
-        self._emit_result(result, result_ms)
+            result = await execute(tool, call, self.config.tool_ctx)
+        duration_ms = int((time.monotonic() - started) * 1000)
+        self._emit_result(result, duration_ms)
         self._finished[call.id] = result
+        if result.ok and tool is not None and tool.read_only:
+            self._answered[key] = result
+        if self.config.audit is not None:
+            self.config.audit.record(session=self.log.session, turn=self.log.turn, tool=call.name, call_id=call.id,
+                                     arguments=call.arguments, decision=verdict.decision, by=verdict.by,
+                                     ok=result.ok, error=result.error and result.error.code, duration_ms=duration_ms)
         return result
+
+    def _repeat(self, call: ToolCall, earlier: ToolResultMessage) -> ToolResultMessage:
+        """A repeated identical read is answered from this turn's earlier result, with a nudge to answer."""
+        note = ("[Sunwell] You already made this exact call in this turn; here is its result again. "
+                "If it answers the user's question, reply to the user now instead of calling more tools.")
+        return ToolResultMessage(call_id=call.id, name=call.name, output=f"{note}\n\n{earlier.output}")
 
     def _check(self, call: ToolCall) -> ToolError | None:
         tool = self._offered(call.name)

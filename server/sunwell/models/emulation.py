@@ -204,7 +204,11 @@ def next_emulated_id(messages: Iterable[Message]) -> int:
 # --- the providers ------------------------------------------------------------------------------------------
 
 class EmulatedProvider:
-    """Wraps any provider for a model without native tool calling."""
+    """Wraps any provider for a model without native tool calling.
+
+    Unless `parallel`, a reply ends at its first call: what a small model writes after it is mostly a made-up
+    result, so the rest is dropped and the inner stream closed early (then `Finished` carries no usage).
+    """
 
     def __init__(self, inner: Provider, *, style: Style = "json", compact: bool = False,
                  parallel: bool = False) -> None:
@@ -224,20 +228,34 @@ class EmulatedProvider:
         sent = replace(request, system=system.strip(), tools=[], tool_choice="auto",
                        messages=render_history_for_emulation(request.messages, self.style))
         detector = CallDetector([t.name for t in tools], first_id=next_emulated_id(request.messages))
+        events = self.inner.stream(sent)
         finished = False
-        async for event in self.inner.stream(sent):
-            if isinstance(event, TextDelta) and tools:
-                for out in detector.feed(event.text):
-                    yield out
-                continue
-            if isinstance(event, Finished):
-                finished = True
-                for out in detector.finish():
-                    yield out
-            yield event
-        if not finished:
-            for out in detector.finish():
-                yield out
+        try:
+            async for event in events:
+                finished = isinstance(event, Finished)
+                if isinstance(event, TextDelta) and tools:
+                    out = detector.feed(event.text)
+                else:
+                    out = [*detector.finish(), event] if finished else [event]
+                if not self.parallel and detector.calls:
+                    for item in _through_first_call(out):
+                        yield item
+                    yield event if finished else Finished(stop_reason="tool_calls")
+                    return
+                for item in out:
+                    yield item
+            if not finished:  # the stream ended without `Finished`
+                out = detector.finish()
+                for item in out if self.parallel or not detector.calls else _through_first_call(out):
+                    yield item
+        finally:
+            if (aclose := getattr(events, "aclose", None)) is not None:
+                await aclose()
+
+
+def _through_first_call(events: list[StreamEvent]) -> list[StreamEvent]:
+    done = next(i for i, e in enumerate(events) if isinstance(e, ToolCallDone))
+    return events[:done + 1]
 
 
 class RecoveringProvider:

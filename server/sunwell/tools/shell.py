@@ -257,6 +257,12 @@ async def _finish(readers: list[asyncio.Task[None]]) -> None:
         await asyncio.gather(*readers, return_exceptions=True)
 
 
+def command_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """What an approval shows: the exact command and its jailed working directory."""
+    cwd = ctx.jail.resolve(args.get("cwd") or ".")
+    return {"kind": "command", "command": args["command"], "cwd": ctx.jail.relative(cwd)}
+
+
 RUN_COMMAND = Tool(
     name="run_command",
     description=(
@@ -278,6 +284,7 @@ RUN_COMMAND = Tool(
         "additionalProperties": False,
     },
     handler=run_command,
+    preview=command_preview,
     min_trust=Trust.shell,
     approval="ask",
     risk="shell",

@@ -1,0 +1,62 @@
+// The chat input's `::commands` (PROTOCOL.md "Chat commands"): a line that starts with `::name` is a command.
+// Pure helpers for the highlighting overlay and the completion list.
+import type { CommandInfo } from '../protocol';
+
+export interface Segment {
+  text: string;
+  command: boolean;
+}
+
+// `::` then a letter, at the start of a line (after optional blanks): `a::b`, `std::vector`, `::` and `::9x` are
+// not commands, like in the grammar.
+const COMMAND = /^([ \t]*)(::[A-Za-z][\w-]*)/gm;
+
+/** The input split into plain text and command names, for the overlay that highlights them. */
+export function segments(text: string): Segment[] {
+  const out: Segment[] = [];
+  let last = 0;
+  for (const m of text.matchAll(COMMAND)) {
+    const start = (m.index ?? 0) + m[1].length;
+    if (start > last) out.push({ text: text.slice(last, start), command: false });
+    out.push({ text: m[2], command: true });
+    last = start + m[2].length;
+  }
+  if (last < text.length) out.push({ text: text.slice(last), command: false });
+  return out;
+}
+
+export interface CompletionContext {
+  /** What was typed after `::`. */
+  prefix: string;
+  /** The range of `::prefix` in the text, to replace when a completion is accepted. */
+  start: number;
+  end: number;
+}
+
+/** When the caret is in a `::name` at the start of its line, what to complete. */
+export function completionContext(text: string, caret: number): CompletionContext | null {
+  const lineStart = text.lastIndexOf('\n', caret - 1) + 1;
+  const before = text.slice(lineStart, caret);
+  const m = /^[ \t]*::([\w-]*)$/.exec(before);
+  if (!m) return null;
+  const start = caret - m[1].length - 2;
+  let end = caret;
+  while (end < text.length && /[\w-]/.test(text[end])) end++;
+  return { prefix: m[1], start, end };
+}
+
+/** Commands whose name starts with the prefix, then those that contain it. */
+export function matchCommands(commands: CommandInfo[], prefix: string): CommandInfo[] {
+  const p = prefix.toLowerCase();
+  const name = (c: CommandInfo) => c.name.replace(/^::/, '').toLowerCase();
+  const starts = commands.filter((c) => name(c).startsWith(p));
+  const contains = commands.filter((c) => !name(c).startsWith(p) && name(c).includes(p));
+  return [...starts, ...contains];
+}
+
+/** The text after accepting a completion, and where the caret goes. */
+export function applyCompletion(text: string, ctx: CompletionContext, command: CommandInfo): { text: string; caret: number } {
+  const insert = `::${command.name.replace(/^::/, '')} `;
+  const rest = text.slice(ctx.end).replace(/^ /, '');
+  return { text: text.slice(0, ctx.start) + insert + rest, caret: ctx.start + insert.length };
+}

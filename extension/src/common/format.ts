@@ -1,0 +1,81 @@
+// How things read in the chat: tool titles, a call's one-line target, durations, token counts, diff stats.
+import type { Usage } from '../protocol';
+
+const TOOL_TITLES: Record<string, string> = {
+  list_files: 'List files',
+  search_files: 'Search',
+  read_file: 'Read',
+  write_file: 'Write',
+  edit_file: 'Edit',
+  run_command: 'Run',
+};
+
+export function toolTitle(name: string): string {
+  return TOOL_TITLES[name] ?? (name || 'Tool');
+}
+
+/** The argument that says what a call is about (its path, command or pattern), for the card's header. */
+export function toolTarget(name: string, args: Record<string, unknown> | null, argsText: string): string {
+  const pick = (key: string) => (args && typeof args[key] === 'string' ? (args[key] as string) : undefined);
+  let target: string | undefined;
+  switch (name) {
+    case 'run_command':
+      target = pick('command');
+      break;
+    case 'search_files':
+      target = pick('pattern');
+      break;
+    default:
+      target = pick('path') ?? pick('command') ?? pick('pattern');
+  }
+  if (target === undefined && args) target = Object.values(args).find((v): v is string => typeof v === 'string');
+  if (target === undefined) {
+    // Arguments still streaming: show the path or command as soon as its string is complete.
+    const m = /"(?:path|command|pattern)"\s*:\s*"((?:[^"\\]|\\.)*)"/.exec(argsText);
+    if (m) target = m[1].replace(/\\(.)/g, '$1');
+  }
+  const oneLine = (target ?? '').replace(/\s+/g, ' ').trim();
+  return oneLine.length > 80 ? `${oneLine.slice(0, 79)}…` : oneLine;
+}
+
+export function formatDuration(ms: number | null): string {
+  if (ms === null || ms === undefined) return '';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+export function formatTokens(n: number): string {
+  return n < 1000 ? String(n) : n < 100_000 ? `${(n / 1000).toFixed(1)}k` : `${Math.round(n / 1000)}k`;
+}
+
+export function formatUsage(usage: Usage | null): string {
+  if (!usage) return '';
+  return `${formatTokens(usage.inputTokens)} in · ${formatTokens(usage.outputTokens)} out`;
+}
+
+/** Lines added and removed between two texts (a line-multiset count: enough for a card's summary). */
+export function diffStat(before: string | null, after: string): { added: number; removed: number } {
+  const lines = (t: string) => (t === '' ? [] : t.replace(/\n$/, '').split('\n'));
+  const counts = new Map<string, number>();
+  for (const line of lines(before ?? '')) counts.set(line, (counts.get(line) ?? 0) + 1);
+  let added = 0;
+  for (const line of lines(after)) {
+    const n = counts.get(line) ?? 0;
+    if (n > 0) counts.set(line, n - 1);
+    else added++;
+  }
+  let removed = 0;
+  for (const n of counts.values()) removed += n;
+  return { added, removed };
+}
+
+export function relativeTime(iso: string, now: number = Date.now()): string {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return '';
+  const s = Math.max(0, Math.round((now - t) / 1000));
+  if (s < 60) return 'just now';
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86_400)} d ago`;
+}

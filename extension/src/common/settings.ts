@@ -1,0 +1,143 @@
+// VS Code settings -> what the sidecar gets: `initializationOptions` (and the same keys under `sunwell` in
+// `workspace/didChangeConfiguration`) and the environment of its process (endpoints and API keys, which the SDKs
+// read themselves). Pure, so it is unit-tested without VS Code; settings are validated once here (STYLE.md 7).
+import type { InitializationOptions, TrustLevel } from '../protocol';
+import { TRUST_LEVELS } from '../protocol';
+
+export interface Settings {
+  model: string;
+  trustLevel: TrustLevel;
+  approvalTimeoutSec: number;
+  maxToolTurns: number;
+  python: string;
+  serverCommand: string[];
+  openaiBaseUrl: string;
+  anthropicBaseUrl: string;
+  baseUrl: string;
+  ollamaHost: string;
+  dryRun: boolean;
+}
+
+export const DEFAULTS: Settings = {
+  model: '',
+  trustLevel: 'workspace',
+  approvalTimeoutSec: 600,
+  maxToolTurns: 50,
+  python: '',
+  serverCommand: [],
+  openaiBaseUrl: '',
+  anthropicBaseUrl: '',
+  baseUrl: '',
+  ollamaHost: '',
+  dryRun: false,
+};
+
+/** Which secret goes to which variable; each SDK reads its own (PROTOCOL.md "Model strings"). */
+export const API_KEYS = {
+  openai: { env: 'OPENAI_API_KEY', label: 'OpenAI' },
+  anthropic: { env: 'ANTHROPIC_API_KEY', label: 'Anthropic' },
+  'openai-compatible': { env: 'SUNWELL_API_KEY', label: 'OpenAI-compatible server' },
+} as const;
+export type KeyProvider = keyof typeof API_KEYS;
+export type ApiKeys = Partial<Record<KeyProvider, string>>;
+
+export interface ReadResult {
+  settings: Settings;
+  /** One line per invalid value, naming the key; the default is used instead. */
+  problems: string[];
+}
+
+/** Reads `sunwell.*` through `get` (a WorkspaceConfiguration's get, or a plain lookup in tests). */
+export function readSettings(get: (key: string) => unknown): ReadResult {
+  const problems: string[] = [];
+  const settings: Settings = { ...DEFAULTS, serverCommand: [] };
+  const bad = (key: keyof Settings, value: unknown, want: string) => {
+    problems.push(`sunwell.${key}: ${JSON.stringify(value)} is not ${want}; using ${JSON.stringify(DEFAULTS[key])}`);
+  };
+  for (const key of ['model', 'python', 'openaiBaseUrl', 'anthropicBaseUrl', 'baseUrl', 'ollamaHost'] as const) {
+    const value = get(key);
+    if (value === undefined || value === null) continue;
+    if (typeof value === 'string') settings[key] = value.trim();
+    else bad(key, value, 'a string');
+  }
+  const trust = get('trustLevel');
+  if (trust !== undefined && trust !== null) {
+    if (typeof trust === 'string' && (TRUST_LEVELS as readonly string[]).includes(trust)) settings.trustLevel = trust as TrustLevel;
+    else bad('trustLevel', trust, `one of ${TRUST_LEVELS.join(', ')}`);
+  }
+  const positive = (key: 'approvalTimeoutSec' | 'maxToolTurns', integer: boolean) => {
+    const value = get(key);
+    if (value === undefined || value === null) return;
+    if (typeof value === 'number' && Number.isFinite(value) && value > 0 && (!integer || Number.isInteger(value))) settings[key] = value;
+    else bad(key, value, integer ? 'a positive integer' : 'a positive number');
+  };
+  positive('approvalTimeoutSec', false);
+  positive('maxToolTurns', true);
+  const dryRun = get('dryRun');
+  if (dryRun !== undefined && dryRun !== null) {
+    if (typeof dryRun === 'boolean') settings.dryRun = dryRun;
+    else bad('dryRun', dryRun, 'true or false');
+  }
+  const command = get('serverCommand');
+  if (command !== undefined && command !== null) {
+    if (Array.isArray(command) && command.every((c) => typeof c === 'string')) settings.serverCommand = command.filter((c) => c !== '');
+    else if (typeof command === 'string') settings.serverCommand = command.trim() ? [command.trim()] : [];
+    else bad('serverCommand', command, 'a list of strings');
+  }
+  return { settings, problems };
+}
+
+/**
+ * The `sunwell` section of `workspace/didChangeConfiguration`: every key, null where the setting is empty, so
+ * clearing a setting in VS Code hands the value back to Sunwell's own config.
+ */
+export function sidecarConfiguration(s: Settings): InitializationOptions {
+  return {
+    model: s.model || null,
+    trust: s.trustLevel,
+    approval: 'ask',
+    approvalTimeoutSec: s.approvalTimeoutSec,
+    maxToolTurns: s.maxToolTurns,
+    dryRun: s.dryRun,
+    baseUrl: s.baseUrl || null,
+  };
+}
+
+/** `initializationOptions`: the configuration plus the data dir (VS Code's workspace storage). */
+export function initializationOptions(s: Settings, dataDir: string): InitializationOptions {
+  return { dataDir, ...sidecarConfiguration(s) };
+}
+
+/**
+ * The sidecar's environment: the extension host's own, plus the endpoints and the keys from SecretStorage. A key
+ * set in SecretStorage wins over one inherited from the shell; an empty endpoint setting leaves the inherited one.
+ */
+export function sidecarEnvironment(s: Settings, keys: ApiKeys, base: NodeJS.ProcessEnv): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(base)) if (v !== undefined) env[k] = v;
+  if (s.openaiBaseUrl) env.OPENAI_BASE_URL = s.openaiBaseUrl;
+  if (s.anthropicBaseUrl) env.ANTHROPIC_BASE_URL = s.anthropicBaseUrl;
+  if (s.ollamaHost) env.OLLAMA_HOST = s.ollamaHost;
+  if (s.baseUrl) env.SUNWELL_BASE_URL = s.baseUrl;
+  for (const provider of Object.keys(API_KEYS) as KeyProvider[]) {
+    const key = keys[provider];
+    if (key) env[API_KEYS[provider].env] = key;
+  }
+  // The sidecar's stdout is the protocol: make sure Python never buffers it, and never writes bytecode into a
+  // read-only install of the bundled package.
+  env.PYTHONUNBUFFERED = '1';
+  env.PYTHONDONTWRITEBYTECODE = '1';
+  return env;
+}
+
+/** Settings that live in the sidecar's process (its command line or environment) need a restart to change. */
+export function needsRestart(before: Settings, after: Settings): boolean {
+  return (
+    before.python !== after.python ||
+    before.serverCommand.join('\0') !== after.serverCommand.join('\0') ||
+    before.openaiBaseUrl !== after.openaiBaseUrl ||
+    before.anthropicBaseUrl !== after.anthropicBaseUrl ||
+    before.ollamaHost !== after.ollamaHost ||
+    before.baseUrl !== after.baseUrl
+  );
+}

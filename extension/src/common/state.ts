@@ -1,0 +1,393 @@
+// The chat's view model: a pure reducer from sidecar events (PROTOCOL.md "Events") and a few local actions to the
+// state the webview draws. The extension host runs it to keep the transcript of the open session; the webview runs
+// the same reducer on the same actions, so both agree without sending the whole state on every delta. Unchanged
+// items keep their identity, which is what lets the renderer redraw only what changed.
+import type {
+  ApproveParams,
+  ChatEvent,
+  ChatResult,
+  CommandInfo,
+  Decision,
+  Message,
+  Preview,
+  SessionInfo,
+  ToolError,
+  TurnStatus,
+  Usage,
+} from '../protocol';
+
+export interface UserItem {
+  kind: 'user';
+  id: string;
+  text: string;
+}
+
+export interface AssistantItem {
+  kind: 'assistant';
+  id: string;
+  turn: string;
+  text: string;
+  streaming: boolean;
+}
+
+export interface ThinkingItem {
+  kind: 'thinking';
+  id: string;
+  turn: string;
+  text: string;
+  streaming: boolean;
+}
+
+export interface ApprovalCard {
+  risk: ApproveParams['risk'];
+  preview: Preview;
+  state: 'pending' | 'answered' | 'expired';
+  decision: Decision | null;
+  by: 'user' | 'policy' | null;
+}
+
+/**
+ * streaming: arguments are arriving; running: the call is complete and is being validated, approved or executed;
+ * ok / error: its result came; incomplete: the turn ended before the call was complete (it was never executed).
+ */
+export type ToolStatus = 'streaming' | 'running' | 'ok' | 'error' | 'incomplete';
+
+export interface ToolItem {
+  kind: 'tool';
+  id: string;
+  callId: string;
+  turn: string;
+  name: string;
+  argsText: string;
+  arguments: Record<string, unknown> | null;
+  raw: string | null;
+  status: ToolStatus;
+  /** The approval request, when the sidecar asked this client. */
+  approval: ApprovalCard | null;
+  /** How the call was approved, from the `approval` event (also when a policy decided and nobody was asked). */
+  decision: { decision: Decision; by: 'user' | 'policy' } | null;
+  output: string | null;
+  error: ToolError | null;
+  durationMs: number | null;
+}
+
+export interface NoticeItem {
+  kind: 'notice';
+  id: string;
+  level: 'info' | 'warning' | 'error';
+  code: string;
+  message: string;
+}
+
+export interface CommandItem {
+  kind: 'command';
+  id: string;
+  command: string;
+  output: string;
+}
+
+export interface TurnEndItem {
+  kind: 'turnEnd';
+  id: string;
+  turn: string;
+  status: TurnStatus;
+  toolCalls: number;
+  usage: Usage | null;
+  error: string | null;
+}
+
+export type Item = UserItem | AssistantItem | ThinkingItem | ToolItem | NoticeItem | CommandItem | TurnEndItem;
+
+export type SidecarStatus = 'starting' | 'ready' | 'stopped' | 'notInstalled' | 'error';
+
+export interface ChatState {
+  version: 1;
+  /** null until the sidecar names the session of the first turn. */
+  session: string | null;
+  items: Item[];
+  nextId: number;
+  /** The running turn; `id` is known from its first event. */
+  turn: { id: string | null; stopping: boolean } | null;
+  /** Usage of the last finished turn. */
+  usage: Usage | null;
+  settings: { model: string | null; trust: string | null; lens: string | null };
+  sessions: SessionInfo[];
+  commands: CommandInfo[];
+  sidecar: { status: SidecarStatus; message: string | null };
+}
+
+export type LocalAction =
+  | { type: 'userMessage'; text: string }
+  | { type: 'stopRequested' }
+  | { type: 'turnFinished'; status: TurnStatus; result?: ChatResult; error?: string }
+  | { type: 'approvalRequested'; params: ApproveParams }
+  | { type: 'approvalAnswered'; callId: string; decision: Decision }
+  | { type: 'approvalExpired'; callId: string }
+  | { type: 'sessionLoaded'; session: string; messages: Message[] }
+  | { type: 'newSession' }
+  | { type: 'sessionsListed'; sessions: SessionInfo[] }
+  | { type: 'commandsListed'; commands: CommandInfo[] }
+  | { type: 'settingsChanged'; model?: string | null; trust?: string | null; lens?: string | null }
+  | { type: 'sidecarStatus'; status: SidecarStatus; message?: string | null };
+
+export type ChatAction = ChatEvent | LocalAction;
+
+export function initialState(): ChatState {
+  return {
+    version: 1,
+    session: null,
+    items: [],
+    nextId: 0,
+    turn: null,
+    usage: null,
+    settings: { model: null, trust: null, lens: null },
+    sessions: [],
+    commands: [],
+    sidecar: { status: 'starting', message: null },
+  };
+}
+
+export function isBusy(state: ChatState): boolean {
+  return state.turn !== null;
+}
+
+export function pendingApprovals(state: ChatState): ToolItem[] {
+  return state.items.filter((i): i is ToolItem => i.kind === 'tool' && i.approval?.state === 'pending');
+}
+
+export function findTool(state: ChatState, callId: string): ToolItem | undefined {
+  for (let i = state.items.length - 1; i >= 0; i--) {
+    const item = state.items[i];
+    if (item.kind === 'tool' && item.callId === callId) return item;
+  }
+  return undefined;
+}
+
+const EVENT_TYPES = new Set<string>([
+  'text', 'thinking', 'toolCallStart', 'toolCallDelta', 'toolCall', 'approval', 'toolResult', 'notice',
+  'commandOutput', 'done',
+]);
+
+export function isChatEvent(action: ChatAction): action is ChatEvent {
+  return EVENT_TYPES.has(action.type);
+}
+
+export function reduce(state: ChatState, action: ChatAction): ChatState {
+  if (isChatEvent(action)) return reduceEvent(state, action);
+  switch (action.type) {
+    case 'userMessage':
+      return {
+        ...state,
+        items: [...state.items, { kind: 'user', id: `i${state.nextId}`, text: action.text }],
+        nextId: state.nextId + 1,
+        turn: { id: null, stopping: false },
+      };
+    case 'stopRequested':
+      return state.turn ? { ...state, turn: { ...state.turn, stopping: true } } : state;
+    case 'turnFinished': {
+      let next = state;
+      if (!next.session && action.result?.session) next = { ...next, session: action.result.session };
+      if (!next.turn) return next; // the done event already closed the turn
+      const turn = action.result?.turn ?? next.turn.id ?? '';
+      return endTurn(next, turn, {
+        status: action.result?.status ?? action.status,
+        toolCalls: action.result?.toolCalls ?? 0,
+        usage: action.result?.usage ?? null,
+        error: action.result?.error ?? action.error ?? null,
+      });
+    }
+    case 'approvalRequested': {
+      const p = action.params;
+      if (state.session && p.session && p.session !== state.session) return state;
+      const card: ApprovalCard = { risk: p.risk, preview: p.preview, state: 'pending', decision: null, by: null };
+      const existing = findTool(state, p.callId);
+      if (existing) return replaceItem(state, existing, { ...existing, approval: card, arguments: p.arguments });
+      return appendTool(state, p.callId, p.turn, p.name, { arguments: p.arguments, status: 'running', approval: card,
+        argsText: pretty(p.arguments) });
+    }
+    case 'approvalAnswered':
+    case 'approvalExpired': {
+      const tool = findTool(state, action.callId);
+      if (!tool?.approval || tool.approval.state !== 'pending') return state;
+      const approval: ApprovalCard = action.type === 'approvalAnswered'
+        ? { ...tool.approval, state: 'answered', decision: action.decision, by: 'user' }
+        : { ...tool.approval, state: 'expired', decision: 'deny', by: 'policy' };
+      return replaceItem(state, tool, { ...tool, approval });
+    }
+    case 'sessionLoaded':
+      return { ...fromMessages(state, action.session, action.messages), turn: null };
+    case 'newSession':
+      return { ...state, session: null, items: [], turn: null, usage: null };
+    case 'sessionsListed':
+      return { ...state, sessions: action.sessions };
+    case 'commandsListed':
+      return { ...state, commands: action.commands };
+    case 'settingsChanged': {
+      const { type: _type, ...changes } = action;
+      return { ...state, settings: { ...state.settings, ...changes } };
+    }
+    case 'sidecarStatus':
+      return { ...state, sidecar: { status: action.status, message: action.message ?? null } };
+    default:
+      return assertNever(action);
+  }
+}
+
+function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
+  if (state.session && ev.session && ev.session !== state.session) return state; // a stale turn of another session
+  let next = state;
+  if (!next.session && ev.session) next = { ...next, session: ev.session };
+  if (next.turn && next.turn.id === null && ev.type !== 'done') next = { ...next, turn: { ...next.turn, id: ev.turn } };
+  switch (ev.type) {
+    case 'text':
+    case 'thinking': {
+      const kind = ev.type === 'text' ? 'assistant' : 'thinking';
+      const last = next.items[next.items.length - 1];
+      if (last && last.kind === kind && last.turn === ev.turn && last.streaming) {
+        return replaceItem(next, last, { ...last, text: last.text + ev.delta });
+      }
+      const item = { kind, id: `i${next.nextId}`, turn: ev.turn, text: ev.delta, streaming: true } as AssistantItem | ThinkingItem;
+      const closed = closeStreams(next);
+      return { ...closed, items: [...closed.items, item], nextId: next.nextId + 1 };
+    }
+    case 'toolCallStart': {
+      const existing = findTool(next, ev.callId);
+      if (existing) return replaceItem(next, existing, { ...existing, name: ev.name });
+      return appendTool(closeStreams(next), ev.callId, ev.turn, ev.name, { status: 'streaming' });
+    }
+    case 'toolCallDelta': {
+      const tool = findTool(next, ev.callId);
+      if (!tool) return appendTool(closeStreams(next), ev.callId, ev.turn, '', { status: 'streaming', argsText: ev.argsDelta });
+      return replaceItem(next, tool, { ...tool, argsText: tool.argsText + ev.argsDelta });
+    }
+    case 'toolCall': {
+      const fields = {
+        name: ev.name,
+        arguments: ev.arguments,
+        raw: ev.raw ?? null,
+        argsText: ev.raw ?? pretty(ev.arguments),
+      };
+      const tool = findTool(next, ev.callId);
+      if (!tool) return appendTool(closeStreams(next), ev.callId, ev.turn, ev.name, { ...fields, status: 'running' });
+      const status = tool.status === 'streaming' || tool.status === 'incomplete' ? 'running' : tool.status;
+      return replaceItem(next, tool, { ...tool, ...fields, status });
+    }
+    case 'approval': {
+      const tool = findTool(next, ev.callId);
+      if (!tool) return next;
+      const decision = { decision: ev.decision, by: ev.by };
+      const approval: ApprovalCard | null = tool.approval
+        ? { ...tool.approval, state: tool.approval.state === 'pending' && ev.by === 'policy' ? 'expired' : 'answered',
+            decision: ev.decision, by: ev.by }
+        : null;
+      return replaceItem(next, tool, { ...tool, decision, approval });
+    }
+    case 'toolResult': {
+      const fields = {
+        status: (ev.ok ? 'ok' : 'error') as ToolStatus,
+        output: ev.output,
+        error: ev.error,
+        durationMs: ev.durationMs,
+      };
+      const tool = findTool(next, ev.callId);
+      if (!tool) return appendTool(closeStreams(next), ev.callId, ev.turn, ev.name, fields);
+      const approval = tool.approval?.state === 'pending' ? { ...tool.approval, state: 'expired' as const } : tool.approval;
+      return replaceItem(next, tool, { ...tool, ...fields, name: tool.name || ev.name, approval });
+    }
+    case 'notice': {
+      const item: NoticeItem = { kind: 'notice', id: `i${next.nextId}`, level: ev.level, code: ev.code, message: ev.message };
+      return { ...next, items: [...next.items, item], nextId: next.nextId + 1 };
+    }
+    case 'commandOutput': {
+      const item: CommandItem = { kind: 'command', id: `i${next.nextId}`, command: ev.command, output: ev.output };
+      const closed = closeStreams(next);
+      return { ...closed, items: [...closed.items, item], nextId: next.nextId + 1 };
+    }
+    case 'done':
+      return endTurn(next, ev.turn, { status: ev.status, toolCalls: ev.toolCalls, usage: ev.usage, error: ev.error ?? null });
+    default:
+      return assertNever(ev);
+  }
+}
+
+/** The turn is over: streams stop, calls that never completed are marked, unanswered approvals expire. */
+function endTurn(state: ChatState, turn: string,
+  end: { status: TurnStatus; toolCalls: number; usage: Usage | null; error: string | null }): ChatState {
+  const items = closeStreams(state).items.map((item) => {
+    if (item.kind !== 'tool') return item;
+    let next = item;
+    if (item.status === 'streaming') next = { ...next, status: 'incomplete' };
+    else if (item.status === 'running' && end.status !== 'completed') {
+      next = { ...next, status: 'error', error: { code: 'interrupted', message: 'The turn ended before this call finished.' } };
+    }
+    if (item.approval?.state === 'pending') next = { ...next, approval: { ...item.approval, state: 'expired' } };
+    return next;
+  });
+  const endItem: TurnEndItem = { kind: 'turnEnd', id: `i${state.nextId}`, turn, ...end };
+  return { ...state, items: [...items, endItem], nextId: state.nextId + 1, turn: null, usage: end.usage ?? state.usage };
+}
+
+function closeStreams(state: ChatState): ChatState {
+  if (!state.items.some((i) => (i.kind === 'assistant' || i.kind === 'thinking') && i.streaming)) return state;
+  return {
+    ...state,
+    items: state.items.map((i) => ((i.kind === 'assistant' || i.kind === 'thinking') && i.streaming ? { ...i, streaming: false } : i)),
+  };
+}
+
+function appendTool(state: ChatState, callId: string, turn: string, name: string, fields: Partial<ToolItem>): ChatState {
+  const tool: ToolItem = {
+    kind: 'tool', id: `tool:${callId}`, callId, turn, name, argsText: '', arguments: null, raw: null,
+    status: 'streaming', approval: null, decision: null, output: null, error: null, durationMs: null, ...fields,
+  };
+  return { ...state, items: [...state.items, tool] };
+}
+
+function replaceItem<T extends Item>(state: ChatState, old: T, item: T): ChatState {
+  return { ...state, items: state.items.map((i) => (i === old ? item : i)) };
+}
+
+function pretty(value: unknown): string {
+  return JSON.stringify(value ?? {}, null, 2);
+}
+
+/** A stored session's canonical messages (`sunwell/session`) as transcript items. */
+export function fromMessages(state: ChatState, session: string, messages: Message[]): ChatState {
+  let next: ChatState = { ...state, session, items: [], turn: null, usage: null, nextId: state.nextId };
+  const add = (item: Item) => { next = { ...next, items: [...next.items, item], nextId: next.nextId + 1 }; };
+  for (const m of messages) {
+    switch (m.role) {
+      case 'system':
+        break;
+      case 'user':
+        add({ kind: 'user', id: `i${next.nextId}`, text: m.text });
+        break;
+      case 'assistant':
+        if (m.thinking) add({ kind: 'thinking', id: `i${next.nextId}`, turn: '', text: m.thinking, streaming: false });
+        if (m.text) add({ kind: 'assistant', id: `i${next.nextId}`, turn: '', text: m.text, streaming: false });
+        for (const call of m.toolCalls ?? []) {
+          next = appendTool(next, call.id, '', call.name, {
+            status: 'running', arguments: call.arguments ?? {}, raw: call.raw ?? null, argsText: call.raw ?? pretty(call.arguments),
+          });
+        }
+        break;
+      case 'tool_result': {
+        const fields = { status: (m.ok ? 'ok' : 'error') as ToolStatus, output: m.output, error: m.error ?? null };
+        const tool = findTool(next, m.callId);
+        next = tool ? replaceItem(next, tool, { ...tool, ...fields }) : appendTool(next, m.callId, '', m.name, fields);
+        break;
+      }
+      default:
+        assertNever(m);
+    }
+  }
+  // A call without a stored result was cut off (the sidecar stopped while it ran).
+  return {
+    ...next,
+    items: next.items.map((i) => (i.kind === 'tool' && i.status === 'running' ? { ...i, status: 'incomplete' } : i)),
+  };
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unexpected action ${JSON.stringify(value)}`);
+}

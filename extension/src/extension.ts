@@ -1,0 +1,39 @@
+// Composition root: builds the parts and wires them together; each lives in its own module.
+import * as vscode from 'vscode';
+import { ChatController } from './chatController';
+import { CHAT_VIEW_ID, ChatViewProvider } from './chatView';
+import { pick, registerCommands } from './commands';
+import { ApprovalBroker } from './common/approvals';
+import { DiffPreviews } from './diffPreview';
+import { PythonEnvironments } from './python';
+import { ApiKeyStore } from './secrets';
+import { Sidecar } from './sidecar';
+
+let sidecar: Sidecar | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const log = vscode.window.createOutputChannel('Sunwell', { log: true });
+  const keys = new ApiKeyStore(context.secrets);
+  sidecar = new Sidecar(context, log, new PythonEnvironments(context, log), keys);
+  const approvals = new ApprovalBroker();
+  const diffs = new DiffPreviews(approvals);
+  const controller = new ChatController(sidecar, approvals, context.workspaceState);
+  const view = new ChatViewProvider(context.extensionUri, controller, {
+    showDiff: (callId) => void diffs.show(callId),
+    pick,
+    installPythonPackage: () => void vscode.commands.executeCommand('sunwell.installPythonPackage'),
+    showLog: () => log.show(),
+  });
+
+  context.subscriptions.push(
+    log, keys, sidecar, diffs, controller,
+    vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, view),
+    ...registerCommands({ controller, sidecar, keys, diffs, log }),
+  );
+  // Not awaited: the view and the commands are usable (and show the status) while the Python side starts.
+  void sidecar.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await sidecar?.stop();
+}

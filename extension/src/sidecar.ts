@@ -1,0 +1,252 @@
+// The sidecar process (`python -m sunwell serve`) behind a LanguageClient: started with the settings as
+// initializationOptions and the API keys in its environment, kept in step with configuration changes, restarted
+// when it crashes (reported once per crash, not by the library's own dialogs) or when its environment must change.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import {
+  CloseAction, DidChangeConfigurationNotification, ErrorAction, LanguageClient, State, TransportKind,
+  type LanguageClientOptions, type ServerOptions,
+} from 'vscode-languageclient/node';
+import { initializationOptions, needsRestart, readSettings, sidecarConfiguration, sidecarEnvironment, type Settings } from './common/settings';
+import type { SidecarStatus } from './common/state';
+import { Method, type ApproveParams, type ApproveResult, type ChatEvent, type Requests } from './protocol';
+import type { PythonEnvironments } from './python';
+import type { ApiKeyStore } from './secrets';
+
+const CRASH_WINDOW_MS = 3 * 60_000;
+const MAX_CRASHES = 3;
+
+export type ApprovalHandler = (params: ApproveParams, token: vscode.CancellationToken) => Promise<ApproveResult>;
+
+export class Sidecar implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private starting: Promise<void> | undefined;
+  private stopping = false;
+  private crashes: number[] = [];
+  private crashed = false;
+  private settings: Settings;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  private readonly eventEmitter = new vscode.EventEmitter<ChatEvent>();
+  readonly onEvent = this.eventEmitter.event;
+  private readonly statusEmitter = new vscode.EventEmitter<{ status: SidecarStatus; message: string | null }>();
+  readonly onStatus = this.statusEmitter.event;
+  /** The process died; requests in flight have failed. */
+  private readonly crashEmitter = new vscode.EventEmitter<void>();
+  readonly onCrash = this.crashEmitter.event;
+  /** Running again (after a start, a restart or a crash); `afterCrash` says which. */
+  private readonly readyEmitter = new vscode.EventEmitter<{ afterCrash: boolean }>();
+  readonly onReady = this.readyEmitter.event;
+
+  approvalHandler: ApprovalHandler = async () => ({ decision: 'deny' });
+  status: SidecarStatus = 'stopped';
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly python: PythonEnvironments,
+    private readonly keys: ApiKeyStore,
+  ) {
+    this.settings = this.readSettings();
+    this.disposables.push(
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('sunwell')) void this.configurationChanged();
+      }),
+      keys.onDidChange(() => void this.restart('an API key changed')),
+    );
+  }
+
+  get dataDir(): string {
+    const dir = this.context.storageUri?.fsPath ?? path.join(this.context.globalStorageUri.fsPath, 'no-workspace');
+    fs.mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
+  get currentSettings(): Settings {
+    return this.settings;
+  }
+
+  start(): Promise<void> {
+    this.starting ??= this.doStart().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  async stop(): Promise<void> {
+    await this.starting?.catch(() => undefined);
+    const client = this.client;
+    this.client = undefined;
+    if (!client) return;
+    this.stopping = true;
+    try {
+      if (client.state !== State.Stopped) await client.stop(5000);
+    } catch (err) {
+      this.log.warn(`stopping the sidecar: ${err}`);
+    } finally {
+      this.stopping = false;
+      await client.dispose().catch(() => undefined);
+      this.setStatus('stopped');
+    }
+  }
+
+  async restart(reason: string): Promise<void> {
+    this.log.info(`restarting the sidecar: ${reason}`);
+    this.crashes = [];
+    await this.stop();
+    await this.start();
+  }
+
+  /** Installs the bundled package into the private environment, then starts. */
+  async installAndStart(): Promise<void> {
+    const base = await this.python.basePython(this.settings);
+    await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'Installing Sunwell’s Python package…', cancellable: false },
+      () => this.python.install(base),
+    ).then(
+      () => this.restart('installed'),
+      (err: Error) => {
+        this.log.error(err.message);
+        this.setStatus('notInstalled', err.message);
+        void vscode.window.showErrorMessage(`Sunwell: ${err.message}`, 'Show Log').then((a) => a && this.log.show());
+      },
+    );
+  }
+
+  async request<M extends keyof Requests>(method: M, params: Requests[M]['params'], token?: vscode.CancellationToken): Promise<Requests[M]['result']> {
+    await this.starting;
+    const client = this.client;
+    if (!client || client.state !== State.Running) throw new Error('Sunwell’s engine is not running');
+    return client.sendRequest(method, params, token) as Promise<Requests[M]['result']>;
+  }
+
+  private async doStart(): Promise<void> {
+    this.setStatus('starting');
+    const keys = await this.keys.all();
+    const env = sidecarEnvironment(this.settings, keys, process.env);
+    let resolution;
+    try {
+      resolution = await this.python.resolve(this.settings, env);
+    } catch (err) {
+      this.setStatus('error', String((err as Error).message ?? err));
+      return;
+    }
+    if (resolution.kind === 'noPython') {
+      const message = `Sunwell needs Python 3.11 or newer; \`${resolution.python}\` did not run: ${resolution.reason}. Set \`sunwell.python\`.`;
+      this.setStatus('error', message);
+      void vscode.window.showErrorMessage(message, 'Open Settings').then((a) => {
+        if (a) void vscode.commands.executeCommand('workbench.action.openSettings', 'sunwell.python');
+      });
+      return;
+    }
+    if (resolution.kind === 'notInstalled') {
+      const message = `Sunwell’s Python package is not installed for ${resolution.python}.`;
+      this.setStatus('notInstalled', message);
+      // Not awaited: requests waiting for the start must fail now, not when the user gets to this message.
+      void vscode.window.showInformationMessage(
+        `${message} Install it into a private environment (only Sunwell uses it)?`, 'Install',
+      ).then((action) => (action === 'Install' ? this.installAndStart() : undefined));
+      return;
+    }
+    const { launch } = resolution;
+    this.log.info(`starting the sidecar: ${launch.command} ${launch.args.join(' ')} [${launch.source}]`);
+    const serverOptions: ServerOptions = {
+      command: launch.command,
+      args: launch.args,
+      transport: TransportKind.stdio,
+      options: { env, cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ language: 'lens' }],
+      initializationOptions: initializationOptions(this.settings, this.dataDir),
+      outputChannel: this.log,
+      synchronize: { fileEvents: vscode.workspace.createFileSystemWatcher('**/*.lens') },
+      initializationFailedHandler: (error) => {
+        this.log.error(`the sidecar failed to initialize: ${error}`);
+        return false;
+      },
+      errorHandler: {
+        error: (_error, _message, count) => ({ action: (count ?? 0) <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown, handled: true }),
+        closed: () => this.closed(),
+      },
+    };
+    const client = new LanguageClient('sunwell', 'Sunwell', serverOptions, clientOptions);
+    this.client = client;
+    client.onNotification(Method.chatEvent, (event: ChatEvent) => this.eventEmitter.fire(event));
+    client.onRequest(Method.approve, (params: ApproveParams, token: vscode.CancellationToken) => this.approvalHandler(params, token));
+    client.onDidChangeState(({ newState }) => {
+      if (newState === State.Running && this.crashed) {
+        this.crashed = false;
+        this.setStatus('ready');
+        this.readyEmitter.fire({ afterCrash: true });
+      }
+    });
+    try {
+      await client.start();
+    } catch (err) {
+      const message = `Sunwell’s engine did not start: ${(err as Error).message ?? err}`;
+      this.log.error(message);
+      this.setStatus('error', message);
+      void vscode.window.showErrorMessage(message, 'Show Log').then((a) => a && this.log.show());
+      return;
+    }
+    this.setStatus('ready');
+    this.readyEmitter.fire({ afterCrash: false });
+  }
+
+  private closed() {
+    if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
+    const now = Date.now();
+    this.crashes = [...this.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
+    this.crashEmitter.fire();
+    if (this.crashes.length > MAX_CRASHES) {
+      const message = `Sunwell’s engine stopped ${this.crashes.length} times in 3 minutes and was not restarted.`;
+      this.setStatus('error', message);
+      void vscode.window.showErrorMessage(message, 'Restart', 'Show Log').then((a) => {
+        if (a === 'Restart') void this.restart('asked by the user');
+        else if (a) this.log.show();
+      });
+      return { action: CloseAction.DoNotRestart, handled: true };
+    }
+    this.crashed = true;
+    this.setStatus('starting', 'Sunwell’s engine stopped unexpectedly; restarting it.');
+    void vscode.window.showWarningMessage('Sunwell’s engine stopped unexpectedly and was restarted.', 'Show Log')
+      .then((a) => a && this.log.show());
+    return { action: CloseAction.Restart, handled: true };
+  }
+
+  private async configurationChanged(): Promise<void> {
+    const before = this.settings;
+    this.settings = this.readSettings();
+    if (needsRestart(before, this.settings)) {
+      await this.restart('its settings changed');
+    } else if (this.client?.state === State.Running) {
+      await this.client.sendNotification(DidChangeConfigurationNotification.type, {
+        settings: { sunwell: sidecarConfiguration(this.settings) },
+      });
+    }
+  }
+
+  private readSettings(): Settings {
+    const config = vscode.workspace.getConfiguration('sunwell');
+    const { settings, problems } = readSettings((key) => config.get(key));
+    for (const problem of problems) {
+      this.log.warn(problem);
+      void vscode.window.showWarningMessage(`Sunwell: ${problem}`);
+    }
+    return settings;
+  }
+
+  private setStatus(status: SidecarStatus, message: string | null = null): void {
+    this.status = status;
+    this.statusEmitter.fire({ status, message });
+  }
+
+  dispose(): void {
+    void this.stop();
+    for (const d of this.disposables) d.dispose();
+    this.eventEmitter.dispose();
+    this.statusEmitter.dispose();
+    this.crashEmitter.dispose();
+    this.readyEmitter.dispose();
+  }
+}

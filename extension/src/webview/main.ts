@@ -1,0 +1,246 @@
+// The chat webview: restores what it saved (getState), says `ready`, then applies the host's snapshot and actions
+// with the shared reducer and redraws what changed, at most once per frame.
+import type { HostToWebview, WebviewToHost } from '../common/messages';
+import { formatUsage, relativeTime } from '../common/format';
+import { initialState, isBusy, reduce, type ChatState, type Item } from '../common/state';
+import { h, icon } from './dom';
+import { ChatInput } from './input';
+import { createMarkdownRenderer } from './markdown';
+import { renderItem, type RenderContext } from './render';
+
+interface VsCodeApi {
+  postMessage(message: WebviewToHost): void;
+  getState(): Saved | undefined;
+  setState(state: Saved): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+interface Saved {
+  chat: ChatState | null;
+  ui: { draft: string; expanded: string[] };
+}
+
+const vscode = acquireVsCodeApi();
+const saved = vscode.getState();
+let state: ChatState = saved?.chat?.version === 1 ? saved.chat : initialState();
+const ui = { draft: saved?.ui.draft ?? '', expanded: new Set(saved?.ui.expanded ?? []) };
+const ctx: RenderContext = { markdown: createMarkdownRenderer(window), expanded: ui.expanded };
+const post = (message: WebviewToHost) => vscode.postMessage(message);
+
+// ---- layout -------------------------------------------------------------------------------------------------
+const banner = h('div', { className: 'banner', id: 'sidecar-banner', 'data-testid': 'sidecar-banner', hidden: true, role: 'status' });
+const welcome = h('div', { className: 'welcome', 'data-testid': 'welcome' });
+const transcript = h('div', { className: 'transcript', id: 'transcript', 'data-testid': 'transcript', role: 'log', 'aria-live': 'polite' });
+const scroller = h('main', { className: 'scroller' }, welcome, transcript);
+const input = new ChatInput({
+  send: (text) => post({ type: 'send', text }),
+  stop: () => post({ type: 'stop' }),
+  changed: (text) => {
+    ui.draft = text;
+    scheduleRender();
+  },
+  commands: () => state.commands,
+  busy: () => isBusy(state),
+}, ui.draft);
+const chip = (target: 'model' | 'trust' | 'lens', iconName: string, title: string) =>
+  h('button', { className: 'chip', id: `pick-${target}`, 'data-testid': `pick-${target}`, 'data-action': `pick-${target}`, title },
+    icon(iconName), h('span', { className: 'chip-label' }));
+const modelChip = chip('model', 'sparkle', 'Select model');
+const trustChip = chip('trust', 'shield', 'Set trust level');
+const lensChip = chip('lens', 'eye', 'Use lens');
+const usage = h('span', { className: 'usage', 'data-testid': 'usage', title: 'Tokens used by the last turn' });
+const sendButton = h('button', { className: 'icon-button send', id: 'send', 'data-testid': 'send-button', 'data-action': 'send',
+  title: 'Send (Enter)', 'aria-label': 'Send' }, icon('send'));
+const stopButton = h('button', { className: 'icon-button stop', id: 'stop', 'data-testid': 'stop-button', 'data-action': 'stop',
+  title: 'Stop (Escape)', 'aria-label': 'Stop', hidden: true }, icon('debug-stop'));
+const composer = h('footer', { className: 'composer', 'data-testid': 'composer' },
+  input.element,
+  h('div', { className: 'composer-bar' }, modelChip, trustChip, lensChip, h('span', { className: 'spacer' }), usage, sendButton, stopButton));
+document.getElementById('app')!.append(banner, scroller, composer);
+
+// ---- rendering ----------------------------------------------------------------------------------------------
+const drawn = new Map<string, { item: Item; el: HTMLElement }>();
+let frame = 0;
+
+function scheduleRender(): void {
+  if (!frame) frame = requestAnimationFrame(render);
+}
+
+function render(): void {
+  frame = 0;
+  const stick = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
+  const seen = new Set<string>();
+  let previous: Element | null = null;
+  for (const item of state.items) {
+    seen.add(item.id);
+    let entry = drawn.get(item.id);
+    if (!entry || entry.item !== item) {
+      const el = renderItem(item, ctx);
+      entry?.el.replaceWith(el);
+      entry = { item, el };
+      drawn.set(item.id, entry);
+    }
+    const expected: Element | null = previous ? previous.nextElementSibling : transcript.firstElementChild;
+    if (expected !== entry.el) {
+      if (previous) previous.after(entry.el);
+      else transcript.prepend(entry.el);
+    }
+    previous = entry.el;
+  }
+  for (const [id, entry] of drawn) {
+    if (!seen.has(id)) {
+      entry.el.remove();
+      drawn.delete(id);
+    }
+  }
+  renderChrome();
+  if (stick) scroller.scrollTop = scroller.scrollHeight;
+  vscode.setState({ chat: state, ui: { draft: ui.draft, expanded: [...ui.expanded] } });
+}
+
+function renderChrome(): void {
+  const busy = isBusy(state);
+  sendButton.hidden = busy;
+  stopButton.hidden = !busy;
+  stopButton.toggleAttribute('disabled', !!state.turn?.stopping);
+  document.body.classList.toggle('busy', busy);
+  setChip(modelChip, state.settings.model || 'Default model');
+  setChip(trustChip, state.settings.trust ?? 'workspace');
+  setChip(lensChip, state.settings.lens ?? 'No lens');
+  lensChip.classList.toggle('inactive', !state.settings.lens);
+  usage.textContent = formatUsage(state.usage);
+  renderBanner();
+  renderWelcome();
+}
+
+function setChip(el: HTMLElement, text: string): void {
+  const label = el.querySelector('.chip-label')!;
+  if (label.textContent !== text) label.textContent = text;
+}
+
+function renderBanner(): void {
+  const { status, message } = state.sidecar;
+  banner.hidden = status === 'ready';
+  banner.dataset.status = status;
+  const text = message ?? {
+    starting: 'Starting Sunwell…',
+    ready: '',
+    stopped: 'Sunwell’s engine is stopped.',
+    notInstalled: 'Sunwell’s Python package is not installed.',
+    error: 'Sunwell’s engine is not running.',
+  }[status];
+  const action = status === 'notInstalled'
+    ? h('button', { className: 'button primary', 'data-action': 'install', 'data-testid': 'install-button' }, 'Install')
+    : status === 'error' ? h('button', { className: 'button secondary', 'data-action': 'showLog' }, 'Show Log') : null;
+  banner.replaceChildren(icon(status === 'starting' ? 'loading' : status === 'error' ? 'error' : 'info',
+    status === 'starting' ? 'codicon-modifier-spin' : ''), h('span', { className: 'banner-text' }, text), action ?? '');
+}
+
+function renderWelcome(): void {
+  welcome.hidden = state.items.length > 0;
+  if (welcome.hidden) return;
+  const recent = state.sessions.slice(0, 6);
+  welcome.replaceChildren(...[
+    h('div', { className: 'welcome-title' }, icon('sparkle'), ' Sunwell'),
+    h('p', {}, 'Ask about this workspace or have Sunwell change it. Every write and command asks you first.'),
+    h('p', { className: 'hint' }, 'Type ', h('code', {}, '::'), ' for commands, ', h('code', {}, '::help'), ' for a list.'),
+    recent.length ? h('div', { className: 'section-label' }, 'Recent sessions') : null,
+    recent.length ? h('div', { className: 'session-list', 'data-testid': 'session-list' }, ...recent.map((s) =>
+      h('button', { className: 'session-item', 'data-action': 'openSession', 'data-session': s.id, 'data-testid': 'session-item' },
+        icon('comment-discussion'), h('span', { className: 'session-title' }, s.title || s.id),
+        h('span', { className: 'session-time' }, relativeTime(s.updatedAt))))) : null,
+  ].filter((el): el is HTMLElement => el !== null));
+}
+
+// ---- user actions (one delegated listener) ------------------------------------------------------------------
+document.addEventListener('click', (e) => {
+  const target = e.target as HTMLElement;
+  const link = target.closest<HTMLAnchorElement>('a[href]');
+  if (link) {
+    e.preventDefault();
+    post({ type: 'openLink', href: link.getAttribute('href') ?? '' });
+    return;
+  }
+  const actionEl = target.closest<HTMLElement>('[data-action]');
+  if (!actionEl) return;
+  const callId = actionEl.closest<HTMLElement>('[data-call-id]')?.dataset.callId;
+  switch (actionEl.dataset.action) {
+    case 'send':
+      if (input.value.trim() && !isBusy(state)) {
+        post({ type: 'send', text: input.value });
+        input.value = '';
+      }
+      input.focus();
+      break;
+    case 'stop':
+      post({ type: 'stop' });
+      break;
+    case 'allow':
+    case 'allowSession':
+    case 'deny':
+      if (callId) post({ type: 'approve', callId, decision: actionEl.dataset.action });
+      break;
+    case 'showDiff':
+      if (callId) post({ type: 'showDiff', callId });
+      break;
+    case 'toggleTool':
+      if (callId) {
+        if (ui.expanded.has(callId)) ui.expanded.delete(callId);
+        else ui.expanded.add(callId);
+        drawn.delete(`tool:${callId}`); // redraw this card with its new open state
+        transcript.querySelector(`[data-call-id="${CSS.escape(callId)}"]`)?.remove();
+        scheduleRender();
+      }
+      break;
+    case 'copyCode': {
+      const code = actionEl.closest('.code-block')?.querySelector('code')?.textContent ?? '';
+      post({ type: 'copy', text: code });
+      actionEl.classList.add('copied');
+      setTimeout(() => actionEl.classList.remove('copied'), 1200);
+      break;
+    }
+    case 'openSession':
+      if (actionEl.dataset.session) post({ type: 'openSession', session: actionEl.dataset.session });
+      break;
+    case 'pick-model':
+      post({ type: 'pick', target: 'model' });
+      break;
+    case 'pick-trust':
+      post({ type: 'pick', target: 'trust' });
+      break;
+    case 'pick-lens':
+      post({ type: 'pick', target: 'lens' });
+      break;
+    case 'install':
+      post({ type: 'installPythonPackage' });
+      break;
+    case 'showLog':
+      post({ type: 'showLog' });
+      break;
+  }
+});
+
+// ---- host messages ------------------------------------------------------------------------------------------
+window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
+  const message = event.data;
+  switch (message.type) {
+    case 'snapshot':
+      state = message.state;
+      break;
+    case 'action':
+      state = reduce(state, message.action);
+      break;
+    case 'focusInput':
+      input.focus();
+      return;
+    case 'setDraft':
+      input.value = message.text;
+      input.focus();
+      return;
+  }
+  scheduleRender();
+});
+
+render();
+post({ type: 'ready', saved: saved?.chat ?? null });
+input.focus();

@@ -1,0 +1,153 @@
+// Draws transcript items. Each item becomes one element keyed by its id; the reducer gives a changed item a new
+// object, so an item is redrawn only when it changed (a streaming answer redraws itself, not the transcript).
+import { diffStat, formatDuration, formatUsage, toolTarget, toolTitle } from '../common/format';
+import type { ApprovalCard, Item, ToolItem, TurnEndItem } from '../common/state';
+import { isCommandPreview, isDiffPreview } from '../protocol';
+import { h, icon } from './dom';
+import type { RenderMarkdown } from './markdown';
+
+export interface RenderContext {
+  markdown: RenderMarkdown;
+  /** Tool cards the user opened. */
+  expanded: Set<string>;
+}
+
+export function renderItem(item: Item, ctx: RenderContext): HTMLElement {
+  switch (item.kind) {
+    case 'user':
+      return h('div', { className: 'message user', 'data-testid': 'user-message', 'data-id': item.id },
+        h('div', { className: 'user-bubble' }, item.text));
+    case 'assistant': {
+      const body = h('div', { className: 'markdown' });
+      body.innerHTML = ctx.markdown(item.text);
+      return h('div', { className: `message assistant${item.streaming ? ' streaming' : ''}`, 'data-testid': 'assistant-message',
+        'data-id': item.id }, body);
+    }
+    case 'thinking': {
+      const body = h('div', { className: 'markdown' });
+      body.innerHTML = ctx.markdown(item.text);
+      const details = h('details', { className: 'thinking', 'data-testid': 'thinking', 'data-id': item.id },
+        h('summary', {}, icon(item.streaming ? 'loading' : 'lightbulb', item.streaming ? 'codicon-modifier-spin' : ''),
+          item.streaming ? ' Thinking…' : ' Thought'),
+        body);
+      return details;
+    }
+    case 'tool':
+      return renderTool(item, ctx);
+    case 'notice':
+      return h('div', { className: `notice notice-${item.level}`, 'data-testid': 'notice', 'data-code': item.code, 'data-id': item.id },
+        icon(item.level === 'error' ? 'error' : item.level === 'warning' ? 'warning' : 'info'),
+        h('span', {}, item.message));
+    case 'command': {
+      const body = h('div', { className: 'markdown' });
+      body.innerHTML = ctx.markdown(item.output);
+      return h('div', { className: 'command-output', 'data-testid': 'command-output', 'data-id': item.id },
+        h('div', { className: 'command-name' }, icon('terminal'), h('code', {}, item.command)), body);
+    }
+    case 'turnEnd':
+      return renderTurnEnd(item);
+  }
+}
+
+const STATUS_ICON: Record<ToolItem['status'], [string, string]> = {
+  streaming: ['loading', 'codicon-modifier-spin'],
+  running: ['loading', 'codicon-modifier-spin'],
+  ok: ['check', ''],
+  error: ['error', ''],
+  incomplete: ['circle-slash', ''],
+};
+
+function renderTool(tool: ToolItem, ctx: RenderContext): HTMLElement {
+  const open = ctx.expanded.has(tool.callId);
+  const awaiting = tool.approval?.state === 'pending';
+  const [iconName, modifier] = awaiting ? ['shield', ''] : STATUS_ICON[tool.status];
+  const target = toolTarget(tool.name, tool.arguments, tool.argsText);
+  const head = h('button', { className: 'tool-head', 'data-action': 'toggleTool', 'aria-expanded': open ? 'true' : 'false',
+    'data-testid': 'tool-head' },
+    icon(iconName, `tool-status ${modifier}`),
+    h('span', { className: 'tool-title' }, toolTitle(tool.name)),
+    target ? h('code', { className: 'tool-target', title: target }, target) : null,
+    h('span', { className: 'tool-spacer' }),
+    tool.durationMs !== null ? h('span', { className: 'tool-duration', 'data-testid': 'tool-duration' }, formatDuration(tool.durationMs)) : null,
+    icon(open ? 'chevron-down' : 'chevron-right', 'tool-chevron'));
+  const body = h('div', { className: 'tool-body', hidden: !open },
+    h('div', { className: 'section-label' }, tool.raw !== null ? 'Arguments (unparsable)' : 'Arguments'),
+    h('pre', { className: 'tool-args', 'data-testid': 'tool-args' }, tool.argsText || '…'),
+    tool.output !== null ? h('div', { className: 'section-label' }, 'Output') : null,
+    tool.output !== null ? h('pre', { className: 'tool-output', 'data-testid': 'tool-output' }, tool.output || '(no output)') : null);
+  const error = tool.error
+    ? h('div', { className: 'tool-error', 'data-testid': 'tool-error', 'data-code': tool.error.code },
+      h('span', { className: 'error-code' }, tool.error.code), ` ${tool.error.message}`,
+      tool.error.suggestion ? h('div', { className: 'error-suggestion' }, tool.error.suggestion) : null)
+    : null;
+  return h('div', {
+    className: `tool-card status-${tool.status}${awaiting ? ' awaiting' : ''}`,
+    'data-testid': 'tool-card', 'data-id': tool.id, 'data-call-id': tool.callId, 'data-tool': tool.name,
+    'data-status': awaiting ? 'awaitingApproval' : tool.status,
+  }, head, body, error, tool.approval ? renderApproval(tool, tool.approval) : null);
+}
+
+const DECISION_TEXT: Record<string, string> = {
+  allow: 'Allowed',
+  allowSession: 'Allowed for this session',
+  deny: 'Denied',
+};
+
+function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
+  const preview = card.preview;
+  const parts: (HTMLElement | null)[] = [];
+  if (isDiffPreview(preview)) {
+    const stat = diffStat(preview.before, preview.after);
+    parts.push(h('div', { className: 'approval-title' }, icon('shield'),
+      ` ${preview.before === null ? 'Create' : tool.name === 'edit_file' ? 'Edit' : 'Overwrite'} `,
+      h('code', { 'data-testid': 'approval-path' }, preview.path), '?'));
+    parts.push(h('div', { className: 'diffstat', 'data-testid': 'approval-diffstat' },
+      h('span', { className: 'added' }, `+${stat.added}`), ' ', h('span', { className: 'removed' }, `−${stat.removed}`),
+      preview.before === null ? ' (new file)' : ''));
+  } else if (isCommandPreview(preview)) {
+    parts.push(h('div', { className: 'approval-title' }, icon('shield'), ' Run this command?'));
+    parts.push(h('pre', { className: 'approval-command', 'data-testid': 'approval-command' }, preview.command));
+    parts.push(h('div', { className: 'approval-cwd', 'data-testid': 'approval-cwd' }, 'in ', h('code', {}, preview.cwd || '.')));
+  } else {
+    parts.push(h('div', { className: 'approval-title' }, icon('shield'), ` Allow ${tool.name} (${card.risk})?`));
+    parts.push(h('pre', { className: 'approval-command' }, JSON.stringify(tool.arguments ?? preview, null, 2)));
+  }
+  const showDiff = isDiffPreview(preview)
+    ? h('button', { className: 'link-button', 'data-action': 'showDiff', 'data-testid': 'approval-show-diff' }, icon('diff'), ' Show diff')
+    : null;
+  if (card.state === 'pending') {
+    parts.push(h('div', { className: 'approval-actions' },
+      h('button', { className: 'button primary', 'data-action': 'allow', 'data-testid': 'approval-allow' }, 'Allow'),
+      h('button', { className: 'button secondary', 'data-action': 'allowSession', 'data-testid': 'approval-allow-session',
+        title: `Allow ${tool.name} without asking again in this session` }, 'Allow for this session'),
+      h('button', { className: 'button secondary', 'data-action': 'deny', 'data-testid': 'approval-deny' }, 'Deny'),
+      showDiff));
+  } else {
+    const text = card.state === 'expired'
+      ? 'No answer in time: denied'
+      : `${DECISION_TEXT[card.decision ?? 'deny']}${card.by === 'policy' ? ' by policy' : ''}`;
+    parts.push(h('div', { className: 'approval-result', 'data-testid': 'approval-result' },
+      icon(card.state === 'expired' || card.decision === 'deny' ? 'circle-slash' : 'check'), ` ${text}`, showDiff ? ' · ' : '', showDiff));
+  }
+  return h('div', { className: `approval approval-${card.state}`, 'data-testid': 'approval-card', 'data-state': card.state,
+    'data-risk': card.risk, role: 'group', 'aria-label': 'Approval' }, ...parts);
+}
+
+const END_TEXT: Record<TurnEndItem['status'], string> = {
+  completed: '',
+  cancelled: 'Stopped.',
+  limitReached: 'Stopped at the tool-turn limit.',
+  error: 'The turn failed.',
+};
+
+function renderTurnEnd(item: TurnEndItem): HTMLElement {
+  const details = [
+    item.toolCalls ? `${item.toolCalls} tool call${item.toolCalls === 1 ? '' : 's'}` : '',
+    formatUsage(item.usage),
+  ].filter(Boolean).join(' · ');
+  return h('div', { className: `turn-end status-${item.status}`, 'data-testid': 'turn-end', 'data-status': item.status, 'data-id': item.id },
+    item.status !== 'completed' ? icon(item.status === 'error' ? 'error' : 'debug-stop') : null,
+    END_TEXT[item.status] ? h('span', { className: 'turn-end-status' }, END_TEXT[item.status]) : null,
+    item.error ? h('span', { className: 'turn-end-error' }, item.error) : null,
+    details ? h('span', { className: 'turn-end-details' }, details) : null);
+}

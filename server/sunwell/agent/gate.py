@@ -1,0 +1,58 @@
+"""What stands between a valid call and its execution: dry run, rate limits, and approval."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sunwell.agent.events import ApprovalEvent
+from sunwell.messages import ToolCall, ToolError
+from sunwell.tools.approval import ApprovalPolicy, ApprovalRequest
+from sunwell.tools.base import Tool, ToolContext, ToolFailure
+
+
+@dataclass
+class Verdict:
+    error: ToolError | None = None
+    decision: str | None = None
+    by: str | None = None
+
+
+@dataclass
+class Gate:
+    approval: ApprovalPolicy
+    dry_run: bool = False
+    limiter: Any = None
+    """A sunwell.tools.ratelimit.RateLimiter kept per session, or None."""
+
+    async def admit(self, tool: Tool, call: ToolCall, ctx: ToolContext, session: str, turn: str,
+                    emit: Callable[[ApprovalEvent], Any]) -> Verdict:
+        if self.dry_run:
+            return Verdict(ToolError(code="dry_run", message=f"dry run: {tool.name} was not executed"))
+        if self.limiter is not None:
+            message = self.limiter.check(tool.risk, size=_write_size(call.arguments) if tool.risk == "write" else 0)
+            if message:
+                return Verdict(ToolError(code="rate_limit", message=message,
+                                         suggestion="make fewer calls, or wait and try again"))
+        if tool.approval != "ask":
+            return Verdict()
+        try:
+            preview = tool.preview(call.arguments, ctx) if tool.preview else {}
+        except ToolFailure as failure:  # the call would fail anyway: answer it without bothering the user
+            return Verdict(failure.error)
+        request = ApprovalRequest(session=session, turn=turn, call_id=call.id, name=tool.name,
+                                  arguments=call.arguments, risk=tool.risk or "write", preview=preview)
+        decision, by = await self.approval.decide(request)
+        emit(ApprovalEvent(call_id=call.id, decision=decision, by=by))
+        if decision == "deny":
+            who = "the user" if by == "user" else "policy (approval mode deny, or no answer in time)"
+            return Verdict(ToolError(code="denied", message=f"{tool.name} was denied by {who}",
+                                     suggestion="do not repeat this call; explain what you wanted to do, "
+                                                "or find another way"), decision, by)
+        return Verdict(None, decision, by)
+
+
+def _write_size(arguments: dict[str, Any]) -> int:
+    text = arguments.get("content", arguments.get("new_text", ""))
+    return len(text.encode("utf-8", "replace")) if isinstance(text, str) else 0

@@ -1,0 +1,77 @@
+"""`sunwell/tools`, `sunwell/models`, `sunwell/commands`: what the client may offer the user right now."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+
+from sunwell.lsp.protocol import (
+    COMMANDS, MODELS, TOOLS, CommandInfo, CommandsResult, EmptyParams, ModelInfo, ModelsResult, ToolInfo, ToolsParams,
+    ToolsResult,
+)
+
+if TYPE_CHECKING:
+    from sunwell.config import Settings
+    from sunwell.lsp.server import SunwellServer
+
+
+def setup(server: SunwellServer) -> None:
+    @server.feature(TOOLS)
+    def tools(ls: SunwellServer, params: Any) -> dict[str, Any]:
+        from sunwell.lens.registry import narrow
+        from sunwell.lsp.sessions import _engine
+        from sunwell.tools.base import Trust
+
+        request = ls.parse(ToolsParams, params, TOOLS)
+        engine = _engine(ls)
+        trust, names = Trust[request.trust or engine.settings.trust], None
+        if request.lens:
+            lens = ls.lenses.get(request.lens) if ls.lenses is not None else None
+            if lens is None:
+                raise JsonRpcInvalidParams(f"{TOOLS}: no valid lens '{request.lens}'")
+            trust, names = narrow(lens.tool_policy, trust, None)
+        offered = engine.tools(trust, None if names is None else sorted(names))
+        return ToolsResult(tools=[ToolInfo(name=tool.name, description=tool.description, source=tool.source,
+                                           policy=tool.approval, min_trust=tool.min_trust.name)
+                                  for tool in offered]).wire()
+
+    @server.feature(MODELS)
+    def models(ls: SunwellServer, params: Any) -> dict[str, Any]:
+        from sunwell.lsp.sessions import _engine
+
+        ls.parse(EmptyParams, params, MODELS)
+        return model_catalog(_engine(ls).settings).wire()
+
+    @server.feature(COMMANDS)
+    def commands(ls: SunwellServer, params: Any) -> dict[str, Any]:
+        from sunwell.lens.vocabulary import CHAT_COMMANDS  # until the command registry serves this
+
+        ls.parse(EmptyParams, params, COMMANDS)
+        return CommandsResult(commands=[CommandInfo(name=c.name, usage=c.usage, description=c.description)
+                                        for c in CHAT_COMMANDS]).wire()
+
+
+def model_catalog(settings: Settings) -> ModelsResult:
+    """The configured model and every model with a capability override, each with its capabilities."""
+    from sunwell.models.capabilities import default_provider, describe
+    from sunwell.models.spec import parse_model_string
+
+    overrides = {key: override.model_dump() for key, override in settings.models.items()}
+    seen: dict[str, ModelInfo] = {}
+    current = None
+    for index, text in enumerate([settings.model or "", *settings.models]):
+        try:
+            spec = parse_model_string(text)
+            provider, model = spec.provider, spec.model
+        except ValueError:
+            if index == 0 or not text:
+                continue  # no (valid) model configured: `current` stays null
+            provider, model = default_provider(text) or "openai-compatible", text
+        model_string = f"{provider}:{model}"
+        if index == 0:
+            current = model_string
+        if model_string not in seen:
+            capabilities = describe(model, provider, overrides)["capabilities"]
+            seen[model_string] = ModelInfo(id=model_string, provider=provider, capabilities=capabilities)
+    return ModelsResult(current=current, models=list(seen.values()))

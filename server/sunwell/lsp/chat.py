@@ -1,0 +1,92 @@
+"""`sunwell/chat`: one user line, one turn of the engine; its events stream as `sunwell/chatEvent` notifications.
+
+The request's own task runs the turn, so the standard `$/cancelRequest` cancels it: the engine ends the turn
+with `done` (status `cancelled`) and stops a running tool. Every event of a turn carries its session and turn
+ids, so two turns in two sessions can run at once; two in the same session wait for each other. Whatever
+happens, the client gets exactly one `done` per chat, before the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from sunwell.lsp.protocol import CHAT, ChatParams, ChatResult
+
+if TYPE_CHECKING:
+    from sunwell.agent.events import DoneEvent, Event
+    from sunwell.lsp.server import SunwellServer
+
+log = logging.getLogger(__name__)
+
+
+def setup(server: SunwellServer) -> None:
+    locks: dict[str, asyncio.Lock] = {}
+
+    @server.feature(CHAT)
+    async def chat(ls: SunwellServer, params: Any) -> dict[str, Any]:
+        request = ls.parse(ChatParams, params, CHAT)
+        lock = locks.setdefault(request.session, asyncio.Lock()) if request.session else None
+        if lock is None:
+            done = await run_chat(ls, request)
+        else:
+            async with lock:
+                done = await run_chat(ls, request)
+        return ChatResult(session=done.session, turn=done.turn, status=done.status, tool_calls=done.tool_calls,
+                          usage=done.usage, error=done.error).wire()
+
+
+class Relay:
+    """Sends one turn's events to the client and remembers where the stream is, so that a turn that dies
+    before its `done` (or never starts) still ends with one, numbered after the last event sent."""
+
+    def __init__(self, ls: SunwellServer, session: str | None) -> None:
+        self.ls = ls
+        self.session, self.turn, self.next_seq = session or "", "", 0
+        self.tool_calls = 0
+        self.done: DoneEvent | None = None
+
+    def __call__(self, event: Event) -> None:
+        self.session, self.turn, self.next_seq = event.session, event.turn, event.seq + 1
+        if event.type == "toolCall":
+            self.tool_calls += 1
+        elif event.type == "done":
+            self.done = event
+        self.ls.send_event(event.wire())
+
+    def finish(self, status: str, error: str | None = None) -> DoneEvent:
+        from sunwell.agent.events import DoneEvent
+        from sunwell.agent.turn import new_turn_id
+
+        done = DoneEvent(status=status, tool_calls=self.tool_calls, usage=None, error=error,
+                         session=self.session, turn=self.turn or new_turn_id(), seq=self.next_seq)
+        self(done)
+        return done
+
+
+async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
+    relay = Relay(ls, request.session)
+    lens = {"lens": request.lens} if request.lens else {}  # the engine takes a lens once lenses are wired in
+    try:
+        engine = ls.engine
+        return await engine.run_turn(request.text, relay, session=request.session, model=request.model,
+                                     trust=request.trust, **lens)
+    except asyncio.CancelledError:
+        if relay.done is None:  # cancelled before the engine's turn began: the client still gets its `done`
+            relay.finish("cancelled")
+        raise
+    except Exception as exc:  # could not start (no model, unknown session, unusable data dir) or a bug
+        if not _is_setup_problem(exc):
+            log.exception("chat turn %s failed", relay.turn or "(not started)")
+        if relay.done is not None:
+            return relay.done
+        return relay.finish("error", str(exc) or type(exc).__name__)
+
+
+def _is_setup_problem(exc: Exception) -> bool:
+    from sunwell.agent.engine import SetupError
+    from sunwell.agent.sessions import SessionStoreError
+    from sunwell.lsp.server import Unavailable
+
+    return isinstance(exc, (SetupError, SessionStoreError, Unavailable))

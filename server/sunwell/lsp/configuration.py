@@ -1,0 +1,158 @@
+"""Lifecycle and settings: `initialize`, `initialized`, `workspace/didChangeConfiguration`, `shutdown`.
+
+`initialize` only notes the workspace root and the options, so that its answer (which the editor waits for) is
+quick; `initialized` loads the settings, builds the engine and checks the data dir. A bad option is reported and
+dropped (the rest still apply); a data dir that cannot be used is reported once, and lens features still work.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pydantic import ValidationError
+from pygls.uris import to_fs_path
+
+from sunwell.lsp.protocol import CONFIG_SECTION, InitializationOptions
+
+if TYPE_CHECKING:
+    from sunwell.config import Settings
+    from sunwell.lsp.server import SunwellServer
+
+
+def setup(server: SunwellServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: SunwellServer, params: types.InitializeParams) -> None:
+        ls.root = workspace_root(params)
+        ls.options, problems = read_options(params.initialization_options, "initializationOptions")
+        ls.startup_problems = problems
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: SunwellServer, params: types.InitializedParams) -> None:
+        for problem in ls.startup_problems:
+            ls.show_message(problem)
+        apply_settings(ls)
+        ls.ready()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: SunwellServer, params: types.DidChangeConfigurationParams) -> None:
+        section = params.settings.get(CONFIG_SECTION) if isinstance(params.settings, Mapping) else None
+        if section is None and _can_pull(ls):  # "pull" clients send no values, only the nudge
+            answer = await ls.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section=CONFIG_SECTION)]))
+            section = answer[0] if answer else None
+        if not isinstance(section, Mapping):
+            return
+        changed, problems = read_options(section, "configuration")
+        for problem in problems:
+            ls.show_message(problem)
+        ls.options = ls.options.model_copy(update=changed.model_dump(exclude_unset=True))
+        apply_settings(ls)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: SunwellServer, params: None) -> None:
+        ls.stop()
+
+
+def workspace_root(params: types.InitializeParams) -> Path:
+    """The first workspace folder, else rootUri, else rootPath, else the current directory."""
+    uris = [folder.uri for folder in params.workspace_folders or []] + [params.root_uri or ""]
+    for uri in uris:
+        path = to_fs_path(uri) if uri else None
+        if path:
+            return Path(path)
+    return Path(params.root_path) if params.root_path else Path.cwd()
+
+
+def read_options(raw: Any, source: str) -> tuple[InitializationOptions, list[str]]:
+    """The valid options of `raw`; each invalid or unknown key is dropped with a message naming it."""
+    if raw is None:
+        return InitializationOptions(), []
+    if not isinstance(raw, Mapping):
+        return InitializationOptions(), [f"{source} must be an object; ignored"]
+    values = dict(raw)
+    known = {info.alias or name for name, info in InitializationOptions.model_fields.items()}
+    problems = [f"{source}: unknown setting '{key}' ignored" for key in values if key not in known]
+    values = {key: value for key, value in values.items() if key in known}
+    while True:
+        try:
+            return InitializationOptions.model_validate(values), problems
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = str(err["loc"][0])
+            problems.append(f"{source}: invalid setting '{key}': {err['msg']}; using the default")
+            values.pop(key, None)
+
+
+def resolve_settings(root: Path, options: InitializationOptions,
+                     env: Mapping[str, str] = os.environ) -> tuple[Settings, list[str]]:
+    """Config files and environment, with the client's options on top (they win, `dataDir` included).
+
+    A setting the config layers reject is reported and the options are retried alone, then the defaults."""
+    from sunwell.config import ConfigError, Settings, default_data_dir, load_settings
+
+    flags = options.model_dump(exclude_none=True)
+    problems: list[str] = []
+    try:
+        settings = load_settings(root if root.is_dir() else None, flags, env)
+    except ConfigError as exc:
+        problems.append(f"{exc}; the sidecar uses the client's options and the defaults")
+        try:
+            settings = Settings.model_validate(flags)
+        except ValidationError as err:
+            first = err.errors()[0]
+            problems.append(f"invalid setting '{'.'.join(map(str, first['loc']))}': {first['msg']}; "
+                            "using the defaults")
+            settings = Settings()
+        if settings.data_dir is None:
+            settings.data_dir = default_data_dir(env)
+    if settings.approval is None:
+        settings.approval = "ask"  # PROTOCOL.md: the sidecar asks its client unless told otherwise
+    return settings, problems
+
+
+def data_dir_problem(path: Path) -> str | None:
+    """Why `path` cannot hold sessions (None when it can): missing and not creatable, or not writable."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"the data directory {path} cannot be created ({exc.strerror or exc})"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"the data directory {path} is not writable"
+    return None
+
+
+def apply_settings(ls: SunwellServer) -> None:
+    """(Re)build the settings from the options; keep the engine (and its per-session state) when possible."""
+    from sunwell.agent.engine import Engine, SetupError
+    from sunwell.lsp.approvals import ClientAsker
+    from sunwell.lsp.server import Unavailable
+
+    settings, problems = resolve_settings(ls.root, ls.options)
+    for problem in problems:
+        ls.show_message(problem)
+    previous = ls.settings
+    ls.settings = settings
+    if previous is None or Path(previous.data_dir) != Path(settings.data_dir):
+        if problem := data_dir_problem(Path(settings.data_dir)):
+            ls.show_message(f"{problem}: chat sessions are unavailable; lens features still work")
+    try:
+        engine = ls.engine
+    except Unavailable:
+        engine = None
+    if engine is not None and Path(engine.settings.data_dir) == Path(settings.data_dir):
+        engine.reconfigure(settings)
+        return
+    try:
+        ls.set_engine(Engine(settings, ls.root, asker=ClientAsker(ls)))
+    except SetupError as exc:
+        ls.set_engine(None, str(exc))
+        ls.show_message(str(exc), types.MessageType.Error)
+
+
+def _can_pull(ls: SunwellServer) -> bool:
+    workspace = ls.client_capabilities.workspace
+    return bool(workspace and workspace.configuration)

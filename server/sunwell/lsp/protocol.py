@@ -1,0 +1,207 @@
+"""The sidecar's JSON-RPC contract (PROTOCOL.md "Sidecar methods"), declared once.
+
+Every custom method name and the params/result model of each live here and nowhere else; handlers parse params
+with `parse` and answer with `model.wire()`. Wire keys are camelCase (WireModel). Unknown params keys are
+ignored, so an older sidecar still answers a newer client. `json_schemas()` is what the extension's TypeScript
+types are generated from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sunwell.messages import Message, Usage, WireModel
+
+CHAT = "sunwell/chat"
+CHAT_EVENT = "sunwell/chatEvent"
+"""Server -> client notification; its params are the event object itself (PROTOCOL.md "Events")."""
+SESSIONS = "sunwell/sessions"
+SESSION = "sunwell/session"
+UNDO = "sunwell/undo"
+TOOLS = "sunwell/tools"
+MODELS = "sunwell/models"
+COMMANDS = "sunwell/commands"
+APPROVE = "sunwell/approve"
+"""Server -> client request."""
+
+LANGUAGE_ID = "lens"
+CONFIG_SECTION = "sunwell"
+"""`workspace/didChangeConfiguration` carries the initializationOptions keys under this section."""
+
+INVALID_PARAMS = -32602
+REQUEST_FAILED = -32803
+"""LSP RequestFailed: the request was well-formed but could not be served (e.g. the data dir is unusable)."""
+
+TrustName = Literal["discovery", "read_only", "workspace", "shell", "full"]
+Status = Literal["completed", "cancelled", "limitReached", "error"]
+Decision = Literal["allow", "deny", "allowSession"]
+
+
+class Params(WireModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class InitializationOptions(Params):
+    """`initializationOptions`, and the `sunwell` section of `workspace/didChangeConfiguration`. All optional."""
+
+    data_dir: Path | None = None
+    """Sessions, audit log and checkpoints (VS Code passes its workspace storage); wins over SUNWELL_DATA_DIR."""
+    model: str | None = None
+    trust: TrustName | None = None
+    approval: Literal["ask", "auto", "deny"] | None = None
+    """`ask` (the default) sends `sunwell/approve` to the client; `auto` and `deny` answer without asking."""
+    max_tool_turns: int | None = None
+    dry_run: bool | None = None
+    base_url: str | None = None
+    approval_timeout_sec: float | None = None
+    ripgrep_path: str | None = None
+
+
+class ChatParams(Params):
+    session: str | None = None
+    """Continue this stored session; a new one is created when absent."""
+    text: str = Field(min_length=1)
+    lens: str | None = None
+    """A lens name or path to activate for this turn."""
+    model: str | None = None
+    trust: TrustName | None = None
+
+
+class ChatResult(WireModel):
+    session: str
+    turn: str
+    status: Status
+    tool_calls: int
+    usage: Usage | None
+    error: str | None = None
+
+
+class SessionInfo(WireModel):
+    id: str
+    title: str | None
+    updated_at: str
+    """ISO 8601, UTC."""
+    turns: int
+
+
+class SessionsResult(WireModel):
+    sessions: list[SessionInfo]
+
+
+class SessionParams(Params):
+    session: str = Field(min_length=1)
+
+
+class SessionResult(WireModel):
+    session: str
+    messages: list[Message]
+
+
+class UndoParams(Params):
+    session: str = Field(min_length=1)
+
+
+class UndoResult(WireModel):
+    restored: list[str]
+
+
+class ToolsParams(Params):
+    session: str | None = None
+    lens: str | None = None
+    trust: TrustName | None = None
+
+
+class ToolInfo(WireModel):
+    name: str
+    description: str
+    source: str
+    policy: Literal["auto", "ask"]
+    min_trust: TrustName
+
+
+class ToolsResult(WireModel):
+    tools: list[ToolInfo]
+
+
+class ModelInfo(WireModel):
+    id: str
+    """The full model string, `PROVIDER:MODEL`, as `sunwell/chat` takes it."""
+    provider: str
+    capabilities: dict[str, Any]
+
+
+class ModelsResult(WireModel):
+    current: str | None
+    models: list[ModelInfo]
+
+
+class CommandInfo(WireModel):
+    name: str
+    usage: str
+    description: str
+
+
+class CommandsResult(WireModel):
+    commands: list[CommandInfo]
+
+
+class ApproveParams(WireModel):
+    session: str
+    turn: str
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    risk: Literal["write", "shell", "network"]
+    preview: dict[str, Any]
+    """`{kind: "diff", path, before, after}` (`before` null for a new file) or `{kind: "command", command, cwd}`."""
+
+
+class ApproveResult(WireModel):
+    decision: Decision
+
+
+class EmptyParams(Params):
+    pass
+
+
+REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
+    CHAT: (ChatParams, ChatResult),
+    SESSIONS: (EmptyParams, SessionsResult),
+    SESSION: (SessionParams, SessionResult),
+    UNDO: (UndoParams, UndoResult),
+    TOOLS: (ToolsParams, ToolsResult),
+    MODELS: (EmptyParams, ModelsResult),
+    COMMANDS: (EmptyParams, CommandsResult),
+    APPROVE: (ApproveParams, ApproveResult),
+}
+"""Every custom request: method -> (params, result)."""
+
+P = TypeVar("P", bound=BaseModel)
+
+
+class InvalidParams(ValueError):
+    """Params that do not match the method's model; the handler layer answers JSON-RPC -32602 with the text."""
+
+
+def parse(model: type[P], params: Any, method: str) -> P:
+    """Validate a request's params (a JSON object, or nothing); the error names the first bad key."""
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise InvalidParams(f"{method}: params must be an object, got {type(params).__name__}")
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(part) for part in err["loc"]) or "params"
+        raise InvalidParams(f"{method}: invalid params: '{where}': {err['msg']}") from None
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """JSON Schema of every params and result model, keyed by method (what the TypeScript types come from)."""
+    return {method: {"params": params.model_json_schema(by_alias=True),
+                     "result": result.model_json_schema(by_alias=True)}
+            for method, (params, result) in REQUESTS.items()}

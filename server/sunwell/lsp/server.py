@@ -1,0 +1,283 @@
+"""`sunwell serve`: the sidecar, a pygls language server assembled by `create_server` from feature modules.
+
+Each feature module has a `setup(server)` that registers its handlers (esbonio's pattern); the server object only
+holds what they share: the settings, the engine, the lens registry and the background tasks. The engine, YAML and
+the SDKs are imported after `initialize` is answered, because the editor waits for that answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+
+from sunwell import __version__
+from sunwell.lsp import protocol
+from sunwell.lsp.protocol import InitializationOptions, InvalidParams
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from sunwell.agent.engine import Engine
+    from sunwell.config import Settings
+    from sunwell.lens.registry import LensRegistry
+
+    M = TypeVar("M", bound=BaseModel)
+
+log = logging.getLogger(__name__)
+
+FEATURES: tuple[str, ...] = (
+    "sunwell.lsp.configuration",
+    "sunwell.lsp.chat",
+    "sunwell.lsp.sessions",
+    "sunwell.lsp.catalog",
+    "sunwell.lsp.lens_features",
+)
+"""Modules with a `setup(server)`, loaded in this order."""
+
+Hook = Callable[[], Awaitable[None] | None]
+
+
+class Unavailable(Exception):
+    """What a request needs is not there (not initialized, unusable data dir, bad workspace); one line to show."""
+
+
+class RequestFailed(JsonRpcException):
+    """LSP RequestFailed (-32803): a well-formed request the sidecar cannot serve now."""
+
+    CODE = protocol.REQUEST_FAILED
+
+
+class SunwellProtocol(LanguageServerProtocol):
+    """pygls' protocol with two gaps closed: a standard request whose params do not fit lsprotocol's types gets
+    a -32602 answer (pygls would log it and leave the client waiting), and a late answer to a request we gave up
+    on (an approval that timed out) is dropped instead of failing on a cancelled future."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if "id" in data and "method" in data:  # a request: it must be answered
+                self._send_response(data["id"], error=JsonRpcInvalidParams(
+                    f"{data['method']}: invalid params").to_response_error())
+                return _Ignored(method="$/sunwell/ignored", jsonrpc="2.0", params=None)
+            raise exc
+
+    def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        future = self._request_futures.get(msg_id)
+        if future is not None and future.cancelled():
+            self._request_futures.pop(msg_id, None)
+            log.info("dropped the late answer to request %s", msg_id)
+            return
+        super()._handle_response(msg_id, result, error)
+
+    def forget_request(self, msg_id: str) -> None:
+        """Give up on an outgoing request: tell the client (it can close its prompt) and ignore any answer."""
+        self._request_futures.pop(msg_id, None)
+        self.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+
+
+class _Ignored:
+    """A notification nobody handles: what a malformed request becomes once it has been answered."""
+
+    def __init__(self, method: str, jsonrpc: str, params: Any) -> None:
+        self.method, self.jsonrpc, self.params = method, jsonrpc, params
+
+
+def json_converter() -> Any:
+    """lsprotocol's converter without pygls' habit of turning the params and results of custom methods into
+    namedtuples: ours are parsed by pydantic, and namedtuples mangle keys that are not identifiers."""
+    from lsprotocol.converters import get_converter
+    from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
+
+    converter = get_converter()
+    for message_type in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
+        converter.register_structure_hook(message_type, lambda data, cls: cls(**data))
+    return converter
+
+
+class SunwellServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("sunwell", __version__, protocol_cls=SunwellProtocol, converter_factory=json_converter,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.root: Path = Path.cwd()
+        """The workspace: the jail root, and where lens files are found."""
+        self.options = InitializationOptions()
+        self.startup_problems: list[str] = []
+        """Option problems found in `initialize`, shown once the client is ready for messages."""
+        self.settings: Settings | None = None
+        self.lenses: LensRegistry | None = None
+        self.stopping = threading.Event()
+        """Set at shutdown; background loops (the lens watcher) end when it is."""
+        self._engine: Engine | None = None
+        self._engine_error: str | None = "the sidecar is not initialized yet"
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._ready_hooks: list[Hook] = []
+        self._shutdown_hooks: list[Hook] = []
+
+    # -- what the feature modules share
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise Unavailable(self._engine_error or "the engine is not available")
+        return self._engine
+
+    def set_engine(self, engine: Engine | None, error: str | None = None) -> None:
+        self._engine, self._engine_error = engine, error
+
+    def parse(self, model: type[M], params: Any, method: str) -> M:
+        try:
+            return protocol.parse(model, params, method)
+        except InvalidParams as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
+
+    def send_event(self, event: dict[str, Any]) -> None:
+        self.protocol.notify(protocol.CHAT_EVENT, event)
+
+    def show_message(self, message: str, level: types.MessageType = types.MessageType.Warning) -> None:
+        log.log(_LOG_LEVELS.get(level, logging.INFO), "%s", message)
+        self.window_show_message(types.ShowMessageParams(type=level, message=f"Sunwell: {message}"))
+
+    # -- lifecycle
+
+    def on_ready(self, hook: Hook) -> None:
+        """Run `hook` once `initialized` arrived and the settings and engine are in place."""
+        self._ready_hooks.append(hook)
+
+    def on_shutdown(self, hook: Hook) -> None:
+        self._shutdown_hooks.append(hook)
+
+    def run_hooks(self, hooks: Iterable[Hook]) -> None:
+        for hook in hooks:
+            outcome = hook()
+            if asyncio.iscoroutine(outcome):
+                self.run_task(outcome)
+
+    def ready(self) -> None:
+        self.run_hooks(self._ready_hooks)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.run_hooks(self._shutdown_hooks)
+
+    def run_task(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """A tracked background task: kept alive until done, and its failure logged rather than lost."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task failed", exc_info=task.exception())
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        log.error("%s: %s", getattr(source, "__name__", source), error)  # to stderr; no popup for our bugs
+
+
+_LOG_LEVELS = {types.MessageType.Error: logging.ERROR, types.MessageType.Warning: logging.WARNING,
+               types.MessageType.Info: logging.INFO, types.MessageType.Log: logging.DEBUG}
+
+
+def create_server(modules: Iterable[str] = FEATURES) -> SunwellServer:
+    """A sidecar with the given feature modules (each module's `setup(server)` registers its handlers)."""
+    server = SunwellServer()
+    for name in modules:
+        importlib.import_module(name).setup(server)
+    return server
+
+
+class ClientLogHandler(logging.Handler):
+    """Sunwell's own warnings and errors, also as `window/logMessage` (the client's output channel)."""
+
+    _busy = threading.local()
+
+    def __init__(self, server: SunwellServer, level: int = logging.WARNING) -> None:
+        super().__init__(level)
+        self.server = server
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.server.protocol.writer is None or getattr(self._busy, "active", False):
+            return
+        self._busy.active = True  # sending may log; that must not come back here
+        try:
+            kind = (types.MessageType.Error if record.levelno >= logging.ERROR else
+                    types.MessageType.Warning if record.levelno >= logging.WARNING else types.MessageType.Info)
+            self.server.window_log_message(types.LogMessageParams(type=kind, message=self.format(record)))
+        except Exception:  # a broken pipe at exit, say: never let logging kill the server
+            pass
+        finally:
+            self._busy.active = False
+
+
+def configure_logging(server: SunwellServer, level: str = "WARNING") -> None:
+    """Everything to stderr; Sunwell's own records also to the client. Never stdout: that is the protocol."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    client = ClientLogHandler(server)
+    client.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.getLogger("sunwell").addHandler(client)
+
+
+def _claim_stdio() -> tuple[Any, Any]:
+    """The protocol's own copies of fds 0 and 1; fd 0 becomes /dev/null and fd 1 stderr, so a stray `print`
+    or a child process that inherits them can neither corrupt the stream nor steal its input."""
+    try:
+        stdin = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+        stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    except (AttributeError, OSError, ValueError):  # no real file descriptors (embedded, tests)
+        return sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout.flush()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(sys.stderr.fileno(), 1)
+    sys.stdout = sys.stderr
+    return stdin, stdout
+
+
+def serve(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, log_level: str = "WARNING") -> int:
+    """Run the sidecar until the client says `exit` (or closes the stream). Returns the exit code."""
+    server = create_server()
+    configure_logging(server, log_level)
+    try:
+        if tcp:
+            server.start_tcp(host, port)
+        else:
+            server.start_io(*_claim_stdio())
+    finally:
+        server.stop()
+    return 0
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or argparse.ArgumentParser(prog="sunwell serve", description="The Sunwell sidecar (LSP).")
+    parser.add_argument("--tcp", action="store_true", help="listen on TCP instead of stdio (for debugging)")
+    parser.add_argument("--host", default="127.0.0.1", help="TCP address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=2087, help="TCP port (default 2087)")
+    parser.add_argument("--log-level", default=os.environ.get("SUNWELL_LOG_LEVEL", "WARNING"),
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper,
+                        help="stderr log level (default WARNING, or SUNWELL_LOG_LEVEL)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return serve(tcp=args.tcp, host=args.host, port=args.port, log_level=args.log_level)

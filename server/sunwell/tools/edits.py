@@ -1,0 +1,500 @@
+"""write_file and edit_file, and the one safe writer they (and undo) share.
+
+A write has two phases. `prepare_write` checks the path as the model gave it (the jail: escapes, blocked patterns;
+and no symlink as the last component). `write_target` then walks from the workspace root to the real parent one
+directory at a time with O_NOFOLLOW, so a directory swapped for a symlink after the check stops the write instead of
+redirecting it, writes a temp file in that directory (O_EXCL), fsyncs it, checks once more where the directory really
+is (/proc/self/fd) and renames the temp file over the target relative to the directory's fd. A file with other hard
+links is refused, not replaced: the replace would detach it from its twin outside, which the user would not expect.
+
+Hooks the engine may put in `ToolContext.extra` (plain callables, run in the tool's worker thread, never
+concurrently with each other):
+- `checkpoint(path: Path, rel: str) -> None`: called once the call is known to be valid and before anything changes
+  (parent folders included); it records the prior state. A ToolFailure it raises (say `rate_limit`) is the call's
+  result and nothing is written; any other exception becomes `execution`, and nothing is written either.
+- `after_write(path: Path, rel: str, data: bytes) -> None`: called after a successful write with the bytes written
+  (byte accounting, the checkpoint's after-hash). The file is already written, so what it raises is logged and
+  dropped: a failed result would make the model retry a write that happened. Refuse writes in `checkpoint`.
+`path` is the real absolute path (symlinked parents resolved), `rel` the same relative to the workspace root.
+
+POSIX only (dir_fd, O_NOFOLLOW, O_DIRECTORY); /proc/self/fd is used where it exists (Linux).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+import errno
+import logging
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.files import string_arg
+from sunwell.tools.jail import Jail
+
+MAX_CONTENT_BYTES = 5 * 1024 * 1024
+MAX_WINDOWS = 20_000  # closest-lines search: past this many lines, only windows sharing a line with old_text
+DIFF_LINES = 40
+_NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+log = logging.getLogger(__name__)
+
+
+# ---- the safe writer -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WriteTarget:
+    """A path that passed the jail: `parts` is its real location under `root`, `rel` the same as a posix path."""
+
+    root: Path
+    parts: tuple[str, ...]
+    rel: str
+    given: str
+
+    @property
+    def path(self) -> Path:
+        return self.root.joinpath(*self.parts)
+
+
+def prepare_write(jail: Jail, path: str) -> WriteTarget:
+    """Phase one: the jail's checks, plus no symlink as the final component (parents may be links inside it)."""
+    real = jail.resolve(path, must_exist=False)
+    joined = os.path.join(jail.root, path)
+    name = os.path.basename(joined)
+    if real == jail.root or name in ("", ".", ".."):
+        raise ToolFailure("unsupported", f"{path} names a folder, not a file", "give the path of a file")
+    if Path(os.path.realpath(os.path.dirname(joined))) / name != real:
+        raise ToolFailure("permission", f"{path} is a symbolic link; sunwell does not write through links",
+                          f"write to the file it points to, {jail.relative(real)}, instead")
+    parts = real.relative_to(jail.root).parts
+    return WriteTarget(jail.root, parts, "/".join(parts), path)
+
+
+def inspect(target: WriteTarget) -> os.stat_result | None:
+    """The target's lstat (None if it does not exist), refusing what may not be written over."""
+    fd = _open_parent(target, create=False)
+    if fd is None:
+        return None
+    try:
+        st = _lstat_at(fd, target)
+    finally:
+        os.close(fd)
+    if st is not None:
+        _check_existing(st, target)
+    return st
+
+
+def read_existing(target: WriteTarget, limit: int | None = None) -> bytes | None:
+    """The target's bytes, or None if it does not exist; `unsupported` if it is larger than `limit`."""
+    parent = _open_parent(target, create=False)
+    if parent is None:
+        return None
+    try:
+        fd = os.open(target.parts[-1], _READ_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _os_failure(exc, target) from None
+    finally:
+        os.close(parent)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        _check_existing(st, target)
+        if limit is not None and st.st_size > limit:
+            raise ToolFailure("unsupported", f"{target.given} is too large ({st.st_size:,} bytes; the limit is "
+                              f"{limit:,})", "use write_file to replace it whole")
+        return f.read()
+
+
+def write_target(target: WriteTarget, data: bytes, *, mode: int | None = None) -> bool:
+    """Phase two: write `data` atomically; True if the file was created. `mode` defaults to the existing file's
+    (a new file gets 0o644 less the umask)."""
+    fd = _open_parent(target, create=True)
+    assert fd is not None
+    name, tmp = target.parts[-1], f".sunwell-{secrets.token_hex(6)}.tmp"
+    try:
+        st = _lstat_at(fd, target)
+        if st is not None:
+            _check_existing(st, target)
+            mode = stat.S_IMODE(st.st_mode) if mode is None else mode
+        out = os.open(tmp, _CREATE_FLAGS, 0o600 if mode is not None else 0o644, dir_fd=fd)
+        try:
+            with os.fdopen(out, "wb") as f:
+                f.write(data)
+                f.flush()
+                if mode is not None:
+                    os.fchmod(out, mode)
+                os.fsync(out)
+            _check_still_inside(fd, target)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=fd)
+            raise
+        os.fsync(fd)
+        return st is None
+    except OSError as exc:
+        raise _os_failure(exc, target) from None
+    finally:
+        os.close(fd)
+
+
+def remove_target(target: WriteTarget) -> bool:
+    """Delete the target file (never what a symlink points to); False if it was not there."""
+    fd = _open_parent(target, create=False)
+    if fd is None:
+        return False
+    try:
+        st = _lstat_at(fd, target)
+        if st is None:
+            return False
+        _check_existing(st, target)
+        _check_still_inside(fd, target)
+        os.unlink(target.parts[-1], dir_fd=fd)
+        return True
+    except OSError as exc:
+        raise _os_failure(exc, target) from None
+    finally:
+        os.close(fd)
+
+
+def dir_is_inside(fd: int, root: Path) -> bool:
+    """Whether the directory open as `fd` is (still) under `root`; True when the OS cannot say (the O_NOFOLLOW
+    walk is then the only defence)."""
+    try:
+        where = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return True
+    return where == root or where.is_relative_to(root)
+
+
+def _open_parent(target: WriteTarget, *, create: bool) -> int | None:
+    """The real parent directory, opened one component at a time from the root without following links."""
+    fd = os.open(target.root, _DIR_FLAGS)
+    try:
+        for i, part in enumerate(target.parts[:-1]):
+            try:
+                try:
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        os.close(fd)
+                        return None
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                where = "/".join(target.parts[: i + 1])
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link_at(fd, part):  # Linux says ENOTDIR
+                    raise ToolFailure("permission", f"{where} became a symbolic link while writing "
+                                      f"{target.given}; nothing was written") from None
+                if exc.errno == errno.ENOTDIR:
+                    raise ToolFailure("unsupported", f"{where} is a file, not a folder") from None
+                raise _os_failure(exc, target) from None
+            os.close(fd)
+            fd = child
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _is_link_at(fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _lstat_at(fd: int, target: WriteTarget) -> os.stat_result | None:
+    try:
+        return os.stat(target.parts[-1], dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _check_existing(st: os.stat_result, target: WriteTarget) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise ToolFailure("permission", f"{target.given} is a symbolic link; sunwell does not write through links")
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolFailure("unsupported", f"{target.given} is a directory, not a file", "give the path of a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolFailure("unsupported", f"{target.given} is not a regular file (device, pipe or socket)")
+    if st.st_nlink > 1:
+        raise ToolFailure("permission", f"{target.given} has other hard links; writing it could change a file "
+                          "outside the workspace, so sunwell refuses", "write a new file instead")
+
+
+def _check_still_inside(fd: int, target: WriteTarget) -> None:
+    if not dir_is_inside(fd, target.root):
+        raise ToolFailure("permission", f"the folder of {target.given} moved out of the workspace while writing; "
+                          "nothing was written")
+
+
+def _os_failure(exc: OSError, target: WriteTarget) -> ToolFailure:
+    if exc.errno == errno.ELOOP:
+        return ToolFailure("permission", f"{target.given} is a symbolic link; sunwell does not write through links")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return ToolFailure("permission", f"permission denied by the operating system: {target.given}")
+    if exc.errno == errno.EISDIR:
+        return ToolFailure("unsupported", f"{target.given} is a directory, not a file")
+    return ToolFailure("execution", f"could not write {target.given}: {exc.strerror or exc}")
+
+
+def commit(ctx: ToolContext, target: WriteTarget, data: bytes) -> bool:
+    """Checkpoint hook, write, after-write hook (see the module docstring); True if the file was created."""
+    inspect(target)  # refuse before a checkpoint is taken
+    checkpoint = ctx.extra.get("checkpoint")
+    if checkpoint is not None:
+        try:
+            checkpoint(target.path, target.rel)
+        except ToolFailure:
+            raise
+        except Exception as exc:
+            raise ToolFailure("execution", f"could not save a checkpoint of {target.rel} ({exc}); nothing was "
+                              "written") from exc
+    created = write_target(target, data)
+    after_write = ctx.extra.get("after_write")
+    if after_write is not None:
+        try:
+            after_write(target.path, target.rel, data)
+        except Exception:
+            log.exception("after_write hook failed for %s (the file was written)", target.rel)
+    return created
+
+
+# ---- write_file ------------------------------------------------------------------------------------------------
+
+
+def _required(args: dict[str, Any], name: str) -> str:
+    value = string_arg(args, name)
+    if value is None:
+        raise ToolFailure("validation", f"parameter {name!r} is required")
+    return value
+
+
+def _encode(text: str, name: str) -> bytes:
+    try:
+        data = text.encode("utf-8")
+    except UnicodeError:
+        raise ToolFailure("validation", f"parameter {name!r} is not valid text (unpaired surrogate)") from None
+    if len(data) > MAX_CONTENT_BYTES:
+        raise ToolFailure("validation", f"{name} is {len(data):,} bytes; the limit is {MAX_CONTENT_BYTES:,}",
+                          "split it into several smaller files")
+    return data
+
+
+async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    data = _encode(_required(args, "content"), "content")
+    target = prepare_write(ctx.jail, _required(args, "path"))
+    created = await asyncio.to_thread(commit, ctx, target, data)
+    return f"wrote {len(data)} bytes to {target.rel} ({'created' if created else 'replaced'})"
+
+
+def preview_write(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    content = _required(args, "content")
+    _encode(content, "content")
+    target = prepare_write(ctx.jail, _required(args, "path"))
+    st = inspect(target)
+    if st is None:
+        before = None
+    elif st.st_size > MAX_CONTENT_BYTES:
+        before = f"[the current file, {st.st_size:,} bytes, is too large to show]"
+    else:
+        data = read_existing(target) or b""
+        before = f"[binary file, {len(data):,} bytes]" if b"\0" in data else data.decode("utf-8", "replace")
+    return {"kind": "diff", "path": target.rel, "before": before, "after": content}
+
+
+# ---- edit_file -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Edit:
+    target: WriteTarget
+    before: str
+    after: str
+    count: int
+
+
+def _plan_edit(args: dict[str, Any], ctx: ToolContext) -> _Edit:
+    """Everything edit_file decides before writing; the preview and the handler share it (and its failures)."""
+    path, old, new = _required(args, "path"), _required(args, "old_text"), _required(args, "new_text")
+    replace_all = args.get("replace_all", False)
+    if not isinstance(replace_all, bool):
+        raise ToolFailure("validation", "parameter 'replace_all' must be true or false")
+    if not old:
+        raise ToolFailure("validation", "parameter 'old_text' is empty; it must be text copied from the file",
+                          "to create or overwrite a whole file, use write_file")
+    if old == new:
+        raise ToolFailure("validation", "old_text and new_text are the same; nothing would change")
+    target = prepare_write(ctx.jail, path)
+    data = read_existing(target, MAX_CONTENT_BYTES)
+    if data is None:
+        raise ToolFailure("not_found", f"no such file: {path}", "use write_file to create a new file")
+    text = _decode(data, path)
+    count = text.count(old)
+    if count == 0 and "\r\n" in text and "\r" not in old + new:  # the model dropped the file's CRLF endings
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        count = text.count(old)
+    if count == 0:
+        raise _no_match(text, old, path)
+    if count > 1 and not replace_all:
+        raise ToolFailure(
+            "validation",
+            f"old_text matches {count} places in {path} (lines {_match_lines(text, old)}); it must match exactly one",
+            "add surrounding lines to old_text so it matches one place only, or set replace_all to true to change "
+            "every match",
+        )
+    after = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    _encode(after, "the edited file")
+    return _Edit(target, text, after, count)
+
+
+def _decode(data: bytes, path: str) -> str:
+    if b"\0" in data[:8192]:
+        raise ToolFailure("unsupported", f"{path} is a binary file; only text files can be edited")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolFailure("unsupported", f"{path} is not valid UTF-8 text", "use write_file to replace it whole")
+
+
+def _match_lines(text: str, old: str, most: int = 20) -> str:
+    lines, at = [], text.find(old)
+    while at >= 0 and len(lines) < most:
+        lines.append(text.count("\n", 0, at) + 1)
+        at = text.find(old, at + len(old))
+    return ", ".join(map(str, lines)) + (", ..." if at >= 0 else "")
+
+
+def _no_match(text: str, old: str, path: str) -> ToolFailure:
+    hint = "copy old_text exactly from the file (read_file shows it), with the same indentation and line breaks"
+    lines = text.splitlines()
+    found = _closest(lines, old.splitlines() or [old])
+    if found is None:
+        where = " The file is empty." if not lines else " No similar lines were found."
+        return ToolFailure("validation", f"old_text was not found in {path}.{where}", hint)
+    start, size, score = found
+    shown = "\n".join(f"{n:>6} | {lines[n - 1]}" for n in range(start + 1, start + size + 1))
+    how = "differs only in whitespace" if score == 1.0 else f"{score:.0%} similar"
+    return ToolFailure("validation", f"old_text was not found in {path}. The closest text is at lines "
+                       f"{start + 1}-{start + size} ({how}):\n{shown}", hint)
+
+
+def _closest(lines: list[str], old_lines: list[str]) -> tuple[int, int, float] | None:
+    """The window of len(old_lines) lines most like old_text, compared with each line stripped:
+    (start index, size, similarity 0..1)."""
+    if not lines:
+        return None
+    size = min(len(old_lines), len(lines))
+    stripped = [line.strip() for line in lines]
+    matcher = difflib.SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2("\n".join(line.strip() for line in old_lines))
+    starts: Any = range(len(lines) - size + 1)
+    if len(starts) > MAX_WINDOWS:  # a huge file: only windows that share a whole line with old_text
+        wanted = {line.strip() for line in old_lines} - {""}
+        hits = [i for i, line in enumerate(stripped) if line in wanted][:MAX_WINDOWS]
+        starts = sorted({min(max(h - j, 0), len(lines) - size) for h in hits for j in range(size)})
+    best, best_score = None, 0.0
+    for i in starts:
+        matcher.set_seq1("\n".join(stripped[i : i + size]))
+        if matcher.real_quick_ratio() > best_score and matcher.quick_ratio() > best_score:
+            score = matcher.ratio()
+            if score > best_score:
+                best, best_score = i, score
+    return None if best is None else (best, size, best_score)
+
+
+def _diff_excerpt(before: str, after: str, rel: str) -> str:
+    diff = list(difflib.unified_diff(before.splitlines(), after.splitlines(), rel, rel, n=1, lineterm=""))[2:]
+    if len(diff) > DIFF_LINES:
+        more = len(diff) - DIFF_LINES
+        diff = [*diff[:DIFF_LINES], f"[diff shortened: {more} more lines; read_file shows the result]"]
+    return "\n".join(diff)
+
+
+def _apply_edit(ctx: ToolContext, edit: _Edit) -> str:
+    commit(ctx, edit.target, edit.after.encode("utf-8"))
+    n = edit.count
+    head = f"replaced {n} occurrence{'s' if n != 1 else ''} in {edit.target.rel}"
+    return f"{head}\n{_diff_excerpt(edit.before, edit.after, edit.target.rel)}"
+
+
+async def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    edit = await asyncio.to_thread(_plan_edit, args, ctx)
+    return await asyncio.to_thread(_apply_edit, ctx, edit)
+
+
+def preview_edit(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    edit = _plan_edit(args, ctx)
+    return {"kind": "diff", "path": edit.target.rel, "before": edit.before, "after": edit.after}
+
+
+# ---- definitions -----------------------------------------------------------------------------------------------
+
+WRITE_FILE = Tool(
+    name="write_file",
+    description=(
+        "Create a file, or replace a file's whole content, in the workspace. Missing folders are created. To change "
+        "part of an existing file, use edit_file instead: it is safer and shorter. `content` is the complete new "
+        "text of the file. Blocked files (.env, keys, secrets, .git) and symbolic links cannot be written. "
+        'Example: {"path": "src/hello.py", "content": "print(\'hello\')\\n"}.'
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File to write, relative to the workspace root."},
+            "content": {"type": "string", "description": "The complete new content of the file."},
+        },
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    },
+    handler=write_file,
+    min_trust=Trust.workspace,
+    approval="ask",
+    risk="write",
+    read_only=False,
+    preview=preview_write,
+)
+
+EDIT_FILE = Tool(
+    name="edit_file",
+    description=(
+        "Change part of an existing file: replaces `old_text` with `new_text`. `old_text` must be copied exactly "
+        "from the file (same spaces, indentation and line breaks) and must match exactly one place; include a few "
+        "surrounding lines to make it unique, or set `replace_all` to true to change every match. If it does not "
+        "match, the error shows the closest lines so you can correct it. Read the file first. Example: "
+        '{"path": "src/app.py", "old_text": "    return 42", "new_text": "    return 43"}.'
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File to edit, relative to the workspace root."},
+            "old_text": {"type": "string", "description": "Exact text to find in the file (not empty)."},
+            "new_text": {"type": "string", "description": "Text to put in its place (may be empty to delete)."},
+            "replace_all": {
+                "type": "boolean",
+                "description": "Replace every match instead of requiring exactly one. Default false.",
+                "default": False,
+            },
+        },
+        "required": ["path", "old_text", "new_text"],
+        "additionalProperties": False,
+    },
+    handler=edit_file,
+    min_trust=Trust.workspace,
+    approval="ask",
+    risk="write",
+    read_only=False,
+    preview=preview_edit,
+)
