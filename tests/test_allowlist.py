@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sunwell.tools.allowlist import CommandAllowlist
 from sunwell.tools.approval import ApprovalPolicy, ApprovalRequest
@@ -236,3 +240,46 @@ def test_explain_is_one_short_line(allowlist):
     assert "\n" not in why
     assert len(why) < 100
     assert allowlist.explain(123) == "the command is not a string"  # type: ignore[arg-type]
+
+
+# ---- differential: whatever the allowlist lets through, real bash runs only allowlisted argv and writes nothing -------
+
+FUZZ_ENTRIES = ["git status", "ls", "cat README.md", "ls -la *"]
+PIECES = ["git status", "git 'status'", "g\\it status", "''git status", "ls", "  ls ", "cat README.md",
+          "cat 'README.md'", "ls -la", "ls -la x '> y'", "ls -la *", "ls -la ~", "git status 2>&1", "ls >&2", "(ls)",
+          "{ ls; }", "! ls", "ls #c"]  # fmt: skip
+GLUE = [";", " ; ", "&&", "||", "|", "\n", " & ", "|&", " "]
+NOISE = ["echo", "tee", ">out", "x=1 ", "out", "rm", "x", ">", "<", "$", "`", "'", '"', "\\", "#", "=", "*", "~",
+         "(", ")", "{", "}", "$(", "<(", ">(", "<<", "2>", "&", ";", "\n", "!", "-", ",", "[", "]", "?", "\t", ":"]
+
+
+@pytest.fixture(scope="module")
+def stub_bin(tmp_path_factory) -> Path:
+    """`git`, `ls` and `cat` that only record their argv, one file per process (pipelines run them at once)."""
+    stubs = tmp_path_factory.mktemp("bin")
+    for name in ("git", "ls", "cat"):
+        (stubs / name).write_text('#!/bin/sh\nprintf "%s\\037" "${0##*/}" "$@" > "$ARGV_DIR/$$"\n')
+        (stubs / name).chmod(0o755)
+    return stubs
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.sampled_from(PIECES), st.sampled_from(GLUE), st.sampled_from(NOISE)),
+                min_size=1, max_size=8))  # fmt: skip
+def test_what_is_allowed_runs_only_allowlisted_commands_in_real_bash(stub_bin, parts):
+    command = "".join(parts)
+    if not CommandAllowlist(FUZZ_ENTRIES).allows(command):
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        work, argv_dir = Path(tmp, "work"), Path(tmp, "argv")
+        work.mkdir()
+        argv_dir.mkdir()
+        (work / "README.md").write_text("readme")
+        env = {"PATH": str(stub_bin), "ARGV_DIR": str(argv_dir), "HOME": str(work)}
+        done = subprocess.run(["/bin/bash", "-c", command], check=False, cwd=work, env=env, capture_output=True,
+                              text=True, timeout=10)  # fmt: skip
+        assert "not found" not in done.stderr, (command, done.stderr)  # PATH holds only the stubs
+        assert [p.name for p in work.iterdir()] == ["README.md"], command
+        for record in argv_dir.iterdir():
+            argv = record.read_text().split("\x1f")[:-1]
+            assert argv in (["git", "status"], ["ls"], ["cat", "README.md"]) or argv[:2] == ["ls", "-la"], (command, argv)

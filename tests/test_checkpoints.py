@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,21 @@ async def test_a_failed_write_is_not_a_conflict(ws: Path, cps: Checkpoints) -> N
     with pytest.raises(ToolFailure):
         await edit_file({"path": "a.txt", "old_text": "x = 1", "new_text": "y"}, ctx)
     assert cps.undo("s1", ws, Jail(ws)).unchanged == ["a.txt"]
+
+
+def test_concurrent_saves_from_separate_objects_are_all_kept(ws: Path, cps: Checkpoints) -> None:
+    names = [f"f{i}.txt" for i in range(24)]
+    for name in names:
+        (ws / name).write_text(name)
+    with ThreadPoolExecutor(8) as pool:  # a fresh Checkpoints each time, as the engine makes one per turn
+        list(pool.map(lambda n: Checkpoints(cps.root).save("s1", "t1", ws / n, n), names))
+    meta = json.loads((cps.root / "s1" / "meta.json").read_text())
+    assert sorted(f["rel"] for f in meta["turns"][0]["files"]) == sorted(names)
+
+
+def test_undo_of_an_unknown_session_is_empty_and_creates_nothing(ws: Path, cps: Checkpoints) -> None:
+    assert cps.undo("nobody", ws, Jail(ws)).turn is None
+    assert not cps.root.exists()
 
 
 # ---- tampering and escapes -------------------------------------------------------------------------------------

@@ -307,6 +307,12 @@ async def test_edit_without_a_match_shows_the_closest_lines(ws: Path) -> None:
     assert info.value.error == failure.error
 
 
+async def test_edit_without_anything_similar_says_so(ws: Path) -> None:
+    args = {"path": "src/app.py", "old_text": "class Totally:\n    unrelated = True", "new_text": "x"}
+    failure = await fails(edit_file, args, ctx(ws))
+    assert "No similar lines were found" in failure.error.message and "|" not in failure.error.message
+
+
 async def test_edit_names_a_whitespace_only_difference(ws: Path) -> None:
     args = {"path": "src/app.py", "old_text": "def main():\n  return 42", "new_text": "x"}
     failure = await fails(edit_file, args, ctx(ws))

@@ -51,6 +51,20 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("id", nargs="?")
     sessions.add_argument("--workspace", type=Path, default=None)
 
+    undo = sub.add_parser("undo", help="put back the files the last turn changed")
+    undo.add_argument("--session", help="the session (default: the latest one in this workspace that changed files)")
+    undo.add_argument("--force", action="store_true", help="also overwrite files changed since the turn")
+    undo.add_argument("--workspace", type=Path, default=None)
+
+    audit = sub.add_parser("audit", help="recent tool calls from the audit log")
+    audit.add_argument("--since", help="e.g. 30m, 2h, 1d, 2026-11-22 (default: everything)")
+    audit.add_argument("--limit", type=int, default=50)
+
+    lens = sub.add_parser("lens", help="lens files")
+    lens_sub = lens.add_subparsers(dest="lens_command", required=True)
+    check = lens_sub.add_parser("check", help="print diagnostics; exit 1 if any error")
+    check.add_argument("files", nargs="+", type=Path)
+
     models = sub.add_parser("models", help="parsed spec and capabilities of model ids")
     models.add_argument("ids", nargs="*")
     return parser
@@ -61,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        return {"run": cmd_run, "sessions": cmd_sessions, "models": cmd_models}[args.command](args)
+        commands = {"run": cmd_run, "sessions": cmd_sessions, "models": cmd_models, "undo": cmd_undo,
+                    "audit": cmd_audit, "lens": cmd_lens}
+        return commands[args.command](args)
     except (UsageError, ConfigError) as exc:
         print(f"sunwell: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -170,6 +186,52 @@ def _when(epoch: float) -> str:
     import time
 
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
+
+
+def cmd_undo(args: argparse.Namespace) -> int:
+    from sunwell.agent.engine import Engine, SetupError
+    from sunwell.tools.checkpoints import UndoError
+
+    workspace, settings = _settings(args)
+    try:
+        result = Engine(settings, workspace).undo(args.session, force=args.force)
+    except SetupError as exc:
+        raise UsageError(str(exc)) from None
+    except UndoError as exc:
+        print(f"sunwell: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if result.turn is None:
+        print("nothing to undo")
+    for path in result.restored:
+        print(f"restored {path}")
+    for path in result.deleted:
+        print(f"deleted {path} (created by the turn)")
+    for path in result.conflicts:
+        print(f"overwrote {path} (it had changed since; --force)")
+    return EXIT_OK
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from sunwell.tools.audit import AuditLog, format_entry, parse_since
+
+    _, settings = _settings(argparse.Namespace(workspace=None))
+    try:
+        since = parse_since(args.since) if args.since else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    for entry in AuditLog(Path(settings.data_dir)).recent(since, limit=args.limit):
+        print(format_entry(entry))
+    return EXIT_OK
+
+
+def cmd_lens(args: argparse.Namespace) -> int:
+    from sunwell.lens.check import check_files
+    from sunwell.tools.registry import CORE_TOOLS
+
+    lines, had_error = check_files(args.files, known_tools=[tool.name for tool in CORE_TOOLS])
+    for line in lines:
+        print(line)
+    return EXIT_ERROR if had_error else EXIT_OK
 
 
 def cmd_models(args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ from sunwell.tools.approval import ApprovalPolicy, Asker
 from sunwell.tools.allowlist import CommandAllowlist
 from sunwell.tools.audit import AuditLog
 from sunwell.tools.base import ToolContext, Trust
-from sunwell.tools.checkpoints import Checkpoints
+from sunwell.tools.checkpoints import Checkpoints, UndoResult
 from sunwell.tools.jail import Jail
 from sunwell.tools.ratelimit import RateLimiter
 from sunwell.tools.registry import CORE_TOOLS, select_tools
@@ -104,10 +104,32 @@ class Engine:
 
     def open_session(self, session: str | None, title: str) -> str:
         if session is None:
-            return self.store.create(title=title[:80])
+            session = self.store.create(title=title[:80])
+            self.store.append(session, "", 0, "workspace", str(self.workspace), {"workspace": str(self.workspace)})
+            return session
         if not self.store.exists(session):
             raise SetupError(f"unknown session '{session}': see `sunwell sessions list`")
         return session
+
+    def session_workspace(self, session: str) -> Path | None:
+        row = next((r for r in self.store.events(session) if r.kind == "workspace"), None)
+        return Path(row.data["workspace"]) if row else None
+
+    def undo(self, session: str | None = None, *, force: bool = False) -> UndoResult:
+        """Put back the files the last not-yet-undone turn of `session` (default: the latest here) changed."""
+        checkpoints = self.checkpoints
+        if session is None:
+            session = next((info.id for info in self.store.list()
+                            if self.session_workspace(info.id) == self.workspace and checkpoints.pending(info.id)),
+                           None)
+            if session is None:
+                raise SetupError("nothing to undo: no turn in this workspace has changed files")
+        elif not self.store.exists(session):
+            raise SetupError(f"unknown session '{session}': see `sunwell sessions list`")
+        elif (home := self.session_workspace(session)) not in (None, self.workspace):
+            raise SetupError(f"session {session} belongs to the workspace {home}: run undo there")
+        return checkpoints.undo(session, self.workspace, Jail(self.workspace, self.settings.blocked_paths),
+                                force=force)
 
     def tools(self, trust: Trust, names: Sequence[str] | None = None):
         return select_tools(CORE_TOOLS, trust, names)

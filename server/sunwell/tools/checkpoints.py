@@ -5,6 +5,7 @@ Layout under the root (`<data dir>/checkpoints/`), one directory per session:
     <session>/meta.json        {"version": 1, "turns": [{"turn", "time", "undone", "files": [
                                     {"rel", "existed", "sha256", "mode", "after"}]}]}
     <session>/blobs/<sha256>   the prior content of a file, named by its hash (shared by identical contents)
+    <session>/.lock            flock'ed by every writer of meta.json (threads, processes)
 
 Turns appear in meta.json in the order of their first change; `time` is the time of their last save. A file's
 entry is made once per turn, before its first change (`sha256` and `mode` of the prior content, or `existed`
@@ -12,19 +13,22 @@ false); `after` is the sha256 of what the tool last wrote in that turn (null if 
 
 Undo treats meta.json as untrusted: every path goes through the jail and the same safe writer as write_file, blob
 names must be hashes and the blob must still match its hash, and a restored mode keeps only the permission bits.
-All checks run before the first change, so a refused undo changes nothing.
+All checks run before the first change, so a refused undo changes nothing. Folders a turn created are left in
+place (empty). Nothing is pruned yet: a session's checkpoints live as long as its folder.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import secrets
 import stat
-import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,13 +72,12 @@ class UndoResult:
 class Checkpoints:
     def __init__(self, root_dir: Path) -> None:
         self.root = Path(root_dir)
-        self._lock = threading.Lock()
 
     # ---- recording --------------------------------------------------------------------------------------------
 
     def save(self, session: str, turn: str, path: Path, rel: str) -> None:
         """Record the state of `path` before its first change in this turn (later calls for it do nothing)."""
-        with self._lock:
+        with self._locked(session):
             meta = self._load(session)
             entry = _find_turn(meta, turn)
             if entry is None:
@@ -91,13 +94,14 @@ class Checkpoints:
 
     def record_after(self, session: str, turn: str, rel: str, data: bytes) -> None:
         """Remember the hash of what the tool wrote to `rel`, so undo can tell whether someone changed it since."""
-        with self._lock:
+        with self._locked(session):
             meta = self._load(session)
             entry = _find_turn(meta, turn)
             for f in entry["files"] if entry else []:
                 if f["rel"] == rel:
                     f["after"] = hashlib.sha256(data).hexdigest()
                     self._store(session, meta)
+                    break
 
     def turns(self, session: str) -> list[str]:
         """Every turn of the session that changed files, oldest first (undone ones included)."""
@@ -116,7 +120,9 @@ class Checkpoints:
         jail = jail or Jail(workspace)
         if jail.root != Path(os.path.realpath(workspace)):
             raise ValueError(f"the jail's root {jail.root} is not the workspace {workspace}")
-        with self._lock:
+        if not (self._dir(session) / "meta.json").exists():
+            return UndoResult()
+        with self._locked(session):
             meta = self._load(session)
             pending = [t for t in meta["turns"] if not t["undone"]]
             if turn is None:
@@ -183,6 +189,16 @@ class Checkpoints:
 
     # ---- storage ----------------------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _locked(self, session: str) -> Iterator[None]:
+        """One writer per session across threads, Checkpoints objects and processes (the CLI's undo while the
+        sidecar writes): an flock on `<session>/.lock`. Readers need none; meta.json is replaced atomically."""
+        folder = self._dir(session)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(folder / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
     def _dir(self, session: str) -> Path:
         if not _ID.fullmatch(session) or session in (".", ".."):
             raise ValueError(f"not a valid session id: {session!r}")
@@ -205,9 +221,7 @@ class Checkpoints:
         return meta
 
     def _store(self, session: str, meta: dict[str, Any]) -> None:
-        folder = self._dir(session)
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _atomic_write(folder / "meta.json", json.dumps(meta, indent=1).encode("utf-8"))
+        _atomic_write(self._dir(session) / "meta.json", json.dumps(meta, indent=1).encode("utf-8"))
 
 
 def last_session(root_dir: Path) -> str | None:

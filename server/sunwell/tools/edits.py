@@ -40,6 +40,7 @@ from sunwell.tools.jail import Jail
 
 MAX_CONTENT_BYTES = 5 * 1024 * 1024
 MAX_WINDOWS = 20_000  # closest-lines search: past this many lines, only windows sharing a line with old_text
+MIN_SIMILARITY = 0.4  # below this the closest lines are noise that would mislead the model
 DIFF_LINES = 40
 _NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
@@ -412,7 +413,7 @@ def _closest(lines: list[str], old_lines: list[str]) -> tuple[int, int, float] |
             score = matcher.ratio()
             if score > best_score:
                 best, best_score = i, score
-    return None if best is None else (best, size, best_score)
+    return None if best is None or best_score < MIN_SIMILARITY else (best, size, best_score)
 
 
 def _diff_excerpt(before: str, after: str, rel: str) -> str:

@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { diffStat, formatDuration, formatUsage, relativeTime, toolTarget, toolTitle } from '../src/common/format';
+
+describe('display helpers', () => {
+  it('name a call by its path or command, also while its arguments stream', () => {
+    assert.equal(toolTarget('run_command', { command: 'npm   test\n--watch' }, ''), 'npm test --watch');
+    assert.equal(toolTarget('read_file', null, '{"path": "src/a.py", "off'), 'src/a.py');
+    assert.equal(toolTarget('read_file', null, '{"path": "src/a'), '');
+    assert.equal(toolTitle('write_file'), 'Write');
+    assert.equal(toolTitle('my_skill'), 'my_skill');
+  });
+
+  it('format durations, usage and ages', () => {
+    assert.equal(formatDuration(12), '12 ms');
+    assert.equal(formatDuration(1530), '1.5 s');
+    assert.equal(formatDuration(125_000), '2 min 5 s');
+    assert.equal(formatUsage({ inputTokens: 1234, outputTokens: 56 }), '1.2k in · 56 out');
+    assert.equal(formatUsage(null), '');
+    assert.equal(relativeTime('2024-01-01T00:00:00Z', Date.parse('2024-01-01T02:00:00Z')), '2 h ago');
+  });
+
+  it('count added and removed lines for the approval card', () => {
+    assert.deepEqual(diffStat(null, 'a\nb\n'), { added: 2, removed: 0 });
+    assert.deepEqual(diffStat('a\nb\nc\n', 'a\nB\nc\nd\n'), { added: 2, removed: 1 });
+    assert.deepEqual(diffStat('same\n', 'same\n'), { added: 0, removed: 0 });
+  });
+});

@@ -1,0 +1,44 @@
+// How the sidecar's Python is checked and the private environment installed.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { markerIsCurrent, parseProbe, pipInstallAttempts, PROBE_SCRIPT, pythonIsRecentEnough, venvPython } from '../src/common/launch';
+import { ROOT } from './helpers';
+
+describe('the interpreter probe', () => {
+  it('runs in a real Python and says whether sunwell is importable', () => {
+    const python = process.env.SUNWELL_PYTHON ?? 'python3';
+    const without = parseProbe(execFileSync(python, ['-c', PROBE_SCRIPT], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: '' }, cwd: '/' }));
+    assert.ok(without);
+    assert.ok(without.python[0] >= 3);
+    const withPackage = parseProbe(execFileSync(python, ['-c', PROBE_SCRIPT], { encoding: 'utf8',
+      env: { ...process.env, PYTHONPATH: path.join(ROOT, 'server') } }));
+    assert.ok(withPackage?.sunwell, 'sunwell importable from server/');
+  });
+
+  it('rejects output that is not the probe\'s and Pythons older than 3.11', () => {
+    assert.equal(parseProbe('Traceback...'), null);
+    assert.equal(pythonIsRecentEnough({ python: [3, 10, 12], sunwell: null, executable: '' }), false);
+    assert.equal(pythonIsRecentEnough({ python: [3, 11, 0], sunwell: null, executable: '' }), true);
+    assert.equal(pythonIsRecentEnough({ python: [4, 0, 0], sunwell: null, executable: '' }), true);
+  });
+});
+
+describe('the private environment', () => {
+  it('installs from the vendored wheels offline first, then lets pip fetch what is missing', () => {
+    const attempts = pipInstallAttempts('/ext/dist/python', true);
+    assert.equal(attempts.length, 2);
+    assert.deepEqual(attempts[0].slice(-4), ['--no-index', '--find-links', path.join('/ext/dist/python', 'wheels'), '/ext/dist/python']);
+    assert.ok(!attempts[1].includes('--no-index'));
+    assert.deepEqual(pipInstallAttempts('/repo', false), [['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--upgrade', '/repo']]);
+  });
+
+  it('lives in the venv\'s own interpreter, reinstalled when another extension version made it', () => {
+    assert.equal(venvPython('/g/python-env', 'linux'), '/g/python-env/bin/python');
+    assert.match(venvPython('C:\\g\\python-env', 'win32'), /Scripts[\\/]python\.exe$/);
+    assert.equal(markerIsCurrent({ version: '0.1.0' }, '0.1.0'), true);
+    assert.equal(markerIsCurrent({ version: '0.0.9' }, '0.1.0'), false);
+    assert.equal(markerIsCurrent(null, '0.1.0'), false);
+  });
+});

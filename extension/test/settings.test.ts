@@ -1,0 +1,97 @@
+// VS Code settings -> the sidecar's initializationOptions, configuration changes and environment.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  DEFAULTS, initializationOptions, needsRestart, readSettings, sidecarConfiguration, sidecarEnvironment,
+} from '../src/common/settings';
+
+const lookup = (values: Record<string, unknown>) => (key: string) => values[key];
+
+describe('reading settings', () => {
+  it('uses the defaults when nothing is set', () => {
+    const { settings, problems } = readSettings(lookup({}));
+    assert.deepEqual(settings, DEFAULTS);
+    assert.deepEqual(problems, []);
+  });
+
+  it('takes valid values, trimmed', () => {
+    const { settings, problems } = readSettings(lookup({
+      model: ' openai:gpt-4o ', trustLevel: 'shell', approvalTimeoutSec: 30, maxToolTurns: 7, python: '/usr/bin/python3.12',
+      baseUrl: 'http://127.0.0.1:8080/v1', dryRun: true, serverCommand: ['/x/python', '-m', 'sunwell', 'serve'],
+    }));
+    assert.deepEqual(problems, []);
+    assert.equal(settings.model, 'openai:gpt-4o');
+    assert.equal(settings.trustLevel, 'shell');
+    assert.equal(settings.approvalTimeoutSec, 30);
+    assert.equal(settings.maxToolTurns, 7);
+    assert.equal(settings.dryRun, true);
+    assert.deepEqual(settings.serverCommand, ['/x/python', '-m', 'sunwell', 'serve']);
+  });
+
+  it('names each invalid key and falls back to its default', () => {
+    const { settings, problems } = readSettings(lookup({ trustLevel: 'root', maxToolTurns: 2.5, approvalTimeoutSec: -1, model: 42 }));
+    assert.equal(settings.trustLevel, 'workspace');
+    assert.equal(settings.maxToolTurns, 50);
+    assert.equal(settings.approvalTimeoutSec, 600);
+    assert.equal(settings.model, '');
+    assert.equal(problems.length, 4);
+    assert.ok(problems.some((p) => p.startsWith('sunwell.trustLevel: "root"')));
+    assert.ok(problems.some((p) => p.startsWith('sunwell.maxToolTurns: 2.5')));
+  });
+});
+
+describe('initializationOptions and configuration changes', () => {
+  it('map VS Code names to the protocol keys, with the workspace storage as data dir and approvals asked', () => {
+    const { settings } = readSettings(lookup({ model: 'anthropic:claude-sonnet-4-5', trustLevel: 'read_only', approvalTimeoutSec: 90,
+      maxToolTurns: 12, baseUrl: 'http://127.0.0.1:9/v1' }));
+    assert.deepEqual(initializationOptions(settings, '/storage/ws'), {
+      dataDir: '/storage/ws',
+      model: 'anthropic:claude-sonnet-4-5',
+      trust: 'read_only',
+      approval: 'ask',
+      approvalTimeoutSec: 90,
+      maxToolTurns: 12,
+      dryRun: false,
+      baseUrl: 'http://127.0.0.1:9/v1',
+    });
+  });
+
+  it('send null for an empty setting, so clearing it hands the value back to Sunwell\'s config', () => {
+    const config = sidecarConfiguration(DEFAULTS);
+    assert.equal(config.model, null);
+    assert.equal(config.baseUrl, null);
+    assert.equal('dataDir' in config, false);
+  });
+});
+
+describe('the sidecar environment', () => {
+  it('carries endpoints and keys from secret storage, each in its SDK\'s own variable', () => {
+    const { settings } = readSettings(lookup({ openaiBaseUrl: 'http://o/v1', anthropicBaseUrl: 'http://a', ollamaHost: 'http://l:1',
+      baseUrl: 'http://c/v1' }));
+    const env = sidecarEnvironment(settings, { openai: 'sk-o', anthropic: 'sk-a', 'openai-compatible': 'sk-c' }, { PATH: '/bin', HOME: '/h' });
+    assert.equal(env.PATH, '/bin');
+    assert.equal(env.OPENAI_BASE_URL, 'http://o/v1');
+    assert.equal(env.ANTHROPIC_BASE_URL, 'http://a');
+    assert.equal(env.OLLAMA_HOST, 'http://l:1');
+    assert.equal(env.SUNWELL_BASE_URL, 'http://c/v1');
+    assert.equal(env.OPENAI_API_KEY, 'sk-o');
+    assert.equal(env.ANTHROPIC_API_KEY, 'sk-a');
+    assert.equal(env.SUNWELL_API_KEY, 'sk-c');
+  });
+
+  it('keeps inherited variables where nothing is set, and never puts the compatible key in OPENAI_API_KEY', () => {
+    const env = sidecarEnvironment(DEFAULTS, { 'openai-compatible': 'sk-c' }, { OPENAI_API_KEY: 'from-shell', OPENAI_BASE_URL: 'http://shell' });
+    assert.equal(env.OPENAI_API_KEY, 'from-shell');
+    assert.equal(env.OPENAI_BASE_URL, 'http://shell');
+    assert.equal(env.SUNWELL_API_KEY, 'sk-c');
+    assert.equal(env.PYTHONUNBUFFERED, '1');
+  });
+
+  it('restarts only for what lives in the process: interpreter, command, endpoints', () => {
+    const base = readSettings(lookup({})).settings;
+    assert.equal(needsRestart(base, { ...base, model: 'x', trustLevel: 'full', maxToolTurns: 3 }), false);
+    assert.equal(needsRestart(base, { ...base, python: '/p' }), true);
+    assert.equal(needsRestart(base, { ...base, openaiBaseUrl: 'http://o' }), true);
+    assert.equal(needsRestart(base, { ...base, serverCommand: ['x'] }), true);
+  });
+});
