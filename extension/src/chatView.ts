@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import type { ChatController, ChatViewPort } from './chatController';
 import { isWebviewMessage, type HostToWebview, type WebviewToHost } from './common/messages';
 
-export const CHAT_VIEW_ID = 'sunwell.chatView';
+export { CHAT_VIEW_ID } from './common/ids';
 
 export interface ChatViewActions {
   showDiff(callId: string): void;

@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import type { ApprovalBroker } from './common/approvals';
 import { isDiffPreview } from './protocol';
 
-export const PREVIEW_SCHEME = 'sunwell-preview';
+import { PREVIEW_SCHEME } from './common/ids';
 
 type Side = 'before' | 'after';
 

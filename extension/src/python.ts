@@ -2,10 +2,11 @@
 // ships inside the .vsix into a private virtual environment under the extension's global storage.
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
-  defaultPython, markerIsCurrent, parseProbe, pipInstallAttempts, PROBE_SCRIPT, pythonIsRecentEnough, SERVE_ARGS,
+  defaultPython, findSunwellWheel, markerIsCurrent, parseProbe, pipInstallAttempts, PROBE_SCRIPT, pythonIsRecentEnough, SERVE_ARGS,
   venvPython, type InstallMarker, type Probe,
 } from './common/launch';
 import type { Settings } from './common/settings';
@@ -109,8 +110,7 @@ export class PythonEnvironments {
           (/ensurepip|venv/.test(created.stderr) ? ' (on Debian/Ubuntu: apt install python3-venv)' : ''));
       }
     }
-    const bundle = this.bundleDir;
-    const attempts = pipInstallAttempts(bundle, fs.existsSync(path.join(bundle, 'wheels')));
+    const attempts = pipInstallAttempts(this.installTarget());
     let failure = '';
     for (const args of attempts) {
       this.log.info(`${this.privatePython} ${args.join(' ')}`);
@@ -124,6 +124,23 @@ export class PythonEnvironments {
       failure = lastLine(result.stderr) || `exit code ${result.code}`;
     }
     throw new Error(`pip could not install Sunwell: ${failure}`);
+  }
+
+  private installTarget(): { wheelsDir: string; wheel: string } | { sourceDir: string } {
+    const bundle = this.bundleDir;
+    const wheelsDir = path.join(bundle, 'wheels');
+    const wheel = fs.existsSync(wheelsDir) ? findSunwellWheel(fs.readdirSync(wheelsDir)) : undefined;
+    if (wheel) return { wheelsDir, wheel: path.join(wheelsDir, wheel) };
+    // Building from source writes next to it (egg-info, build/): build from a copy.
+    const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'sunwell-src-'));
+    fs.cpSync(path.join(bundle, 'pyproject.toml'), path.join(copy, 'pyproject.toml'));
+    for (const extra of ['README.md', 'LICENSE']) {
+      if (fs.existsSync(path.join(bundle, extra))) fs.cpSync(path.join(bundle, extra), path.join(copy, extra));
+    }
+    fs.cpSync(path.join(bundle, 'server', 'sunwell'), path.join(copy, 'server', 'sunwell'), {
+      recursive: true, filter: (src) => !src.includes('__pycache__') && !src.endsWith('.egg-info'),
+    });
+    return { sourceDir: copy };
   }
 
   private get extensionVersion(): string {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { markerIsCurrent, parseProbe, pipInstallAttempts, PROBE_SCRIPT, pythonIsRecentEnough, venvPython } from '../src/common/launch';
+import { findSunwellWheel, markerIsCurrent, parseProbe, pipInstallAttempts, PROBE_SCRIPT, pythonIsRecentEnough, venvPython } from '../src/common/launch';
 import { ROOT } from './helpers';
 
 describe('the interpreter probe', () => {
@@ -26,12 +26,16 @@ describe('the interpreter probe', () => {
 });
 
 describe('the private environment', () => {
-  it('installs from the vendored wheels offline first, then lets pip fetch what is missing', () => {
-    const attempts = pipInstallAttempts('/ext/dist/python', true);
+  it('installs the vendored wheel offline first, then lets pip fetch what is missing; else builds from source', () => {
+    const wheel = path.join('/ext/dist/python/wheels', 'sunwell-0.1.0-py3-none-any.whl');
+    const attempts = pipInstallAttempts({ wheelsDir: '/ext/dist/python/wheels', wheel });
     assert.equal(attempts.length, 2);
-    assert.deepEqual(attempts[0].slice(-4), ['--no-index', '--find-links', path.join('/ext/dist/python', 'wheels'), '/ext/dist/python']);
+    assert.deepEqual(attempts[0].slice(-4), ['--no-index', '--find-links', '/ext/dist/python/wheels', wheel]);
     assert.ok(!attempts[1].includes('--no-index'));
-    assert.deepEqual(pipInstallAttempts('/repo', false), [['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--upgrade', '/repo']]);
+    assert.equal(attempts[1].at(-1), wheel, 'the package by its file, never by name from the index');
+    assert.deepEqual(pipInstallAttempts({ sourceDir: '/tmp/src' }), [['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--upgrade', '/tmp/src']]);
+    assert.equal(findSunwellWheel(['pydantic-2.0-cp311-none-any.whl', 'sunwell-0.1.0-py3-none-any.whl', 'sunwell_x-1-py3-none-any.whl']),
+      'sunwell-0.1.0-py3-none-any.whl');
   });
 
   it('lives in the venv\'s own interpreter, reinstalled when another extension version made it', () => {

@@ -28,7 +28,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="one turn, headless")
+    apply = sub.add_parser("apply", help="one turn with a lens: sunwell apply LENS PROMPT")
+    apply.add_argument("lens", help="lens name or path")
+    apply.add_argument("prompt", nargs="?", help="the user line (else read from stdin)")
     run.add_argument("prompt", nargs="?", help="the user line (else read from stdin)")
+    run.add_argument("--lens", help="activate a lens (name or path)")
+    _turn_options(run)
+    _turn_options(apply)
+    sessions = sub.add_parser("sessions", help="stored sessions")
+    sessions.add_argument("action", choices=["list", "show", "export"])
+    sessions.add_argument("id", nargs="?")
+    sessions.add_argument("--workspace", type=Path, default=None)
+    _more_commands(sub)
+    return parser
+
+
+def _turn_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--model", help="PROVIDER:MODEL")
     run.add_argument("--workspace", type=Path, default=None, help="the jail root (default: current directory)")
     run.add_argument("--trust", choices=TRUST_LEVELS)
@@ -46,11 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--base-url", help="endpoint of an openai-compatible server")
     run.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
 
-    sessions = sub.add_parser("sessions", help="stored sessions")
-    sessions.add_argument("action", choices=["list", "show", "export"])
-    sessions.add_argument("id", nargs="?")
-    sessions.add_argument("--workspace", type=Path, default=None)
 
+def _more_commands(sub) -> None:
     undo = sub.add_parser("undo", help="put back the files the last turn changed")
     undo.add_argument("--session", help="the session (default: the latest one in this workspace that changed files)")
     undo.add_argument("--force", action="store_true", help="also overwrite files changed since the turn")
@@ -67,7 +79,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     models = sub.add_parser("models", help="parsed spec and capabilities of model ids")
     models.add_argument("ids", nargs="*")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        commands = {"run": cmd_run, "sessions": cmd_sessions, "models": cmd_models, "undo": cmd_undo,
+        commands = {"run": cmd_run, "apply": cmd_run, "sessions": cmd_sessions, "models": cmd_models, "undo": cmd_undo,
                     "audit": cmd_audit, "lens": cmd_lens}
         return commands[args.command](args)
     except (UsageError, ConfigError) as exc:
@@ -114,7 +125,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     asker = TerminalAsker(color=sys.stderr.isatty()) if can_ask else None
     try:
         engine = Engine(settings, workspace, asker=asker)
-        done = _run_cancellable(engine.run_turn(prompt, sink, session=args.session, tool_names=tool_names))
+        done = _run_cancellable(engine.run_turn(prompt, sink, session=args.session, tool_names=tool_names,
+                                                lens=args.lens))
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     except SessionStoreError as exc:
@@ -136,7 +148,7 @@ def _tool_names(args: argparse.Namespace) -> list[str] | None:
         return None
     names = [name.strip() for name in args.tools.split(",") if name.strip()]
     unknown = sorted(set(names) - {tool.name for tool in CORE_TOOLS})
-    if unknown:
+    if unknown and not getattr(args, "lens", None):  # a lens adds its skills' names
         raise UsageError(f"unknown tool(s) in --tools: {', '.join(unknown)}")
     return names
 

@@ -51,17 +51,24 @@ export function venvPython(venvDir: string, platform: NodeJS.Platform): string {
 }
 
 /**
- * pip's arguments to install the bundled package into the private environment. With vendored wheels the install
- * is offline first; the second attempt (only when the first fails, e.g. a Python version without wheels) lets pip
- * fetch what is missing from the index.
+ * pip's arguments to install the bundled package into the private environment. A platform .vsix carries the
+ * package as a wheel with the wheels of its dependencies: the install is offline first, and only if that fails
+ * (e.g. a Python version the wheels were not made for) pip may fetch what is missing from the index. The wheel is
+ * named by its file, never by the project name, so nothing of that name can come from the index instead. Without
+ * wheels, pip builds the package from its source (a copy: the extension's folder may be read-only).
  */
-export function pipInstallAttempts(bundleDir: string, hasWheels: boolean): string[][] {
+export function pipInstallAttempts(target: { wheelsDir: string; wheel: string } | { sourceDir: string }): string[][] {
   const base = ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--upgrade'];
-  const wheels = path.join(bundleDir, 'wheels');
-  const attempts: string[][] = [];
-  if (hasWheels) attempts.push([...base, '--no-index', '--find-links', wheels, bundleDir]);
-  attempts.push([...base, ...(hasWheels ? ['--find-links', wheels] : []), bundleDir]);
-  return attempts;
+  if ('sourceDir' in target) return [[...base, target.sourceDir]];
+  return [
+    [...base, '--no-index', '--find-links', target.wheelsDir, target.wheel],
+    [...base, '--find-links', target.wheelsDir, target.wheel],
+  ];
+}
+
+/** The package's own wheel among the vendored ones. */
+export function findSunwellWheel(files: string[]): string | undefined {
+  return files.filter((f) => /^sunwell-[^-]+-py3-none-any\.whl$/.test(f)).sort().pop();
 }
 
 export interface InstallMarker {

@@ -24,7 +24,9 @@ export function createMarkdownRenderer(win: Window & typeof globalThis): RenderM
     purify.sanitize(md.render(source), {
       USE_PROFILES: { html: true },
       ADD_ATTR: ['data-action', 'data-testid'],
-      FORBID_TAGS: ['style', 'form', 'input', 'textarea', 'select', 'iframe', 'object', 'embed'],
+      // Images too: a remote image URL in an answer could carry workspace content to a third party (the CSP blocks
+      // them as well; dropping them avoids broken-image boxes).
+      FORBID_TAGS: ['style', 'form', 'input', 'textarea', 'select', 'iframe', 'object', 'embed', 'img'],
       FORBID_ATTR: ['style'],
     });
 }

@@ -15,8 +15,11 @@ from sunwell.agent.gate import Gate
 from sunwell.agent.loop import Turn, TurnConfig
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.turn import Sink, TurnLog
-from sunwell.config import Settings
-from sunwell.models.base import Provider
+from sunwell.agent.skills import skill_tools
+from sunwell.config import Settings, user_config_path
+from sunwell.lens.registry import LensRegistry, narrow
+from sunwell.lens.schema import Lens
+from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
 from sunwell.models.emulation import EmulatedProvider, RecoveringProvider
 from sunwell.models.factory import create_provider
@@ -47,6 +50,7 @@ class Engine:
         self._store: SessionStore | None = None
         self._limiters: dict[str, RateLimiter] = {}
         self._emulating: set[str] = set()  # sessions whose server refused native tools
+        self._lenses: LensRegistry | None = None
         self.approval = ApprovalPolicy(mode=settings.approval or "deny", ask=asker,
                                        timeout=settings.approval_timeout_sec)
         self.reconfigure(settings)
@@ -68,6 +72,29 @@ class Engine:
         if self._store is None:  # opened on first use, so lens features work even when the data dir is broken
             self._store = SessionStore(self.data_dir / "sessions.db")
         return self._store
+
+    @property
+    def lenses(self) -> LensRegistry:
+        if self._lenses is None:
+            self._lenses = LensRegistry(self.workspace, user_config_path().parent / "lenses",
+                                        known_tools=[tool.name for tool in CORE_TOOLS])
+        return self._lenses
+
+    def lens(self, name_or_path: str) -> Lens:
+        """An active lens by name or path; a lens with errors, or none at all, is a setup error."""
+        path = self.lenses.find(name_or_path) or (self.workspace / name_or_path).resolve()
+        result = self.lenses.reload(path) if path.is_file() else None
+        if result is None:
+            known = ", ".join(lens.name for lens in self.lenses.active().values()) or "none found"
+            raise SetupError(f"no lens '{name_or_path}' (lenses: {known})")
+        errors = [d for d in result.diagnostics if d.severity == "error"]
+        if errors and (previous := self.lenses.get(path)) is not None:
+            return previous  # an edit broke it: the last valid version stays active
+        if result.lens is None or errors:
+            first = errors[0] if errors else None
+            where = f"{path}:{first.line + 1}:{first.col + 1}: {first.message}" if first else str(path)
+            raise SetupError(f"lens has errors and was not activated: {where}")
+        return result.lens
 
     @property
     def checkpoints(self) -> Checkpoints:
@@ -131,33 +158,38 @@ class Engine:
         return checkpoints.undo(session, self.workspace, Jail(self.workspace, self.settings.blocked_paths),
                                 force=force)
 
-    def tools(self, trust: Trust, names: Sequence[str] | None = None):
-        return select_tools(CORE_TOOLS, trust, names)
+    def tools(self, trust: Trust, names: Sequence[str] | None = None, lens: Lens | None = None):
+        """(offered tools, catalogue, effective trust): a lens can only narrow what the user granted."""
+        catalogue = [*CORE_TOOLS, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else [])]
+        trust, allowed = narrow(lens.tool_policy if lens else None, trust, names)
+        return select_tools(catalogue, trust, None if allowed is None else sorted(allowed)), catalogue, trust
 
     async def run_turn(self, text: str, sink: Sink, *, session: str | None = None, model: str | None = None,
-                       trust: str | None = None, tool_names: Sequence[str] | None = None) -> DoneEvent:
+                       trust: str | None = None, tool_names: Sequence[str] | None = None,
+                       lens: str | None = None) -> DoneEvent:
         """Run one user line to its `done` event. Raises SetupError before the turn starts, never after."""
         spec = self.model_spec(model)
         self.provider(spec)  # a missing key or bad endpoint is a setup error, before any session is created
-        level = Trust[trust or self.settings.trust]
+        active_lens = self.lens(lens) if lens else None
+        tools, catalogue, level = self.tools(Trust[trust or self.settings.trust], tool_names, active_lens)
         session = self.open_session(session, text)
         provider = self.tool_calling_provider(spec, session)
         history = self.store.messages(session)
         log = TurnLog(self.store, session, sink)
-        tools = self.tools(level, tool_names)
-        ctx = self._tool_context(session, log.turn, level)
+        ctx = self._tool_context(session, log.turn, level, active_lens, provider, spec.model)
         warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in tools) else None
         config = TurnConfig(
             provider=provider,
             model=spec.model,
             tools=tools,
-            catalogue=CORE_TOOLS,
+            catalogue=catalogue,
             trust=level,
             tool_ctx=ctx,
             max_tool_turns=self.settings.max_tool_turns,
             max_tokens=self.settings.max_tokens,
             provider_attempts=self.settings.provider_attempts,
             system=self.settings.system_prompt,
+            extra_instructions=[active_lens.instructions] if active_lens and active_lens.instructions else [],
             gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session)),
             audit=AuditLog(self.data_dir),
             turn_notices=[warning] if warning else [],
@@ -170,10 +202,16 @@ class Engine:
             self._limiters[session] = RateLimiter(self.settings.rate_limits)
         return self._limiters[session]
 
-    def _tool_context(self, session: str, turn: str, trust: Trust) -> ToolContext:
+    def _tool_context(self, session: str, turn: str, trust: Trust, lens: Lens | None, provider: Provider,
+                      model: str) -> ToolContext:
         checkpoints = self.checkpoints
+        blocked = [*self.settings.blocked_paths, *(lens.tool_policy.blocked_paths if lens and lens.tool_policy else [])]
+
+        async def complete(system: str, user: str) -> str:
+            return await complete_text(provider, model, system, user, self.settings.max_tokens)
+
         return ToolContext(
-            jail=Jail(self.workspace, self.settings.blocked_paths),
+            jail=Jail(self.workspace, blocked),
             max_output_bytes=self.settings.max_output_bytes,
             ripgrep_path=self.settings.ripgrep_path,
             extra={
@@ -182,5 +220,15 @@ class Engine:
                 "max_timeout": self.settings.max_command_timeout_sec,
                 "checkpoint": lambda path, rel: checkpoints.save(session, turn, path, rel),
                 "after_write": lambda path, rel, data: checkpoints.record_after(session, turn, rel, data),
+                "complete": complete,
             },
         )
+
+
+async def complete_text(provider: Provider, model: str, system: str, user: str, max_tokens: int) -> str:
+    """One model answer with no tools (a skill's nested call)."""
+    from sunwell.messages import UserMessage
+
+    request = ModelRequest(model=model, system=system, messages=[UserMessage(text=user)], max_tokens=max_tokens)
+    parts = [event.text async for event in provider.stream(request) if isinstance(event, TextDelta)]
+    return "".join(parts)

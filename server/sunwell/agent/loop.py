@@ -246,6 +246,10 @@ class Turn:
                                  message=f"{call.name} needs trust level {known.min_trust.name}; "
                                          f"this session is at {self.config.trust.name}",
                                  suggestion="use the tools you were offered, or ask the user to raise the trust level")
+            if known is not None:
+                return ToolError(code="permission", message=f"{call.name} is not allowed in this session "
+                                                            "(the lens' tool policy or the user's tool list)",
+                                 suggestion="use the tools you were offered")
             names = ", ".join(t.name for t in self.config.tools) or "none"
             return ToolError(code="unknown_tool", message=f"no tool named '{call.name}' is offered",
                              suggestion=f"available tools: {names}")

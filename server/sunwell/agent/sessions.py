@@ -197,7 +197,7 @@ class SessionStore:
 
     def list(self) -> list[SessionInfo]:  # last, so that `list` in the annotations above is the builtin
         query = (
-            "SELECT id, title, updated, (SELECT COUNT(DISTINCT turn) FROM events WHERE session = sessions.id)"
+            "SELECT id, title, updated, (SELECT COUNT(DISTINCT turn) FROM events WHERE session = sessions.id AND turn != '')"
             " FROM sessions ORDER BY updated DESC, id DESC"
         )
         with self._read() as db:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
@@ -186,7 +186,10 @@ class SunwellServer(LanguageServer):
             log.error("background task failed", exc_info=task.exception())
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        log.error("%s: %s", getattr(source, "__name__", source), error)  # to stderr; no popup for our bugs
+        """pygls shows every error in a popup; a failed request was answered and logged already, and the rest
+        are our bugs, for stderr and the output channel."""
+        if source is not FeatureRequestError:
+            log.error("%s: %s", getattr(source, "__name__", source), error)
 
 
 _LOG_LEVELS = {types.MessageType.Error: logging.ERROR, types.MessageType.Warning: logging.WARNING,
@@ -224,10 +227,17 @@ class ClientLogHandler(logging.Handler):
             self._busy.active = False
 
 
+def _unless_already_answered(record: logging.LogRecord) -> bool:
+    """Drops pygls' traceback for a request answered with invalid params or RequestFailed: the answer says it."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not isinstance(error, (JsonRpcInvalidParams, RequestFailed))
+
+
 def configure_logging(server: SunwellServer, level: str = "WARNING") -> None:
     """Everything to stderr; Sunwell's own records also to the client. Never stdout: that is the protocol."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(_unless_already_answered)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -1,0 +1,101 @@
+// The webview's drawing, in a DOM (jsdom): model output is sanitized, and cards carry what the user must see.
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { JSDOM } from 'jsdom';
+import { reduce, type ChatState } from '../src/common/state';
+import { createMarkdownRenderer, type RenderMarkdown } from '../src/webview/markdown';
+import { renderItem, type RenderContext } from '../src/webview/render';
+import { recorded, turn } from './helpers';
+
+let markdown: RenderMarkdown;
+let ctx: RenderContext;
+
+before(() => {
+  const dom = new JSDOM('<!DOCTYPE html><body></body>');
+  (globalThis as { document?: Document }).document = dom.window.document;
+  markdown = createMarkdownRenderer(dom.window as unknown as Window & typeof globalThis);
+  ctx = { markdown, expanded: new Set() };
+});
+
+const draw = (state: ChatState) => {
+  const root = document.createElement('div');
+  for (const item of state.items) root.append(renderItem(item, ctx));
+  return root;
+};
+
+describe('markdown from the model', () => {
+  it('renders formatting and code blocks with a copy button', () => {
+    const html = markdown('Hello **there**\n\n```py\nprint("<b>")\n```\n');
+    assert.match(html, /<strong>there<\/strong>/);
+    assert.match(html, /data-action="copyCode"/);
+    assert.match(html, /class="language-py"/);
+    assert.match(html, /print\(&quot;&lt;b&gt;&quot;\)|print\("&lt;b&gt;"\)/);
+  });
+
+  it('never lets HTML, scripts or javascript: links through', () => {
+    const root = document.createElement('div');
+    root.innerHTML = markdown('<script>alert(1)</script> <img src=x onerror=alert(1)> [x](javascript:alert(1)) ' +
+      '<iframe src="https://e"></iframe> ![t](https://evil.example/x.png?q=secret) <a href="javascript:alert(1)">a</a>');
+    assert.equal(root.querySelectorAll('script, iframe, object, embed, style, form, img').length, 0);
+    assert.equal(root.querySelectorAll('[onerror], [onclick], [style]').length, 0);
+    assert.equal([...root.querySelectorAll('a')].filter((a) => /^\s*javascript:/i.test(a.getAttribute('href') ?? '')).length, 0);
+    assert.match(root.textContent ?? '', /<script>alert\(1\)<\/script>/, 'raw HTML is shown as text');
+  });
+
+  it('keeps links, which the view opens through the extension', () => {
+    assert.match(markdown('see [docs](https://example.com) and src/a.py'), /<a href="https:\/\/example.com">docs<\/a>/);
+  });
+});
+
+describe('cards', () => {
+  it('a tool card shows its name, target, status, duration and (when opened) arguments and output', () => {
+    const state = turn('go', recorded('tool-round-trip'));
+    const root = draw(state);
+    const card = root.querySelector('[data-testid="tool-card"]') as HTMLElement;
+    assert.equal(card.dataset.status, 'ok');
+    assert.equal(card.dataset.tool, 'read_file');
+    assert.match(card.textContent ?? '', /Read\s*a\.txt/);
+    assert.ok(card.querySelector('[data-testid="tool-duration"]'));
+    assert.equal((card.querySelector('.tool-body') as HTMLElement).hidden, true);
+    ctx.expanded.add('call_1');
+    const open = draw(state).querySelector('[data-testid="tool-card"]')!;
+    assert.equal(open.querySelector('[data-testid="tool-output"]')?.textContent, 'hello from a\n');
+    ctx.expanded.clear();
+  });
+
+  it('an approval card for a shell call shows the exact command and cwd, with the three answers', () => {
+    const base = { session: 's', turn: 't' };
+    let state = turn('run it', [{ ...base, seq: 0, type: 'toolCall', callId: 'c1', name: 'run_command', arguments: { command: 'rm -rf build && make', cwd: 'sub' } }]);
+    state = reduce(state, { type: 'approvalRequested', params: { ...base, callId: 'c1', name: 'run_command',
+      arguments: { command: 'rm -rf build && make', cwd: 'sub' }, risk: 'shell', preview: { kind: 'command', command: 'rm -rf build && make', cwd: 'sub' } } });
+    const card = draw(state).querySelector('[data-testid="approval-card"]') as HTMLElement;
+    assert.equal(card.dataset.state, 'pending');
+    assert.equal(card.querySelector('[data-testid="approval-command"]')?.textContent, 'rm -rf build && make');
+    assert.match(card.querySelector('[data-testid="approval-cwd"]')?.textContent ?? '', /sub/);
+    for (const id of ['approval-allow', 'approval-allow-session', 'approval-deny']) assert.ok(card.querySelector(`[data-testid="${id}"]`), id);
+    assert.equal(card.querySelector('[data-testid="approval-show-diff"]'), null);
+    assert.equal((card.closest('[data-call-id]') as HTMLElement).dataset.callId, 'c1');
+  });
+
+  it('an approval card for a write offers Show diff and a diff stat; once answered it says how', () => {
+    const base = { session: 's', turn: 't' };
+    let state = turn('write', [{ ...base, seq: 0, type: 'toolCall', callId: 'w1', name: 'write_file', arguments: { path: 'b.txt', content: 'x\ny\n' } }]);
+    state = reduce(state, { type: 'approvalRequested', params: { ...base, callId: 'w1', name: 'write_file',
+      arguments: { path: 'b.txt', content: 'x\ny\n' }, risk: 'write', preview: { kind: 'diff', path: 'b.txt', before: 'x\n', after: 'x\ny\n' } } });
+    let card = draw(state).querySelector('[data-testid="approval-card"]')!;
+    assert.ok(card.querySelector('[data-testid="approval-show-diff"]'));
+    assert.match(card.querySelector('[data-testid="approval-diffstat"]')?.textContent ?? '', /\+1 −0/);
+    state = reduce(state, { type: 'approvalAnswered', callId: 'w1', decision: 'deny' });
+    card = draw(state).querySelector('[data-testid="approval-card"]')!;
+    assert.equal(card.querySelector('[data-testid="approval-allow"]'), null);
+    assert.match(card.querySelector('[data-testid="approval-result"]')?.textContent ?? '', /Denied/);
+  });
+
+  it('a cancelled turn says it was stopped; a failed one shows the error', () => {
+    const base = { session: 's', turn: 't' };
+    const stopped = draw(turn('go', [{ ...base, seq: 0, type: 'done', status: 'cancelled', toolCalls: 0, usage: null }]));
+    assert.match(stopped.querySelector('[data-testid="turn-end"]')?.textContent ?? '', /Stopped/);
+    const failed = draw(turn('go', recorded('cut-stream')));
+    assert.match(failed.querySelector('[data-testid="turn-end"]')?.textContent ?? '', /lost mid-answer/);
+  });
+});

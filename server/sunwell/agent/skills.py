@@ -1,0 +1,69 @@
+"""A lens' skills as tools the model can call.
+
+A skill with a `command` runs it through the sandboxed shell (arguments shell-quoted, so they can't inject); a
+skill with only instructions runs as a nested model call with those instructions and no tools. A skill with
+neither `parameters` nor `command` is not a tool: the user runs it with `::run`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any
+
+from sunwell.lens.schema import Lens, Skill, render_command
+from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.shell import command_preview, run_command
+
+Complete = Callable[[str, str], Awaitable[str]]
+"""(system instructions, user text) -> the model's answer, with no tools: `ctx.extra["complete"]`."""
+
+NO_PARAMETERS = {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+def skill_tools(lens: Lens, taken: Collection[str]) -> list[Tool]:
+    """The callable skills of `lens`; a name that clashes with `taken` gets the lens' name as a prefix."""
+    prefix = re.sub(r"[^A-Za-z0-9_-]", "_", lens.name)[:30]
+    tools = []
+    for skill in lens.skills:
+        if skill.parameters is None and skill.command is None:
+            continue
+        name = skill.name if skill.name not in taken else f"{prefix}__{skill.name}"
+        description = f"{skill.description} (skill of the {lens.name} lens)"
+        parameters = skill.parameters or NO_PARAMETERS
+        if skill.command:
+            tools.append(Tool(name=name, description=description, parameters=parameters,
+                              handler=_command_handler(skill.command), preview=_command_preview(skill.command),
+                              min_trust=Trust.shell, approval="ask", risk="shell", read_only=False,
+                              source=f"lens:{lens.name}", timeout=3700))
+        else:
+            tools.append(Tool(name=name, description=description, parameters=parameters,
+                              handler=_nested_handler(lens, skill), min_trust=Trust.read_only,
+                              source=f"lens:{lens.name}", timeout=300))
+    return tools
+
+
+def _command_handler(template: str):
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+        return await run_command({"command": render_command(template, args)}, ctx)
+
+    return handler
+
+
+def _command_preview(template: str):
+    def preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        return command_preview({"command": render_command(template, args)}, ctx)
+
+    return preview
+
+
+def _nested_handler(lens: Lens, skill: Skill):
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+        complete: Complete | None = ctx.extra.get("complete")
+        if complete is None:
+            raise ToolFailure("execution", f"skill {skill.name} needs a model to run")
+        system = "\n\n".join(part for part in (lens.instructions, skill.instructions or skill.description) if part)
+        return await complete(system, f"Run the skill {skill.name} with these arguments:\n{json.dumps(args)}")
+
+    return handler
