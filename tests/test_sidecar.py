@@ -5,6 +5,7 @@ methods, configuration, and bad requests."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import subprocess
 import time
@@ -16,7 +17,9 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcMeth
 
 from fake_provider import Call, Reply
 from sunwell.lsp import protocol
-from test_sidecar_support import OPENAI, SERVER_COMMAND, check_turn, sidecar, sidecar_factory  # noqa: F401
+from test_sidecar_support import OPENAI, SERVER_COMMAND, check_turn
+
+pytest_plugins = ["test_sidecar_support"]  # the `sidecar` and `sidecar_factory` fixtures
 
 
 async def test_chat_turn_with_a_tool_call_streams_events_in_order(sidecar, fake, workspace):
@@ -123,7 +126,7 @@ async def test_two_sessions_at_once_do_not_mix_their_events(sidecar, fake):
         assert "".join(e["delta"] for e in events if e["type"] == "text").startswith(f"answer to {name}:")
     # they really ran at the same time: the two streams interleave on the wire
     order = [e["turn"] for e in sidecar.events]
-    switches = sum(1 for a, b in zip(order, order[1:]) if a != b)
+    switches = sum(1 for a, b in itertools.pairwise(order) if a != b)
     assert switches >= 3
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from test_sidecar_support import sidecar, sidecar_factory  # noqa: F401
+pytest_plugins = ["test_sidecar_support"]  # the `sidecar` and `sidecar_factory` fixtures
 
 GOOD = """\
 name: reviewer

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_asyncio
 from lsprotocol import types
 from pygls.uris import from_fs_path
@@ -165,7 +164,3 @@ def check_turn(events: list[dict[str, Any]], result: dict[str, Any]) -> None:
     assert (result["session"], result["turn"]) == (done["session"], done["turn"])
     assert result["status"] == done["status"] and result["toolCalls"] == done["toolCalls"]
     assert result["usage"] == done["usage"]
-
-
-def skip_unless(condition: bool, reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(not condition, reason=reason)

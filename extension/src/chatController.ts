@@ -189,8 +189,9 @@ export class ChatController implements vscode.Disposable {
   }
 
   private async approve(params: ApproveParams, token: vscode.CancellationToken): Promise<ApproveResult> {
-    const pending = this.approvals.request(params, token);
+    // The card first: a request the sidecar already gave up on then expires it at once.
     this.dispatch({ type: 'approvalRequested', params });
+    const pending = this.approvals.request(params, token);
     if (!this.view?.visible) {
       // Never lost: the card waits in the transcript, the view comes forward, and the question can be answered
       // from the notification too.

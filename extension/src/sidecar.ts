@@ -40,7 +40,8 @@ export class Sidecar implements vscode.Disposable {
   readonly onReady = this.readyEmitter.event;
 
   approvalHandler: ApprovalHandler = async () => ({ decision: 'deny' });
-  status: SidecarStatus = 'stopped';
+  /** 'starting' until the first start has run: activation starts it right away. */
+  status: SidecarStatus = 'starting';
 
   constructor(
     private readonly context: vscode.ExtensionContext,

@@ -99,3 +99,17 @@ describe('cards', () => {
     assert.match(failed.querySelector('[data-testid="turn-end"]')?.textContent ?? '', /lost mid-answer/);
   });
 });
+
+describe('messages from the webview', () => {
+  it('are checked against the tagged union before the host acts on them', async () => {
+    const { isWebviewMessage } = await import('../src/common/messages');
+    assert.equal(isWebviewMessage({ type: 'send', text: 'hi' }), true);
+    assert.equal(isWebviewMessage({ type: 'approve', callId: 'c', decision: 'allow' }), true);
+    assert.equal(isWebviewMessage({ type: 'runShell', command: 'rm -rf /' }), false);
+    assert.equal(isWebviewMessage('send'), false);
+    assert.equal(isWebviewMessage(null), false);
+    assert.equal(isWebviewMessage({ type: 'approve', callId: 'c', decision: 'always' }), false);
+    assert.equal(isWebviewMessage({ type: 'send' }), false);
+    assert.equal(isWebviewMessage({ type: 'toString' }), false);
+  });
+});

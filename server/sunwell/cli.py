@@ -79,6 +79,7 @@ def _more_commands(sub) -> None:
 
     models = sub.add_parser("models", help="parsed spec and capabilities of model ids")
     models.add_argument("ids", nargs="*")
+    models.add_argument("--json", action="store_true", help="one JSON object per model")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,18 +248,28 @@ def cmd_lens(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from sunwell.models.spec import parse_model_string
+    from sunwell.models.capabilities import describe
+    from sunwell.models.spec import PROVIDERS
 
     _, settings = _settings(argparse.Namespace(workspace=None))
     ids = args.ids or ([settings.model] if settings.model else [])
     if not ids:
         raise UsageError("no model given: sunwell models PROVIDER:MODEL ...")
+    overrides = {key: value.model_dump(exclude_none=True) for key, value in settings.models.items()}
     for model in ids:
-        try:
-            spec = parse_model_string(model)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        print(json.dumps({"id": model, "provider": spec.provider, "model": spec.model}))
+        provider, _, bare = model.partition(":")
+        if provider not in PROVIDERS or not bare:
+            provider, bare = None, model
+        info = describe(bare, provider, overrides)
+        if args.json:
+            print(json.dumps(info))
+            continue
+        caps = info["capabilities"]
+        mode = "native" if caps["nativeTools"] else f"emulated ({caps['emulation']})"
+        print(f"{model}\n  provider {info['provider']} · family {info['parsed']['family']} "
+              f"· version {info['parsed']['version'] or '-'} · size {info['parsed']['size'] or '-'}B"
+              f"\n  tools {mode} · parallel {caps['parallelCalls']} · context {caps['contextWindow']}"
+              f" · reasoning {caps['reasoning']} · small {caps['small']}")
     return EXIT_OK
 
 

@@ -1,7 +1,8 @@
 """Benchmark of the tool loop's overhead: Sunwell's engine versus a bare loop of the same SDK calls.
 
     python tests/bench/bench_loop.py [--reps N] [--rounds N] [--in-process] [--check]
-    python tests/bench/bench_loop.py --profile [--top N]     # where Sunwell's time goes (cProfile)
+    python tests/bench/bench_loop.py --breakdown             # where Sunwell's time goes, by component
+    python tests/bench/bench_loop.py --profile [--top N]     # the same, with cProfile
     python tests/bench/bench_loop.py --startup               # `python -m sunwell run --help`, import sunwell.cli
 
 One turn = ROUNDS (default 50) tool rounds against the scripted fake provider on 127.0.0.1: each answer is one
@@ -227,6 +228,91 @@ def report(results: dict[str, list[tuple[float, float]]], rounds: int) -> float:
     return ratio
 
 
+# Where Sunwell's time goes: (module, attribute, label). Indented labels are part of the row above them.
+PROBES = [
+    ("sunwell.agent.turn", "TurnLog.emit", "events: emit (wire dict, log row, sink)"),
+    ("sunwell.agent.turn", "TurnLog.record", "messages: record (pydantic JSON, log row)"),
+    ("sunwell.agent.sessions", "SessionStore._insert", "  of these two: SQLite insert + commit"),
+    ("sunwell.agent.sessions", "SessionStore.__init__", "session store: open"),
+    ("sunwell.agent.sessions", "SessionStore.create", "session store: create session"),
+    ("sunwell.agent.sessions", "SessionStore.messages", "session store: load history"),
+    ("sunwell.agent.sessions", "SessionStore.close", "session store: close"),
+    ("sunwell.models.openai_chat", "OpenAIChat.__init__", "SDK client created (SSL context)"),
+    ("sunwell.models.openai_chat", "map_messages", "history -> Chat Completions messages"),
+    ("sunwell.models.openai_chat", "ChatStreamReducer.feed", "stream reducer"),
+    ("sunwell.agent.loop", "validate_arguments", "jsonschema validation"),
+    ("sunwell.agent.loop", "coerce_arguments", "argument coercion"),
+    ("sunwell.agent.gate", "Gate.admit", "gate (rate limiter)"),
+    ("sunwell.agent.loop", "execute", "tool run (read_file, worker thread)"),
+    ("sunwell.tools.jail", "Jail.resolve", "  of which the jail"),
+    ("sunwell.tools.audit", "AuditLog.record", "audit log line"),
+]
+
+
+def instrument(totals: dict[str, list[float]]) -> None:
+    """Wrap every probe that exists (the code moves; missing ones are skipped) with a timer into `totals`."""
+    import importlib
+    import inspect
+
+    for module_name, attribute, label in PROBES:
+        owner: object = importlib.import_module(module_name)
+        *path, name = attribute.split(".")
+        for part in path:
+            owner = getattr(owner, part, None)
+        original = getattr(owner, name, None)
+        if original is None:
+            continue
+        cell = totals.setdefault(label, [0.0, 0])
+
+        if inspect.iscoroutinefunction(original):
+            async def wrapper(*args, __original=original, __cell=cell, **kwargs):
+                started = time.perf_counter()
+                try:
+                    return await __original(*args, **kwargs)
+                finally:
+                    __cell[0] += time.perf_counter() - started
+                    __cell[1] += 1
+        elif inspect.isgeneratorfunction(original):
+            def wrapper(*args, __original=original, __cell=cell, **kwargs):  # only the time spent inside
+                generator = __original(*args, **kwargs)
+                __cell[1] += 1
+                while True:
+                    started = time.perf_counter()
+                    try:
+                        item = next(generator)
+                    except StopIteration:
+                        __cell[0] += time.perf_counter() - started
+                        return
+                    __cell[0] += time.perf_counter() - started
+                    yield item
+        else:
+            def wrapper(*args, __original=original, __cell=cell, **kwargs):
+                started = time.perf_counter()
+                try:
+                    return __original(*args, **kwargs)
+                finally:
+                    __cell[0] += time.perf_counter() - started
+                    __cell[1] += 1
+        setattr(owner, name, wrapper)
+
+
+async def breakdown(sunwell: SunwellTurn, turns: int, rounds: int) -> None:
+    await sunwell()  # warm-up, not counted
+    totals: dict[str, list[float]] = {}
+    instrument(totals)
+    walls = [(await timed(sunwell))[0] for _ in range(turns)]
+    turn_ms = statistics.fmean(walls)
+    print(f"Sunwell turn: {turn_ms:.1f} ms on average over {turns} turns of {rounds} tool rounds (instrumented)")
+    print(f"{'component':<44} {'ms/turn':>8} {'% turn':>7} {'calls/turn':>11} {'us/call':>8}")
+    for label, (seconds, calls) in totals.items():
+        if not calls:
+            continue
+        per_turn = seconds * 1000 / turns
+        print(f"{label:<44} {per_turn:>8.2f} {per_turn / turn_ms:>7.1%} {calls / turns:>11.0f} "
+              f"{seconds * 1e6 / calls:>8.0f}")
+    print("(the rest is the openai SDK, HTTP and the event loop: the same work as the bare loop's)")
+
+
 async def profile(sunwell: SunwellTurn, turns: int, top: int) -> None:
     await sunwell()  # warm-up outside the profile
     profiler = cProfile.Profile()
@@ -284,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"tool rounds per turn (default {ROUNDS})")
     parser.add_argument("--in-process", action="store_true", help="run the fake server as a thread of this process")
     parser.add_argument("--profile", action="store_true", help="cProfile Sunwell turns instead of comparing")
+    parser.add_argument("--breakdown", action="store_true", help="time Sunwell's parts instead of comparing")
     parser.add_argument("--top", type=int, default=30, help="rows of the profile (default 30)")
     parser.add_argument("--startup", action="store_true", help="time the CLI's startup instead")
     parser.add_argument("--check", action="store_true", help="exit 1 when the ratio target is missed")
@@ -298,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
         make_workspace(workspace, args.rounds)
         if args.profile:
             asyncio.run(profile(SunwellTurn(url, workspace, data_dir, args.rounds), max(args.reps, 1), args.top))
+            return 0
+        if args.breakdown:
+            asyncio.run(breakdown(SunwellTurn(url, workspace, data_dir, args.rounds), max(args.reps, 1), args.rounds))
             return 0
         system, tools = request_shape(workspace, data_dir, args.rounds)
         sunwell = SunwellTurn(url, workspace, data_dir, args.rounds)  # after: it points OPENAI_BASE_URL at `url`

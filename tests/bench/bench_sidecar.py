@@ -21,6 +21,7 @@ is missed. Readers are plain blocking JSON-RPC over pipes (as VS Code's is), not
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -166,28 +167,29 @@ def reader_sidecar(url: str, count: int) -> dict[str, Any]:
     for msg_id in (10, 11):
         received: list[tuple[str, int]] = []
         done: list[float] = []
-
-        def on_message(message: dict[str, Any]) -> None:
-            if message.get("method") == "sunwell/chatEvent":
-                event = message["params"]
-                if event["type"] == "text":
-                    received.append((event["delta"], time.monotonic_ns()))
-                elif event["type"] == "done":
-                    done.append(time.perf_counter())
-
         started = time.perf_counter()
         proc.stdin.write(frame({"jsonrpc": "2.0", "id": msg_id, "method": "sunwell/chat",
                                 "params": {"text": "go"}}))
-        answer = answer_of(proc, msg_id, on_message)
+        answer = answer_of(proc, msg_id, functools.partial(note, received=received, done=done))
         assert answer["result"]["status"] == "completed", answer
         result = {"elapsed": done[0] - started, "received": received}
     stop(proc)
     return result
 
 
+def note(message: dict[str, Any], received: list[tuple[str, int]], done: list[float]) -> None:
+    """A sidecar reader's bookkeeping: when each text delta arrived, and when the `done`."""
+    if message.get("method") == "sunwell/chatEvent":
+        event = message["params"]
+        if event["type"] == "text":
+            received.append((event["delta"], time.monotonic_ns()))
+        elif event["type"] == "done":
+            done.append(time.perf_counter())
+
+
 def run_reader(kind: str, url: str, count: int) -> dict[str, Any]:
     out = subprocess.run([sys.executable, __file__, "--reader", kind, "--url", url, "--events", str(count)],
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=600, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{kind} reader failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout)

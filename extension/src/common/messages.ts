@@ -27,12 +27,33 @@ export type WebviewToHost =
   | { type: 'installPythonPackage' }
   | { type: 'showLog' };
 
-const WEBVIEW_MESSAGE_TYPES = new Set<WebviewToHost['type']>([
-  'ready', 'send', 'stop', 'approve', 'showDiff', 'newSession', 'openSession', 'refreshSessions', 'pick', 'copy',
-  'openLink', 'installPythonPackage', 'showLog',
-]);
+/** The string fields each message must carry (the webview is a browser page: check what it sends). */
+const REQUIRED: Record<WebviewToHost['type'], readonly string[]> = {
+  ready: [],
+  send: ['text'],
+  stop: [],
+  approve: ['callId', 'decision'],
+  showDiff: ['callId'],
+  newSession: [],
+  openSession: ['session'],
+  refreshSessions: [],
+  pick: ['target'],
+  copy: ['text'],
+  openLink: ['href'],
+  installPythonPackage: [],
+  showLog: [],
+};
 
-/** The webview is a browser page: check what it sends before acting on it. */
+const DECISIONS = new Set(['allow', 'deny', 'allowSession']);
+const PICK_TARGETS = new Set(['model', 'trust', 'lens']);
+
 export function isWebviewMessage(value: unknown): value is WebviewToHost {
-  return typeof value === 'object' && value !== null && WEBVIEW_MESSAGE_TYPES.has((value as { type: WebviewToHost['type'] }).type);
+  if (typeof value !== 'object' || value === null) return false;
+  const message = value as Record<string, unknown>;
+  const fields = REQUIRED[message.type as WebviewToHost['type']];
+  if (!fields || !Object.hasOwn(REQUIRED, message.type as string)) return false;
+  if (!fields.every((f) => typeof message[f] === 'string')) return false;
+  if (message.type === 'approve' && !DECISIONS.has(message.decision as string)) return false;
+  if (message.type === 'pick' && !PICK_TARGETS.has(message.target as string)) return false;
+  return true;
 }

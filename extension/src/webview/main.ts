@@ -95,8 +95,21 @@ function render(): void {
   }
   renderChrome();
   if (stick) scroller.scrollTop = scroller.scrollHeight;
+  saveSoon();
+}
+
+// Saving serializes the whole transcript: at most a few times a second while an answer streams.
+let saveTimer: ReturnType<typeof setTimeout> | undefined;
+function saveSoon(): void {
+  saveTimer ??= setTimeout(save, 300);
+}
+function save(): void {
+  clearTimeout(saveTimer);
+  saveTimer = undefined;
   vscode.setState({ chat: state, ui: { draft: ui.draft, expanded: [...ui.expanded] } });
 }
+window.addEventListener('pagehide', save);
+document.addEventListener('visibilitychange', () => document.visibilityState === 'hidden' && save());
 
 function renderChrome(): void {
   const busy = isBusy(state);

@@ -96,6 +96,18 @@ const DECISION_TEXT: Record<string, string> = {
 function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
   const preview = card.preview;
   const parts: (HTMLElement | null)[] = [];
+  const showDiff = isDiffPreview(preview)
+    ? h('button', { className: 'link-button', 'data-action': 'showDiff', 'data-testid': 'approval-show-diff' }, icon('diff'), ' Show diff')
+    : null;
+  if (card.state !== 'pending') {
+    // Answered: one line says how; the question is over.
+    const text = card.state === 'expired'
+      ? 'No answer in time: denied'
+      : `${DECISION_TEXT[card.decision ?? 'deny']}${card.by === 'policy' ? ' by policy' : ''}`;
+    return h('div', { className: `approval approval-${card.state}`, 'data-testid': 'approval-card', 'data-state': card.state,
+      'data-risk': card.risk }, h('div', { className: 'approval-result', 'data-testid': 'approval-result' },
+      icon(card.state === 'expired' || card.decision === 'deny' ? 'circle-slash' : 'check'), ` ${text}`, showDiff ? ' · ' : '', showDiff));
+  }
   if (isDiffPreview(preview)) {
     const stat = diffStat(preview.before, preview.after);
     parts.push(h('div', { className: 'approval-title' }, icon('shield'),
@@ -112,23 +124,12 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
     parts.push(h('div', { className: 'approval-title' }, icon('shield'), ` Allow ${tool.name} (${card.risk})?`));
     parts.push(h('pre', { className: 'approval-command' }, JSON.stringify(tool.arguments ?? preview, null, 2)));
   }
-  const showDiff = isDiffPreview(preview)
-    ? h('button', { className: 'link-button', 'data-action': 'showDiff', 'data-testid': 'approval-show-diff' }, icon('diff'), ' Show diff')
-    : null;
-  if (card.state === 'pending') {
-    parts.push(h('div', { className: 'approval-actions' },
-      h('button', { className: 'button primary', 'data-action': 'allow', 'data-testid': 'approval-allow' }, 'Allow'),
-      h('button', { className: 'button secondary', 'data-action': 'allowSession', 'data-testid': 'approval-allow-session',
-        title: `Allow ${tool.name} without asking again in this session` }, 'Allow for this session'),
-      h('button', { className: 'button secondary', 'data-action': 'deny', 'data-testid': 'approval-deny' }, 'Deny'),
-      showDiff));
-  } else {
-    const text = card.state === 'expired'
-      ? 'No answer in time: denied'
-      : `${DECISION_TEXT[card.decision ?? 'deny']}${card.by === 'policy' ? ' by policy' : ''}`;
-    parts.push(h('div', { className: 'approval-result', 'data-testid': 'approval-result' },
-      icon(card.state === 'expired' || card.decision === 'deny' ? 'circle-slash' : 'check'), ` ${text}`, showDiff ? ' · ' : '', showDiff));
-  }
+  parts.push(h('div', { className: 'approval-actions' },
+    h('button', { className: 'button primary', 'data-action': 'allow', 'data-testid': 'approval-allow' }, 'Allow'),
+    h('button', { className: 'button secondary', 'data-action': 'allowSession', 'data-testid': 'approval-allow-session',
+      title: `Allow ${tool.name} without asking again in this session` }, 'Allow for this session'),
+    h('button', { className: 'button secondary', 'data-action': 'deny', 'data-testid': 'approval-deny' }, 'Deny'),
+    showDiff));
   return h('div', { className: `approval approval-${card.state}`, 'data-testid': 'approval-card', 'data-state': card.state,
     'data-risk': card.risk, role: 'group', 'aria-label': 'Approval' }, ...parts);
 }

@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from sunwell.lsp.protocol import (
-    COMMANDS, MODELS, TOOLS, CommandInfo, CommandsResult, EmptyParams, ModelInfo, ModelsResult, ToolInfo, ToolsParams,
+    COMMANDS,
+    MODELS,
+    TOOLS,
+    CommandInfo,
+    CommandsResult,
+    EmptyParams,
+    ModelInfo,
+    ModelsResult,
+    ToolInfo,
+    ToolsParams,
     ToolsResult,
 )
 
@@ -19,19 +28,17 @@ if TYPE_CHECKING:
 def setup(server: SunwellServer) -> None:
     @server.feature(TOOLS)
     def tools(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.lens.registry import narrow
+        from sunwell.agent.engine import SetupError
         from sunwell.lsp.sessions import _engine
         from sunwell.tools.base import Trust
 
         request = ls.parse(ToolsParams, params, TOOLS)
         engine = _engine(ls)
-        trust, names = Trust[request.trust or engine.settings.trust], None
-        if request.lens:
-            lens = ls.lenses.get(request.lens) if ls.lenses is not None else None
-            if lens is None:
-                raise JsonRpcInvalidParams(f"{TOOLS}: no valid lens '{request.lens}'")
-            trust, names = narrow(lens.tool_policy, trust, None)
-        offered = engine.tools(trust, None if names is None else sorted(names))
+        try:
+            lens = engine.lens(request.lens) if request.lens else None
+        except SetupError as exc:
+            raise JsonRpcInvalidParams(f"{TOOLS}: {exc}") from None
+        offered, _, _ = engine.tools(Trust[request.trust or engine.settings.trust], None, lens)
         return ToolsResult(tools=[ToolInfo(name=tool.name, description=tool.description, source=tool.source,
                                            policy=tool.approval, min_trust=tool.min_trust.name)
                                   for tool in offered]).wire()

@@ -67,11 +67,10 @@ class Relay:
 
 async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
     relay = Relay(ls, request.session)
-    lens = {"lens": request.lens} if request.lens else {}  # the engine takes a lens once lenses are wired in
     try:
         engine = ls.engine
         return await engine.run_turn(request.text, relay, session=request.session, model=request.model,
-                                     trust=request.trust, **lens)
+                                     trust=request.trust, lens=request.lens)
     except asyncio.CancelledError:
         if relay.done is None:  # cancelled before the engine's turn began: the client still gets its `done`
             relay.finish("cancelled")

@@ -35,7 +35,6 @@ def setup(server: SunwellServer) -> None:
         for problem in ls.startup_problems:
             ls.show_message(problem)
         apply_settings(ls)
-        ls.ready()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: SunwellServer, params: types.DidChangeConfigurationParams) -> None:
@@ -136,9 +135,9 @@ def apply_settings(ls: SunwellServer) -> None:
         ls.show_message(problem)
     previous = ls.settings
     ls.settings = settings
-    if previous is None or Path(previous.data_dir) != Path(settings.data_dir):
-        if problem := data_dir_problem(Path(settings.data_dir)):
-            ls.show_message(f"{problem}: chat sessions are unavailable; lens features still work")
+    moved = previous is None or Path(previous.data_dir) != Path(settings.data_dir)
+    if moved and (problem := data_dir_problem(Path(settings.data_dir))):
+        ls.show_message(f"{problem}: chat sessions are unavailable; lens features still work")
     try:
         engine = ls.engine
     except Unavailable:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,26 +111,31 @@ def setup(server: SunwellServer) -> None:
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=uri, version=doc.version, diagnostics=[doc.diagnostic(d) for d in result.diagnostics]))
 
+    watching: list[threading.Event] = []
+
     async def watch_lens_files() -> None:
-        from sunwell.config import user_config_path
-        from sunwell.lens.registry import LensRegistry
-
-        def changed(path: Path, result: LensResult | None) -> None:
-            uri = from_fs_path(str(path))
-            if uri and uri not in open_lenses:
-                publish_file(server, uri, result)
-
-        if not server.root.is_dir():
-            return
-        user_dir = user_config_path().parent / "lenses"
-        registry = await asyncio.to_thread(LensRegistry, server.root, user_dir, known_tools=_known_tools(server))
+        """Publish the diagnostics of the engine's lens files, and keep them (and the engine) current."""
+        stop_watching()  # a new engine (another data dir) comes with a new registry
+        watching[:] = [stop := threading.Event()]
+        engine = server.engine
+        registry = await asyncio.to_thread(lambda: engine.lenses)  # its first use walks the workspace
         server.lenses = registry
-        server.run_task(registry.watch(server.stopping, changed))
+        server.run_task(registry.watch(stop, changed))
         await asyncio.sleep(0)  # the watcher's first step subscribes to file events; then re-read what the
         for path in registry.paths():  # discovery found, so an edit made in between is not lost
             changed(path, registry.reload(path))
 
-    server.on_ready(watch_lens_files)
+    def changed(path: Path, result: LensResult | None) -> None:
+        uri = from_fs_path(str(path))
+        if uri and uri not in open_lenses:
+            publish_file(server, uri, result)
+
+    def stop_watching() -> None:
+        for stop in watching:
+            stop.set()
+
+    server.on_engine(watch_lens_files)
+    server.on_shutdown(stop_watching)
 
 
 def publish_file(ls: SunwellServer, uri: str, result: LensResult | None) -> None:

@@ -102,10 +102,19 @@ class SessionResult(WireModel):
 
 class UndoParams(Params):
     session: str = Field(min_length=1)
+    force: bool = False
+    """Also overwrite files changed since the turn wrote them (without it such a conflict undoes nothing)."""
 
 
 class UndoResult(WireModel):
     restored: list[str]
+    """Workspace-relative paths put back as they were before the turn (files it created are deleted)."""
+    turn: str | None = None
+    """The turn undone; null when there was nothing to undo."""
+    deleted: list[str] = Field(default_factory=list)
+    """Of `restored`, the files the turn had created."""
+    conflicts: list[str] = Field(default_factory=list)
+    """Files changed since the turn, overwritten because of `force`."""
 
 
 class ToolsParams(Params):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import inspect
+import json
 import logging
 import os
 import sys
@@ -68,12 +70,12 @@ class SunwellProtocol(LanguageServerProtocol):
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
             return super().structure_message(data)
-        except JsonRpcException as exc:
+        except JsonRpcException:
             if "id" in data and "method" in data:  # a request: it must be answered
                 self._send_response(data["id"], error=JsonRpcInvalidParams(
                     f"{data['method']}: invalid params").to_response_error())
                 return _Ignored(method="$/sunwell/ignored", jsonrpc="2.0", params=None)
-            raise exc
+            raise
 
     def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         future = self._request_futures.get(msg_id)
@@ -82,6 +84,21 @@ class SunwellProtocol(LanguageServerProtocol):
             log.info("dropped the late answer to request %s", msg_id)
             return
         super()._handle_response(msg_id, result, error)
+
+    def notify_json(self, method: str, params: dict[str, Any]) -> None:
+        """A notification whose params are plain JSON data, framed here. The chat stream's hot path: pygls'
+        `notify` runs every event through cattrs first, which costs about as much again as the rest."""
+        if self.writer is None:
+            return
+        body = json.dumps({"jsonrpc": "2.0", "method": method, "params": params})
+        # json.dumps escapes everything outside ASCII, so the length in characters is the length in bytes
+        try:
+            outcome = self.writer.write(f"Content-Length: {len(body)}\r\n\r\n{body}".encode())
+        except OSError as exc:  # the client is gone; the turn ends when the loop does
+            log.debug("cannot send %s: %s", method, exc)
+            return
+        if inspect.isawaitable(outcome):
+            asyncio.ensure_future(outcome)
 
     def forget_request(self, msg_id: str) -> None:
         """Give up on an outgoing request: tell the client (it can close its prompt) and ignore any answer."""
@@ -109,6 +126,8 @@ def json_converter() -> Any:
 
 
 class SunwellServer(LanguageServer):
+    protocol: SunwellProtocol
+
     def __init__(self) -> None:
         super().__init__("sunwell", __version__, protocol_cls=SunwellProtocol, converter_factory=json_converter,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
@@ -119,12 +138,10 @@ class SunwellServer(LanguageServer):
         """Option problems found in `initialize`, shown once the client is ready for messages."""
         self.settings: Settings | None = None
         self.lenses: LensRegistry | None = None
-        self.stopping = threading.Event()
-        """Set at shutdown; background loops (the lens watcher) end when it is."""
         self._engine: Engine | None = None
         self._engine_error: str | None = "the sidecar is not initialized yet"
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._ready_hooks: list[Hook] = []
+        self._engine_hooks: list[Hook] = []
         self._shutdown_hooks: list[Hook] = []
 
     # -- what the feature modules share
@@ -136,7 +153,10 @@ class SunwellServer(LanguageServer):
         return self._engine
 
     def set_engine(self, engine: Engine | None, error: str | None = None) -> None:
+        changed = engine is not None and engine is not self._engine
         self._engine, self._engine_error = engine, error
+        if changed:
+            self.run_hooks(self._engine_hooks)
 
     def parse(self, model: type[M], params: Any, method: str) -> M:
         try:
@@ -145,7 +165,7 @@ class SunwellServer(LanguageServer):
             raise JsonRpcInvalidParams(str(exc)) from None
 
     def send_event(self, event: dict[str, Any]) -> None:
-        self.protocol.notify(protocol.CHAT_EVENT, event)
+        self.protocol.notify_json(protocol.CHAT_EVENT, event)
 
     def show_message(self, message: str, level: types.MessageType = types.MessageType.Warning) -> None:
         log.log(_LOG_LEVELS.get(level, logging.INFO), "%s", message)
@@ -153,9 +173,10 @@ class SunwellServer(LanguageServer):
 
     # -- lifecycle
 
-    def on_ready(self, hook: Hook) -> None:
-        """Run `hook` once `initialized` arrived and the settings and engine are in place."""
-        self._ready_hooks.append(hook)
+    def on_engine(self, hook: Hook) -> None:
+        """Run `hook` each time a new engine is in place: at `initialized`, and after a settings change that
+        needed a new one (another data dir)."""
+        self._engine_hooks.append(hook)
 
     def on_shutdown(self, hook: Hook) -> None:
         self._shutdown_hooks.append(hook)
@@ -166,11 +187,7 @@ class SunwellServer(LanguageServer):
             if asyncio.iscoroutine(outcome):
                 self.run_task(outcome)
 
-    def ready(self) -> None:
-        self.run_hooks(self._ready_hooks)
-
     def stop(self) -> None:
-        self.stopping.set()
         self.run_hooks(self._shutdown_hooks)
 
     def run_task(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
@@ -221,8 +238,10 @@ class ClientLogHandler(logging.Handler):
             kind = (types.MessageType.Error if record.levelno >= logging.ERROR else
                     types.MessageType.Warning if record.levelno >= logging.WARNING else types.MessageType.Info)
             self.server.window_log_message(types.LogMessageParams(type=kind, message=self.format(record)))
-        except Exception:  # a broken pipe at exit, say: never let logging kill the server
+        except OSError:  # the client is gone (a broken pipe at exit): there is no one to tell
             pass
+        except Exception:  # noqa: BLE001 - a handler reports its own failures, as logging's handlers do
+            self.handleError(record)
         finally:
             self._busy.active = False
 

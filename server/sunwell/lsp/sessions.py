@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
 from sunwell.lsp.protocol import (
-    SESSION, SESSIONS, UNDO, EmptyParams, SessionInfo, SessionParams, SessionResult, SessionsResult, UndoParams,
+    SESSION,
+    SESSIONS,
+    UNDO,
+    EmptyParams,
+    SessionInfo,
+    SessionParams,
+    SessionResult,
+    SessionsResult,
+    UndoParams,
     UndoResult,
 )
 
@@ -35,19 +43,25 @@ def setup(server: SunwellServer) -> None:
 
     @server.feature(UNDO)
     async def undo(ls: SunwellServer, params: Any) -> dict[str, Any]:
+        from sunwell.agent.engine import SetupError
+        from sunwell.lsp.server import RequestFailed
+        from sunwell.tools.checkpoints import UndoError
+
         request = ls.parse(UndoParams, params, UNDO)
         engine = _engine(ls)
-        if not hasattr(engine, "undo"):
-            from sunwell.lsp.server import RequestFailed
-
-            raise RequestFailed("undo is not available in this version of the engine")
         _store(ls)
-        restored = await asyncio.to_thread(_known(request.session, engine.undo))
-        return UndoResult(restored=[str(path) for path in restored]).wire()
+        try:
+            result = await asyncio.to_thread(engine.undo, request.session, force=request.force)
+        except SetupError as exc:  # an unknown session, or one of another workspace
+            raise JsonRpcInvalidParams(str(exc)) from None
+        except UndoError as exc:  # a conflict (files changed since), or nothing recorded for that turn
+            raise RequestFailed(str(exc)) from None
+        return UndoResult(restored=[*result.restored, *result.deleted], turn=result.turn, deleted=result.deleted,
+                          conflicts=result.conflicts).wire()
 
 
 def iso_time(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _engine(ls: SunwellServer) -> Any:

@@ -1,0 +1,420 @@
+"""Tool-calling accuracy against a real local model, through Sunwell's own pipeline and as a naive client.
+
+    python tests/bench/toolcall_eval.py --base-url http://127.0.0.1:18090/v1 --model qwen2.5-coder-0.5b \
+        [--sets simple_python,multiple] [--limit 50] [--modes sunwell,naive] [--out results.json]
+
+Cases come from the Berkeley Function Calling Leaderboard (`pip install --no-deps bfcl-eval`, or `--data DIR`
+pointing at its `bfcl_eval/data`). Their schemas are converted to JSON Schema (`dict` -> `object`, `float` ->
+`number`, `tuple` -> `array`, `any` -> no type) and dots in function names become `_`.
+
+`sunwell` mode offers each case's functions as tools to a real turn (`sunwell.agent.loop.Turn`) with the
+provider wrapped exactly as `Engine.tool_calling_provider` wraps it for this model, and the dry-run gate, so
+nothing runs: the first call that passes validation is the answer (the turn is stopped there). A call that fails
+validation is answered with the loop's own error and the model may correct itself, for up to `--rounds` calls.
+`naive` mode is a client that sends the same question and tools natively with the raw `openai` SDK and reads only
+`tool_calls`.
+
+The checker follows BFCL's AST checker, without its dependencies: the function name must match; every required
+parameter must be present; each given parameter must be known and its value among the possible answers (strings
+compared without case, spaces and `,./-_*^`; an int accepted for a float); a parameter missing from the call is
+fine only when its possible answers include "".
+
+Metrics per set and mode: tool selection (right function), parameter accuracy (right arguments, among the cases
+with the right function), first-attempt success (the turn's first call fully right), repairs (notices of
+repaired or recovered calls), overall accuracy (the answer fully right).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import inspect
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
+
+from sunwell.agent.engine import Engine
+from sunwell.agent.gate import Gate
+from sunwell.agent.loop import Turn, TurnConfig
+from sunwell.agent.turn import TurnLog
+from sunwell.config import Settings
+from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.jail import Jail
+
+SETS = ("simple_python", "multiple")
+REPAIR_NOTICES = {"tool_call_repaired", "tool_call_from_text", "repaired_arguments", "coerced_arguments",
+                  "emulation_fallback"}
+_TYPES = {"dict": "object", "float": "number", "tuple": "array"}
+_PY_TYPES = {"integer": int, "float": float, "string": str, "boolean": bool, "array": list, "tuple": list,
+             "dict": dict}
+
+
+# --- the cases ----------------------------------------------------------------------------------------------
+
+@dataclass
+class Case:
+    id: str
+    set: str
+    question: str
+    functions: list[dict[str, Any]]
+    """As BFCL gives them (original types), names already converted."""
+    answers: list[dict[str, dict[str, list[Any]]]]
+    """`[{function_name: {param: [possible values]}}]`; one entry for simple and multiple."""
+
+    @property
+    def tools(self) -> list[Tool]:
+        return [Tool(name=f["name"], description=f.get("description", ""), parameters=to_json_schema(
+            f["parameters"]), handler=_never_run, min_trust=Trust.read_only) for f in self.functions]
+
+
+async def _never_run(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    raise ToolFailure("execution", "benchmark tools are never executed")
+
+
+def tool_name(name: str) -> str:
+    return name.replace(".", "_")
+
+
+def to_json_schema(schema: Any) -> Any:
+    """BFCL's Python-flavoured schema as JSON Schema."""
+    if isinstance(schema, list):
+        return [to_json_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str):
+            if value == "any":
+                continue
+            out[key] = _TYPES.get(value, value)
+        elif key == "properties" and isinstance(value, dict):
+            out[key] = {name: to_json_schema(sub) for name, sub in value.items()}
+        elif key == "optional":
+            continue  # BFCL's own marker; `required` says the same
+        else:
+            out[key] = to_json_schema(value)
+    return out
+
+
+def data_dir(explicit: str | None) -> Path:
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("BFCL_DATA"):
+        return Path(os.environ["BFCL_DATA"])
+    spec = importlib.util.find_spec("bfcl_eval")  # located, never imported: its __init__ wants many packages
+    if spec is None or spec.origin is None:
+        sys.exit("bfcl-eval data not found: `pip install --no-deps bfcl-eval`, or pass --data DIR")
+    return Path(spec.origin).parent / "data"
+
+
+def load_cases(root: Path, name: str, limit: int | None) -> list[Case]:
+    questions = _jsonl(root / f"BFCL_v4_{name}.json")
+    answers = {row["id"]: row["ground_truth"] for row in _jsonl(root / "possible_answer" / f"BFCL_v4_{name}.json")}
+    cases = []
+    for row in questions:
+        functions = [{**f, "name": tool_name(f["name"])} for f in row["function"]]
+        question = "\n".join(m["content"] for turn in row["question"] for m in turn if m["role"] == "user")
+        truth = [{tool_name(fn): params for fn, params in entry.items()} for entry in answers[row["id"]]]
+        cases.append(Case(row["id"], name, question, functions, truth))
+    return spread(cases, limit)
+
+
+def spread(cases: list[Case], limit: int | None) -> list[Case]:
+    """`limit` cases evenly spread over the set (its cases are grouped by topic), always the same ones."""
+    if limit is None or limit >= len(cases):
+        return cases
+    return [cases[i * len(cases) // limit] for i in range(limit)]
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# --- the checker --------------------------------------------------------------------------------------------
+
+def check_call(case: Case, name: str | None, arguments: dict[str, Any] | None) -> tuple[bool, bool, str]:
+    """(right function, right arguments, why not) for one call against the case's possible answers."""
+    expected, possible = next(iter(case.answers[0].items()))
+    if name != expected:
+        return False, False, f"called {name!r}, expected {expected!r}"
+    function = next(f for f in case.functions if f["name"] == expected)
+    props = function["parameters"].get("properties", {})
+    arguments = arguments or {}
+    for param in function["parameters"].get("required", []):
+        if param not in arguments:
+            return True, False, f"missing required {param!r}"
+    for param, value in arguments.items():
+        if param not in props or param not in possible:
+            return True, False, f"unexpected parameter {param!r}"
+        if not _value_ok(props[param].get("type", "any"), value, possible[param]):
+            return True, False, f"{param}={value!r}, expected one of {possible[param]!r}"
+    for param, values in possible.items():
+        if param not in arguments and "" not in values:
+            return True, False, f"missing {param!r}"
+    return True, True, ""
+
+
+def _standard(text: str) -> str:
+    return re.sub(r"[ ,./\-_*^]", "", text).lower().replace("'", '"')
+
+
+def _value_ok(kind: str, value: Any, possible: list[Any]) -> bool:
+    if kind == "float" and type(value) is int:
+        value = float(value)
+    want = _PY_TYPES.get(kind)
+    if want is not None and type(value) is not want:
+        return False
+    if isinstance(value, str):
+        return _standard(value) in [_standard(p) for p in possible if isinstance(p, str)]
+    if isinstance(value, list):
+        norm = [_standard(v) if isinstance(v, str) else v for v in value]
+        return any(isinstance(p, list) and norm == [_standard(v) if isinstance(v, str) else v for v in p]
+                   for p in possible)
+    if isinstance(value, dict):
+        return any(isinstance(p, dict) and _dict_ok(value, p) for p in possible)
+    return value in possible
+
+
+def _dict_ok(value: dict[str, Any], possible: dict[str, list[Any]]) -> bool:
+    for key, item in value.items():
+        if key not in possible:
+            return False
+        options = [_standard(p) if isinstance(p, str) else p for p in possible[key]]
+        if (_standard(item) if isinstance(item, str) else item) not in options:
+            return False
+    return all(key in value or "" in options for key, options in possible.items())
+
+
+# --- the two clients ----------------------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    id: str
+    set: str
+    mode: str
+    expected: str
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """Every call the model made, in order, with the loop's verdict (`error` code or None)."""
+    answer: dict[str, Any] | None = None
+    selected: bool = False
+    correct: bool = False
+    first_correct: bool = False
+    why: str = ""
+    notices: list[str] = field(default_factory=list)
+    text: str = ""
+    seconds: float = 0.0
+    failure: str | None = None
+
+
+def judge(case: Case, outcome: Outcome) -> Outcome:
+    if outcome.calls:
+        accepted = [c for c in outcome.calls if c.get("error") in (None, "dry_run")]
+        outcome.answer = accepted[0] if accepted else outcome.calls[-1]
+        first = outcome.calls[0]
+        outcome.first_correct = check_call(case, first["name"], first["arguments"])[1]
+        outcome.selected, outcome.correct, outcome.why = check_call(
+            case, outcome.answer["name"], outcome.answer["arguments"])
+    else:
+        outcome.why = "no tool call"
+    return outcome
+
+
+class SunwellClient:
+    """Real turns of the product: Engine's provider wrapping, the loop, validation, the dry-run gate."""
+
+    def __init__(self, base_url: str, model: str, rounds: int, data: Path) -> None:
+        self.settings = Settings(model=f"openai-compatible:{model}", base_url=base_url, dry_run=True,
+                                 approval="deny", max_tool_turns=rounds, data_dir=data / "data")
+        workspace = data / "workspace"
+        workspace.mkdir(parents=True, exist_ok=True)
+        self.engine = Engine(self.settings, workspace)
+        self.rounds = rounds
+        # The engine takes extra tools once it can (`run_turn(..., extra_tools=...)`); until then the turn is
+        # assembled here the way `run_turn` assembles it.
+        self.native_hook = "extra_tools" in inspect.signature(Engine.run_turn).parameters
+
+    async def run(self, case: Case) -> Outcome:
+        outcome = Outcome(case.id, case.set, "sunwell", next(iter(case.answers[0])))
+        calls: dict[str, dict[str, Any]] = {}
+        task: asyncio.Task | None = None
+        answered = 0
+
+        def sink(event: Any) -> None:
+            nonlocal answered
+            if event.type == "toolCall":
+                calls[event.call_id] = {"name": event.name, "arguments": event.arguments, "raw": event.raw}
+            elif event.type == "toolResult":
+                calls[event.call_id]["error"] = event.error.code if event.error else None
+                answered += 1
+                # dry_run means the call passed validation: that is the answer. Past --rounds calls, stop too.
+                if (event.error and event.error.code == "dry_run") or answered >= self.rounds:
+                    task.cancel()
+            elif event.type == "notice":
+                outcome.notices.append(event.code)
+            elif event.type == "text":
+                outcome.text += event.delta
+
+        task = asyncio.ensure_future(self._turn(case, sink))
+        done = await task
+        outcome.calls = list(calls.values())
+        if done.status == "error":
+            outcome.failure = done.error
+        return judge(case, outcome)
+
+    async def _turn(self, case: Case, sink):
+        engine, tools = self.engine, case.tools
+        if self.native_hook:
+            return await engine.run_turn(case.question, sink, tool_names=[], extra_tools=tools)
+        spec = engine.model_spec()
+        session = engine.open_session(None, case.question)
+        log = TurnLog(engine.store, session, sink)
+        config = TurnConfig(
+            provider=engine.tool_calling_provider(spec, session),
+            model=spec.model,
+            tools=tools,
+            catalogue=tools,
+            trust=Trust.read_only,
+            tool_ctx=ToolContext(jail=Jail(engine.workspace)),
+            max_tool_turns=self.settings.max_tool_turns,
+            max_tokens=self.settings.max_tokens,
+            provider_attempts=self.settings.provider_attempts,
+            system=self.settings.system_prompt,
+            gate=Gate(engine.approval, dry_run=True),
+            small_model=engine.capabilities(spec).small,
+        )
+        return await Turn(config, log, engine.store.messages(session)).run(case.question)
+
+
+class NaiveClient:
+    """What a client that trusts `tool_calls` gets: the raw SDK, tools offered natively, no normalizer."""
+
+    def __init__(self, base_url: str, model: str) -> None:
+        from openai import AsyncOpenAI
+
+        self.client = AsyncOpenAI(base_url=base_url, api_key="sk-no-key", max_retries=0)
+        self.model = model
+
+    async def run(self, case: Case) -> Outcome:
+        outcome = Outcome(case.id, case.set, "naive", next(iter(case.answers[0])))
+        tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                    "parameters": t.parameters}} for t in case.tools]
+        response = await self.client.chat.completions.create(
+            model=self.model, messages=[{"role": "user", "content": case.question}], tools=tools, max_tokens=512)
+        message = response.choices[0].message
+        outcome.text = message.content or ""
+        for call in message.tool_calls or []:
+            try:
+                arguments = json.loads(call.function.arguments or "{}")
+            except ValueError:
+                arguments = None
+            outcome.calls.append({"name": call.function.name, "arguments": arguments, "raw": None})
+        return judge(case, outcome)
+
+
+# --- the run ------------------------------------------------------------------------------------------------
+
+def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
+    n = len(outcomes)
+    selected = sum(o.selected for o in outcomes)
+    repairs = [sum(code in REPAIR_NOTICES for code in o.notices) for o in outcomes]
+    return {
+        "cases": n,
+        "tool_selection": _ratio(selected, n),
+        "parameter_accuracy": _ratio(sum(o.correct for o in outcomes), selected),
+        "first_attempt": _ratio(sum(o.first_correct for o in outcomes), n),
+        "repairs": sum(repairs),
+        "cases_repaired": sum(r > 0 for r in repairs),
+        "recovered_by_retry": sum(o.correct and not o.first_correct for o in outcomes),
+        "overall": _ratio(sum(o.correct for o in outcomes), n),
+        "errors": sum(o.failure is not None for o in outcomes),
+        "seconds_per_case": round(sum(o.seconds for o in outcomes) / n, 2) if n else 0.0,
+    }
+
+
+def _ratio(k: int, n: int) -> float:
+    return round(k / n, 4) if n else 0.0
+
+
+def table(summary: dict[str, dict[str, dict[str, Any]]]) -> str:
+    rows = ["| set | client | cases | tool selection | parameter accuracy | first attempt | repairs "
+            "(cases) | recovered by retry | overall | s/case |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, modes in summary.items():
+        for mode, m in modes.items():
+            rows.append(f"| {name} | {mode} | {m['cases']} | {m['tool_selection']:.1%} | "
+                        f"{m['parameter_accuracy']:.1%} | {m['first_attempt']:.1%} | {m['repairs']} "
+                        f"({m['cases_repaired']}) | {m['recovered_by_retry']} | **{m['overall']:.1%}** | "
+                        f"{m['seconds_per_case']} |")
+    return "\n".join(rows)
+
+
+async def run_all(args: argparse.Namespace) -> dict[str, Any]:
+    root = data_dir(args.data)
+    tmp = Path(tempfile.mkdtemp(prefix="sunwell-eval-"))
+    clients = {"sunwell": lambda: SunwellClient(args.base_url, args.model, args.rounds, tmp),
+               "naive": lambda: NaiveClient(args.base_url, args.model)}
+    outcomes: list[Outcome] = []
+    summary: dict[str, dict[str, Any]] = {}
+    for name in args.sets:
+        cases = load_cases(root, name, args.limit)
+        summary[name] = {}
+        for mode in args.modes:
+            client = clients[mode]()
+            done: list[Outcome] = []
+            for i, case in enumerate(cases, 1):
+                started = time.monotonic()
+                try:
+                    outcome = await asyncio.wait_for(client.run(case), timeout=args.timeout)
+                except Exception as exc:  # noqa: BLE001 - one broken case is a data point, not the end of the run
+                    outcome = judge(case, Outcome(case.id, name, mode, next(iter(case.answers[0])),
+                                                  failure=f"{type(exc).__name__}: {exc}"))
+                outcome.seconds = round(time.monotonic() - started, 2)
+                done.append(outcome)
+                if args.verbose:
+                    mark = "ok " if outcome.correct else "BAD"
+                    print(f"{mode:7} {mark} {case.id:20} {outcome.seconds:5.1f}s {outcome.why}"
+                          f"{' [' + outcome.failure + ']' if outcome.failure else ''}", file=sys.stderr)
+                elif i % 10 == 0:
+                    print(f"{name}/{mode}: {i}/{len(cases)}", file=sys.stderr)
+            summary[name][mode] = summarize(done)
+            outcomes += done
+    return {"model": args.model, "base_url": args.base_url, "limit": args.limit, "rounds": args.rounds,
+            "date": time.strftime("%Y-%m-%d %H:%M"), "summary": summary,
+            "cases": [asdict(o) for o in outcomes]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base-url", default="http://127.0.0.1:18090/v1")
+    parser.add_argument("--model", default="qwen2.5-coder-0.5b")
+    parser.add_argument("--sets", default=",".join(SETS), type=lambda s: [x for x in s.split(",") if x])
+    parser.add_argument("--modes", default="sunwell,naive", type=lambda s: [x for x in s.split(",") if x])
+    parser.add_argument("--limit", type=int, default=50, help="cases per set, evenly spread (0 = all)")
+    parser.add_argument("--rounds", type=int, default=3, help="calls the model may make per case (retries)")
+    parser.add_argument("--timeout", type=float, default=180, help="seconds per case")
+    parser.add_argument("--data", help="bfcl_eval/data directory (default: the installed bfcl-eval)")
+    parser.add_argument("--out", default="toolcall_eval.json", help="where to write the JSON results")
+    parser.add_argument("-v", "--verbose", action="store_true", help="one line per case on stderr")
+    args = parser.parse_args(argv)
+    args.limit = args.limit or None
+    unknown = set(args.modes) - {"sunwell", "naive"}
+    if unknown:
+        parser.error(f"unknown mode(s): {', '.join(sorted(unknown))}")
+    results = asyncio.run(run_all(args))
+    Path(args.out).write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
+    print(table(results["summary"]))
+    print(f"\nresults: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
