@@ -116,9 +116,9 @@ class Engine:
         overrides = {key: value.model_dump(exclude_none=True) for key, value in self.settings.models.items()}
         return capabilities_for(spec.model, spec.provider, overrides)
 
-    def tool_calling_provider(self, spec: ModelSpec, session: str) -> Provider:
+    def tool_calling_provider(self, spec: ModelSpec, session: str, inner: Provider | None = None) -> Provider:
         """The provider wrapped for how this model calls tools: native, recovered from text, or emulated."""
-        inner = self.provider(spec)
+        inner = inner or self.provider(spec)
         caps = self.capabilities(spec)
         emulated = EmulatedProvider(inner, style=caps.emulation, compact=caps.small or caps.context_window <= 8192,
                                     parallel=caps.parallel_calls)
@@ -169,11 +169,11 @@ class Engine:
                        lens: str | None = None) -> DoneEvent:
         """Run one user line to its `done` event. Raises SetupError before the turn starts, never after."""
         spec = self.model_spec(model)
-        self.provider(spec)  # a missing key or bad endpoint is a setup error, before any session is created
+        inner = self.provider(spec)  # a missing key or bad endpoint is a setup error, before any session exists
         active_lens = self.lens(lens) if lens else None
         tools, catalogue, level = self.tools(Trust[trust or self.settings.trust], tool_names, active_lens)
         session = self.open_session(session, text)
-        provider = self.tool_calling_provider(spec, session)
+        provider = self.tool_calling_provider(spec, session, inner)
         history = self.store.messages(session)
         log = TurnLog(self.store, session, sink)
         ctx = self._tool_context(session, log.turn, level, active_lens, provider, spec.model)
