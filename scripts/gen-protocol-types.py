@@ -19,6 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 from pydantic import BaseModel, TypeAdapter  # noqa: E402
 from pydantic.json_schema import models_json_schema  # noqa: E402
 
+INPUT_BASES: list[tuple[str, str]] = [("sunwell.lsp.protocol", "Params")]
+"""Models the client sends (params, initializationOptions): a field with a default may be left out of them."""
+
 SOURCES: list[tuple[str, str]] = [
     ("sunwell.agent.events", "Event"),
     ("sunwell.messages", "Message"),
@@ -89,11 +92,19 @@ def _strip_titles(node: Any, keep: bool = False) -> Any:
     return out
 
 
-def _require_serialized_defaults(defs: dict[str, Any]) -> None:
-    """On the wire every field is present (model_dump), so a field with a default is still required for a reader;
-    a field whose default is null may be left out (DoneEvent.error: "string or absent"), so it stays optional."""
-    for schema in defs.values():
+def _input_models(objects: dict[str, Any]) -> set[str]:
+    bases = tuple(getattr(sys.modules[m], n) for m, n in INPUT_BASES if m in sys.modules and hasattr(sys.modules[m], n))
+    return {obj.__name__ for obj in objects.values() if bases and isinstance(obj, type) and issubclass(obj, bases)}
+
+
+def _require_serialized_defaults(defs: dict[str, Any], inputs: set[str]) -> None:
+    """What Python sends carries every field (model_dump), so there a field with a default is still required for
+    the reader; a field whose default is null may be left out (DoneEvent.error: "string or absent"), so it stays
+    optional. What the client sends (`inputs`) keeps its defaults optional."""
+    for name, schema in defs.items():
         props = schema.get("properties")
+        if name in inputs:
+            continue
         if not props:
             continue
         required = set(schema.get("required", []))
@@ -116,7 +127,7 @@ def build() -> dict[str, Any]:
         defs[name] = {"title": name, **alias}
         roots[name] = {"$ref": f"#/$defs/{name}"}
     defs = {k: _strip_titles(v, keep=True) | {"title": k} for k, v in sorted(defs.items())}
-    _require_serialized_defaults(defs)
+    _require_serialized_defaults(defs, _input_models(objects))
     method_names, requests = methods()
     return {
         "title": "SunwellProtocol",

@@ -147,7 +147,7 @@ async def test_catalogue_methods(sidecar):
 
     commands = await sidecar.request(protocol.COMMANDS)
     by_name = {c["name"]: c for c in commands["commands"]}
-    assert {"help", "lens", "trust", "undo", "run"} <= set(by_name)
+    assert {"help", "lens", "trust", "undo", "run"} <= set(by_name) and "exit" not in by_name  # terminal only
     assert by_name["trust"]["usage"] == "::trust [level]" and by_name["trust"]["description"]
 
 
@@ -158,8 +158,23 @@ async def test_tools_of_a_lens_are_narrowed_by_its_policy(sidecar_factory, works
     await sidecar.wait_for(lambda: sidecar.uri("reader.lens") in sidecar.client.diagnostics)  # registry loaded
     tools = await sidecar.request(protocol.TOOLS, {"lens": "reader"})
     assert [t["name"] for t in tools["tools"]] == ["read_file"]
-    with pytest.raises(JsonRpcInvalidParams, match="no valid lens"):
+    with pytest.raises(JsonRpcInvalidParams, match="no lens .missing."):
         await sidecar.request(protocol.TOOLS, {"lens": "missing"})
+
+
+async def test_chat_with_a_lens_offers_only_what_its_policy_allows(sidecar_factory, fake, workspace):
+    (workspace / "reader.lens").write_text(
+        "name: reader\ndescription: d\ninstructions: Answer in French.\n"
+        "tool_policy:\n  trust_level: read_only\n  allowed_tools: [read_file]\n")
+    sidecar = await sidecar_factory()
+    fake.script(Reply(text="Bonjour"))
+    result, events = await sidecar.chat("hello", lens="reader")
+    check_turn(events, result)
+    body = fake.requests[-1].body
+    assert [tool["function"]["name"] for tool in body["tools"]] == ["read_file"]
+    assert "Answer in French." in json.dumps(body["messages"])
+    broken, events = await sidecar.chat("hello", lens="missing")
+    assert broken["status"] == "error" and "missing" in broken["error"] and events[-1]["type"] == "done"
 
 
 async def test_unknown_methods_and_malformed_params_get_errors_and_the_sidecar_keeps_serving(sidecar):

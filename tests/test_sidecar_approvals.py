@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from fake_provider import Call, Reply
 from sunwell.lsp import protocol
@@ -56,6 +56,24 @@ async def test_allow_runs_the_write_and_the_request_carries_a_diff_preview(sidec
     assert (approval["decision"], approval["by"], approval["callId"]) == ("allow", "user", call["callId"])
     assert tool_result(events)["ok"]
     assert (workspace / "new.txt").read_text() == "fresh\n"
+
+
+@needs_write_tools
+async def test_undo_puts_back_the_files_of_the_last_turn(sidecar, fake, workspace):
+    sidecar.answer = lambda params: {"decision": "allow"}
+    fake.script(Reply(tool_calls=[Call("write_file", json.dumps({"path": "new.txt", "content": "fresh"})),
+                                  Call("edit_file", json.dumps({"path": "a.txt", "old_text": "second",
+                                                                "new_text": "2nd"}))]),
+                Reply(text="done"))
+    result, _ = await sidecar.chat("change things")
+    assert (workspace / "new.txt").exists() and "2nd" in (workspace / "a.txt").read_text()
+    undone = await sidecar.request(protocol.UNDO, {"session": result["session"]})
+    assert sorted(undone["restored"]) == ["a.txt", "new.txt"] and undone["deleted"] == ["new.txt"]
+    assert undone["turn"] == result["turn"]
+    assert not (workspace / "new.txt").exists()
+    assert (workspace / "a.txt").read_text() == "hello from a\nsecond line\n"
+    with pytest.raises(JsonRpcInvalidParams, match="nope"):
+        await sidecar.request(protocol.UNDO, {"session": "nope"})
 
 
 @needs_write_tools
@@ -117,6 +135,27 @@ async def test_no_answer_in_time_means_deny_and_the_client_is_told_to_drop_the_p
     await sidecar.wait_for(lambda: sidecar.approval_cancelled)  # `$/cancelRequest` reached the client
     assert not (workspace / "new.txt").exists()
     assert (await sidecar.request(protocol.COMMANDS))["commands"]  # and the sidecar is fine
+
+
+@needs_write_tools
+async def test_cancelling_the_turn_while_it_waits_for_approval(sidecar, fake, workspace):
+    sidecar.answer = lambda params: asyncio.Event().wait()  # the user has not decided yet
+    fake.script(write_call(), Reply(text="never asked"))
+    msg_id = sidecar.next_id()
+    request = asyncio.ensure_future(sidecar.request(protocol.CHAT, {"text": "create new.txt"}, msg_id=msg_id))
+    await sidecar.wait_for(lambda: sidecar.approvals)
+    sidecar.cancel(msg_id)
+    cancelled_at = time.monotonic()
+    done = await sidecar.wait_for(lambda: next((e for e in sidecar.events if e["type"] == "done"), None))
+    assert done["status"] == "cancelled"
+    assert sidecar.event_times[sidecar.events.index(done)] - cancelled_at < 2.0
+    await sidecar.wait_for(lambda: sidecar.approval_cancelled)  # the approval card can go away
+    assert tool_result(sidecar.turn_events(done["turn"]))["error"]["code"] == "interrupted"
+    try:
+        assert (await asyncio.wait_for(request, 5))["status"] == "cancelled"
+    except JsonRpcException as exc:
+        assert exc.code == -32800
+    assert not (workspace / "new.txt").exists()
 
 
 @needs_write_tools

@@ -174,3 +174,42 @@ async def test_diagnostics_follow_edits_on_disk(sidecar_factory, workspace):
     assert found[0].code == "unknown-key"
     (workspace / "new.lens").unlink()  # and is deleted: its diagnostics go
     await sidecar.wait_for(lambda: list(sidecar.client.diagnostics.get(new_uri)) == [], timeout=15)
+
+
+async def test_closing_a_buffer_puts_back_what_the_file_on_disk_says(sidecar, workspace):
+    (workspace / "saved.lens").write_text(GOOD)
+    uri = open_lens(sidecar, "saved.lens", "name: x\ndescription: d\ncolour: red\n")  # unsaved, broken
+    assert [d.code for d in await diagnostics(sidecar, uri, 1)] == ["unknown-key"]
+    scratch = open_lens(sidecar, "scratch.lens", "name: x\ndescription: d\ncolour: red\n")  # never saved
+    assert await diagnostics(sidecar, scratch, 1)
+    for closing in (uri, scratch):
+        sidecar.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=closing)))
+    await sidecar.wait_for(lambda: sidecar.published_versions.get(uri) is None
+                           and list(sidecar.client.diagnostics[uri]) == [])
+    await sidecar.wait_for(lambda: sidecar.published_versions.get(scratch) is None
+                           and list(sidecar.client.diagnostics[scratch]) == [])
+
+
+async def test_other_languages_get_no_lens_features(sidecar):
+    uri = sidecar.uri("notes.md")
+    sidecar.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="markdown", version=1, text="tool_policy:\n  trust_level: \n")))
+    completion = await sidecar.client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=at(1, 15)))
+    assert list(completion.items) == []
+    assert uri not in sidecar.client.diagnostics
+
+
+async def test_the_clients_file_watcher_reloads_a_known_lens(sidecar_factory, workspace):
+    path = workspace / "known.lens"
+    path.write_text(GOOD)
+    sidecar = await sidecar_factory({"dataDir": str(workspace.parent / "data")},
+                                    env_extra={"WATCHFILES_FORCE_POLLING": "1", "WATCHFILES_POLL_DELAY_MS": "60000"})
+    uri = sidecar.uri("known.lens")
+    assert await diagnostics(sidecar, uri) == []
+    path.write_text("name: x\ndescription: d\ncolour: red\n")  # our own watcher polls once a minute here
+    sidecar.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        changes=[types.FileEvent(uri=uri, type=types.FileChangeType.Changed)]))
+    found = await sidecar.wait_for(lambda: list(sidecar.client.diagnostics[uri]), timeout=5)
+    assert found[0].code == "unknown-key"

@@ -46,18 +46,18 @@ class Sidecar:
         self.arrivals: list[tuple[Any, ...]] = []
         """Every response and chat event in the order it came off the wire: ("response", id) or
         ("event", turn, type)."""
+        self.published_versions: dict[str, int | None] = {}
+        """The document version of the last publishDiagnostics of each URI."""
         self._ids = itertools.count(1000)
         handle = client.protocol.handle_message
 
-        self.published_versions: dict[str, int | None] = {}
-        """The document version of the last publishDiagnostics of each URI."""
-
-        def recording(message: Any) -> None:
-            if getattr(message, "method", None) == types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS:
+        def recording(message: Any) -> None:  # sees each message as it is read, before any handler runs
+            method = getattr(message, "method", None)
+            if method == types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS:
                 self.published_versions[message.params.uri] = message.params.version
-            if getattr(message, "method", None) == protocol.CHAT_EVENT:
+            elif method == protocol.CHAT_EVENT:
                 self.arrivals.append(("event", message.params["turn"], message.params["type"]))
-            elif not hasattr(message, "method") and hasattr(message, "id"):
+            elif method is None and hasattr(message, "id"):
                 self.arrivals.append(("response", message.id))
             handle(message)
 

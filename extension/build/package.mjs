@@ -83,7 +83,7 @@ function stageWheels() {
 stageSource();
 if (withWheels) stageWheels();
 const out = `sunwell-${manifest.version}.vsix`;
-const args = ['package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '--out', out];
+const args = ['package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '--readme-path', 'extension/README.md', '--out', out];
 if (withWheels) args.push('--target', target);
 run(path.join(root, 'node_modules', '.bin', 'vsce'), args);
 console.log(`\n${out}: ${withWheels ? `${target}, Python dependencies vendored` : 'universal, Python dependencies from PyPI at install'}`);

@@ -5,11 +5,12 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ApprovalBroker } from './common/approvals';
 import type { HostToWebview } from './common/messages';
-import { initialState, isBusy, reduce, type ChatAction, type ChatState } from './common/state';
+import { forStorage, initialState, isBusy, newer, reduce, type ChatAction, type ChatState } from './common/state';
 import { REQUEST_CANCELLED, type ApproveParams, type ApproveResult, type ChatEvent, type Decision } from './protocol';
 import type { Sidecar } from './sidecar';
 
 const SESSION_KEY = 'sunwell.session';
+const TRANSCRIPT_KEY = 'sunwell.transcript';
 const LENS_KEY = 'sunwell.lens';
 
 export interface ChatViewPort {
@@ -31,9 +32,15 @@ export class ChatController implements vscode.Disposable {
     private readonly sidecar: Sidecar,
     readonly approvals: ApprovalBroker,
     private readonly memento: vscode.Memento,
+    private readonly log: vscode.LogOutputChannel,
   ) {
     const session = memento.get<string>(SESSION_KEY);
-    if (session) this.state = { ...this.state, session };
+    if (session) {
+      // After a window reload: the transcript as this extension stored it (else the sidecar's log, once ready).
+      const stored = memento.get<ChatState>(TRANSCRIPT_KEY);
+      this.state = stored?.version === 1 && stored.session === session ? { ...forStorage(stored), sidecar: this.state.sidecar }
+        : { ...this.state, session };
+    }
     this.state = reduce(this.state, { type: 'sidecarStatus', status: sidecar.status });
     this.applySettings();
 
@@ -63,11 +70,12 @@ export class ChatController implements vscode.Disposable {
   /** The view (re)connected: hand it the state, or adopt what it saved if this window has nothing newer. */
   attachView(view: ChatViewPort, saved: ChatState | null): void {
     this.view = view;
-    const hasTranscript = this.state.items.length > 0;
-    if (!hasTranscript && saved && saved.version === 1 && saved.items.length > 0 && (!this.state.session || saved.session === this.state.session)) {
-      // A window reload: the webview's saved transcript is richer than the log (durations, streaming order).
-      // Nothing is running in a fresh window, so transient parts of the saved state are cleared.
-      let adopted: ChatState = { ...saved, turn: null, sidecar: this.state.sidecar, settings: this.state.settings };
+    const sameSession = saved?.version === 1 && (!this.state.session || saved.session === this.state.session);
+    if (sameSession && !isBusy(this.state) && saved.items.length > 0 && newer(this.state, saved) === saved) {
+      // A window reload where the webview kept a later copy than the one stored here (both are richer than the
+      // sidecar's log: durations, streaming order). Nothing runs in a fresh window: transient parts are cleared.
+      let adopted: ChatState = { ...saved, turn: null, sidecar: this.state.sidecar, settings: this.state.settings,
+        sessions: this.state.sessions, commands: this.state.commands };
       for (const item of adopted.items) {
         if (item.kind === 'tool' && item.approval?.state === 'pending' && !this.approvals.isPending(item.callId)) {
           adopted = reduce(adopted, { type: 'approvalExpired', callId: item.callId });
@@ -165,8 +173,8 @@ export class ChatController implements vscode.Disposable {
     try {
       const { sessions } = await this.sidecar.request('sunwell/sessions', {});
       this.dispatch({ type: 'sessionsListed', sessions });
-    } catch {
-      // the sidecar is not running: the status banner says so
+    } catch (err) {
+      this.log.warn(`sunwell/sessions: ${err}`); // the status banner says when the sidecar is not running
     }
   }
 
@@ -176,15 +184,15 @@ export class ChatController implements vscode.Disposable {
     try {
       const { commands } = await this.sidecar.request('sunwell/commands', {});
       this.dispatch({ type: 'commandsListed', commands });
-    } catch {
-      // completion is a convenience
+    } catch (err) {
+      this.log.warn(`sunwell/commands: ${err}`); // completion is a convenience
     }
     try {
       const { current } = await this.sidecar.request('sunwell/models', {});
       this.currentModel = current;
       this.applySettings();
-    } catch {
-      // the model chip shows the setting instead
+    } catch (err) {
+      this.log.warn(`sunwell/models: ${err}`); // the model chip shows the setting instead
     }
   }
 
@@ -261,10 +269,24 @@ export class ChatController implements vscode.Disposable {
     if (this.state.session && this.state.items.length > 0) this.transcripts.set(this.state.session, this.state);
   }
 
+  private persistTimer: ReturnType<typeof setTimeout> | undefined;
+
+  /** Keeps the open session's transcript in the workspace state, for the next window. */
+  private persistSoon(): void {
+    this.persistTimer ??= setTimeout(() => this.persist(), 1000);
+  }
+
+  private persist(): void {
+    clearTimeout(this.persistTimer);
+    this.persistTimer = undefined;
+    void this.memento.update(TRANSCRIPT_KEY, this.state.session ? forStorage(this.state) : undefined);
+  }
+
   private dispatch(action: ChatAction): void {
     const before = this.state;
     this.state = reduce(this.state, action);
     if (this.state === before) return;
+    if (this.state.items !== before.items || this.state.session !== before.session) this.persistSoon();
     if (isBusy(before) !== isBusy(this.state)) {
       void vscode.commands.executeCommand('setContext', 'sunwell.busy', isBusy(this.state));
     }
@@ -272,6 +294,7 @@ export class ChatController implements vscode.Disposable {
   }
 
   dispose(): void {
+    this.persist();
     this.turnCancellation?.cancel();
     for (const d of this.disposables) d.dispose();
   }

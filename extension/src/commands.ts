@@ -32,8 +32,10 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     const callId = DiffPreviews.callIdOf(uri) ?? DiffPreviews.callIdOf(vscode.window.activeTextEditor?.document.uri)
       ?? (await pickPendingApproval(controller));
     if (!callId) return;
-    if (!controller.answer(callId, decision)) void vscode.window.showInformationMessage('Sunwell: this approval was already answered.');
-    await diffs.close(callId);
+    if (!controller.answer(callId, decision)) {
+      void vscode.window.showInformationMessage('Sunwell: this approval was already answered.');
+      await diffs.close(callId);
+    }
   };
   const register = vscode.commands.registerCommand;
   return [
@@ -153,19 +155,30 @@ async function useLens(controller: ChatController, arg?: string | vscode.Uri): P
   if (chosen) await controller.setLens(chosen.path);
 }
 
-async function undoLastTurn(controller: ChatController, sidecar: Sidecar): Promise<void> {
+async function undoLastTurn(controller: ChatController, sidecar: Sidecar, force = false): Promise<void> {
   const session = controller.snapshot.session;
   if (!session) {
     void vscode.window.showInformationMessage('Sunwell: nothing to undo in this chat.');
     return;
   }
   try {
-    const { restored } = await sidecar.request('sunwell/undo', { session });
-    void vscode.window.showInformationMessage(restored.length
-      ? `Sunwell restored ${restored.length} file${restored.length === 1 ? '' : 's'}: ${restored.join(', ')}`
-      : 'Sunwell: the last turn changed no files.');
+    const { restored, deleted = [], conflicts = [] } = await sidecar.request('sunwell/undo', { session, force });
+    const parts = [
+      restored.length ? `restored ${restored.filter((p) => !deleted.includes(p)).join(', ') || 'nothing'}` : '',
+      deleted.length ? `deleted ${deleted.join(', ')} (created by the turn)` : '',
+      conflicts.length ? `overwrote your later changes to ${conflicts.join(', ')}` : '',
+    ].filter(Boolean);
+    void vscode.window.showInformationMessage(parts.length ? `Sunwell ${parts.join('; ')}.` : 'Sunwell: the last turn changed no files.');
   } catch (err) {
-    void vscode.window.showErrorMessage(`Sunwell: undo failed: ${(err as Error).message ?? err}`);
+    const message = String((err as Error).message ?? err);
+    if (force) {
+      void vscode.window.showErrorMessage(`Sunwell: undo failed: ${message}`);
+      return;
+    }
+    // A conflict (files changed since the turn wrote them) undoes nothing unless forced; ask before overwriting.
+    const choice = await vscode.window.showWarningMessage(`Sunwell could not undo the last turn: ${message}`,
+      { modal: true, detail: 'Undo anyway overwrites the changes made to those files since.' }, 'Undo Anyway');
+    if (choice === 'Undo Anyway') await undoLastTurn(controller, sidecar, true);
   }
 }
 

@@ -10,10 +10,16 @@ import { PREVIEW_SCHEME } from './common/ids';
 type Side = 'before' | 'after';
 
 export class DiffPreviews implements vscode.TextDocumentContentProvider, vscode.Disposable {
-  private readonly registration: vscode.Disposable;
+  private readonly registrations: vscode.Disposable[];
 
   constructor(private readonly approvals: ApprovalBroker) {
-    this.registration = vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, this);
+    this.registrations = [
+      vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, this),
+      // However the approval was settled (chat card, title bar, notification, timeout), its diff has done its job.
+      approvals.onDidChange((change) => {
+        if (change.type !== 'requested') void this.close(change.callId);
+      }),
+    ];
   }
 
   static callIdOf(uri: vscode.Uri | undefined): string | undefined {
@@ -53,6 +59,6 @@ export class DiffPreviews implements vscode.TextDocumentContentProvider, vscode.
   }
 
   dispose(): void {
-    this.registration.dispose();
+    for (const r of this.registrations) r.dispose();
   }
 }

@@ -17,7 +17,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   sidecar = new Sidecar(context, log, new PythonEnvironments(context, log), keys);
   const approvals = new ApprovalBroker();
   const diffs = new DiffPreviews(approvals);
-  const controller = new ChatController(sidecar, approvals, context.workspaceState);
+  const controller = new ChatController(sidecar, approvals, context.workspaceState, log);
   const view = new ChatViewProvider(context.extensionUri, controller, {
     showDiff: (callId) => void diffs.show(callId),
     pick,

@@ -276,9 +276,13 @@ export interface ToolsResult {
 }
 export interface UndoParams {
   session: string;
+  force?: boolean;
 }
 export interface UndoResult {
   restored: string[];
+  turn?: string | null;
+  deleted?: string[];
+  conflicts?: string[];
 }
 
 /** Every custom method name of the sidecar (sunwell.lsp.protocol). */

@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
-  CloseAction, DidChangeConfigurationNotification, ErrorAction, LanguageClient, State, TransportKind,
+  CloseAction, DidChangeConfigurationNotification, ErrorAction, LanguageClient, State,
   type LanguageClientOptions, type ServerOptions,
 } from 'vscode-languageclient/node';
 import { initializationOptions, needsRestart, readSettings, sidecarConfiguration, sidecarEnvironment, type Settings } from './common/settings';
@@ -25,6 +25,7 @@ export class Sidecar implements vscode.Disposable {
   private stopping = false;
   private crashes: number[] = [];
   private crashed = false;
+  private running = false;
   private settings: Settings;
   private readonly disposables: vscode.Disposable[] = [];
 
@@ -117,7 +118,9 @@ export class Sidecar implements vscode.Disposable {
     await this.starting;
     const client = this.client;
     if (!client || client.state !== State.Running) throw new Error('Sunwell’s engine is not running');
-    return client.sendRequest(method, params, token) as Promise<Requests[M]['result']>;
+    // Never pass an undefined token: vscode-jsonrpc would count it as a second parameter and send `[params, null]`.
+    const answer = token ? client.sendRequest(method, params, token) : client.sendRequest(method, params);
+    return answer as Promise<Requests[M]['result']>;
   }
 
   private async doStart(): Promise<void> {
@@ -150,10 +153,11 @@ export class Sidecar implements vscode.Disposable {
     }
     const { launch } = resolution;
     this.log.info(`starting the sidecar: ${launch.command} ${launch.args.join(' ')} [${launch.source}]`);
+    // No `transport`: with TransportKind.stdio the client appends `--stdio` to the command line, which
+    // `sunwell serve` does not take; without it the process simply speaks on its stdin/stdout.
     const serverOptions: ServerOptions = {
       command: launch.command,
       args: launch.args,
-      transport: TransportKind.stdio,
       options: { env, cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath },
     };
     const clientOptions: LanguageClientOptions = {
@@ -174,20 +178,28 @@ export class Sidecar implements vscode.Disposable {
     this.client = client;
     client.onNotification(Method.chatEvent, (event: ChatEvent) => this.eventEmitter.fire(event));
     client.onRequest(Method.approve, (params: ApproveParams, token: vscode.CancellationToken) => this.approvalHandler(params, token));
+    this.running = false;
     client.onDidChangeState(({ newState }) => {
+      if (newState === State.Running) this.running = true;
       if (newState === State.Running && this.crashed) {
         this.crashed = false;
         this.setStatus('ready');
         this.readyEmitter.fire({ afterCrash: true });
       }
     });
+    let failure: string | undefined;
     try {
       await client.start();
+      if (client.state !== State.Running) failure = 'it exited during initialization';
     } catch (err) {
-      const message = `Sunwell’s engine did not start: ${(err as Error).message ?? err}`;
+      failure = String((err as Error).message ?? err);
+    }
+    if (failure) {
+      // The client has already shown its own notification ("couldn't create connection"); the view's banner
+      // says what happened and offers the log, so no second toast here.
+      const message = `Sunwell’s engine did not start (${failure}). See the Sunwell log for its output.`;
       this.log.error(message);
       this.setStatus('error', message);
-      void vscode.window.showErrorMessage(message, 'Show Log').then((a) => a && this.log.show());
       return;
     }
     this.setStatus('ready');
@@ -195,7 +207,9 @@ export class Sidecar implements vscode.Disposable {
   }
 
   private closed() {
-    if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
+    // A process that never got running failed to start: start() reports that, once, and restarting cannot help.
+    if (this.stopping || !this.running) return { action: CloseAction.DoNotRestart, handled: true };
+    this.running = false;
     const now = Date.now();
     this.crashes = [...this.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
     this.crashEmitter.fire();

@@ -252,3 +252,25 @@ describe('notices, commands and sessions', () => {
     assert.deepEqual(JSON.parse(JSON.stringify(state)), state);
   });
 });
+
+describe('keeping the transcript between windows', () => {
+  it('stores it without transient parts and with long outputs cut', async () => {
+    const { forStorage, newer } = await import('../src/common/state');
+    const events = recorded('write-denied');
+    const callIndex = events.findIndex((e) => e.type === 'toolCall');
+    let state = turn('go', events.slice(0, callIndex + 1));
+    const call = events[callIndex] as Extract<ChatEvent, { type: 'toolCall' }>;
+    state = reduce(state, { type: 'approvalRequested', params: { session: call.session, turn: call.turn, callId: call.callId,
+      name: call.name, arguments: call.arguments, risk: 'write', preview: { kind: 'diff', path: 'b.txt', before: null, after: 'x' } } });
+    state = reduce(state, { type: 'toolResult', session: call.session, turn: call.turn, seq: 99, callId: 'other', name: 'read_file',
+      ok: true, output: 'x'.repeat(20_000), error: null, durationMs: 1 });
+    const stored = forStorage(state, 100);
+    assert.equal(stored.turn, null);
+    assert.equal(tools(stored)[0].approval?.state, 'expired');
+    assert.ok((tools(stored)[1].output ?? '').length < 200);
+    assert.equal(newer(stored, state), state.nextId > stored.nextId ? state : stored);
+    const later = reduce(state, { type: 'userMessage', text: 'more' });
+    assert.equal(newer(stored, later), later);
+    assert.equal(newer(null, later), later);
+  });
+});

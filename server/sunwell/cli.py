@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import json
 import logging
-import os
 import signal
 import sys
 from pathlib import Path
@@ -63,6 +62,14 @@ def _turn_options(run: argparse.ArgumentParser) -> None:
 
 
 def _more_commands(sub) -> None:
+    from sunwell import chat_repl
+
+    chat = sub.add_parser("chat", help="interactive chat: ::commands, streaming, approvals at the prompt")
+    chat_repl.add_arguments(chat)
+    serve = sub.add_parser("serve", help="the VS Code sidecar: LSP over stdio (--tcp --port N for debugging)",
+                           add_help=False)
+    serve.add_argument("args", nargs=argparse.REMAINDER)
+
     undo = sub.add_parser("undo", help="put back the files the last turn changed")
     undo.add_argument("--session", help="the session (default: the latest one in this workspace that changed files)")
     undo.add_argument("--force", action="store_true", help="also overwrite files changed since the turn")
@@ -83,12 +90,17 @@ def _more_commands(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:  # its options belong to the sidecar's own parser
+        from sunwell.lsp.server import main as serve
+
+        return serve([arg for arg in argv[1:] if arg != "--stdio"])  # clients may add --stdio: the default
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         commands = {"run": cmd_run, "apply": cmd_run, "sessions": cmd_sessions, "models": cmd_models, "undo": cmd_undo,
-                    "audit": cmd_audit, "lens": cmd_lens}
+                    "audit": cmd_audit, "lens": cmd_lens, "chat": cmd_chat}
         return commands[args.command](args)
     except (UsageError, ConfigError) as exc:
         print(f"sunwell: {exc}", file=sys.stderr)
@@ -199,6 +211,12 @@ def _when(epoch: float) -> str:
     import time
 
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from sunwell import chat_repl
+
+    return chat_repl.main(args)
 
 
 def cmd_undo(args: argparse.Namespace) -> int:

@@ -11,7 +11,8 @@
    `done` of a `sunwell/chat` turn is read from the sidecar's stdout (through the SDK, the engine, the session log
    and JSON-RPC). Target: sidecar throughput >= 0.9x the SDK's.
 3. Added latency: --paced deltas, one every 2 ms, each carrying its own number; the provider notes when it wrote
-   each one, the reader when it got it. Latency percentiles of both paths; target p99 added <= 5 ms.
+   each one, the reader when it got it (CLOCK_MONOTONIC, the same in every process). Latency percentiles of both
+   paths (median of --latency-runs); target p99 added <= 5 ms.
 
 The provider runs in this process; every reader (the SDK alone, or a stdio client of the sidecar) runs in a
 child process, so the two paths compete for the same resources. With --check the exit code is 1 when a target
@@ -221,32 +222,43 @@ class SendTimes:
 
 
 def throughput(fake: Any, events: int, runs: int) -> dict[str, float]:
+    """Median time to read `events` deltas by each path, and of a one-delta answer, which separates what a turn
+    costs once (session, provider, request) from what each event costs."""
     from fake_provider import Reply
 
-    elapsed: dict[str, list[float]] = {"direct": [], "sidecar": []}
+    elapsed: dict[tuple[str, int], list[float]] = {}
+    for _ in range(runs):
+        for count in (events, 1):
+            for kind in ("direct", "sidecar"):
+                fake.script(Reply(text="warm up"), Reply(text=numbered_text(count), chunk=WIDTH))
+                result = run_reader(kind, f"{fake.url}/v1", 0)
+                assert len(result["received"]) == count, (kind, len(result["received"]))
+                elapsed.setdefault((kind, count), []).append(result["elapsed"])
+    median = {key: statistics.median(values) for key, values in elapsed.items()}
+    direct, sidecar = median["direct", events], median["sidecar", events]
+    turn_overhead = median["sidecar", 1] - median["direct", 1]
+    per_event = ((sidecar - median["sidecar", 1]) - (direct - median["direct", 1])) / (events - 1)
+    return {"direct_eps": events / direct, "sidecar_eps": events / sidecar, "ratio": direct / sidecar,
+            "direct_ms": direct * 1000, "sidecar_ms": sidecar * 1000, "turn_overhead_ms": turn_overhead * 1000,
+            "per_event_us": per_event * 1e6}
+
+
+def latency(fake: Any, stamps: SendTimes, events: int, runs: int) -> dict[str, dict[str, float]]:
+    """Per-event latency percentiles of each path: the median over `runs` interleaved runs of each."""
+    from fake_provider import Reply
+
+    samples: dict[str, list[dict[str, float]]] = {"direct": [], "sidecar": []}
     for _ in range(runs):
         for kind in ("direct", "sidecar"):
-            fake.script(Reply(text="warm up"), Reply(text=numbered_text(events), chunk=WIDTH))
+            stamps.sent.clear()
+            fake.script(Reply(text="warm up"), Reply(text=numbered_text(events), chunk=WIDTH, delay=PACE_S))
             result = run_reader(kind, f"{fake.url}/v1", 0)
-            assert len(result["received"]) == events, (kind, len(result["received"]))
-            elapsed[kind].append(result["elapsed"])
-    direct, sidecar = statistics.median(elapsed["direct"]), statistics.median(elapsed["sidecar"])
-    return {"direct_eps": events / direct, "sidecar_eps": events / sidecar, "ratio": direct / sidecar,
-            "direct_ms": direct * 1000, "sidecar_ms": sidecar * 1000}
-
-
-def latency(fake: Any, stamps: SendTimes, events: int) -> dict[str, dict[str, float]]:
-    from fake_provider import Reply
-
-    out: dict[str, dict[str, float]] = {}
-    for kind in ("direct", "sidecar"):
-        stamps.sent.clear()
-        fake.script(Reply(text="warm up"), Reply(text=numbered_text(events), chunk=WIDTH, delay=PACE_S))
-        result = run_reader(kind, f"{fake.url}/v1", 0)
-        lat = sorted((received - stamps.sent[int(delta)]) / 1e6 for delta, received in result["received"]
-                     if len(delta) == WIDTH and delta.isdigit() and int(delta) in stamps.sent)
-        assert len(lat) == events, (kind, len(lat))
-        out[kind] = {"p50": percentile(lat, 50), "p99": percentile(lat, 99), "max": lat[-1]}
+            lat = sorted((received - stamps.sent[int(delta)]) / 1e6 for delta, received in result["received"]
+                         if len(delta) == WIDTH and delta.isdigit() and int(delta) in stamps.sent)
+            assert len(lat) == events, (kind, len(lat))
+            samples[kind].append({"p50": percentile(lat, 50), "p99": percentile(lat, 99), "max": lat[-1]})
+    out = {kind: {key: statistics.median(run[key] for run in runs_) for key in ("p50", "p99", "max")}
+           for kind, runs_ in samples.items()}
     out["added"] = {key: out["sidecar"][key] - out["direct"][key] for key in ("p50", "p99")}
     return out
 
@@ -261,6 +273,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=5000, help="deltas in the throughput stream")
     parser.add_argument("--throughput-runs", type=int, default=3)
     parser.add_argument("--paced", type=int, default=2000, help="deltas in the latency stream (one per 2 ms)")
+    parser.add_argument("--latency-runs", type=int, default=3)
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--reader", choices=["direct", "sidecar"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -286,11 +299,12 @@ def main() -> int:
         tp = throughput(fake, args.events, args.throughput_runs)
         print(f"throughput ({args.events} deltas, median of {args.throughput_runs}): SDK {tp['direct_eps']:,.0f}/s "
               f"({tp['direct_ms']:.0f} ms), sidecar {tp['sidecar_eps']:,.0f}/s ({tp['sidecar_ms']:.0f} ms): "
-              f"{tp['ratio']:.2f}x")
+              f"{tp['ratio']:.2f}x; the sidecar adds {tp['turn_overhead_ms']:.0f} ms per turn and "
+              f"{tp['per_event_us']:.0f} us per event")
         if tp["ratio"] < THROUGHPUT_TARGET_RATIO:
             missed.append("throughput")
-        lat = latency(fake, stamps, args.paced)
-        print(f"latency ({args.paced} deltas, one per {PACE_S * 1000:g} ms): "
+        lat = latency(fake, stamps, args.paced, args.latency_runs)
+        print(f"latency ({args.paced} deltas, one per {PACE_S * 1000:g} ms, median of {args.latency_runs}): "
               f"SDK p50 {lat['direct']['p50']:.2f} / p99 {lat['direct']['p99']:.2f} ms, "
               f"sidecar p50 {lat['sidecar']['p50']:.2f} / p99 {lat['sidecar']['p99']:.2f} ms; "
               f"added p50 {lat['added']['p50']:.2f} ms, p99 {lat['added']['p99']:.2f} ms")

@@ -5,7 +5,8 @@
 
 Cases come from the Berkeley Function Calling Leaderboard (`pip install --no-deps bfcl-eval`, or `--data DIR`
 pointing at its `bfcl_eval/data`). Their schemas are converted to JSON Schema (`dict` -> `object`, `float` ->
-`number`, `tuple` -> `array`, `any` -> no type) and dots in function names become `_`.
+`number`, `tuple` -> `array`, `any` -> no type; no parameters beyond the declared ones, as for a Python
+function) and dots in function names become `_`.
 
 `sunwell` mode offers each case's functions as tools to a real turn (`sunwell.agent.loop.Turn`) with the
 provider wrapped exactly as `Engine.tool_calling_provider` wraps it for this model, and the dry-run gate, so
@@ -49,10 +50,11 @@ from sunwell.agent.turn import TurnLog
 from sunwell.config import Settings
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.jail import Jail
+from sunwell.tools.validation import canonical_tool_name, coerce_arguments
 
 SETS = ("simple_python", "multiple")
 REPAIR_NOTICES = {"tool_call_repaired", "tool_call_from_text", "repaired_arguments", "coerced_arguments",
-                  "emulation_fallback"}
+                  "repaired_tool_name", "emulation_fallback"}
 _TYPES = {"dict": "object", "float": "number", "tuple": "array"}
 _PY_TYPES = {"integer": int, "float": float, "string": str, "boolean": bool, "array": list, "tuple": list,
              "dict": dict}
@@ -72,7 +74,7 @@ class Case:
 
     @property
     def tools(self) -> list[Tool]:
-        return [Tool(name=f["name"], description=f.get("description", ""), parameters=to_json_schema(
+        return [Tool(name=f["name"], description=f.get("description", ""), parameters=parameters_schema(
             f["parameters"]), handler=_never_run, min_trust=Trust.read_only) for f in self.functions]
 
 
@@ -82,6 +84,12 @@ async def _never_run(arguments: dict[str, Any], ctx: ToolContext) -> str:
 
 def tool_name(name: str) -> str:
     return name.replace(".", "_")
+
+
+def parameters_schema(parameters: dict[str, Any]) -> dict[str, Any]:
+    """A function's parameters as a tool schema. A Python function takes no keywords it does not declare, so
+    unknown arguments are invalid (`additionalProperties: false`, as on Sunwell's own tools)."""
+    return {**to_json_schema(parameters), "additionalProperties": False}
 
 
 def to_json_schema(schema: Any) -> Any:
@@ -175,6 +183,9 @@ def _value_ok(kind: str, value: Any, possible: list[Any]) -> bool:
         return False
     if isinstance(value, str):
         return _standard(value) in [_standard(p) for p in possible if isinstance(p, str)]
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return any(isinstance(p, list) and len(p) == len(value) and all(
+            isinstance(d, dict) and _dict_ok(v, d) for v, d in zip(value, p, strict=True)) for p in possible)
     if isinstance(value, list):
         norm = [_standard(v) if isinstance(v, str) else v for v in value]
         return any(isinstance(p, list) and norm == [_standard(v) if isinstance(v, str) else v for v in p]
@@ -231,9 +242,11 @@ def judge(case: Case, outcome: Outcome) -> Outcome:
 class SunwellClient:
     """Real turns of the product: Engine's provider wrapping, the loop, validation, the dry-run gate."""
 
-    def __init__(self, base_url: str, model: str, rounds: int, data: Path) -> None:
+    def __init__(self, base_url: str, model: str, rounds: int, data: Path,
+                 overrides: dict[str, Any] | None = None) -> None:
         self.settings = Settings(model=f"openai-compatible:{model}", base_url=base_url, dry_run=True,
-                                 approval="deny", max_tool_turns=rounds, data_dir=data / "data")
+                                 approval="deny", max_tool_turns=rounds, data_dir=data / "data",
+                                 models={model: overrides} if overrides else {})
         workspace = data / "workspace"
         workspace.mkdir(parents=True, exist_ok=True)
         self.engine = Engine(self.settings, workspace)
@@ -266,6 +279,14 @@ class SunwellClient:
         task = asyncio.ensure_future(self._turn(case, sink))
         done = await task
         outcome.calls = list(calls.values())
+        # `toolCall` events carry the call as the model wrote it. When the loop repaired a name or coerced the
+        # arguments (it says so in a notice), the checker judges what would have run: both are deterministic.
+        schemas = {tool.name: tool.parameters for tool in case.tools}
+        for call in outcome.calls:
+            if "repaired_tool_name" in outcome.notices and call["name"] not in schemas:
+                call["name"] = canonical_tool_name(call["name"], list(schemas)) or call["name"]
+            if "coerced_arguments" in outcome.notices and call["name"] in schemas:
+                call["arguments"] = coerce_arguments(schemas[call["name"]], call["arguments"])[0]
         if done.status == "error":
             outcome.failure = done.error
         return judge(case, outcome)
@@ -297,18 +318,20 @@ class SunwellClient:
 class NaiveClient:
     """What a client that trusts `tool_calls` gets: the raw SDK, tools offered natively, no normalizer."""
 
-    def __init__(self, base_url: str, model: str) -> None:
+    def __init__(self, base_url: str, model: str, temperature: float | None = None) -> None:
         from openai import AsyncOpenAI
 
         self.client = AsyncOpenAI(base_url=base_url, api_key="sk-no-key", max_retries=0)
         self.model = model
+        self.sampling = {} if temperature is None else {"temperature": temperature}
 
     async def run(self, case: Case) -> Outcome:
         outcome = Outcome(case.id, case.set, "naive", next(iter(case.answers[0])))
         tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                     "parameters": t.parameters}} for t in case.tools]
         response = await self.client.chat.completions.create(
-            model=self.model, messages=[{"role": "user", "content": case.question}], tools=tools, max_tokens=512)
+            model=self.model, messages=[{"role": "user", "content": case.question}], tools=tools, max_tokens=512,
+            **self.sampling)
         message = response.choices[0].message
         outcome.text = message.content or ""
         for call in message.tool_calls or []:
@@ -318,6 +341,14 @@ class NaiveClient:
                 arguments = None
             outcome.calls.append({"name": call.function.name, "arguments": arguments, "raw": None})
         return judge(case, outcome)
+
+
+def set_temperature(value: float) -> None:
+    """Experiment only, not the product path: Sunwell sends no temperature (the server's default applies)."""
+    from sunwell.models.openai_chat import OpenAIChat
+
+    params = OpenAIChat._params
+    OpenAIChat._params = lambda self, request: {**params(self, request), "temperature": value}
 
 
 # --- the run ------------------------------------------------------------------------------------------------
@@ -345,9 +376,9 @@ def _ratio(k: int, n: int) -> float:
 
 
 def table(summary: dict[str, dict[str, dict[str, Any]]]) -> str:
-    rows = ["| set | client | cases | tool selection | parameter accuracy | first attempt | repairs "
-            "(cases) | recovered by retry | overall | s/case |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    header = ("| set | client | cases | tool selection | parameter accuracy | first attempt | repairs (cases) "
+              "| recovered by retry | overall | s/case |")
+    rows = [header, "|---|---|---|---|---|---|---|---|---|---|"]
     for name, modes in summary.items():
         for mode, m in modes.items():
             rows.append(f"| {name} | {mode} | {m['cases']} | {m['tool_selection']:.1%} | "
@@ -360,8 +391,13 @@ def table(summary: dict[str, dict[str, dict[str, Any]]]) -> str:
 async def run_all(args: argparse.Namespace) -> dict[str, Any]:
     root = data_dir(args.data)
     tmp = Path(tempfile.mkdtemp(prefix="sunwell-eval-"))
-    clients = {"sunwell": lambda: SunwellClient(args.base_url, args.model, args.rounds, tmp),
-               "naive": lambda: NaiveClient(args.base_url, args.model)}
+    overrides = dict(item.split("=", 1) for item in args.override)
+    overrides = {key: json.loads(value) if value in ("true", "false") or value.isdigit() else value
+                 for key, value in overrides.items()}
+    if args.temperature is not None:
+        set_temperature(args.temperature)
+    clients = {"sunwell": lambda: SunwellClient(args.base_url, args.model, args.rounds, tmp, overrides),
+               "naive": lambda: NaiveClient(args.base_url, args.model, args.temperature)}
     outcomes: list[Outcome] = []
     summary: dict[str, dict[str, Any]] = {}
     for name in args.sets:
@@ -388,8 +424,26 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
             summary[name][mode] = summarize(done)
             outcomes += done
     return {"model": args.model, "base_url": args.base_url, "limit": args.limit, "rounds": args.rounds,
+            "overrides": overrides, "temperature": args.temperature,
             "date": time.strftime("%Y-%m-%d %H:%M"), "summary": summary,
             "cases": [asdict(o) for o in outcomes]}
+
+
+def rejudge(path: Path, root: Path) -> dict[str, Any]:
+    """A results file scored again with the current checker (no model needed)."""
+    results = json.loads(path.read_text(encoding="utf-8"))
+    cases = {c.id: c for name in {o["set"] for o in results["cases"]} for c in load_cases(root, name, None)}
+    outcomes = []
+    for row in results["cases"]:
+        row = {k: v for k, v in row.items() if k not in ("answer", "selected", "correct", "first_correct", "why")}
+        outcomes.append(judge(cases[row["id"]], Outcome(**row)))
+    summary: dict[str, dict[str, Any]] = {}
+    for o in outcomes:
+        summary.setdefault(o.set, {}).setdefault(o.mode, [])
+    for name, modes in summary.items():
+        for mode in modes:
+            modes[mode] = summarize([o for o in outcomes if o.set == name and o.mode == mode])
+    return {**results, "summary": summary, "cases": [asdict(o) for o in outcomes]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -404,8 +458,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", help="bfcl_eval/data directory (default: the installed bfcl-eval)")
     parser.add_argument("--out", default="toolcall_eval.json", help="where to write the JSON results")
     parser.add_argument("-v", "--verbose", action="store_true", help="one line per case on stderr")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a capability override for the model, as in config `models:` (nativeTools=true)")
+    parser.add_argument("--temperature", type=float,
+                        help="experiment: send this temperature (Sunwell sends none; the server default applies)")
+    parser.add_argument("--rejudge", metavar="RESULTS", help="score a results file again, run no model")
     args = parser.parse_args(argv)
     args.limit = args.limit or None
+    if args.rejudge:
+        results = rejudge(Path(args.rejudge), data_dir(args.data))
+        Path(args.out).write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
+        print(table(results["summary"]))
+        return 0
     unknown = set(args.modes) - {"sunwell", "naive"}
     if unknown:
         parser.error(f"unknown mode(s): {', '.join(sorted(unknown))}")

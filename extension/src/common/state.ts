@@ -388,6 +388,33 @@ export function fromMessages(state: ChatState, session: string, messages: Messag
   };
 }
 
+/**
+ * The transcript as the extension stores it between window reloads: transient parts dropped (nothing runs in a
+ * new window) and long tool outputs cut, so the workspace state stays small.
+ */
+export function forStorage(state: ChatState, maxOutput = 8000): ChatState {
+  const cut = (text: string | null) =>
+    text !== null && text.length > maxOutput ? `${text.slice(0, maxOutput)}\n… (${text.length - maxOutput} more characters)` : text;
+  return {
+    ...state,
+    turn: null,
+    sessions: [],
+    commands: [],
+    items: state.items.map((item) => {
+      if (item.kind !== 'tool') return item;
+      const approval = item.approval?.state === 'pending' ? { ...item.approval, state: 'expired' as const } : item.approval;
+      return { ...item, output: cut(item.output), approval };
+    }),
+  };
+}
+
+/** Of two copies of the same session's transcript, the one that has seen more (ids only grow). */
+export function newer(a: ChatState | null | undefined, b: ChatState | null | undefined): ChatState | null {
+  if (!a || a.version !== 1) return b && b.version === 1 ? b : null;
+  if (!b || b.version !== 1) return a;
+  return b.nextId > a.nextId ? b : a;
+}
+
 function assertNever(value: never): never {
   throw new Error(`unexpected action ${JSON.stringify(value)}`);
 }

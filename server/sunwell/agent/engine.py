@@ -26,7 +26,6 @@ from sunwell.models.factory import create_provider
 from sunwell.models.fallback import ToolFallbackProvider
 from sunwell.models.spec import ModelSpec, parse_model_string
 from sunwell.tools.approval import ApprovalPolicy, Asker
-from sunwell.tools.allowlist import CommandAllowlist
 from sunwell.tools.audit import AuditLog
 from sunwell.tools.base import ToolContext, Trust
 from sunwell.tools.checkpoints import Checkpoints, UndoResult
@@ -58,10 +57,15 @@ class Engine:
     def reconfigure(self, settings: Settings) -> None:
         """New settings for the next turn; allow-for-session rules and rate-limit windows are kept."""
         self.settings = settings
-        allowlist = CommandAllowlist(settings.command_allowlist)
         self.approval.mode = settings.approval or "deny"
         self.approval.timeout = settings.approval_timeout_sec
-        self.approval.is_allowlisted = allowlist.allows
+        self.approval.is_allowlisted = lambda command: False
+        if settings.command_allowlist:  # bashlex builds its parser tables on import: only when needed
+            
+            try:
+                self.approval.is_allowlisted = CommandAllowlist(settings.command_allowlist).allows
+            except ValueError as exc:
+                raise SetupError(f"invalid setting 'command_allowlist': {exc}") from None
 
     @property
     def data_dir(self) -> Path:
@@ -166,7 +170,7 @@ class Engine:
 
     async def run_turn(self, text: str, sink: Sink, *, session: str | None = None, model: str | None = None,
                        trust: str | None = None, tool_names: Sequence[str] | None = None,
-                       lens: str | None = None) -> DoneEvent:
+                       lens: str | None = None, instructions: Sequence[str] = ()) -> DoneEvent:
         """Run one user line to its `done` event. Raises SetupError before the turn starts, never after."""
         spec = self.model_spec(model)
         inner = self.provider(spec)  # a missing key or bad endpoint is a setup error, before any session exists
@@ -189,7 +193,8 @@ class Engine:
             max_tokens=self.settings.max_tokens,
             provider_attempts=self.settings.provider_attempts,
             system=self.settings.system_prompt,
-            extra_instructions=[active_lens.instructions] if active_lens and active_lens.instructions else [],
+            extra_instructions=[*([active_lens.instructions] if active_lens and active_lens.instructions else []),
+                                *instructions],
             gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session)),
             audit=AuditLog(self.data_dir),
             turn_notices=[warning] if warning else [],

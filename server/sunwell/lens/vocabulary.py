@@ -1,12 +1,17 @@
 """Names a lens file may mention, with their docs: core tools, trust levels and `::commands`.
 
-The chat-commands module owns the real command registry; `CHAT_COMMANDS` is the list the lens language features
-use until that module passes its own (every language function takes a `commands` argument).
+The command docs live in `sunwell.commands_spec`, next to the parser, where the command registry
+(`sunwell.agent.commands`) reads them too; they are re-exported here for the lens language features.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from sunwell.commands_spec import CHAT_COMMANDS, CommandDoc
+
+__all__ = ["CHAT_COMMANDS", "CORE_TOOLS", "CORE_TOOL_DOCS", "TRUST_DOCS", "TRUST_LEVELS", "CommandDoc", "ToolDoc",
+           "trust_markdown"]
 
 
 @dataclass(frozen=True)
@@ -20,17 +25,6 @@ class ToolDoc:
     def markdown(self) -> str:
         return (f"**`{self.name}`** — core tool\n\n{self.summary}\n\n"
                 f"Parameters: {self.parameters}\n\nNeeds trust `{self.trust}` · approval `{self.approval}`")
-
-
-@dataclass(frozen=True)
-class CommandDoc:
-    name: str
-    """Without the leading `::`."""
-    usage: str
-    description: str
-
-    def markdown(self) -> str:
-        return f"**`{self.usage}`** — chat command\n\n{self.description}"
 
 
 CORE_TOOL_DOCS: dict[str, ToolDoc] = {doc.name: doc for doc in (
@@ -62,19 +56,3 @@ TRUST_LEVELS: tuple[str, ...] = tuple(TRUST_DOCS)
 def trust_markdown(level: str) -> str:
     order = " < ".join(f"**{name}**" if name == level else name for name in TRUST_LEVELS)
     return f"**`{level}`** — trust level\n\n{TRUST_DOCS[level]}\n\n{order}\n\nA lens can only lower the user's level."
-
-
-CHAT_COMMANDS: tuple[CommandDoc, ...] = (
-    CommandDoc("help", "::help", "List the chat commands."),
-    CommandDoc("skills", "::skills", "List the skills of the active lens."),
-    CommandDoc("lens", "::lens [name|path]", "Show the active lens, or activate another one."),
-    CommandDoc("focus", "::focus <scope>", "Narrow the conversation to a path or a topic."),
-    CommandDoc("context", "::context", "Show what the model's context holds."),
-    CommandDoc("save", "::save <path>", "Save the conversation to a file in the workspace."),
-    CommandDoc("clear", "::clear", "Start over with an empty conversation."),
-    CommandDoc("tools", "::tools", "List the tools the model may use now."),
-    CommandDoc("model", "::model [id]", "Show or switch the model."),
-    CommandDoc("trust", "::trust [level]", "Show or change the trust level."),
-    CommandDoc("undo", "::undo", "Undo the file changes of the last turn."),
-    CommandDoc("run", "::run <skill> [args]", "Run a skill of the active lens."),
-)

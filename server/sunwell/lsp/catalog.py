@@ -52,11 +52,11 @@ def setup(server: SunwellServer) -> None:
 
     @server.feature(COMMANDS)
     def commands(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.lens.vocabulary import CHAT_COMMANDS  # until the command registry serves this
+        from sunwell.agent.commands import commands_catalog
 
         ls.parse(EmptyParams, params, COMMANDS)
         return CommandsResult(commands=[CommandInfo(name=c.name, usage=c.usage, description=c.description)
-                                        for c in CHAT_COMMANDS]).wire()
+                                        for c in commands_catalog()]).wire()
 
 
 def model_catalog(settings: Settings) -> ModelsResult:

@@ -45,7 +45,8 @@ def setup(server: SunwellServer) -> None:
             section = answer[0] if answer else None
         if not isinstance(section, Mapping):
             return
-        changed, problems = read_options(section, "configuration")
+        # the section is shared with the extension's own settings: keys that are not ours are not mistakes
+        changed, problems = read_options(section, "configuration", warn_unknown=False)
         for problem in problems:
             ls.show_message(problem)
         ls.options = ls.options.model_copy(update=changed.model_dump(exclude_unset=True))
@@ -66,15 +67,16 @@ def workspace_root(params: types.InitializeParams) -> Path:
     return Path(params.root_path) if params.root_path else Path.cwd()
 
 
-def read_options(raw: Any, source: str) -> tuple[InitializationOptions, list[str]]:
-    """The valid options of `raw`; each invalid or unknown key is dropped with a message naming it."""
+def read_options(raw: Any, source: str, warn_unknown: bool = True) -> tuple[InitializationOptions, list[str]]:
+    """The valid options of `raw`; each invalid (or, with `warn_unknown`, unknown) key is dropped with a message
+    naming it."""
     if raw is None:
         return InitializationOptions(), []
     if not isinstance(raw, Mapping):
         return InitializationOptions(), [f"{source} must be an object; ignored"]
     values = dict(raw)
     known = {info.alias or name for name, info in InitializationOptions.model_fields.items()}
-    problems = [f"{source}: unknown setting '{key}' ignored" for key in values if key not in known]
+    problems = [f"{source}: unknown setting '{key}' ignored" for key in values if key not in known and warn_unknown]
     values = {key: value for key, value in values.items() if key in known}
     while True:
         try:
@@ -142,14 +144,15 @@ def apply_settings(ls: SunwellServer) -> None:
         engine = ls.engine
     except Unavailable:
         engine = None
-    if engine is not None and Path(engine.settings.data_dir) == Path(settings.data_dir):
-        engine.reconfigure(settings)
-        return
     try:
-        ls.set_engine(Engine(settings, ls.root, asker=ClientAsker(ls)))
-    except SetupError as exc:
-        ls.set_engine(None, str(exc))
-        ls.show_message(str(exc), types.MessageType.Error)
+        if engine is not None and Path(engine.settings.data_dir) == Path(settings.data_dir):
+            engine.reconfigure(settings)
+        else:
+            ls.set_engine(Engine(settings, ls.root, asker=ClientAsker(ls)))
+    except (SetupError, ValueError) as exc:  # a bad workspace; a setting only the engine can judge
+        ls.show_message(f"cannot apply the settings: {exc}", types.MessageType.Error)
+        if engine is None:
+            ls.set_engine(None, str(exc))
 
 
 def _can_pull(ls: SunwellServer) -> bool:

@@ -35,11 +35,15 @@ _SYMBOL_KIND = {"module": types.SymbolKind.Module, "function": types.SymbolKind.
 def setup(server: SunwellServer) -> None:
     open_lenses: set[str] = set()
     """URIs of open lens documents: their buffer, not the file on disk, is what diagnostics describe."""
+    open_paths: set[Path] = set()
+    """The same, as resolved paths, to compare with the registry's."""
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: SunwellServer, params: types.DidOpenTextDocumentParams) -> None:
         if params.text_document.language_id == LANGUAGE_ID:
             open_lenses.add(params.text_document.uri)
+            if path := _path(params.text_document.uri):
+                open_paths.add(path)
             publish_buffer(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -57,7 +61,8 @@ def setup(server: SunwellServer) -> None:
         uri = params.text_document.uri
         if uri in open_lenses:
             open_lenses.discard(uri)
-            path = to_fs_path(uri)
+            path = _path(uri)
+            open_paths.discard(path)
             result = ls.lenses.result(path) if ls.lenses is not None and path else None
             publish_file(ls, uri, result)  # back to what the file on disk says (nothing, if it is not a lens)
 
@@ -111,6 +116,15 @@ def setup(server: SunwellServer) -> None:
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=uri, version=doc.version, diagnostics=[doc.diagnostic(d) for d in result.diagnostics]))
 
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: SunwellServer, params: types.DidChangeWatchedFilesParams) -> None:
+        """The client's own watcher (the extension synchronizes `**/*.lens`) backs up ours for files we know;
+        new files are for the registry's discovery to judge (it skips node_modules, .git, ...)."""
+        for change in params.changes:
+            path = _path(change.uri)
+            if ls.lenses is not None and path is not None and ls.lenses.result(path) is not None:
+                changed(path, ls.lenses.reload(path))
+
     watching: list[threading.Event] = []
 
     async def watch_lens_files() -> None:
@@ -127,7 +141,7 @@ def setup(server: SunwellServer) -> None:
 
     def changed(path: Path, result: LensResult | None) -> None:
         uri = from_fs_path(str(path))
-        if uri and uri not in open_lenses:
+        if uri and path not in open_paths:
             publish_file(server, uri, result)
 
     def stop_watching() -> None:
@@ -153,6 +167,11 @@ def _known_tools(ls: SunwellServer) -> tuple[str, ...]:
     return ls.lenses.known_tools if ls.lenses is not None else ()
 
 
+def _path(uri: str) -> Path | None:
+    path = to_fs_path(uri)
+    return Path(path).resolve() if path else None
+
+
 def _read(path: str) -> str | None:
     try:
         return Path(path).read_text(encoding="utf-8")
@@ -170,7 +189,10 @@ class _Doc:
 
     @classmethod
     def of(cls, ls: SunwellServer, uri: str) -> _Doc | None:
+        """The document, if it is a lens (open as language `lens`, or a `.lens` file); else None."""
         document = ls.workspace.get_text_document(uri)
+        if document.language_id != LANGUAGE_ID and not (document.language_id is None and uri.endswith(".lens")):
+            return None
         try:
             text = document.source  # the buffer when open, else the file on disk
         except (OSError, UnicodeDecodeError):

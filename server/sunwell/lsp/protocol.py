@@ -119,8 +119,11 @@ class UndoResult(WireModel):
 
 class ToolsParams(Params):
     session: str | None = None
+    """Reserved: tools that depend on a session's state (none yet)."""
     lens: str | None = None
+    """Narrow the list by this lens' tool policy, and add its skills."""
     trust: TrustName | None = None
+    """The trust level to list for (default: the configured one)."""
 
 
 class ToolInfo(WireModel):

@@ -11,19 +11,16 @@ import argparse
 import asyncio
 import importlib
 import inspect
-import json
 import logging
 import os
-import sys
-import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from sunwell import __version__
 from sunwell.lsp import protocol
@@ -32,6 +29,7 @@ from sunwell.lsp.protocol import InitializationOptions, InvalidParams
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from sunwell.agent.commands import ChatState
     from sunwell.agent.engine import Engine
     from sunwell.config import Settings
     from sunwell.lens.registry import LensRegistry
@@ -85,15 +83,23 @@ class SunwellProtocol(LanguageServerProtocol):
             return
         super()._handle_response(msg_id, result, error)
 
-    def notify_json(self, method: str, params: dict[str, Any]) -> None:
-        """A notification whose params are plain JSON data, framed here. The chat stream's hot path: pygls'
-        `notify` runs every event through cattrs first, which costs about as much again as the rest."""
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> Generator[Any, Any, None]:
+        """Over TCP (debugging) `exit` closes the server: pygls' SystemExit would only be logged by asyncio, in
+        the connection's task, and the server would keep listening."""
+        if getattr(self._server, "transport", "stdio") == "tcp":
+            self._server.shutdown()
+            return
+        yield from super().lsp_exit(*args)
+
+    def notify_raw(self, method: str, params_json: str) -> None:
+        """A notification whose params are JSON text already, framed here. The chat stream's hot path: pygls'
+        `notify` runs every event through cattrs and `json.dumps` first, most of the cost of an event."""
         if self.writer is None:
             return
-        body = json.dumps({"jsonrpc": "2.0", "method": method, "params": params})
-        # json.dumps escapes everything outside ASCII, so the length in characters is the length in bytes
+        body = f'{{"jsonrpc":"2.0","method":"{method}","params":{params_json}}}'.encode()
         try:
-            outcome = self.writer.write(f"Content-Length: {len(body)}\r\n\r\n{body}".encode())
+            outcome = self.writer.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
         except OSError as exc:  # the client is gone; the turn ends when the loop does
             log.debug("cannot send %s: %s", method, exc)
             return
@@ -131,6 +137,8 @@ class SunwellServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("sunwell", __version__, protocol_cls=SunwellProtocol, converter_factory=json_converter,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.transport = "stdio"
+        """Or "tcp" (`--tcp`, for debugging)."""
         self.root: Path = Path.cwd()
         """The workspace: the jail root, and where lens files are found."""
         self.options = InitializationOptions()
@@ -138,6 +146,8 @@ class SunwellServer(LanguageServer):
         """Option problems found in `initialize`, shown once the client is ready for messages."""
         self.settings: Settings | None = None
         self.lenses: LensRegistry | None = None
+        self.chat_states: dict[str, ChatState] = {}
+        """What ::commands changed (model, trust, lens, focus), per session ("" until a session exists)."""
         self._engine: Engine | None = None
         self._engine_error: str | None = "the sidecar is not initialized yet"
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -164,8 +174,9 @@ class SunwellServer(LanguageServer):
         except InvalidParams as exc:
             raise JsonRpcInvalidParams(str(exc)) from None
 
-    def send_event(self, event: dict[str, Any]) -> None:
-        self.protocol.notify_json(protocol.CHAT_EVENT, event)
+    def send_event(self, event_json: str) -> None:
+        """A `sunwell/chatEvent` whose params (the event) are JSON text."""
+        self.protocol.notify_raw(protocol.CHAT_EVENT, event_json)
 
     def show_message(self, message: str, level: types.MessageType = types.MessageType.Warning) -> None:
         log.log(_LOG_LEVELS.get(level, logging.INFO), "%s", message)
@@ -221,76 +232,18 @@ def create_server(modules: Iterable[str] = FEATURES) -> SunwellServer:
     return server
 
 
-class ClientLogHandler(logging.Handler):
-    """Sunwell's own warnings and errors, also as `window/logMessage` (the client's output channel)."""
-
-    _busy = threading.local()
-
-    def __init__(self, server: SunwellServer, level: int = logging.WARNING) -> None:
-        super().__init__(level)
-        self.server = server
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.server.protocol.writer is None or getattr(self._busy, "active", False):
-            return
-        self._busy.active = True  # sending may log; that must not come back here
-        try:
-            kind = (types.MessageType.Error if record.levelno >= logging.ERROR else
-                    types.MessageType.Warning if record.levelno >= logging.WARNING else types.MessageType.Info)
-            self.server.window_log_message(types.LogMessageParams(type=kind, message=self.format(record)))
-        except OSError:  # the client is gone (a broken pipe at exit): there is no one to tell
-            pass
-        except Exception:  # noqa: BLE001 - a handler reports its own failures, as logging's handlers do
-            self.handleError(record)
-        finally:
-            self._busy.active = False
-
-
-def _unless_already_answered(record: logging.LogRecord) -> bool:
-    """Drops pygls' traceback for a request answered with invalid params or RequestFailed: the answer says it."""
-    error = record.exc_info[1] if record.exc_info else None
-    return not isinstance(error, (JsonRpcInvalidParams, RequestFailed))
-
-
-def configure_logging(server: SunwellServer, level: str = "WARNING") -> None:
-    """Everything to stderr; Sunwell's own records also to the client. Never stdout: that is the protocol."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(_unless_already_answered)
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    client = ClientLogHandler(server)
-    client.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    logging.getLogger("sunwell").addHandler(client)
-
-
-def _claim_stdio() -> tuple[Any, Any]:
-    """The protocol's own copies of fds 0 and 1; fd 0 becomes /dev/null and fd 1 stderr, so a stray `print`
-    or a child process that inherits them can neither corrupt the stream nor steal its input."""
-    try:
-        stdin = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
-        stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    except (AttributeError, OSError, ValueError):  # no real file descriptors (embedded, tests)
-        return sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout.flush()
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(sys.stderr.fileno(), 1)
-    sys.stdout = sys.stderr
-    return stdin, stdout
-
-
 def serve(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, log_level: str = "WARNING") -> int:
     """Run the sidecar until the client says `exit` (or closes the stream). Returns the exit code."""
+    from sunwell.lsp.process import claim_stdio, configure_logging
+
     server = create_server()
     configure_logging(server, log_level)
     try:
         if tcp:
+            server.transport = "tcp"
             server.start_tcp(host, port)
         else:
-            server.start_io(*_claim_stdio())
+            server.start_io(*claim_stdio())
     finally:
         server.stop()
     return 0

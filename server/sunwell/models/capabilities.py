@@ -131,8 +131,9 @@ class Capabilities:
     json_mode: bool
     reasoning: bool
     context_window: int
-    emulation: Literal["json", "xml"]
-    """The prompt style used when tools are emulated (always, or after a server rejects `tools`)."""
+    emulation: Literal["json", "xml", "hermes"]
+    """The prompt style used when tools are emulated (always, or after a server rejects `tools`); `hermes` is
+    chosen by the registry only, for models trained on it (config overrides offer json and xml)."""
     small: bool
     recover_text_calls: bool = False
     """Native, but the model may write its call as text: run the normalizer over the text too."""
@@ -223,8 +224,9 @@ _RULES = [
           max_version=(3, 0)),
     _Rule("qwen", _caps(_OPEN, parallel_calls=True, context_window=32_768), "qwen: hermes-style tools"),
     _Rule("qwen", _caps(_NO_TOOLS), "qwen 1.x: no tool calling", max_version=(1, 5)),
-    _Rule("qwen", _caps(_NO_TOOLS), "small qwen2.5-coder: writes calls as text, emulate", max_version=(2, 5),
-          max_size=1.5, tags=frozenset({"coder"})),
+    _Rule("qwen", _caps(_NO_TOOLS, emulation="hermes"),
+          "small qwen2.5-coder: writes calls as text, emulate in its trained (hermes) format",
+          max_version=(2, 5), max_size=1.5, tags=frozenset({"coder"})),
     _Rule("qwen", _caps(reasoning=True, context_window=40_960), "qwen3: thinking", min_version=(3,)),
     _Rule("qwq", _caps(_OPEN, reasoning=True, context_window=32_768), "qwq: reasoning"),
     _Rule("mistral", _caps(_OPEN, parallel_calls=False, context_window=32_768), "mistral: tools from v0.3"),

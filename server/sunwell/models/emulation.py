@@ -29,7 +29,10 @@ from sunwell.models.base import (
 )
 from sunwell.models.normalize import Extraction, SpanScanner, parse_span
 
-Style = Literal["json", "xml"]
+Style = Literal["json", "xml", "hermes"]
+"""`json`: a ```json block; `xml`: an element per call; `hermes`: Qwen's and Hermes' trained format (function
+signatures as JSON inside `<tools>`, calls as JSON inside `<tool_call>`), which small Qwen models follow far
+better than any format described to them (BENCHMARKS.md, "Tool-calling accuracy")."""
 EMULATED_ID_PREFIX = "emu_"
 
 
@@ -38,6 +41,8 @@ EMULATED_ID_PREFIX = "emu_"
 def tool_prompt(tools: list[ToolSpec], style: Style = "json", *, compact: bool = False,
                 parallel: bool = False) -> str:
     """The system-prompt section that offers `tools` and says how to call them in `style`."""
+    if style == "hermes":
+        return _hermes_prompt(tools, compact=compact, parallel=parallel)
     lines = ["# Tools", "", "You can call these tools:", ""]
     lines += [_compact_tool(t) for t in tools] if compact else ["\n\n".join(_full_tool(t) for t in tools)]
     example = tools[0] if tools else ToolSpec(name="tool_name", description="", parameters={})
@@ -52,6 +57,31 @@ def tool_prompt(tools: list[ToolSpec], style: Style = "json", *, compact: bool =
     lines.append("Use only the tools listed above, with their exact names. When you have what you need, "
                  "answer in plain text, without a tool call.")
     return "\n".join(lines)
+
+
+def _hermes_prompt(tools: list[ToolSpec], *, compact: bool, parallel: bool) -> str:
+    # Worded as Qwen2.5's own chat template words it: the model was trained on exactly this text, and every
+    # departure tried (a prose list of tools, a worked example, extra advice) made a 0.5B model call worse.
+    signatures = "\n".join(json.dumps({"type": "function", "function": {
+        "name": t.name,
+        "description": _first_sentence(t.description) if compact else t.description.strip(),
+        "parameters": t.parameters}}, ensure_ascii=False) for t in tools)
+    lines = [
+        "# Tools", "",
+        "You may call one or more functions to assist with the user query.", "",
+        "You are provided with function signatures within <tools></tools> XML tags:",
+        "<tools>", signatures, "</tools>", "",
+        ("For each function call, return a json object with function name and arguments within "
+         "<tool_call></tool_call> XML tags:"),
+        "<tool_call>", '{"name": <function-name>, "arguments": <args-json-object>}', "</tool_call>",
+    ]
+    if not parallel:
+        lines += ["", "Call one function per reply, then stop: its result comes in the next message."]
+    return "\n".join(lines)
+
+
+def _first_sentence(text: str) -> str:
+    return re.split(r"(?<=\.)\s", text.strip(), maxsplit=1)[0]
 
 
 def _params(tool: ToolSpec) -> list[tuple[str, dict[str, Any]]]:
@@ -72,8 +102,7 @@ def _type(schema: dict[str, Any]) -> str:
 def _compact_tool(tool: ToolSpec) -> str:
     required = _required(tool)
     params = ", ".join(f"{p}{'' if p in required else '?'}: {_type(s)}" for p, s in _params(tool))
-    first_sentence = re.split(r"(?<=\.)\s", tool.description.strip(), maxsplit=1)[0]
-    return f"- {tool.name}({params}): {first_sentence}"
+    return f"- {tool.name}({params}): {_first_sentence(tool.description)}"
 
 
 def _full_tool(tool: ToolSpec) -> str:
@@ -97,6 +126,9 @@ def render_call(name: str, arguments: dict[str, Any], style: Style = "json") -> 
     """A call as the model is asked to write it (the prompt's example and past calls in the history)."""
     if style == "json":
         return "```json\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n```"
+    if style == "hermes":
+        return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + \
+            "\n</tool_call>"
     params = [f"<{k}>{v if isinstance(v, str) else json.dumps(v)}</{k}>" for k, v in arguments.items()]
     return "\n".join([f"<{name}>", *params, f"</{name}>"])
 
@@ -112,6 +144,8 @@ def render_history_for_emulation(messages: Iterable[Message], style: Style = "js
             calls.update({c.id: c.arguments for c in msg.tool_calls})
             text = "\n".join([msg.text, *(render_call(c.name, c.arguments, style) for c in msg.tool_calls)])
             out.append(msg.model_copy(update={"text": text.strip(), "tool_calls": []}))
+        elif isinstance(msg, ToolResultMessage) and style == "hermes":
+            _append_user(out, f"<tool_response>\n{msg.content_for_model()}\n</tool_response>")
         elif isinstance(msg, ToolResultMessage):
             signature = _signature(msg.name, calls.get(msg.call_id, {}))
             _append_user(out, f"Result of {signature}:\n{msg.content_for_model()}")

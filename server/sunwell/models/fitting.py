@@ -25,10 +25,11 @@ CHARS_PER_TOKEN = 4
 NAME_LIMIT = 64
 """OpenAI's limit on a tool name (and `^[a-zA-Z0-9_-]+$`)."""
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    "a an and are as at be by can do does for from get give has have how i in is it its me my of on or please "
-    "show that the them then this to use using want was what when where which who why will with would you your"
-    .split())
+_STOP = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from",
+    "get", "give", "has", "have", "how", "i", "in", "is", "it", "its", "me", "my", "of", "on", "or",
+    "please", "show", "that", "the", "them", "then", "this", "to", "use", "using", "want", "was", "what",
+    "when", "where", "which", "who", "why", "will", "with", "would", "you", "your"})
 
 
 def estimate_tokens(tools: Sequence[ToolSpec]) -> int:

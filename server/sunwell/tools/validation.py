@@ -16,6 +16,7 @@ import difflib
 import json
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import jsonschema
@@ -134,6 +135,52 @@ def _join(where: str, key: str) -> str:
 
 def _describe_value(value: Any) -> str:
     return f"{_type_name(value)} {_short(value)}"
+
+
+# --- unknown tools ------------------------------------------------------------------------------------------
+
+def unknown_tool_error(name: str, arguments: dict[str, Any], tools: Sequence[Any]) -> ToolError:
+    """`unknown_tool` for a call to `name`, pointing at the offered tool the model most likely meant."""
+    names = [tool.name for tool in tools]
+    guess = suggest_tool(name, arguments, tools)
+    hint = ""
+    if guess is not None:
+        fits = "your arguments fit it" if _fits(guess, arguments) else "the closest name"
+        hint = f"did you mean '{guess.name}' ({fits})? "
+    return ToolError(code="unknown_tool", message=f"no tool named '{name}' is offered",
+                     suggestion=f"{hint}available tools: {', '.join(names) or 'none'}")
+
+
+def canonical_tool_name(name: str, names: Sequence[str]) -> str | None:
+    """The offered name `name` was meant to be, when only spelling differs: case, spaces, dots or hyphens for
+    underscores, a `functions.` prefix (`Travel itinerary Generator` -> `travel_itinerary_generator`)."""
+    def key(text: str) -> str:
+        return re.sub(r"[\s.\-_]+", "_", text.strip().removeprefix("functions.")).strip("_").lower()
+
+    matches = [candidate for candidate in names if key(candidate) == key(name)]
+    return matches[0] if len(matches) == 1 and matches[0] != name else None
+
+
+def suggest_tool(name: str, arguments: dict[str, Any], tools: Sequence[Any]) -> Any:
+    """The offered tool (anything with `name` and `parameters`) a call to an unknown `name` most likely meant.
+
+    The tool whose schema takes the call's arguments wins (small models put a description or a file name where
+    the tool name belongs, but keep the right arguments); among several, or when none fits, the closest name.
+    """
+    fitting = [tool for tool in tools if arguments and _fits(tool, arguments)]
+    pool = fitting or list(tools)
+    close = difflib.get_close_matches(name, [tool.name for tool in pool], n=1, cutoff=0.0 if fitting else 0.6)
+    if close:
+        return next(tool for tool in pool if tool.name == close[0])
+    return fitting[0] if len(fitting) == 1 else None
+
+
+def _fits(tool: Any, arguments: dict[str, Any]) -> bool:
+    props = tool.parameters.get("properties") or {}
+    if not set(arguments) <= set(props):
+        return False
+    coerced, _ = coerce_arguments(tool.parameters, arguments)
+    return validate_arguments(tool.parameters, coerced) is None
 
 
 # --- validation ---------------------------------------------------------------------------------------------

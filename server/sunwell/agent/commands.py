@@ -1,0 +1,347 @@
+"""The `::command` registry: one set of chat commands for `sunwell chat` and the sidecar.
+
+A command reads the engine or changes the chat's `ChatState`, and answers with markdown; it never calls the model.
+`::run` answers with a `prompt` instead: a user line the front end runs as an ordinary turn asking the model to use
+the skill, so a skill runs with the same streaming, approvals, checkpoints and cancellation as any other call.
+`handle_line` is the whole dispatch both front ends share: a command's answer becomes a `commandOutput` event and a
+`done` of its own (numbered like a turn, not logged: commands are not part of the conversation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sunwell.agent.events import CommandOutputEvent, DoneEvent
+from sunwell.agent.lens_commands import (
+    LensCommandError,
+    activate_lens,
+    describe_lenses,
+    describe_skills,
+    skill_prompt,
+)
+from sunwell.agent.transcript_markdown import transcript_markdown
+from sunwell.agent.turn import Sink, new_turn_id
+from sunwell.commands_spec import COMMAND_DOCS, CommandDoc, parse_command
+from sunwell.tools.base import Trust
+
+if TYPE_CHECKING:
+    from sunwell.agent.engine import Engine
+    from sunwell.lens.schema import Lens
+
+
+@dataclass
+class ChatState:
+    """What the commands change, kept by the front end for one chat (the sidecar: one per session)."""
+
+    session: str | None = None
+    """None until the first turn creates one (and again after `::clear`)."""
+    model: str | None = None
+    """None: the configured model."""
+    trust: str | None = None
+    """None: the configured trust level."""
+    lens: str | None = None
+    """Path of the active lens file (the engine resolves names and paths alike)."""
+    focus: str | None = None
+    tool_names: list[str] | None = None
+    """--tools / --no-tools: None offers every tool the trust level and lens allow."""
+    terminal: bool = False
+    """`sunwell chat` (which also offers `::exit`) rather than the sidecar."""
+
+    def instructions(self) -> list[str]:
+        """Extra system instructions for the next turn."""
+        if not self.focus:
+            return []
+        return [(f"The user asked you to focus on: {self.focus}. Keep your reading, searching and changes within "
+                 "that scope unless the user asks for something outside it.")]
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    output: str
+    """Markdown for the user."""
+    exit: bool = False
+    """`::exit`: the terminal chat ends."""
+    prompt: str | None = None
+    """A user line to run as a turn now (`::run`)."""
+
+
+@dataclass(frozen=True)
+class LineResult:
+    done: DoneEvent
+    exit: bool = False
+
+
+class CommandError(Exception):
+    """The command cannot do what was asked; the message is the answer."""
+
+
+Handler = Callable[["Engine", ChatState, str], Awaitable[CommandResult | str]]
+_DOCS: dict[str, CommandDoc] = {doc.name: doc for doc in COMMAND_DOCS}
+_HANDLERS: dict[str, Handler] = {}
+
+
+def commands_catalog(*, terminal: bool = False) -> list[CommandDoc]:
+    """Every command with its usage and description; terminal-only ones (`::exit`) only for the terminal."""
+    return [doc for doc in COMMAND_DOCS if terminal or not doc.terminal_only]
+
+
+def command(name: str) -> Callable[[Handler], Handler]:
+    assert name in _DOCS, f"::{name} has no doc in sunwell.commands_spec"
+
+    def register(handler: Handler) -> Handler:
+        _HANDLERS[name] = handler
+        return handler
+
+    return register
+
+
+async def run_command(engine: Engine, state: ChatState, line: str) -> CommandResult:
+    """Answer one `::command` line (the caller checked `parse_command`); errors are answers too."""
+    from sunwell.agent.engine import SetupError
+    from sunwell.agent.sessions import SessionStoreError
+    from sunwell.tools.checkpoints import UndoError
+
+    parsed = parse_command(line)
+    if parsed is None:
+        raise ValueError(f"not a chat command: {line!r}")
+    doc = _DOCS.get(parsed.name)
+    if doc is None:
+        return CommandResult(f"Unknown command: ::{parsed.name}. Try ::help")
+    if doc.terminal_only and not state.terminal:
+        return CommandResult(f"`::{doc.name}` works in the terminal chat only.")
+    try:
+        result = await _HANDLERS[parsed.name](engine, state, parsed.args)
+    except (CommandError, SetupError, SessionStoreError, LensCommandError, UndoError) as exc:
+        return CommandResult(str(exc))
+    return result if isinstance(result, CommandResult) else CommandResult(result)
+
+
+async def handle_line(engine: Engine, state: ChatState, line: str, sink: Sink) -> LineResult:
+    """One user line to its `done`: a turn for the model, or a command answered as `commandOutput` + `done`.
+
+    Raises what `Engine.run_turn` raises before a turn starts (SetupError, SessionStoreError)."""
+    if (parsed := parse_command(line)) is None:
+        return LineResult(await chat_turn(engine, state, line, sink))
+    result = await run_command(engine, state, line)
+    if result.prompt is not None:
+        return LineResult(await chat_turn(engine, state, result.prompt, sink))
+    return LineResult(emit_command_output(sink, state, parsed.name, result.output), exit=result.exit)
+
+
+def emit_command_output(sink: Sink, state: ChatState, name: str, output: str) -> DoneEvent:
+    ids = {"session": state.session or "", "turn": new_turn_id()}
+    sink(CommandOutputEvent(command=name, output=output, seq=0, **ids))
+    done = DoneEvent(status="completed", tool_calls=0, usage=None, seq=1, **ids)
+    sink(done)
+    return done
+
+
+async def chat_turn(engine: Engine, state: ChatState, text: str, sink: Sink) -> DoneEvent:
+    """A turn with the chat's model, trust, tools, lens and focus; a new session is remembered in `state`."""
+    options: dict[str, Any] = {"session": state.session, "model": state.model, "trust": state.trust,
+                               "tool_names": state.tool_names, "lens": state.lens,
+                               "instructions": state.instructions()}
+    done = await engine.run_turn(text, sink, **options)
+    state.session = done.session or state.session
+    return done
+
+
+# ---- the commands ----------------------------------------------------------------------------------------------
+
+
+@command("help")
+async def _help(engine: Engine, state: ChatState, args: str) -> str:
+    if args:
+        doc = _DOCS.get(args.removeprefix("::").lower())
+        if doc is None or (doc.terminal_only and not state.terminal):
+            return f"Unknown command: ::{args.removeprefix('::')}. Try ::help"
+        return f"`{doc.usage}`\n\n{doc.description}"
+    lines = [f"- `{doc.usage}` — {doc.description}" for doc in commands_catalog(terminal=state.terminal)]
+    return "**Chat commands**\n\n" + "\n".join(lines) + "\n\nAny other line goes to the model."
+
+
+@command("skills")
+async def _skills(engine: Engine, state: ChatState, args: str) -> str:
+    return describe_skills(_active_lens(engine, state))
+
+
+@command("lens")
+async def _lens(engine: Engine, state: ChatState, args: str) -> str:
+    if not args:
+        return describe_lenses(engine, _active_lens(engine, state, required=False), rescan=state.terminal)
+    if args.lower() in ("off", "none"):
+        state.lens = None
+        return "No lens is active now."
+    state.lens, text = activate_lens(engine, args)
+    return text
+
+
+@command("focus")
+async def _focus(engine: Engine, state: ChatState, args: str) -> str:
+    state.focus = args or None
+    if not args:
+        return "Focus cleared."
+    return f"Focus: `{args}`. The next turns ask the model to keep to it; `::focus` alone clears it."
+
+
+@command("context")
+async def _context(engine: Engine, state: ChatState, args: str) -> str:
+    from sunwell.agent.engine import SetupError
+    from sunwell.agent.prompts import system_prompt
+
+    try:
+        spec = engine.model_spec(state.model)
+        window = engine.capabilities(spec).context_window
+        model = f"`{spec}` (context window {window:,} tokens)"
+    except SetupError as exc:
+        model = f"none ({exc})"
+    lens = _active_lens(engine, state, required=False)
+    offered, _, level = engine.tools(_trust(engine, state), state.tool_names, lens)
+    messages = engine.store.messages(state.session) if state.session else []
+    extra = [*([lens.instructions] if lens and lens.instructions else []), *state.instructions()]
+    system = engine.settings.system_prompt or system_prompt(engine.workspace, extra)
+    history = sum(len(json.dumps(m.wire(), ensure_ascii=False)) for m in messages)
+    tools = len(json.dumps([tool.spec.model_dump() for tool in offered]))
+    rows = [("model", model), ("trust", _trust_text(engine, state, level)),
+            ("lens", f"**{lens.name}**" if lens else "none"), ("focus", f"`{state.focus}`" if state.focus else "none"),
+            ("session", f"`{state.session}`" if state.session else "new (no messages yet)"),
+            ("messages", str(len(messages))), ("tools", ", ".join(f"`{t.name}`" for t in offered) or "none"),
+            ("tokens", (f"about {_tokens(history):,} in the conversation, {_tokens(len(system) + tools):,} in "
+                        "instructions and tool definitions"))]
+    return "**Context**\n\n" + "\n".join(f"- {name}: {value}" for name, value in rows)
+
+
+@command("save")
+async def _save(engine: Engine, state: ChatState, args: str) -> str:
+    from sunwell.tools.base import ToolFailure
+    from sunwell.tools.edits import prepare_write, write_target
+    from sunwell.tools.jail import Jail
+
+    path = _one_argument(args, "::save <path>")
+    messages = engine.store.messages(state.session) if state.session else []
+    if not messages:
+        return "Nothing to save yet: the conversation is empty."
+    lens = _active_lens(engine, state, required=False)
+    blocked = [*engine.settings.blocked_paths, *(lens.tool_policy.blocked_paths if lens and lens.tool_policy else [])]
+    data = transcript_markdown(state.session or "", messages).encode("utf-8")
+    try:
+        target = prepare_write(Jail(engine.workspace, blocked), path)
+        created = await asyncio.to_thread(write_target, target, data)
+    except ToolFailure as exc:
+        suggestion = f" ({exc.error.suggestion})" if exc.error.suggestion else ""
+        return f"Cannot save to `{path}`: {exc.error.message}{suggestion}"
+    return f"Saved {len(messages)} messages to `{target.rel}`{'' if created else ' (replaced the old file)'}."
+
+
+@command("clear")
+async def _clear(engine: Engine, state: ChatState, args: str) -> str:
+    old, state.session = state.session, None
+    kept = f" The previous one is session `{old}` (`sunwell sessions show {old}`)." if old else ""
+    return "New conversation." + kept
+
+
+@command("tools")
+async def _tools(engine: Engine, state: ChatState, args: str) -> str:
+    lens = _active_lens(engine, state, required=False)
+    offered, catalogue, level = engine.tools(_trust(engine, state), state.tool_names, lens)
+    mode = engine.approval.mode
+    lines = [f"- `{tool.name}` — {tool.source} · trust {tool.min_trust.name} · "
+             + ("auto" if tool.approval == "auto" else "ask" if mode == "ask" else f"{mode} (--approve {mode})")
+             for tool in offered]
+    names = {tool.name for tool in offered}
+    above = [f"`{tool.name}` ({tool.min_trust.name})" for tool in catalogue
+             if tool.name not in names and tool.min_trust > level]
+    text = f"**Tools** at trust {_trust_text(engine, state, level)}\n\n" + ("\n".join(lines) or "No tools.")
+    if above:
+        text += "\n\nNeed a higher trust: " + ", ".join(above) + "."
+    if engine.settings.dry_run:
+        text += "\n\nDry run: calls are shown, none is executed."
+    return text
+
+
+@command("model")
+async def _model(engine: Engine, state: ChatState, args: str) -> str:
+    if not args:
+        spec = engine.model_spec(state.model)
+        caps = engine.capabilities(spec)
+        calls = "native tool calls" if caps.native_tools else f"emulated tool calls ({caps.emulation})"
+        return (f"Model: **{spec}** — {calls}, context window {caps.context_window:,} tokens."
+                "\n\nSwitch with `::model PROVIDER:MODEL`.")
+    spec = engine.model_spec(_one_argument(args, "::model [id]"))
+    await asyncio.to_thread(engine.provider, spec)  # a missing key is said now; the SDK import takes a second
+    state.model = str(spec)
+    return f"Model: **{spec}** from the next turn on."
+
+
+@command("trust")
+async def _trust_command(engine: Engine, state: ChatState, args: str) -> str:
+    levels = ", ".join(level.name for level in Trust)
+    if not args:
+        return f"Trust: {_trust_text(engine, state)}.\n\nLevels: {levels}. Change it with `::trust <level>`."
+    if args not in Trust.__members__:
+        return f"Unknown trust level `{args}`: use one of {levels}."
+    state.trust = args
+    return f"Trust: {_trust_text(engine, state)} from the next turn on."
+
+
+@command("undo")
+async def _undo(engine: Engine, state: ChatState, args: str) -> str:
+    if args not in ("", "--force", "force"):
+        raise CommandError("Usage: `::undo [--force]`")
+    if state.session is None:
+        return "Nothing to undo: this conversation has not changed any file."
+    result = await asyncio.to_thread(engine.undo, state.session, force=bool(args))
+    if result.turn is None:
+        return "Nothing to undo: no turn of this conversation changed files (or all were undone)."
+    lines = ([f"- restored `{path}`" for path in result.restored]
+             + [f"- deleted `{path}` (the turn created it)" for path in result.deleted]
+             + [f"- overwrote `{path}` (it had changed since)" for path in result.conflicts])
+    return f"Undid turn `{result.turn}`:\n\n" + ("\n".join(lines) or "- the files were already as before")
+
+
+@command("run")
+async def _run(engine: Engine, state: ChatState, args: str) -> CommandResult:
+    lens = _active_lens(engine, state)
+    offered, catalogue, level = engine.tools(_trust(engine, state), state.tool_names, lens)
+    return CommandResult("", prompt=skill_prompt(lens, args, offered, catalogue, level))
+
+
+@command("exit")
+async def _exit(engine: Engine, state: ChatState, args: str) -> CommandResult:
+    return CommandResult("Bye.", exit=True)
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _active_lens(engine: Engine, state: ChatState, *, required: bool = True) -> Lens | None:
+    if state.lens:
+        return engine.lens(state.lens)
+    if required:
+        raise CommandError("No lens is active: `::lens` lists them, `::lens <name>` activates one.")
+    return None
+
+
+def _trust(engine: Engine, state: ChatState) -> Trust:
+    return Trust[state.trust or engine.settings.trust]
+
+
+def _trust_text(engine: Engine, state: ChatState, effective: Trust | None = None) -> str:
+    chosen = _trust(engine, state)
+    if effective is None:
+        _, _, effective = engine.tools(chosen, state.tool_names, _active_lens(engine, state, required=False))
+    return f"**{chosen.name}**" + (f" (the lens caps it at **{effective.name}**)" if effective < chosen else "")
+
+
+def _one_argument(args: str, usage: str) -> str:
+    if not args:
+        raise CommandError(f"Usage: `{usage}`")
+    return args
+
+
+def _tokens(chars: int) -> int:
+    return (chars + 3) // 4  # ~4 characters a token: an estimate, not the model's tokenizer

@@ -1,0 +1,339 @@
+"""`sunwell chat`: the engine in a terminal, one line at a time, with the same `::commands` as the sidecar.
+
+The prompt is read outside the event loop (readline's editing and history need the main thread); each line then
+runs as one task on a loop that lives as long as the chat, with Ctrl-C bound to cancelling that task. Approval
+questions read their answer from the same stdin, through `StdinLines`, so that a question abandoned by Ctrl-C
+does not leave a thread behind that swallows the next line typed at the prompt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import re
+import select
+import shutil
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from sunwell.agent.events import Event
+from sunwell.commands_spec import parse_command
+
+if TYPE_CHECKING:
+    from sunwell.agent.commands import ChatState
+    from sunwell.agent.engine import Engine
+
+log = logging.getLogger(__name__)
+EXIT_OK, EXIT_INTERRUPTED = 0, 130
+DOUBLE_PRESS_SEC = 2.0
+"""A Ctrl-C at the prompt this soon after one that cancelled a turn leaves, as a second one during the turn does."""
+BOLD_CYAN, CYAN, BOLD, DIM, RED, RESET = "\x1b[1;36m", "\x1b[36m", "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[0m"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `sunwell chat`: those of `sunwell run`, without the prompt."""
+    from sunwell.cli import _turn_options
+
+    parser.add_argument("--lens", help="activate a lens (name or path); ::lens changes it")
+    _turn_options(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    """`sunwell chat [options]` (see `add_arguments`); raises the CLI's UsageError for usage and setup problems."""
+    from sunwell.agent.commands import ChatState
+    from sunwell.agent.engine import Engine, SetupError
+    from sunwell.agent.lens_commands import LensCommandError, activate_lens
+    from sunwell.cli import UsageError, _settings, _tool_names
+    from sunwell.prompt_approval import TerminalAsker
+
+    workspace, settings = _settings(args, model=args.model, trust=args.trust, base_url=args.base_url,
+                                    max_tool_turns=args.max_tool_turns, approval=args.approve,
+                                    dry_run=args.dry_run)
+    if sys.stdin is None:
+        raise UsageError("sunwell chat reads its lines from stdin, and there is none")
+    interactive = sys.stdin.isatty()
+    if settings.approval is None:
+        settings.approval = "ask" if interactive else "deny"
+    lines = StdinLines(sys.stdin.fileno())
+    asker = TerminalAsker(stdin=lines, out=sys.stderr, color=sys.stderr.isatty()) if settings.approval == "ask" \
+        else None
+    state = ChatState(session=args.session, tool_names=_tool_names(args), terminal=True)
+    try:
+        engine = Engine(settings, workspace, asker=asker)
+        if args.session and not engine.store.exists(args.session):
+            raise SetupError(f"unknown session '{args.session}': see `sunwell sessions list`")
+        if args.lens:
+            state.lens, _ = activate_lens(engine, args.lens)
+    except (SetupError, LensCommandError) as exc:
+        raise UsageError(str(exc)) from None
+    chat = Chat(engine, state, lines, interactive=interactive, color=sys.stdout.isatty(), json=args.json)
+    return chat.run()
+
+
+class Chat:
+    def __init__(self, engine: Engine, state: ChatState, lines: StdinLines, *, interactive: bool, color: bool,
+                 json: bool = False, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        from sunwell.transcript import JsonLines, Transcript
+
+        self.engine, self.state, self.lines = engine, state, lines
+        self.interactive, self.color, self.out, self.err = interactive, color and not json, out, err
+        self.transcript = JsonLines(out) if json else Transcript(out=out, color=color)
+        self.json = json
+        self.quit = False  # a second Ctrl-C during a turn
+        self.leave_on_ctrl_c_until = 0.0  # a Ctrl-C at the prompt before then leaves the chat
+
+    def run(self) -> int:
+        loop = asyncio.new_event_loop()
+        history = _History(Path(self.engine.data_dir) / "chat_history") if self.interactive else None
+        self._banner()
+        threading.Thread(target=self._warm_up, daemon=True).start()
+        try:
+            while not self.quit:
+                try:
+                    if self._step(loop):
+                        return EXIT_OK
+                except KeyboardInterrupt:  # pressed again while the first press was being answered
+                    return EXIT_INTERRUPTED
+            return EXIT_INTERRUPTED
+        finally:
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # leaving: more presses must not break this
+            self.lines.abort()
+            if history is not None:
+                history.save()
+            self._goodbye()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+            signal.signal(signal.SIGINT, previous)
+
+    def _step(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Read and run one line; True when the chat is over."""
+        try:
+            line = self._read()
+            self.leave_on_ctrl_c_until = 0.0
+            return line is None or bool(line.strip() and self._handle(loop, line))
+        except KeyboardInterrupt:  # at the prompt, or between two lines
+            if time.monotonic() < self.leave_on_ctrl_c_until:
+                raise
+            self.leave_on_ctrl_c_until = math.inf  # until a line is entered
+            self._status("\n(Ctrl-C again or Ctrl-D to leave)", DIM)
+            return False
+
+    def _read(self) -> str | None:
+        """The next line, None at the end of input. Raises KeyboardInterrupt on Ctrl-C."""
+        if not self.interactive:
+            line = self.lines.readline()
+            return line.rstrip("\r\n") if line else None
+        try:
+            line = input("" if self.json else _prompt(self.color and self.out.isatty()))
+        except EOFError:
+            self.out.write("\n")
+            return None
+        if self.color and parse_command(line) is not None:
+            _repaint(self.out, line)
+        return line
+
+    def _handle(self, loop: asyncio.AbstractEventLoop, line: str) -> bool:
+        """Run one line to its end; True when the chat is over (`::exit`)."""
+        from sunwell.agent.commands import handle_line
+        from sunwell.agent.engine import SetupError
+        from sunwell.agent.sessions import SessionStoreError
+
+        presses = 0
+
+        def interrupt() -> None:
+            nonlocal presses
+            presses += 1
+            self.leave_on_ctrl_c_until = time.monotonic() + DOUBLE_PRESS_SEC  # the turn may end before the 2nd
+            task.cancel()
+            self.lines.abort()  # an approval question waiting for its answer gives up
+            if presses > 1:
+                self.quit = True
+                loop.remove_signal_handler(signal.SIGINT)  # a third Ctrl-C interrupts whatever hangs
+
+        loop.add_signal_handler(signal.SIGINT, interrupt)  # before the task exists: no press goes unheard
+        task = loop.create_task(handle_line(self.engine, self.state, line, self._sink))
+        try:
+            result = loop.run_until_complete(task)
+        except (asyncio.CancelledError, KeyboardInterrupt):  # cancelled before the turn began, or a third press
+            task.cancel()
+            self._status("cancelled", DIM)
+            return False
+        except (SetupError, SessionStoreError) as exc:
+            self._status(f"sunwell: {exc}", RED)
+            return False
+        except Exception as exc:  # a bug in one line should not end the chat
+            log.debug("line failed", exc_info=True)
+            self._status(f"sunwell: {exc}", RED)
+            return False
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+        if result.done.status == "cancelled":
+            self._status("cancelled", DIM)
+        elif result.done.status == "error":
+            self._status(f"error: {result.done.error}", RED)
+        elif result.done.status == "limitReached":
+            self._status("stopped at the tool-turn limit (--max-tool-turns)", DIM)
+        return result.exit
+
+    def _sink(self, event: Event) -> None:
+        if event.type == "commandOutput" and not self.json:
+            if event.output:
+                self.out.write(render_markdown(event.output, self.color) + "\n")
+                self.out.flush()
+            return
+        self.transcript(event)
+
+    def _status(self, text: str, style: str) -> None:
+        self.err.write((f"{style}{text}{RESET}" if self.err.isatty() else text) + "\n")
+        self.err.flush()
+
+    def _warm_up(self) -> None:
+        """Import the model's SDK (about a second) while the user is still typing the first line."""
+        with contextlib.suppress(Exception):  # the first turn reports any problem properly
+            self.engine.provider(self.engine.model_spec(self.state.model))
+
+    def _banner(self) -> None:
+        if not self.interactive or self.json:
+            return
+        try:
+            model = str(self.engine.model_spec(self.state.model))
+        except Exception:  # noqa: BLE001 - no model yet: `::model` picks one
+            model = "none (::model PROVIDER:MODEL picks one)"
+        text = (f"Sunwell chat in {self.engine.workspace} · model {model}\n"
+                "::help lists the commands · Ctrl-C cancels a turn · Ctrl-D leaves")
+        self.out.write((f"{DIM}{text}{RESET}" if self.color else text) + "\n")
+
+    def _goodbye(self) -> None:
+        if self.state.session:
+            self._status(f"session {self.state.session} (sunwell run --session {self.state.session} "
+                         "continues it)", DIM)
+
+
+class StdinLines:
+    """Lines of a file descriptor for the prompt and the approval questions alike, and a read that can be abandoned.
+
+    Reading the descriptor (not `sys.stdin`'s buffer) keeps one order of lines for both readers. `abort` wakes a
+    `readline` blocked in another thread: it returns "" (an approval then counts as denied)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._buffer = b""
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        self._busy = threading.Lock()
+
+    def readline(self) -> str:
+        with self._busy:
+            with contextlib.suppress(BlockingIOError):
+                while os.read(self._wake_r, 64):  # a wake-up meant for a read that had already returned
+                    pass
+            while b"\n" not in self._buffer:
+                ready, _, _ = select.select([self.fd, self._wake_r], [], [])
+                if self._wake_r in ready:
+                    return ""
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    rest, self._buffer = self._buffer, b""
+                    return rest.decode(errors="replace")
+                self._buffer += chunk
+            line, _, self._buffer = self._buffer.partition(b"\n")
+            return line.decode(errors="replace") + "\n"
+
+    def abort(self) -> None:
+        if self._busy.locked():
+            os.write(self._wake_w, b"x")
+            with self._busy:  # wait until that read has returned
+                pass
+
+
+_INLINE = re.compile(r"`([^`]+)`|\*\*([^*]+)\*\*|(?<![\w:])(::[a-zA-Z][\w-]*)")
+
+
+def render_markdown(text: str, color: bool) -> str:
+    """Command output for a terminal: `::commands` bold cyan, code cyan, strong bold; the markdown as is without
+    color (it reads well enough)."""
+    if not color:
+        return text
+
+    def paint(match: re.Match[str]) -> str:
+        code, strong, command = match.groups()
+        if code is not None:
+            return highlight_command(code) if parse_command(code) else f"{CYAN}{code}{RESET}"
+        return f"{BOLD}{strong}{RESET}" if strong is not None else f"{BOLD_CYAN}{command}{RESET}"
+
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        else:
+            lines.append(f"{DIM}{line}{RESET}" if fenced else _INLINE.sub(paint, line))
+    return "\n".join(lines)
+
+
+def highlight_command(line: str) -> str:
+    """`::name args` with the name in bold cyan, as the editor grammars mark it."""
+    if (command := parse_command(line)) is None:
+        return line
+    start = line.index("::")
+    end = start + 2 + len(command.name)
+    return f"{line[:start]}{BOLD_CYAN}{line[start:end]}{RESET}{line[end:]}"
+
+
+def _prompt(color: bool) -> str:
+    # \001 and \002 tell readline that the escape codes between them take no room on the line
+    return f"\001{BOLD_CYAN}\002›\001{RESET}\002 " if color else "› "
+
+
+def _repaint(out: TextIO, line: str) -> None:
+    """Draw the command just entered again, highlighted, over the line readline echoed."""
+    if len(line) + 2 >= shutil.get_terminal_size().columns:
+        return  # it wrapped: moving up one row would paint over the wrong line
+    out.write(f"\x1b[1A\r\x1b[2K{_prompt(False)}{highlight_command(line)}\n")
+    out.flush()
+
+
+class _History:
+    """readline history in the data dir, when readline is there; a history that cannot be saved is no error."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            import readline
+        except ImportError:
+            self.readline = None
+            return
+        self.readline, self.path = readline, path
+        readline.set_history_length(1000)
+        with contextlib.suppress(OSError):
+            readline.read_history_file(path)
+        _complete_commands(readline)
+
+    def save(self) -> None:
+        if self.readline is not None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.readline.write_history_file(self.path)
+            except OSError as exc:
+                log.debug("chat history not saved: %s", exc)
+
+
+def _complete_commands(readline) -> None:
+    from sunwell.agent.commands import commands_catalog
+
+    names = [f"::{doc.name} " for doc in commands_catalog(terminal=True)]
+
+    def complete(text: str, index: int) -> str | None:
+        matches = [name for name in names if name.startswith(text.lower())] if text.startswith("::") else []
+        return matches[index] if index < len(matches) else None
+
+    readline.set_completer(complete)
+    readline.set_completer_delims(" \t\n")
+    binding = "bind ^I rl_complete" if "libedit" in (readline.__doc__ or "") else "tab: complete"
+    readline.parse_and_bind(binding)

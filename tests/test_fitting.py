@@ -1,0 +1,120 @@
+"""Fitting tool definitions into a small context window, and namespacing skills whose names clash."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from sunwell.messages import ToolSpec
+from sunwell.models.fitting import estimate_tokens, fit_tools, namespace_clashes, relevance
+from sunwell.tools.registry import CORE_TOOLS
+
+SPECS = [tool.spec for tool in CORE_TOOLS]
+FULL = estimate_tokens(SPECS)
+READ = "Read a.txt and tell me what it says"
+
+
+def names(tools):
+    return [t.name for t in tools]
+
+
+def by_name(tools, name):
+    return next(t for t in tools if t.name == name)
+
+
+def test_the_estimate_is_about_four_characters_a_token():
+    spec = ToolSpec(name="x", description="y" * 400, parameters={})
+    assert 100 <= estimate_tokens([spec]) <= 115
+
+
+def test_tools_that_fit_are_returned_unchanged():
+    tools, notes = fit_tools(SPECS, context_window=FULL * 4, user_text=READ)
+    assert tools == SPECS and notes == []
+
+
+def test_descriptions_are_trimmed_first_least_relevant_first():
+    window = (FULL - 150) * 4  # a little too small: only some descriptions need trimming
+    tools, notes = fit_tools(SPECS, context_window=window, user_text=READ)
+    assert estimate_tokens(tools) <= window // 4 and names(tools) == names(SPECS)
+    assert len(notes) == 1 and notes[0].startswith("cut the descriptions of")
+    # the tool the request is about keeps its whole description
+    assert by_name(tools, "read_file").description == by_name(SPECS, "read_file").description
+    trimmed = [t for t in tools if t.description != by_name(SPECS, t.name).description]
+    assert trimmed and all(t.description.count(". ") == 0 for t in trimmed)
+
+
+def test_then_optional_parameters_lose_their_descriptions_then_go():
+    tools, notes = fit_tools(SPECS, context_window=2000, user_text=READ)
+    assert estimate_tokens(tools) <= 500 and names(tools) == names(SPECS)
+    assert [n.split(" of ")[0] for n in notes] == ["cut the descriptions", "dropped the descriptions",
+                                                    "dropped the optional parameters"]
+    run = by_name(tools, "run_command")
+    assert set(run.parameters["properties"]) == {"command"} and run.parameters["required"] == ["command"]
+    # required parameters and their descriptions always stay
+    assert by_name(tools, "read_file").parameters["properties"]["path"]["description"]
+
+
+def test_least_relevant_tools_are_dropped_last_and_the_most_relevant_never():
+    tools, notes = fit_tools(SPECS, context_window=1000, user_text=READ)
+    assert estimate_tokens(tools) <= 250
+    assert "read_file" in names(tools) and names(tools) == [n for n in names(SPECS) if n in names(tools)]
+    assert notes[-1].startswith("left out ") and "least relevant" in notes[-1]
+    tools, _ = fit_tools(SPECS, context_window=10, user_text=READ)
+    assert names(tools) == ["read_file"]
+
+
+@pytest.mark.parametrize(("text", "best"), [
+    (READ, "read_file"),
+    ("run the tests with pytest", "run_command"),
+    ("search for where load_config is defined", "search_files"),
+    ("list the files in src", "list_files"),
+    ("create a new file hello.py", "write_file"),
+])
+def test_relevance_is_word_overlap_with_name_and_description(text, best):
+    from sunwell.models.fitting import _words
+
+    scores = {spec.name: relevance(spec, _words(text)) for spec in SPECS}
+    assert max(scores, key=scores.get) == best
+
+
+def test_relevance_decides_which_tools_survive():
+    tools, _ = fit_tools(SPECS, context_window=1000, user_text="run the tests with pytest")
+    assert "run_command" in names(tools)
+
+
+def test_the_input_is_not_modified():
+    before = [spec.model_copy(deep=True) for spec in SPECS]
+    fit_tools(SPECS, context_window=500, user_text=READ)
+    assert SPECS == before
+
+
+# --- namespacing --------------------------------------------------------------------------------------------
+
+def skill(name):
+    return ToolSpec(name=name, description=f"the {name} skill", parameters={"type": "object", "properties": {}})
+
+
+def test_skills_without_clashes_keep_their_names():
+    tools, notes = namespace_clashes(SPECS, [("docs", [skill("summarize"), skill("outline")])])
+    assert names(tools) == ["summarize", "outline"] and notes == []
+
+
+def test_a_skill_named_like_a_core_tool_gets_its_lens_prefix():
+    tools, notes = namespace_clashes(SPECS, [("my lens!", [skill("read_file"), skill("outline")])])
+    assert names(tools) == ["my_lens___read_file", "outline"]
+    assert notes == ["skill read_file of lens my lens! is offered as my_lens___read_file (a core tool has its name)"]
+
+
+def test_skills_clashing_across_lenses_are_both_prefixed():
+    tools, notes = namespace_clashes(SPECS, [("a", [skill("lint")]), ("b", [skill("lint"), skill("fmt")])])
+    assert names(tools) == ["a__lint", "b__lint", "fmt"] and len(notes) == 2
+
+
+def test_namespacing_works_on_tools_too_and_respects_the_name_limit():
+    tool = replace(CORE_TOOLS[0], source="lens:x")
+    tools, _ = namespace_clashes(CORE_TOOLS, [("x" * 50, [tool])])
+    assert tools[0].name == ("x" * 30 + "__list_files")[:64] and tools[0].handler is CORE_TOOLS[0].handler
+    long = skill("s" * 60)
+    tools, _ = namespace_clashes([long], [("lens", [long])])
+    assert len(tools[0].name) == 64
