@@ -32,3 +32,8 @@ fi
 
 .venv/bin/python -m pytest -q -rs "$@"
 bash tests/grammar/run.sh
+
+# The extension: typecheck, unit tests (webview reducer, settings, generated protocol types current), bundle.
+[ -d node_modules ] && [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error
+PATH="$PWD/.venv/bin:$PATH" npm test
+npm run build --silent

@@ -238,3 +238,13 @@ def test_prompt_from_stdin(sunwell, fake):
     run = sunwell("run", "--model", OPENAI, "--json", input="from stdin\n")
     assert run.code == 0, run.stderr
     assert fake.requests[0].body["messages"][-1]["content"] == "from stdin\n"
+
+
+def test_corrupt_session_database_is_reported_and_kept(sunwell, fake, tmp_path):
+    db = tmp_path / "data" / "sessions.db"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"not a database at all" * 100)
+    run = sunwell("run", "hi", "--model", OPENAI)
+    assert run.code == 1 and "sessions.db" in run.stderr and len(run.stderr.splitlines()) == 1
+    assert db.read_bytes() == b"not a database at all" * 100
+    assert fake.requests == []

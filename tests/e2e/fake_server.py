@@ -1,0 +1,135 @@
+"""The scripted fake provider (tests/fake_provider.py) as a process for the end-to-end run, plus a control endpoint.
+
+    python tests/e2e/fake_server.py      # prints one JSON line {"url": ..., "control": ...} when ready
+
+The model endpoint is `url` (OpenAI: `{url}/v1`, Anthropic: `url`). The test runner drives the script through the
+control endpoint, one scenario at a time:
+
+    POST {control}/scenario/<name>     drop what is left of the queue, script the scenario's replies;
+                                       answers {"requests": N} (how many requests were recorded so far)
+    GET  {control}/requests?since=N    the requests recorded since N: [{"path", "body"}]
+    GET  {control}/state               {"remaining": n, "requests": N}
+
+It stops when its stdin closes or on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for fake_provider
+
+from fake_provider import Call, FakeProvider, Reply  # noqa: E402
+
+TODO = "# TODO\n\n- [x] chat in VS Code\n- [ ] ship it\n"
+SLOW_TEXT = "Counting slowly, stop me whenever you like: " + ", ".join(str(n) for n in range(1, 400)) + "."
+
+
+def _after_denial(body: dict) -> Reply:
+    """The model's answer once it has been told its write was denied."""
+    return Reply(text="Understood: you denied the change, so I left `src/app.py` as it is.", chunk=12)
+
+
+SCENARIOS: dict[str, list[Any]] = {
+    # (b) streamed markdown: a list, a code span and a fenced block with a copy button
+    "chat": [
+        Reply(
+            text=(
+                "Hello! I'm **Sunwell**, answering from the fake provider.\n\n"
+                "- streamed in small pieces\n- with `inline code`\n\n"
+                "```python\ndef add(a, b):\n    return a + b\n```\n"
+            ),
+            chunk=5,
+            delay=0.03,
+        )
+    ],
+    # (c) a tool card fills in: arguments stream, the call runs, the result comes back
+    "read": [
+        Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')], chunk=4, delay=0.05),
+        Reply(text="`a.txt` says **hello from the demo**.", chunk=8, delay=0.02),
+    ],
+    # (d) a write that asks first; the user allows it
+    "write-allow": [
+        Reply(tool_calls=[Call("write_file", json.dumps({"path": "notes/todo.md", "content": TODO}))], chunk=16),
+        Reply(text="Created `notes/todo.md`.", chunk=8),
+    ],
+    # (d) an overwrite the user denies; the next request must carry the denial back to the model
+    "write-deny": [
+        Reply(
+            tool_calls=[
+                Call("write_file", json.dumps({"path": "src/app.py", "content": "def main():\n    return 0\n"}))
+            ],
+            chunk=16,
+        ),
+        _after_denial,
+    ],
+    # (e) a long answer, stopped half way
+    "slow": [Reply(text=SLOW_TEXT, chunk=6, delay=0.25)],
+    # nothing may reach the model
+    "none": [],
+}
+
+
+def main() -> int:
+    fake = FakeProvider().start()
+
+    class Control(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _json(self, status: int, payload: Any) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            url = urlparse(self.path)
+            parts = url.path.strip("/").split("/")
+            if len(parts) != 2 or parts[0] != "scenario" or parts[1] not in SCENARIOS:
+                self._json(404, {"error": f"unknown: {url.path}; scenarios: {sorted(SCENARIOS)}"})
+                return
+            with fake._lock:  # the queue of a stopped turn must not leak into the next scenario
+                fake._queue.clear()
+            fake.script(*SCENARIOS[parts[1]])
+            self._json(200, {"requests": len(fake.requests)})
+
+        def do_GET(self) -> None:
+            url = urlparse(self.path)
+            if url.path == "/requests":
+                since = int(parse_qs(url.query).get("since", ["0"])[0])
+                self._json(200, [{"path": r.path, "body": r.body} for r in fake.requests[since:]])
+            elif url.path == "/state":
+                self._json(200, {"remaining": fake.remaining, "requests": len(fake.requests)})
+            else:
+                self._json(404, {"error": f"unknown: {url.path}"})
+
+    control = ThreadingHTTPServer(("127.0.0.1", 0), Control)
+    control.daemon_threads = True
+    threading.Thread(target=control.serve_forever, args=(0.05,), daemon=True).start()
+    host, port = control.server_address[:2]
+    print(json.dumps({"url": fake.url, "control": f"http://{host}:{port}"}), flush=True)
+
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        pass
+    control.shutdown()
+    fake.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
