@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Installs what it takes to run real VS Code (code-server) offline and drive it with headless Chromium:
-#   - Debian packages chromium, libkrb5-dev and ripgrep (apt, only when missing; needs root)
+# Installs what it takes to run real VS Code (code-server) with Sunwell offline, and to drive it with headless
+# Chromium for the end-to-end tests:
+#   - Debian packages libkrb5-dev and ripgrep (code-server's native modules) and chromium (the tests' browser):
+#     apt, only when missing; needs root
 #   - code-server@4.100.3 from npm into a cache dir outside the repo (reused when present)
 #   - playwright-core for tests/e2e (npm ci from tests/e2e/package-lock.json)
-# Idempotent: a second run checks and returns in about a second. Exits non-zero with the reason when something
-# cannot be installed. Prints the code-server binary's path on its last line ("code-server: PATH").
+#   - with --vsix: the extension's .vsix, built (npm ci && npm run package) when missing or older than its sources
+# Idempotent: once everything is there it checks and returns in about a second. Exits non-zero with the reason
+# when something cannot be installed. Prints "code-server: PATH" (and "vsix: PATH") on stdout, notes on stderr.
+#   --no-browser        skip chromium and playwright-core (scripts/start.sh: you bring the browser)
+#   --vsix              also make sure the .vsix is built and current
 #   SUNWELL_E2E_CACHE   where code-server goes (default ~/.cache/sunwell-e2e)
-#   --no-playwright     skip tests/e2e's node_modules (scripts/start.sh does not need them)
+#   SUNWELL_NO_VSIX_BUILD=1   take the .vsix as it is (only fail when it is missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -14,10 +19,12 @@ CODE_SERVER_VERSION=4.100.3
 CACHE=${SUNWELL_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sunwell-e2e}
 CS_DIR=$CACHE/code-server-$CODE_SERVER_VERSION
 CS_BIN=$CS_DIR/node_modules/.bin/code-server
-PLAYWRIGHT=1
+BROWSER=1
+VSIX=0
 for arg in "$@"; do
   case $arg in
-    --no-playwright) PLAYWRIGHT=0 ;;
+    --no-browser) BROWSER=0 ;;
+    --vsix) VSIX=1 ;;
     *) echo "setup-vscode: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -34,7 +41,7 @@ NODE_MAJOR=$(node -p 'process.versions.node.split(".")[0]')
 # ---- Debian packages ---------------------------------------------------------------------------------------------
 missing=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
-command -v chromium >/dev/null || [ -x /usr/bin/chromium ] || missing+=(chromium)
+[ "$BROWSER" = 0 ] || command -v chromium >/dev/null || [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v rg >/dev/null || missing+=(ripgrep)
 if command -v dpkg-query >/dev/null; then
   have_pkg libkrb5-dev || missing+=(libkrb5-dev)
@@ -96,7 +103,7 @@ JSON
 fi
 
 # ---- playwright-core (tests/e2e) ---------------------------------------------------------------------------------
-if [ "$PLAYWRIGHT" = 1 ]; then
+if [ "$BROWSER" = 1 ]; then
   E2E=$ROOT/tests/e2e
   if [ ! -f "$E2E/node_modules/.package-lock.json" ] || [ "$E2E/package-lock.json" -nt "$E2E/node_modules/.package-lock.json" ]; then
     say "npm ci in tests/e2e (playwright-core)"
@@ -104,6 +111,29 @@ if [ "$PLAYWRIGHT" = 1 ]; then
       || die "npm ci in tests/e2e failed; last lines:$(echo; tail -15 /tmp/sunwell-setup-e2e-npm.log)"
   fi
   (cd "$E2E" && node -e 'require("playwright-core")') 2>/dev/null || die "playwright-core does not load from tests/e2e/node_modules"
+fi
+
+# ---- the .vsix ---------------------------------------------------------------------------------------------------
+if [ "$VSIX" = 1 ]; then
+  VSIX_FILE=$ROOT/sunwell-$(node -p 'require("./package.json").version').vsix
+  stale() {
+    [ -f "$VSIX_FILE" ] || return 0
+    [ "${SUNWELL_NO_VSIX_BUILD:-0}" = 1 ] && return 1
+    [ -n "$(find package.json package-lock.json pyproject.toml esbuild.config.mjs tsconfig.json extension/src extension/media \
+      extension/build extension/README.md syntaxes server/sunwell -newer "$VSIX_FILE" -type f -not -name '*.pyc' \
+      -print -quit 2>/dev/null)" ]
+  }
+  if stale; then
+    say "building $(basename "$VSIX_FILE") (missing or older than its sources; about 30 s)"
+    if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+      npm ci --no-audit --no-fund --loglevel=error >/tmp/sunwell-setup-npm-ci.log 2>&1 \
+        || die "npm ci failed; last lines:$(echo; tail -15 /tmp/sunwell-setup-npm-ci.log)"
+    fi
+    npm run package >/tmp/sunwell-setup-package.log 2>&1 \
+      || die "npm run package failed; last lines:$(echo; tail -20 /tmp/sunwell-setup-package.log)"
+    [ -f "$VSIX_FILE" ] || die "npm run package made no $VSIX_FILE (log: /tmp/sunwell-setup-package.log)"
+  fi
+  echo "vsix: $VSIX_FILE"
 fi
 
 echo "code-server: $CS_BIN"

@@ -2,6 +2,8 @@
 # Every test of the project, on a fresh machine: installs what is missing, then runs the suites.
 #   SUNWELL_SLOW=1 also prepares the real-model tier (Qwen2.5-Coder-0.5B through llama-cpp-python); without it
 #   those tests are skipped with the reason.
+#   SUNWELL_E2E=0 skips the end-to-end tier (real VS Code in headless Chromium); it is also skipped, with the
+#   reason, when code-server or Chromium cannot be installed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,3 +40,13 @@ bash tests/grammar/run.sh
 [ -d node_modules ] && [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error
 PATH="$PWD/.venv/bin:$PATH" npm test
 npm run build --silent
+
+# End to end in real VS Code (code-server + headless Chromium, scripts/e2e.sh): screenshots in tests/e2e/artifacts/.
+if [ "${SUNWELL_E2E:-1}" = 0 ]; then
+  echo "e2e tier: skipped (SUNWELL_E2E=0)"
+elif ! bash scripts/setup-vscode.sh >/tmp/sunwell-e2e-setup.log 2>&1; then
+  echo "e2e tier: skipped: code-server or Chromium could not be installed here:"
+  tail -n 5 /tmp/sunwell-e2e-setup.log
+else
+  bash scripts/e2e.sh
+fi

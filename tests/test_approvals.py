@@ -111,6 +111,19 @@ def test_yes_and_deny_modes(sunwell, fake, workspace):
     assert result["error"]["code"] == "denied" and not (workspace / "other.txt").exists()
 
 
+def test_command_allowlist_from_config_runs_without_asking(sunwell, fake, workspace, tmp_path):
+    config = tmp_path / "config" / "sunwell" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("command_allowlist: ['echo *']\n")
+    fake.script(Reply(tool_calls=[shell_call("echo allowed")]), Reply(tool_calls=[shell_call("touch pwned")]),
+                Reply(text="ok"))
+    run = sunwell("run", "go", "--model", OPENAI, "--trust", "shell", "--json")  # no TTY: deny unless allowlisted
+    assert run.code == 0, run.stderr
+    assert [(e["decision"], e["by"]) for e in run.events if e["type"] == "approval"] == [
+        ("allow", "policy"), ("deny", "policy")]
+    assert not (workspace / "pwned").exists()
+
+
 def test_dry_run_executes_nothing(sunwell, fake, workspace):
     fake.script(Reply(tool_calls=[write_call(), Call("read_file", '{"path": "a.txt"}')]), Reply(text="ok"))
     run = sunwell("run", "go", "--model", OPENAI, "--yes", "--dry-run", "--json")

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
-import inspect
 import json
 import os
 import re
@@ -251,9 +250,6 @@ class SunwellClient:
         workspace.mkdir(parents=True, exist_ok=True)
         self.engine = Engine(self.settings, workspace)
         self.rounds = rounds
-        # The engine takes extra tools once it can (`run_turn(..., extra_tools=...)`); until then the turn is
-        # assembled here the way `run_turn` assembles it.
-        self.native_hook = "extra_tools" in inspect.signature(Engine.run_turn).parameters
 
     async def run(self, case: Case) -> Outcome:
         outcome = Outcome(case.id, case.set, "sunwell", next(iter(case.answers[0])))
@@ -292,9 +288,8 @@ class SunwellClient:
         return judge(case, outcome)
 
     async def _turn(self, case: Case, sink):
+        # Assembled the way `Engine.run_turn` assembles a turn, with the case's functions as the only tools.
         engine, tools = self.engine, case.tools
-        if self.native_hook:
-            return await engine.run_turn(case.question, sink, tool_names=[], extra_tools=tools)
         spec = engine.model_spec()
         session = engine.open_session(None, case.question)
         log = TurnLog(engine.store, session, sink)

@@ -8,8 +8,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 const started = [];
 
 /** Spawns `command` as the leader of a new process group (detached = setsid); its output goes to `logFd`. */
-export function startGroup(name, command, args, { env, cwd, logFd, stdin = 'ignore' } = {}) {
-  const child = spawn(command, args, { env, cwd, detached: true, stdio: [stdin, logFd ?? 'ignore', logFd ?? 'ignore'] });
+export function startGroup(name, command, args, { env, cwd, logFd, stdio } = {}) {
+  const child = spawn(command, args, { env, cwd, detached: true, stdio: stdio ?? ['ignore', logFd ?? 'ignore', logFd ?? 'ignore'] });
   started.push({ name, child });
   child.on('error', (err) => console.error(`e2e: ${name} failed to start: ${err.message}`));
   return child;
@@ -164,7 +164,11 @@ export async function runCommand(page, label) {
 export async function quickInput(page, text) {
   const widget = page.locator('.quick-input-widget');
   if (!(await widget.isVisible())) {
+    // F1 does not reach the workbench while a webview (a markdown preview, the chat) has the focus: then the
+    // command center in the title bar opens the same quick input.
     await page.keyboard.press('F1');
+    await widget.waitFor({ state: 'visible', timeout: 3000 })
+      .catch(() => page.locator('.command-center .command-center-center').first().click());
     await widget.waitFor({ state: 'visible', timeout: 10_000 });
   }
   const input = widget.locator('input.input').first();

@@ -117,7 +117,8 @@ function renderChrome(): void {
   stopButton.hidden = !busy;
   stopButton.toggleAttribute('disabled', !!state.turn?.stopping);
   document.body.classList.toggle('busy', busy);
-  setChip(modelChip, state.settings.model || 'Default model');
+  const model = state.settings.model;
+  setChip(modelChip, model ? model.slice(model.indexOf(':') + 1) : 'Default model', model ? `Model: ${model} (click to change)` : 'Select model');
   setChip(trustChip, state.settings.trust ?? 'workspace');
   setChip(lensChip, state.settings.lens ?? 'No lens');
   lensChip.classList.toggle('inactive', !state.settings.lens);
@@ -126,9 +127,10 @@ function renderChrome(): void {
   renderWelcome();
 }
 
-function setChip(el: HTMLElement, text: string): void {
+function setChip(el: HTMLElement, text: string, title?: string): void {
   const label = el.querySelector('.chip-label')!;
   if (label.textContent !== text) label.textContent = text;
+  if (title && el.title !== title) el.title = title;
 }
 
 function renderBanner(): void {

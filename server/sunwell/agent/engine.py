@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sunwell.agent.events import DoneEvent
+from sunwell.agent.events import DoneEvent, NoticeEvent
 from sunwell.agent.gate import Gate
 from sunwell.agent.loop import Turn, TurnConfig
 from sunwell.agent.sessions import SessionStore
@@ -24,6 +24,7 @@ from sunwell.models.capabilities import Capabilities, capabilities_for
 from sunwell.models.emulation import EmulatedProvider, RecoveringProvider
 from sunwell.models.factory import create_provider
 from sunwell.models.fallback import ToolFallbackProvider
+from sunwell.models.fitting import fit_tools
 from sunwell.models.spec import ModelSpec, parse_model_string
 from sunwell.tools.approval import ApprovalPolicy, Asker
 from sunwell.tools.audit import AuditLog
@@ -61,7 +62,8 @@ class Engine:
         self.approval.timeout = settings.approval_timeout_sec
         self.approval.is_allowlisted = lambda command: False
         if settings.command_allowlist:  # bashlex builds its parser tables on import: only when needed
-            
+            from sunwell.tools.allowlist import CommandAllowlist
+
             try:
                 self.approval.is_allowlisted = CommandAllowlist(settings.command_allowlist).allows
             except ValueError as exc:
@@ -182,10 +184,18 @@ class Engine:
         log = TurnLog(self.store, session, sink)
         ctx = self._tool_context(session, log.turn, level, active_lens, provider, spec.model)
         warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in tools) else None
+        notices = [NoticeEvent(level="warning", code="sandbox_off", message=warning)] if warning else []
+        caps = self.capabilities(spec)
+        specs, fitted = fit_tools([t.spec for t in tools], context_window=caps.context_window, user_text=text)
+        if fitted:
+            notices.append(NoticeEvent(level="info", code="tools_fitted",
+                                       message=f"tool definitions fitted to the {caps.context_window}-token "
+                                               f"context window: {'; '.join(fitted)}"))
         config = TurnConfig(
             provider=provider,
             model=spec.model,
             tools=tools,
+            specs=specs,
             catalogue=catalogue,
             trust=level,
             tool_ctx=ctx,
@@ -197,8 +207,8 @@ class Engine:
                                 *instructions],
             gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session)),
             audit=AuditLog(self.data_dir),
-            turn_notices=[warning] if warning else [],
-            small_model=self.capabilities(spec).small,
+            turn_notices=notices,
+            small_model=caps.small,
         )
         return await Turn(config, log, history).run(text)
 

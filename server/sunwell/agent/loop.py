@@ -23,13 +23,15 @@ from sunwell.agent.events import (
 from sunwell.agent.gate import Gate, Verdict
 from sunwell.agent.prompts import LIMIT_REACHED, system_prompt
 from sunwell.agent.turn import TurnLog
-from sunwell.messages import AssistantMessage, Message, ToolCall, ToolError, ToolResultMessage, Usage, UserMessage
+from sunwell.messages import (
+    AssistantMessage, Message, ToolCall, ToolError, ToolResultMessage, ToolSpec, Usage, UserMessage,
+)
 from sunwell.models import base as stream
 from sunwell.models.base import ModelRequest, Provider, ProviderError
 from sunwell.models.retry import stream_with_retries
 from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.executor import execute, failed
-from sunwell.tools.validation import validate_arguments
+from sunwell.tools.validation import canonical_tool_name, coerce_arguments, unknown_tool_error, validate_arguments
 
 
 GUARD_WARN, GUARD_STOP = 3, 5
@@ -48,6 +50,9 @@ class TurnConfig:
     tools: Sequence[Tool]
     """Offered this turn (already filtered by trust and lens)."""
     tool_ctx: ToolContext
+    specs: Sequence[ToolSpec] | None = None
+    """What the model is shown of `tools` when not their full specs (fitted to a small context window); calls are
+    still validated against, and may use, the full tools."""
     trust: Trust = Trust.workspace
     catalogue: Sequence[Tool] = ()
     """Every tool Sunwell knows, so a call above the trust level is `permission`, not `unknown_tool`."""
@@ -62,8 +67,8 @@ class TurnConfig:
     """A sunwell.tools.audit.AuditLog, or None."""
     small_model: bool = False
     """Small models get the answer-now nudges (they tend to keep calling tools after they have the answer)."""
-    turn_notices: list[str] = field(default_factory=list)
-    """Warnings to show once at the start of the turn (e.g. shell running without a sandbox)."""
+    turn_notices: list[NoticeEvent] = field(default_factory=list)
+    """Shown once at the start of the turn (e.g. shell running without a sandbox, tools fitted to the window)."""
 
 
 @dataclass
@@ -87,8 +92,8 @@ class Turn:
 
     async def run(self, text: str) -> DoneEvent:
         self._add(UserMessage(text=text))
-        for message in self.config.turn_notices:
-            self.log.emit(NoticeEvent(level="warning", code="sandbox_off", message=message))
+        for notice in self.config.turn_notices:
+            self.log.emit(notice)
         try:
             status = await self._loop()
             return self._done(status)
@@ -112,11 +117,12 @@ class Turn:
                 model=cfg.model,
                 system=cfg.system or system_prompt(cfg.tool_ctx.jail.root, cfg.extra_instructions, cfg.small_model),
                 messages=list(self.history),
-                tools=[tool.spec for tool in cfg.tools],
+                tools=list(cfg.specs) if cfg.specs is not None else [tool.spec for tool in cfg.tools],
                 tool_choice="none" if final else "auto",
                 max_tokens=cfg.max_tokens,
             ))
-            calls = [] if final else response.calls  # a call made despite tool_choice none is not run
+            # a call made despite tool_choice none is not run
+            calls = [] if final else [self._repair(call) for call in response.calls]
             self._add(AssistantMessage(text=response.text, thinking=response.thinking,
                                        thinking_signature=response.signature, tool_calls=calls))
             if not calls:
@@ -188,6 +194,27 @@ class Turn:
             return ToolCall(id=call_id, name=name, arguments={}, raw=raw)
         return ToolCall(id=call_id, name=name, arguments=arguments)
 
+    def _repair(self, call: ToolCall) -> ToolCall:
+        """`call` with a misspelt tool name and unambiguous argument type slips fixed, each fix told in a notice.
+
+        The `toolCall` event showed the call as the model made it; the history and the session keep the fixed one.
+        """
+        if self._offered(call.name) is None:
+            name = canonical_tool_name(call.name, [t.name for t in self.config.tools])
+            if name is not None:
+                self.log.emit(NoticeEvent(level="info", code="repaired_tool_name",
+                                          message=f"ran {name} for the call to '{call.name}'"))
+                call = call.model_copy(update={"name": name})
+        tool = self._offered(call.name)
+        if tool is not None and call.raw is None:
+            arguments, notes = coerce_arguments(tool.parameters, call.arguments)
+            if notes:
+                self.log.emit(NoticeEvent(level="info", code="coerced_arguments",
+                                          message=f"{call.name}: {'; '.join(notes)}"))
+                call = call.model_copy(update={"arguments": arguments})
+        self._unanswered[call.id] = call
+        return call
+
     async def _run_calls(self, calls: list[ToolCall]) -> list[ToolResultMessage]:
         """Read-only calls in a row run together; anything else runs alone, in order. Results keep call order."""
         results: list[ToolResultMessage] = []
@@ -240,7 +267,9 @@ class Turn:
     def _check(self, call: ToolCall) -> ToolError | None:
         tool = self._offered(call.name)
         if tool is None:
-            known = next((t for t in self.config.catalogue if t.name == call.name), None)
+            names = [t.name for t in self.config.catalogue]
+            name = call.name if call.name in names else canonical_tool_name(call.name, names)
+            known = next((t for t in self.config.catalogue if t.name == name), None)
             if known is not None and known.min_trust > self.config.trust:
                 return ToolError(code="permission",
                                  message=f"{call.name} needs trust level {known.min_trust.name}; "
@@ -250,9 +279,7 @@ class Turn:
                 return ToolError(code="permission", message=f"{call.name} is not allowed in this session "
                                                             "(the lens' tool policy or the user's tool list)",
                                  suggestion="use the tools you were offered")
-            names = ", ".join(t.name for t in self.config.tools) or "none"
-            return ToolError(code="unknown_tool", message=f"no tool named '{call.name}' is offered",
-                             suggestion=f"available tools: {names}")
+            return unknown_tool_error(call.name, call.arguments, self.config.tools)
         if call.raw is not None:
             return ToolError(code="validation", message=f"the arguments of {call.name} are not a valid JSON object",
                              suggestion='send the arguments as one JSON object, e.g. {"path": "src/app.py"}')

@@ -1,0 +1,497 @@
+#!/usr/bin/env node
+// End-to-end test of the Sunwell extension in real VS Code (code-server) driven by headless Chromium, against the
+// scripted fake provider (tests/e2e/fake_server.py). Run it through scripts/e2e.sh, which installs and builds what
+// is missing and sets:
+//   CODE_SERVER          the code-server binary (scripts/setup-vscode.sh)
+//   SUNWELL_VSIX         the .vsix to install
+//   E2E_PYTHON           a Python 3.11+ for the fake provider (stdlib only)
+//   E2E_SIDECAR_PYTHON   optional: `sunwell.python` for the engine; unset = the real first-run path (the chat's
+//                        Install button puts the .vsix's bundled wheels into a private venv)
+//   E2E_ONLY             optional: comma-separated scenario names to run (setup ones always run)
+//   E2E_KEEP=1           keep the temp dir (profile, workspace, logs) for inspection
+// Screenshots go to tests/e2e/artifacts/. The last line is `e2e: N passed, N failed`; the exit code is 1 on failure.
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import {
+  chatFrame, check, clearNotifications, json, openFile, quickInput, runCommand, sleep, startGroup, stopAll,
+  until, waitForHttp, waitForWorkbench, withTimeout,
+} from './lib.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..', '..');
+const ARTIFACTS = path.join(here, 'artifacts');
+const env = process.env;
+const CODE_SERVER = env.CODE_SERVER;
+const VSIX = env.SUNWELL_VSIX ?? path.join(root, 'sunwell-0.1.0.vsix');
+const PYTHON = env.E2E_PYTHON ?? 'python3';
+const SIDECAR_PYTHON = env.E2E_SIDECAR_PYTHON ?? '';
+const ONLY = env.E2E_ONLY ? new Set(env.E2E_ONLY.split(',').map((s) => s.trim())) : null;
+const CHROMIUM = env.E2E_CHROMIUM ?? '/usr/bin/chromium';
+const t0 = Date.now();
+const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
+const log = (line) => console.log(`[${elapsed().padStart(6)}] ${line}`);
+
+for (const [what, file] of [['CODE_SERVER', CODE_SERVER], ['SUNWELL_VSIX', VSIX], ['chromium', CHROMIUM]]) {
+  if (!file || !existsSync(file)) {
+    console.error(`e2e: ${what} not found (${file ?? 'unset'}); run scripts/e2e.sh, which installs it`);
+    console.log('e2e: 0 passed, 1 failed');
+    process.exit(1);
+  }
+}
+
+// ---- the test's own world: HOME, profile, extensions, workspace -----------------------------------------------
+const E2E = mkdtempSync(path.join(tmpdir(), 'sunwell-e2e-'));
+const HOME = path.join(E2E, 'home');
+const DATA = path.join(E2E, 'data');
+const EXT = path.join(E2E, 'ext');
+const WS = path.join(E2E, 'workspace');
+const LOGS = path.join(E2E, 'logs');
+for (const dir of [HOME, path.join(DATA, 'User'), EXT, WS, LOGS]) mkdirSync(dir, { recursive: true });
+rmSync(ARTIFACTS, { recursive: true, force: true });
+mkdirSync(ARTIFACTS, { recursive: true });
+
+const APP_PY = 'def main():\n    return 42\n';
+const LENS = [
+  '# A lens with one mistake: a misspelt key.',
+  'name: review',
+  'description: Review code with care.',
+  'instructionz: Read before you judge.',
+  'tool_policy:',
+  '  trust_level: read_only',
+  '',
+].join('\n');
+writeFileSync(path.join(WS, 'a.txt'), 'hello from the demo\n');
+mkdirSync(path.join(WS, 'src'));
+writeFileSync(path.join(WS, 'src', 'app.py'), APP_PY);
+writeFileSync(path.join(WS, 'review.lens'), LENS);
+writeFileSync(path.join(WS, 'README.md'), '# Demo\n\nA small workspace for the Sunwell end-to-end test.\n');
+
+const baseEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !/^(OPENAI_|ANTHROPIC_|SUNWELL_|VSCODE_|PIP_|PYTHON|VIRTUAL_ENV)/.test(k)));
+const isolated = {
+  ...baseEnv,
+  HOME,
+  XDG_CONFIG_HOME: path.join(HOME, '.config'),
+  XDG_DATA_HOME: path.join(HOME, '.local', 'share'),
+  XDG_CACHE_HOME: path.join(HOME, '.cache'),
+  TMPDIR: path.join(E2E, 'tmp'),
+  PIP_NO_INDEX: '1', // the private venv must install from the .vsix's wheels alone: offline is the point
+};
+mkdirSync(isolated.TMPDIR);
+
+const freePort = () => new Promise((resolve, reject) => {
+  const server = createServer();
+  server.once('error', reject);
+  server.listen(0, '127.0.0.1', () => {
+    const { port } = server.address();
+    server.close(() => resolve(port));
+  });
+});
+
+let browser;
+let fake;
+let page;
+const results = [];
+let shotNumber = 0;
+
+async function shot(name) {
+  shotNumber += 1;
+  const file = path.join(ARTIFACTS, `${String(shotNumber).padStart(2, '0')}-${name}.png`);
+  try {
+    await page.screenshot({ path: file });
+    log(`  screenshot ${path.relative(root, file)}`);
+  } catch (err) {
+    log(`  (no screenshot ${name}: ${err.message.split('\n')[0]})`);
+  }
+}
+
+async function scenario(name, timeoutMs, fn, { setup = false } = {}) {
+  if (ONLY && !setup && !ONLY.has(name)) return;
+  const started = Date.now();
+  log(`▶ ${name}`);
+  try {
+    await withTimeout(fn(), timeoutMs, name);
+    results.push({ name, ok: true, seconds: (Date.now() - started) / 1000 });
+    log(`✔ ${name} (${((Date.now() - started) / 1000).toFixed(1)}s)`);
+  } catch (err) {
+    results.push({ name, ok: false, seconds: (Date.now() - started) / 1000, error: err.message });
+    log(`✘ ${name}: ${err.message.split('\n').slice(0, 6).join('\n    ')}`);
+    await shot(`${name}-FAILED`);
+    if (setup) throw err; // nothing after it can run
+  }
+}
+
+async function startFake() {
+  const child = startGroup('fake provider', PYTHON, [path.join(here, 'fake_server.py')], { env: baseEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+  const line = await new Promise((resolve, reject) => {
+    let buffer = '';
+    const timer = setTimeout(() => reject(new Error('the fake provider did not start in 15s')), 15_000);
+    child.stdout.on('data', (data) => {
+      buffer += data;
+      const nl = buffer.indexOf('\n');
+      if (nl >= 0) {
+        clearTimeout(timer);
+        resolve(buffer.slice(0, nl));
+      }
+    });
+    child.stderr.on('data', (data) => process.stderr.write(`fake provider: ${data}`));
+    child.on('exit', (code) => reject(new Error(`the fake provider exited (${code})`)));
+  });
+  return { child, ...JSON.parse(line) };
+}
+
+async function script(name) {
+  return (await json(`${fake.control}/scenario/${name}`, { method: 'POST' })).requests;
+}
+
+async function requestsSince(mark) {
+  return json(`${fake.control}/requests?since=${mark}`);
+}
+
+// ---- chat helpers ---------------------------------------------------------------------------------------------
+const chat = () => chatFrame(page);
+const byTest = (id) => chat().locator(`[data-testid="${id}"]`);
+
+async function send(text) {
+  const input = byTest('chat-input');
+  await input.click();
+  await input.fill(text);
+  await page.keyboard.press('Enter');
+}
+
+const count = (id) => byTest(id).count();
+const nbsp = (text) => text.replace(/\u00a0/g, ' ');
+async function turnEnds(status) {
+  return chat().locator(`[data-testid="turn-end"][data-status="${status}"]`).count();
+}
+
+async function waitTurnEnd(before, status, timeoutMs = 30_000) {
+  await until(async () => (await count('turn-end')) > before, { timeoutMs, message: 'the turn did not end' });
+  const last = byTest('turn-end').last();
+  const got = await last.getAttribute('data-status');
+  check(got === status, `turn ended "${got}", expected "${status}": ${await last.innerText()}`);
+}
+
+// ---- run --------------------------------------------------------------------------------------------------------
+async function main() {
+  fake = await startFake();
+  log(`fake provider ${fake.url} (control ${fake.control}); temp dir ${E2E}`);
+
+  const port = await freePort();
+  const csConfig = path.join(E2E, 'cs-config.yaml');
+  writeFileSync(csConfig, 'auth: none\n');
+  const csArgs = ['--config', csConfig, '--user-data-dir', DATA, '--extensions-dir', EXT];
+  const settings = {
+    'security.workspace.trust.enabled': false,
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.enableExperiments': false,
+    'extensions.autoUpdate': false,
+    'extensions.autoCheckUpdates': false,
+    'update.mode': 'none',
+    'telemetry.telemetryLevel': 'off',
+    'sunwell.model': 'openai:gpt-4o',
+    'sunwell.openaiBaseUrl': `${fake.url}/v1`,
+    'sunwell.approvalTimeoutSec': 300,
+    ...(SIDECAR_PYTHON ? { 'sunwell.python': SIDECAR_PYTHON } : {}),
+  };
+  writeFileSync(path.join(DATA, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
+
+  await scenario('install-vsix', 120_000, async () => {
+    const { spawnSync } = await import('node:child_process');
+    const out = spawnSync(CODE_SERVER, [...csArgs, '--install-extension', VSIX], { env: isolated, encoding: 'utf8', timeout: 110_000 });
+    writeFileSync(path.join(LOGS, 'install-extension.log'), `${out.stdout}\n${out.stderr}`);
+    check(out.status === 0 && /successfully installed/i.test(out.stdout), `code-server --install-extension failed (${out.status}): ${out.stdout}${out.stderr}`);
+  }, { setup: true });
+
+  await scenario('start-code-server', 60_000, async () => {
+    const logFd = openSync(path.join(LOGS, 'code-server.log'), 'w');
+    startGroup('code-server', CODE_SERVER, [...csArgs, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`,
+      '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', WS],
+    { env: { ...isolated, OPENAI_API_KEY: 'sk-e2e-fake' }, cwd: WS, logFd });
+    closeSync(logFd);
+    await waitForHttp(`http://127.0.0.1:${port}/healthz`, 50_000, 'code-server');
+  }, { setup: true });
+
+  await scenario('open-workbench', 60_000, async () => {
+    browser = await chromium.launchPersistentContext(path.join(E2E, 'chromium'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1400, height: 860 },
+      deviceScaleFactor: 1,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+        '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+      env: isolated,
+    });
+    page = browser.pages()[0] ?? await browser.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(WS)}`);
+    await waitForWorkbench(page);
+    await sleep(2000); // let the extension host come up
+  }, { setup: true });
+
+  // (a) open the chat from the palette
+  await scenario('open-chat', 45_000, async () => {
+    await runCommand(page, 'Sunwell: Open Chat');
+    await byTest('chat-input').waitFor({ timeout: 20_000 });
+    if (SIDECAR_PYTHON) return;
+    // The first run: no `sunwell` for python3, so the chat offers to install the bundled package.
+    await until(async () => (await byTest('sidecar-banner').isVisible()) && (await byTest('install-button').isVisible()),
+      { timeoutMs: 30_000, message: 'the chat did not offer to install the Python package' });
+    await shot('open-chat-install-offer');
+  }, { setup: true });
+
+  // The real first-run path: Install puts the .vsix's wheels into a private venv; the engine starts.
+  await scenario('install-python-package', 240_000, async () => {
+    if (!SIDECAR_PYTHON) await byTest('install-button').click();
+    await until(async () => !(await byTest('sidecar-banner').isVisible()), {
+      timeoutMs: 230_000, every: 500,
+      message: 'the engine did not become ready',
+    });
+    await clearNotifications(page);
+    await byTest('welcome').waitFor({ timeout: 5000 });
+    await shot('chat-ready');
+  }, { setup: true });
+
+  // (b) a message, and its answer streaming in
+  await scenario('stream', 45_000, async () => {
+    await script('chat');
+    const ends = await count('turn-end');
+    await send('Say hello');
+    await byTest('user-message').last().waitFor();
+    check((await byTest('user-message').last().innerText()).includes('Say hello'), 'the user message is not shown');
+    const seen = new Set();
+    let streamingClass = false;
+    await until(async () => {
+      const msg = byTest('assistant-message').last();
+      if (await msg.count()) {
+        seen.add((await msg.innerText()).length);
+        streamingClass ||= /\bstreaming\b/.test((await msg.getAttribute('class')) ?? '');
+      }
+      return (await count('turn-end')) > ends;
+    }, { timeoutMs: 30_000, every: 40, message: 'the answer did not finish' });
+    const lengths = [...seen].filter((n) => n > 0);
+    check(lengths.length >= 3, `the answer did not stream (text lengths seen: ${lengths.join(', ')})`);
+    check(streamingClass, 'the answer was never marked as streaming');
+    const text = await byTest('assistant-message').last().innerText();
+    check(text.includes("Hello! I'm Sunwell"), `unexpected answer: ${text}`);
+    check((await chat().locator('.message.assistant strong').last().innerText()) === 'Sunwell', 'markdown was not rendered');
+    check(await chat().locator('.message.assistant pre code').count() >= 1, 'no code block in the answer');
+    await waitTurnEnd(ends, 'completed');
+    await shot('streamed-answer');
+  });
+
+  // (c) a tool card fills in: read_file, from arguments to result
+  await scenario('tool-card', 45_000, async () => {
+    await script('read');
+    const ends = await count('turn-end');
+    await send('What does a.txt say?');
+    const card = chat().locator('[data-testid="tool-card"][data-tool="read_file"]').last();
+    await card.waitFor({ timeout: 20_000 });
+    const statuses = new Set();
+    await until(async () => {
+      statuses.add(await card.getAttribute('data-status'));
+      return statuses.has('ok') || statuses.has('error');
+    }, { timeoutMs: 20_000, every: 30, message: 'the tool card did not get a result' });
+    check(statuses.has('ok'), `read_file did not succeed: ${[...statuses].join(' → ')}`);
+    await waitTurnEnd(ends, 'completed');
+    check((await card.innerText()).includes('a.txt'), 'the card does not name the file');
+    await card.locator('[data-testid="tool-head"]').click();
+    const output = card.locator('[data-testid="tool-output"]');
+    await output.waitFor();
+    check((await output.innerText()).includes('hello from the demo'), `unexpected output: ${await output.innerText()}`);
+    check((await byTest('assistant-message').last().innerText()).includes('hello from the demo'), 'no final answer');
+    log(`  card statuses: ${[...statuses].join(' → ')}`);
+    await shot('tool-card');
+  });
+
+  // (d) a write asks first: the card, Show diff in VS Code's diff editor, Allow writes the file
+  await scenario('approve-write', 60_000, async () => {
+    await script('write-allow');
+    const ends = await count('turn-end');
+    await send('Write a todo list to notes/todo.md');
+    const approval = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await approval.waitFor({ timeout: 20_000 });
+    const card = chat().locator('[data-testid="tool-card"][data-tool="write_file"]').last();
+    check(await card.getAttribute('data-status') === 'awaitingApproval', `card status ${await card.getAttribute('data-status')}`);
+    check((await approval.innerText()).includes('notes/todo.md'), `the approval does not name the file: ${await approval.innerText()}`);
+    for (const id of ['approval-allow', 'approval-allow-session', 'approval-deny', 'approval-show-diff']) {
+      check(await approval.locator(`[data-testid="${id}"]`).isVisible(), `no ${id} button`);
+    }
+    await clearNotifications(page);
+    await shot('approval-card');
+    await approval.locator('[data-testid="approval-show-diff"]').click();
+    const diff = page.locator('.monaco-diff-editor').first();
+    await diff.waitFor({ timeout: 15_000 });
+    await until(async () => nbsp(await diff.innerText()).includes('ship it'), { message: 'the diff does not show the new content' });
+    const tab = page.locator('.tabs-container .tab.active');
+    const tabText = await tab.innerText();
+    check(/todo\.md/.test(tabText), `the diff's tab is "${tabText}"`);
+    const allowInTitle = page.locator('.editor-actions .action-label[aria-label^="Allow"]').first();
+    check(await allowInTitle.isVisible(), 'the diff editor has no Allow action in its title bar');
+    await shot('diff-editor');
+    check(!existsSync(path.join(WS, 'notes', 'todo.md')), 'the file was written before it was allowed');
+    await approval.locator('[data-testid="approval-allow"]').click();
+    await waitTurnEnd(ends, 'completed');
+    const written = path.join(WS, 'notes', 'todo.md');
+    check(existsSync(written), 'Allow did not write notes/todo.md');
+    check(readFileSync(written, 'utf8').includes('ship it'), `unexpected content: ${readFileSync(written, 'utf8')}`);
+    check(await card.getAttribute('data-status') === 'ok', `the card ended ${await card.getAttribute('data-status')}`);
+    const answered = card.locator('[data-testid="approval-card"]');
+    check(await answered.getAttribute('data-state') === 'answered', 'the approval card was not marked answered');
+    await until(async () => (await page.locator('.monaco-diff-editor').count()) === 0, { timeoutMs: 5000, message: 'the diff editor stayed open after the answer' });
+    await shot('write-allowed');
+  });
+
+  // (d) Deny: the file stays, and the model is told
+  await scenario('deny-write', 60_000, async () => {
+    const mark = await script('write-deny');
+    const ends = await count('turn-end');
+    await send('Make main return 0');
+    const approval = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await approval.waitFor({ timeout: 20_000 });
+    check((await approval.innerText()).includes('src/app.py'), `the approval does not name the file: ${await approval.innerText()}`);
+    await approval.locator('[data-testid="approval-deny"]').click();
+    await waitTurnEnd(ends, 'completed');
+    check(readFileSync(path.join(WS, 'src', 'app.py'), 'utf8') === APP_PY, 'Deny did not leave src/app.py untouched');
+    const requests = await requestsSince(mark);
+    check(requests.length === 2, `expected 2 model requests, got ${requests.length}`);
+    const toolMessages = requests[1].body.messages.filter((m) => m.role === 'tool');
+    const last = toolMessages.at(-1);
+    check(last && /denied/i.test(JSON.stringify(last.content)), `the model was not told of the denial: ${JSON.stringify(last)}`);
+    log(`  the model was told: ${JSON.stringify(last.content).slice(0, 160)}`);
+    const card = chat().locator('[data-testid="tool-card"][data-tool="write_file"]').last();
+    check(await card.getAttribute('data-status') === 'error', `the denied card is ${await card.getAttribute('data-status')}`);
+    check((await byTest('assistant-message').last().innerText()).includes('you denied'), 'no answer after the denial');
+    await shot('write-denied');
+  });
+
+  // (e) Stop cancels a long turn
+  await scenario('stop', 45_000, async () => {
+    await script('slow');
+    const ends = await count('turn-end');
+    const answers = await count('assistant-message');
+    await send('Count slowly');
+    await byTest('stop-button').waitFor({ state: 'visible', timeout: 10_000 });
+    const answer = byTest('assistant-message').nth(answers); // this turn's answer, not the last one before it
+    await until(async () => (await count('turn-end')) === ends && (await answer.count()) > 0 && (await answer.innerText()).length > 60,
+      { timeoutMs: 15_000, message: 'the slow answer did not start streaming' });
+    await byTest('stop-button').click();
+    await waitTurnEnd(ends, 'cancelled', 10_000);
+    const length = (await answer.innerText()).length;
+    await sleep(1500);
+    check((await answer.innerText()).length === length, 'text kept arriving after Stop');
+    check(length < 600, `the answer ran to ${length} characters: it was not stopped`);
+    check((await answer.count()) > 0 && (await answer.innerText()).startsWith('Counting slowly'), 'the partial answer is not kept after Stop');
+    check(await byTest('send-button').isVisible(), 'the send button did not come back');
+    check(!(await byTest('stop-button').isVisible()), 'the stop button is still shown');
+    await shot('stopped');
+  });
+
+  // (f) reload the window: the session is back
+  await scenario('reload', 60_000, async () => {
+    const before = await byTest('user-message').allInnerTexts();
+    check(before.length >= 1, 'nothing to restore');
+    await script('none');
+    await runCommand(page, 'Developer: Reload Window');
+    await page.waitForLoadState('domcontentloaded');
+    await waitForWorkbench(page);
+    await until(async () => (await chat().locator('[data-testid="chat-input"]').count()) > 0, { timeoutMs: 20_000, message: 'the chat did not come back by itself' })
+      .catch(async () => runCommand(page, 'Sunwell: Open Chat'));
+    await until(async () => (await byTest('user-message').count()) >= before.length, { timeoutMs: 30_000, message: 'the session was not restored' });
+    const after = await byTest('user-message').allInnerTexts();
+    check(JSON.stringify(after) === JSON.stringify(before), `restored ${JSON.stringify(after)}, had ${JSON.stringify(before)}`);
+    check((await chat().locator('[data-testid="tool-card"][data-tool="read_file"]').count()) >= 1, 'the tool card was not restored');
+    await until(async () => !(await byTest('sidecar-banner').isVisible()), { timeoutMs: 30_000, message: 'the engine did not come back after the reload' });
+    await clearNotifications(page);
+    await shot('reloaded');
+  });
+
+  // (g) a lens file: a diagnostic on the misspelt key, and completion of a trust level
+  await scenario('lens', 60_000, async () => {
+    await openFile(page, 'review.lens');
+    const editor = page.locator('.editor-instance .monaco-editor').first();
+    const squiggle = editor.locator('.squiggly-error, .squiggly-warning').first();
+    await squiggle.waitFor({ timeout: 30_000 });
+    const box = await squiggle.boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    const hover = page.locator('.monaco-hover:not(.hidden)').filter({ hasText: 'instructionz' }).first();
+    await hover.waitFor({ timeout: 10_000 });
+    const hoverText = await hover.innerText();
+    check(/unknown key/i.test(hoverText), `the hover does not explain the problem: ${hoverText}`);
+    log(`  diagnostic: ${hoverText.split('\n')[0]}`);
+    const codeLens = editor.locator('.codelens-decoration').filter({ hasText: 'Use this lens' }).first();
+    await codeLens.waitFor({ timeout: 10_000 }).catch(() => log('  note: no "Use this lens" code lens within 10s'));
+    log(`  code lenses: ${(await editor.locator('.codelens-decoration').allInnerTexts()).join(' | ') || '(none)'}`);
+    await shot('lens-diagnostic');
+    await page.mouse.move(5, 400);
+    // Replace the trust level's value through completion.
+    await editor.click();
+    await quickInput(page, ':6');
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('End');
+    for (let i = 0; i < 'read_only'.length; i++) await page.keyboard.press('Backspace');
+    await page.keyboard.press('Control+Space');
+    const suggest = page.locator('.suggest-widget.visible');
+    await suggest.waitFor({ timeout: 10_000 });
+    const labels = await suggest.locator('.monaco-list-row .label-name').allInnerTexts();
+    for (const level of ['discovery', 'read_only', 'workspace', 'shell', 'full']) {
+      check(labels.some((l) => l.includes(level)), `no completion for ${level}: ${labels.join(', ')}`);
+    }
+    await shot('lens-completion');
+    await page.keyboard.type('works');
+    await page.keyboard.press('Enter');
+    await until(async () => (await editor.locator('.view-line').allInnerTexts()).some((l) => /trust_level:\s+workspace\s*$/.test(nbsp(l))),
+      { timeoutMs: 5000, message: 'the completion was not inserted' });
+    await shot('lens-completed');
+    // The same diagnostic in the Problems panel (and nothing else once the file is valid but for the key).
+    await page.keyboard.press('Escape');
+    await runCommand(page, 'Problems: Focus on Problems View');
+    const rows = page.locator('.markers-panel .monaco-list-row');
+    await until(async () => (await rows.allInnerTexts()).some((t) => t.includes('instructionz')),
+      { timeoutMs: 10_000, message: 'the Problems panel does not list the unknown key' });
+    await sleep(1500); // diagnostics of the edit settle
+    log(`  problems: ${(await rows.allInnerTexts()).map((t) => nbsp(t).replace(/\s+/g, ' ')).join(' | ')}`);
+    await shot('problems-panel');
+  });
+}
+
+let failedSetup = false;
+async function cleanup() {
+  await browser?.close().catch(() => undefined);
+  fake?.child.stdin?.end();
+  await stopAll();
+  if (env.E2E_KEEP === '1' || failedSetup) log(`kept ${E2E}`);
+  else rmSync(E2E, { recursive: true, force: true });
+}
+
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, async () => {
+    console.error(`e2e: ${sig}: stopping`);
+    await cleanup();
+    console.log(`e2e: ${results.filter((r) => r.ok).length} passed, ${results.filter((r) => !r.ok).length + 1} failed`);
+    process.exit(1);
+  });
+}
+
+try {
+  await main();
+} catch (err) {
+  failedSetup = true;
+  if (!results.some((r) => !r.ok)) results.push({ name: 'setup', ok: false, error: err.message });
+  console.error(`e2e: stopped: ${err.message}`);
+  for (const file of ['code-server.log', 'install-extension.log']) {
+    const p = path.join(LOGS, file);
+    if (existsSync(p)) console.error(`--- ${file} (last lines)\n${readFileSync(p, 'utf8').split('\n').slice(-15).join('\n')}`);
+  }
+}
+await cleanup();
+const passed = results.filter((r) => r.ok).length;
+const failed = results.length - passed;
+console.log('');
+for (const r of results) console.log(`  ${r.ok ? 'pass' : 'FAIL'}  ${r.name.padEnd(24)} ${r.seconds?.toFixed(1) ?? ''}s${r.ok ? '' : `  ${r.error.split('\n')[0]}`}`);
+console.log(`e2e: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
