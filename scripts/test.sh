@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test of the project, on a fresh machine: installs what is missing, then runs the suites.
-#   SUNWELL_SLOW=1 also prepares the real-model tier (Qwen2.5-Coder-0.5B through llama-cpp-python); without it
-#   those tests are skipped with the reason.
+#   The real-model tier (Qwen2.5-Coder-0.5B through llama-cpp-python, about 30 s of tests) is prepared first: the
+#   models are fetched and llama-cpp-python installed (about 5 minutes when pip must compile it). SUNWELL_SLOW=0
+#   skips that; the tier's tests are then skipped with the reason, as they are when the preparation fails.
 #   SUNWELL_E2E=0 skips the end-to-end tier (real VS Code in headless Chromium); it is also skipped, with the
 #   reason, when code-server or Chromium cannot be installed here.
 set -euo pipefail
@@ -23,7 +24,7 @@ fi
 
 # The slow tier needs the model files and llama-cpp-python; prepare them when possible, else say why not.
 export SUNWELL_MODELS_DIR=${SUNWELL_MODELS_DIR:-$HOME/.cache/sunwell-models}
-if [ "${SUNWELL_SLOW:-0}" != 0 ]; then
+if [ "${SUNWELL_SLOW:-1}" != 0 ]; then
   if ! bash ../shared/models/fetch-models.sh "$SUNWELL_MODELS_DIR" >/dev/null 2>&1; then
     echo "slow tier: could not fetch the models into $SUNWELL_MODELS_DIR; real-model tests will be skipped" >&2
   elif ! .venv/bin/python -c "import llama_cpp.server" 2>/dev/null; then

@@ -114,6 +114,15 @@ def test_missing_path_is_not_found_with_a_hint(jail: Jail) -> None:
     assert failure(jail, "a.txt/child").error.code == "not_found"
 
 
+def test_a_misspelt_name_gets_the_close_matches_that_exist(jail: Jail) -> None:
+    # Qwen 0.5B turns "Read a.txt" into read.txt; the error names the file it meant.
+    assert 'did you mean "a.txt"' in failure(jail, "read.txt").error.suggestion
+    assert 'did you mean "src/app.py"' in failure(jail, "src/apps.py").error.suggestion
+    # Blocked names are never offered (.env for env), and nothing close means the plain hint.
+    assert ".env" not in failure(jail, "env").error.suggestion
+    assert "did you mean" not in failure(jail, "zzzzzz.rs").error.suggestion
+
+
 def test_symlink_loop_is_a_clean_failure(jail: Jail) -> None:
     assert failure(jail, "loop1").error.code in {"validation", "not_found"}
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from conftest import check_stream_rules
 from fake_provider import Call, Reply
 

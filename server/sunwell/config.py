@@ -29,6 +29,7 @@ class ModelOverride(BaseModel):
     emulation: Literal["json", "xml"] | None = None
     context_window: int | None = Field(None, alias="contextWindow", gt=0)
     parallel_calls: bool | None = Field(None, alias="parallelCalls")
+    temperature: float | None = Field(None, ge=0, le=2)
 
 
 class RateLimits(BaseModel):

@@ -13,7 +13,8 @@ provider wrapped exactly as `Engine.tool_calling_provider` wraps it for this mod
 nothing runs: the first call that passes validation is the answer (the turn is stopped there). A call that fails
 validation is answered with the loop's own error and the model may correct itself, for up to `--rounds` calls.
 `naive` mode is a client that sends the same question and tools natively with the raw `openai` SDK and reads only
-`tool_calls`.
+`tool_calls`. Both sample at the temperature Sunwell sends for the model (0 for a small one) unless
+`--temperature` says otherwise.
 
 The checker follows BFCL's AST checker, without its dependencies: the function name must match; every required
 parameter must be present; each given parameter must be known and its value among the possible answers (strings
@@ -47,6 +48,7 @@ from sunwell.agent.gate import Gate
 from sunwell.agent.loop import Turn, TurnConfig
 from sunwell.agent.turn import TurnLog
 from sunwell.config import Settings
+from sunwell.models.capabilities import capabilities_for
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.jail import Jail
 from sunwell.tools.validation import canonical_tool_name, coerce_arguments
@@ -306,6 +308,7 @@ class SunwellClient:
             system=self.settings.system_prompt,
             gate=Gate(engine.approval, dry_run=True),
             small_model=engine.capabilities(spec).small,
+            temperature=engine.capabilities(spec).temperature,
         )
         return await Turn(config, log, engine.store.messages(session)).run(case.question)
 
@@ -336,14 +339,6 @@ class NaiveClient:
                 arguments = None
             outcome.calls.append({"name": call.function.name, "arguments": arguments, "raw": None})
         return judge(case, outcome)
-
-
-def set_temperature(value: float) -> None:
-    """Experiment only, not the product path: Sunwell sends no temperature (the server's default applies)."""
-    from sunwell.models.openai_chat import OpenAIChat
-
-    params = OpenAIChat._params
-    OpenAIChat._params = lambda self, request: {**params(self, request), "temperature": value}
 
 
 # --- the run ------------------------------------------------------------------------------------------------
@@ -390,9 +385,11 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
     overrides = {key: json.loads(value) if value in ("true", "false") or value.isdigit() else value
                  for key, value in overrides.items()}
     if args.temperature is not None:
-        set_temperature(args.temperature)
+        overrides["temperature"] = args.temperature
+    # Both clients sample alike: what Sunwell sends for this model (0 for a small one) unless --temperature says.
+    temperature = capabilities_for(args.model, "openai-compatible", {args.model: overrides}).temperature
     clients = {"sunwell": lambda: SunwellClient(args.base_url, args.model, args.rounds, tmp, overrides),
-               "naive": lambda: NaiveClient(args.base_url, args.model, args.temperature)}
+               "naive": lambda: NaiveClient(args.base_url, args.model, temperature)}
     outcomes: list[Outcome] = []
     summary: dict[str, dict[str, Any]] = {}
     for name in args.sets:
@@ -456,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a capability override for the model, as in config `models:` (nativeTools=true)")
     parser.add_argument("--temperature", type=float,
-                        help="experiment: send this temperature (Sunwell sends none; the server default applies)")
+                        help="sample at this temperature (default: what Sunwell sends for the model, 0 for a small one)")
     parser.add_argument("--rejudge", metavar="RESULTS", help="score a results file again, run no model")
     args = parser.parse_args(argv)
     args.limit = args.limit or None

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for fake_provider
 
-from fake_provider import Call, FakeProvider, Reply  # noqa: E402
+from fake_provider import Call, FakeProvider, Reply
 
 TODO = "# TODO\n\n- [x] chat in VS Code\n- [ ] ship it\n"
 SLOW_TEXT = "Counting slowly, stop me whenever you like: " + ", ".join(str(n) for n in range(1, 400)) + "."

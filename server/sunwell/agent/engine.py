@@ -14,8 +14,8 @@ from sunwell.agent.events import DoneEvent, NoticeEvent
 from sunwell.agent.gate import Gate
 from sunwell.agent.loop import Turn, TurnConfig
 from sunwell.agent.sessions import SessionStore
-from sunwell.agent.turn import Sink, TurnLog
 from sunwell.agent.skills import skill_tools
+from sunwell.agent.turn import Sink, TurnLog
 from sunwell.config import Settings, user_config_path
 from sunwell.lens.registry import LensRegistry, narrow
 from sunwell.lens.schema import Lens
@@ -209,6 +209,7 @@ class Engine:
             audit=AuditLog(self.data_dir),
             turn_notices=notices,
             small_model=caps.small,
+            temperature=caps.temperature,
         )
         return await Turn(config, log, history).run(text)
 

@@ -17,22 +17,41 @@ from typing import Any
 import json_repair
 
 from sunwell.agent.events import (
-    DoneEvent, NoticeEvent, TextEvent, ThinkingEvent, ToolCallDeltaEvent, ToolCallEvent, ToolCallStartEvent,
+    DoneEvent,
+    NoticeEvent,
+    TextEvent,
+    ThinkingEvent,
+    ToolCallDeltaEvent,
+    ToolCallEvent,
+    ToolCallStartEvent,
     ToolResultEvent,
 )
 from sunwell.agent.gate import Gate, Verdict
-from sunwell.agent.prompts import LIMIT_REACHED, system_prompt
+from sunwell.agent.prompts import (
+    ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results, system_prompt, workspace_files,
+)
 from sunwell.agent.turn import TurnLog
 from sunwell.messages import (
-    AssistantMessage, Message, ToolCall, ToolError, ToolResultMessage, ToolSpec, Usage, UserMessage,
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolError,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
 )
 from sunwell.models import base as stream
 from sunwell.models.base import ModelRequest, Provider, ProviderError
 from sunwell.models.retry import stream_with_retries
 from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.executor import execute, failed
-from sunwell.tools.validation import canonical_tool_name, coerce_arguments, unknown_tool_error, validate_arguments
-
+from sunwell.tools.validation import (
+    canonical_tool_name,
+    coerce_arguments,
+    unknown_tool_error,
+    validate_arguments,
+)
 
 GUARD_WARN, GUARD_STOP = 3, 5
 
@@ -66,6 +85,7 @@ class TurnConfig:
     audit: Any = None
     """A sunwell.tools.audit.AuditLog, or None."""
     small_model: bool = False
+    temperature: float | None = None
     """Small models get the answer-now nudges (they tend to keep calling tools after they have the answer)."""
     turn_notices: list[NoticeEvent] = field(default_factory=list)
     """Shown once at the start of the turn (e.g. shell running without a sandbox, tools fitted to the window)."""
@@ -89,8 +109,12 @@ class Turn:
         self._finished: dict[str, ToolResultMessage] = {}
         self._failures: dict[tuple[str, str, str], int] = {}
         self._answered: dict[tuple[str, str], ToolResultMessage] = {}  # successful read-only calls of this turn
+        self._ran: list[tuple[ToolCall, ToolResultMessage]] = []  # every call run this turn, in order
+        self._answer_now = False  # a small model repeated a call it has the result of: no more tool rounds
+        self._request = ""
 
     async def run(self, text: str) -> DoneEvent:
+        self._request = text
         self._add(UserMessage(text=text))
         for notice in self.config.turn_notices:
             self.log.emit(notice)
@@ -109,24 +133,33 @@ class Turn:
 
     async def _loop(self) -> str:
         cfg = self.config
+        root = cfg.tool_ctx.jail.root
+        files = await asyncio.to_thread(workspace_files, cfg.tool_ctx.jail) if cfg.small_model else None
+        system = cfg.system or system_prompt(root, cfg.extra_instructions, cfg.small_model, files)
         for round_no in range(cfg.max_tool_turns + 1):
-            final = round_no == cfg.max_tool_turns
-            if final:
-                self._add(UserMessage(text=LIMIT_REACHED.format(n=cfg.max_tool_turns)))
-            response = await self._stream(ModelRequest(
-                model=cfg.model,
-                system=cfg.system or system_prompt(cfg.tool_ctx.jail.root, cfg.extra_instructions, cfg.small_model),
-                messages=list(self.history),
-                tools=list(cfg.specs) if cfg.specs is not None else [tool.spec for tool in cfg.tools],
-                tool_choice="none" if final else "auto",
-                max_tokens=cfg.max_tokens,
-            ))
+            limit = round_no == cfg.max_tool_turns
+            final = limit or self._answer_now
+            if final and cfg.small_model and self._ran:
+                request = self._answer_request()
+            else:
+                if limit:
+                    self._add(UserMessage(text=LIMIT_REACHED.format(n=cfg.max_tool_turns)))
+                request = ModelRequest(
+                    model=cfg.model,
+                    system=system,
+                    messages=list(self.history),
+                    tools=list(cfg.specs) if cfg.specs is not None else [tool.spec for tool in cfg.tools],
+                    tool_choice="none" if final else "auto",
+                    max_tokens=cfg.max_tokens,
+                    temperature=cfg.temperature,
+                )
+            response = await self._stream(request)
             # a call made despite tool_choice none is not run
             calls = [] if final else [self._repair(call) for call in response.calls]
             self._add(AssistantMessage(text=response.text, thinking=response.thinking,
                                        thinking_signature=response.signature, tool_calls=calls))
             if not calls:
-                return "limitReached" if final else "completed"
+                return "limitReached" if limit else "completed"
             results = await self._run_calls(calls)
             for result in results:
                 self._add_result(result)
@@ -237,6 +270,7 @@ class Turn:
         key = (call.name, json.dumps(call.arguments, sort_keys=True))
         if verdict.error is None and tool.read_only and key in self._answered:
             result = self._repeat(call, self._answered[key])
+            self._enough(call)
             self._emit_result(result, 0)
             self._finished[call.id] = result
             return result
@@ -250,7 +284,10 @@ class Turn:
         duration_ms = int((time.monotonic() - started) * 1000)
         self._emit_result(result, duration_ms)
         self._finished[call.id] = result
+        self._ran.append((call, result))
         if result.ok and tool is not None and tool.read_only:
+            if any(r.name == result.name and r.output == result.output for r in self._answered.values()):
+                self._enough(call)  # e.g. the same file again with the default offset spelt out
             self._answered[key] = result
         if self.config.audit is not None:
             self.config.audit.record(session=self.log.session, turn=self.log.turn, tool=call.name, call_id=call.id,
@@ -258,11 +295,30 @@ class Turn:
                                      ok=result.ok, error=result.error and result.error.code, duration_ms=duration_ms)
         return result
 
+    def _enough(self, call: ToolCall) -> None:
+        """A small model asked again for what it already has: its next request is the answer (`_answer_request`)."""
+        if self.config.small_model and not self._answer_now:
+            self._answer_now = True
+            self.log.emit(NoticeEvent(level="info", code="answer_from_results",
+                                      message=f"the model asked {call.name} again for a result it already has; "
+                                              "asking it to answer from the results"))
+
     def _repeat(self, call: ToolCall, earlier: ToolResultMessage) -> ToolResultMessage:
         """A repeated identical read is answered from this turn's earlier result, with a nudge to answer."""
         note = ("[Sunwell] You already made this exact call in this turn; here is its result again. "
                 "If it answers the user's question, reply to the user now instead of calling more tools.")
         return ToolResultMessage(call_id=call.id, name=call.name, output=f"{note}\n\n{earlier.output}")
+
+    def _answer_request(self) -> ModelRequest:
+        """A small model's last request: the turn's results in one message, no tools (see ANSWER_FROM_RESULTS)."""
+        # Calls that failed are noise the model has moved past, unless nothing succeeded.
+        ran = [(c, r) for c, r in self._ran if r.ok] or self._ran
+        results = [(f"{call.name}({json.dumps(call.arguments, ensure_ascii=False)})",
+                    f"returned:\n{result.output}" if result.ok else f"failed: {result.content_for_model()}")
+                   for call, result in ran]
+        return ModelRequest(model=self.config.model, system=ANSWER_FROM_RESULTS, tool_choice="none",
+                            messages=[UserMessage(text=answer_from_results(self._request, results))],
+                            max_tokens=self.config.max_tokens, temperature=self.config.temperature)
 
     def _check(self, call: ToolCall) -> ToolError | None:
         tool = self._offered(call.name)

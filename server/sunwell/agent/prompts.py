@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-SYSTEM = """You are Sunwell, a coding assistant working inside the user's workspace ({root}).
+from sunwell.tools.jail import Jail
+
+SYSTEM = """You are Sunwell, a coding assistant working inside the user's workspace{root}.
 Use the tools to look at real files before you answer questions about them; never invent file contents.
 Paths are relative to the workspace root. Some files (secrets, .env, .git) are off limits.
 When you have what you need, answer the user directly and concisely."""
@@ -14,11 +17,58 @@ SMALL_MODEL = (
     "Call another tool only if the result does not contain what you need."
 )
 
+ANSWER_FROM_RESULTS = (
+    "You are a helpful coding assistant. Tools were already run for the user's request; "
+    "reply to the user in plain sentences using their results."
+)
+"""The system prompt of a small model's last request, which carries the turn's results instead of the history: a
+0.5B model shown the history keeps writing tool calls, shown this it answers (measured: BENCHMARKS.md)."""
+
 LIMIT_REACHED = (
     "[Sunwell] The tool-call limit of this turn ({n} rounds) is reached. Do not call any tool. "
     "Answer now: summarize what you found and did, and what is left to do."
 )
 
 
-def system_prompt(root: Path, extra: list[str], small_model: bool = False) -> str:
-    return "\n\n".join([SYSTEM.format(root=root), *([SMALL_MODEL] if small_model else []), *extra])
+def system_prompt(root: Path, extra: list[str], small_model: bool = False, files: list[str] | None = None) -> str:
+    """The system instructions; `files` (a small model's map of the workspace) is listed after them."""
+    # A small model copies an absolute root into every path it writes; it gets the file list instead.
+    where = "" if small_model else f" ({root})"
+    overview = [f"Files in the workspace: {', '.join(files)}"] if files else []
+    return "\n\n".join([SYSTEM.format(root=where), *([SMALL_MODEL] if small_model else []), *overview, *extra])
+
+
+def workspace_files(jail: Jail, limit: int = 40, scan: int = 2000) -> list[str]:
+    """Up to `limit` workspace-relative file paths, shallowest first, hidden and blocked ones left out ("…" when
+    cut).
+
+    A small model asked to "Read a.txt" writes `read.txt` unless it can see which files exist.
+    """
+    files: list[str] = []
+    folders, seen = [jail.root], 0
+    while folders and len(files) <= limit and seen < scan:
+        folder = folders.pop(0)
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        seen += len(entries)
+        for entry in entries:
+            rel = jail.relative(Path(entry.path))
+            if entry.name.startswith(".") or entry.is_symlink() or jail.is_blocked(rel):
+                continue  # .venv, .git and the like would crowd out the project's own files
+            if entry.is_dir():
+                folders.append(Path(entry.path))
+            elif entry.is_file():
+                files.append(rel)
+    return files[:limit] + (["…"] if len(files) > limit or folders else [])
+
+
+def answer_from_results(request: str, results: list[tuple[str, str]], budget: int = 8000) -> str:
+    """The user message of that last request: the user's words, then each `(call, outcome)` of the turn
+    (`read_file({"path": "a.txt"})`, `returned:\n…` or `failed: …`)."""
+    share = max(budget // max(len(results), 1), 200)
+    shown = "\n\n".join(f"{call} {outcome if len(outcome) <= share else outcome[:share] + ' …(cut)'}"
+                         for call, outcome in results)
+    return f"Request: {request}\n\nTool results:\n{shown}\n\nYour reply:"

@@ -73,6 +73,8 @@ class AnthropicMessages:
         }
         if system:
             params["system"] = system
+        if request.temperature is not None:
+            params["temperature"] = min(request.temperature, 1.0)  # Anthropic's range is 0-1
         if request.tools:
             params["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}

@@ -25,6 +25,8 @@ class ModelRequest:
     tools: list[ToolSpec] = field(default_factory=list)
     tool_choice: ToolChoice = "auto"
     max_tokens: int = 4096
+    temperature: float | None = None
+    """None: the server's default."""
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,9 @@ class Capabilities:
     """The prompt style used when tools are emulated (always, or after a server rejects `tools`); `hermes` is
     chosen by the registry only, for models trained on it (config overrides offer json and xml)."""
     small: bool
+    temperature: float | None = None
+    """Sent with every request; None leaves the server's default. Small models get 0: their calls are steadier and
+    a turn repeats exactly."""
     recover_text_calls: bool = False
     """Native, but the model may write its call as text: run the normalizer over the text too."""
     notes: tuple[str, ...] = ()
@@ -255,7 +258,7 @@ class CapabilityOverrideError(ValueError):
 
 
 _OVERRIDE_TYPES: dict[str, type] = {
-    f.name: {"bool": bool, "int": int}.get(str(f.type), str) for f in fields(Capabilities)
+    f.name: {"bool": bool, "int": int, "float | None": float}.get(str(f.type), str) for f in fields(Capabilities)
     if f.name not in ("notes",)
 }
 
@@ -276,10 +279,13 @@ def validate_override(where: str, values: Mapping[str, Any]) -> dict[str, Any]:
             raise CapabilityOverrideError(
                 f"models.{where}.{key}: unknown capability (known: {', '.join(sorted(_OVERRIDE_TYPES))})")
         ok = isinstance(value, kind) and not (kind is int and (isinstance(value, bool) or value <= 0))
+        if name == "temperature":
+            ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 2
         if name == "emulation":
             ok = value in ("json", "xml")
         if not ok:
-            want = {"emulation": "json or xml", "context_window": "a positive integer"}.get(
+            want = {"emulation": "json or xml", "context_window": "a positive integer",
+                    "temperature": "a number from 0 to 2"}.get(
                 name, "true or false")
             raise CapabilityOverrideError(f"models.{where}.{key}: expected {want}, got {value!r}")
         out[name] = value
@@ -301,6 +307,8 @@ def capabilities_for(model_id: str, provider: str,
         values["json_mode"] = values["json_mode"] or provider == "ollama"
     if mid.size is not None and mid.size <= SMALL_MAX_BILLIONS:
         values["small"] = True
+    if values["small"]:
+        values["temperature"] = 0.0
     if mid.custom:
         notes.append(f"custom model: inherits {mid.family}")
     for key in (model_id, f"{provider}:{model_id}"):  # the full model string is the more specific

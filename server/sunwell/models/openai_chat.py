@@ -77,6 +77,8 @@ class OpenAIChat:
         }
         # OpenAI deprecated `max_tokens` (its reasoning models reject it); Ollama and others read only that.
         params["max_completion_tokens" if self.name == "openai" else "max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
         # "none" sends no tools at all: the history's tool messages stay valid without them (PROTOCOL.md).
         if request.tools and request.tool_choice != "none":
             params["tools"] = [

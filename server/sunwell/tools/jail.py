@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import json
 import os
 import posixpath
 import re
 from collections.abc import Sequence
+from difflib import get_close_matches
 from pathlib import Path
 
 from sunwell.tools.base import ToolFailure
@@ -24,6 +26,8 @@ DEFAULT_BLOCKED: tuple[str, ...] = (
 
 NAME_MAX_BYTES = 255
 PATH_MAX_BYTES = 4096
+MAX_SUGGESTION_SCAN = 2000
+"""Entries of a folder looked at for a "did you mean" on a missing path."""
 RELATIVE_HINT = "use a path relative to the workspace root, e.g. src/app.py"
 
 
@@ -96,6 +100,19 @@ class Jail:
             self._check_exists(real, path)
         return real
 
+    def _close_names(self, folder: Path, shown: str, name: str) -> list[str]:
+        """Entries of `folder` (shown to the model as `shown`) whose names look like `name`, blocked ones left out."""
+        if not (folder == self.root or folder.is_relative_to(self.root)):
+            return []
+        try:
+            with os.scandir(folder) as entries:
+                names = [entry.name for _, entry in zip(range(MAX_SUGGESTION_SCAN), entries)]
+        except OSError:
+            return []
+        base = self.relative(folder)
+        names = [n for n in names if not self.is_blocked(posixpath.join(base, n))]
+        return [n if shown == "." else posixpath.join(shown, n) for n in get_close_matches(name, names, n=2, cutoff=0.6)]
+
     def _check_text(self, path: object) -> None:
         if not isinstance(path, str) or not path.strip():
             raise ToolFailure("validation", "path must be a non-empty string", RELATIVE_HINT)
@@ -122,17 +139,15 @@ class Jail:
                 return rel, posixpath.normpath(rel)
         return ()
 
-    @staticmethod
-    def _check_exists(real: Path, path: str) -> None:
+    def _check_exists(self, real: Path, path: str) -> None:
         try:
             os.stat(real)
         except (FileNotFoundError, NotADirectoryError):
             parent = posixpath.dirname(path.rstrip("/")) or "."
-            raise ToolFailure(
-                "not_found",
-                f"no such file or directory: {path}",
-                f'call list_files with path "{parent}" to see what exists there',
-            ) from None
+            hint = f'call list_files with path "{parent}" to see what exists there'
+            if close := self._close_names(real.parent, parent, posixpath.basename(path.rstrip("/"))):
+                hint = f"did you mean {' or '.join(json.dumps(name) for name in close)}? Else {hint}"
+            raise ToolFailure("not_found", f"no such file or directory: {path}", hint) from None
         except PermissionError:
             raise ToolFailure("permission", f"permission denied by the operating system: {path}") from None
         except OSError as exc:

@@ -1,0 +1,127 @@
+"""Small-model discipline end to end: a 0.5B model (emulated, hermes) through the CLI against the scripted server.
+
+What the real Qwen2.5-Coder-0.5B does, scripted: it copies an absolute root into paths, keeps calling the same tool
+after it has the result, and writes a call again when shown the history with "answer now". See test_real_model.py
+for the same against the real model.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conftest import check_stream_rules
+from fake_provider import Reply
+from sunwell.agent.prompts import ANSWER_FROM_RESULTS
+
+SMALL = "openai-compatible:qwen2.5-coder-0.5b"
+
+
+def hermes(name: str, arguments: dict) -> Reply:
+    return Reply(text=f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>", chunk=7)
+
+
+def small(sunwell, fake, prompt, *flags):
+    return sunwell("run", prompt, "--model", SMALL, "--base-url", f"{fake.url}/v1", "--json", *flags)
+
+
+def system_of(request) -> str:
+    return request.body["messages"][0]["content"]
+
+
+def test_a_small_model_sees_the_files_not_the_absolute_root(sunwell, fake, workspace):
+    fake.script(hermes("read_file", {"path": "a.txt"}), Reply(text="It says hello from a."))
+    run = small(sunwell, fake, "Read a.txt and tell me what it says")
+    assert run.code == 0, run.stderr
+    check_stream_rules(run.events)
+    system = system_of(fake.requests[0])
+    assert "Files in the workspace: a.txt, src/app.py" in system
+    assert str(workspace) not in system and ".env" not in system.split("Files in the workspace")[1]
+    assert fake.requests[0].body["temperature"] == 0  # small models sample greedily: steadier calls
+    assert "<tool_call>" not in "".join(e["delta"] for e in run.events if e["type"] == "text")
+
+
+def test_a_big_model_keeps_the_root_and_the_server_default_temperature(sunwell, fake, workspace):
+    fake.script(Reply(text="hi"))
+    run = sunwell("run", "hello", "--model", "openai:gpt-4o", "--json")
+    assert run.code == 0, run.stderr
+    assert str(workspace) in system_of(fake.requests[0]) and "Files in the workspace" not in system_of(fake.requests[0])
+    assert "temperature" not in fake.requests[0].body
+
+
+def test_the_temperature_can_be_set_per_model(sunwell, fake, tmp_path):
+    config = tmp_path / "config" / "sunwell" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("models:\n  gpt-4o: {temperature: 0.3}\n")
+    fake.script(Reply(text="hi"))
+    assert sunwell("run", "hello", "--model", "openai:gpt-4o", "--json").code == 0
+    assert fake.requests[0].body["temperature"] == 0.3
+    config.write_text("models:\n  gpt-4o: {temperature: 7}\n")
+    run = sunwell("run", "hello", "--model", "openai:gpt-4o", "--json")
+    assert run.code == 2 and "temperature" in run.stderr
+
+
+def test_a_repeated_read_ends_in_an_answer_from_the_results(sunwell, fake):
+    fake.script(hermes("read_file", {"path": "a.txt"}), hermes("read_file", {"path": "a.txt"}),
+                Reply(text="a.txt says hello from a."))
+    run = small(sunwell, fake, "Read a.txt and tell me what it says")
+    assert run.code == 0, run.stderr
+    check_stream_rules(run.events)
+    results = [e for e in run.events if e["type"] == "toolResult"]
+    assert [r["ok"] for r in results] == [True, True] and "already made this exact call" in results[1]["output"]
+    [notice] = [e for e in run.events if e["type"] == "notice" and e["code"] == "answer_from_results"]
+    assert "read_file" in notice["message"]
+    assert len(fake.requests) == 3
+    last = fake.requests[2].body
+    assert last["messages"][0] == {"role": "system", "content": ANSWER_FROM_RESULTS}
+    [ask] = last["messages"][1:]
+    assert ask["role"] == "user" and ask["content"].startswith("Request: Read a.txt and tell me what it says")
+    assert 'read_file({"path": "a.txt"}) returned:\nhello from a' in ask["content"]
+    assert "tools" not in last and "<tool_call>" not in ask["content"]
+    assert "".join(e["delta"] for e in run.events if e["type"] == "text") == "a.txt says hello from a."
+
+
+def test_the_same_content_again_with_other_arguments_also_ends_it(sunwell, fake):
+    fake.script(hermes("read_file", {"path": "a.txt"}), hermes("read_file", {"path": "a.txt", "offset": 1}),
+                Reply(text="hello from a"))
+    run = small(sunwell, fake, "Read a.txt")
+    assert run.code == 0, run.stderr
+    assert [e["code"] for e in run.events if e["type"] == "notice"] == ["answer_from_results"]
+    assert fake.requests[2].body["messages"][0]["content"] == ANSWER_FROM_RESULTS
+
+
+def test_at_the_limit_a_small_model_answers_from_its_results_not_the_history(sunwell, fake):
+    fake.script(hermes("read_file", {"path": "nope.txt"}), hermes("list_files", {"path": "."}),
+                Reply(text="The workspace holds a.txt and src/."))
+    run = small(sunwell, fake, "What is here?", "--max-tool-turns", "2")
+    assert run.code == 3, run.stderr  # stopped at the tool-turn limit
+    check_stream_rules(run.events)
+    ask = fake.requests[2].body["messages"][1]["content"]
+    assert "list_files" in ask and "a.txt" in ask and "nope.txt" not in ask  # a failure it moved past is left out
+    # The session's history stays a valid conversation: the answer follows the last tool result.
+    assert run.events[-1]["status"] == "limitReached"
+
+
+def test_a_big_model_at_the_limit_is_asked_in_the_history(sunwell, fake):
+    from fake_provider import Call
+
+    fake.script(Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')]),
+                Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')]), Reply(text="done"))
+    run = sunwell("run", "go", "--model", "openai:gpt-4o", "--json", "--max-tool-turns", "2")
+    assert run.code == 3, run.stderr
+    assert not [e for e in run.events if e["type"] == "notice" and e["code"] == "answer_from_results"]
+    last = fake.requests[2].body
+    assert "[Sunwell] The tool-call limit" in last["messages"][-1]["content"]
+
+
+def test_the_file_list_is_shallow_first_bounded_and_leaves_out_hidden_and_blocked(tmp_path):
+    from sunwell.agent.prompts import workspace_files
+    from sunwell.tools.jail import Jail
+
+    for rel in ("z.md", "src/app.py", "src/deep/x.py", ".venv/lib/site.py", "node_modules/m/i.js", "key.pem",
+                ".env", "docs/a.md"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    (tmp_path / "link.py").symlink_to(tmp_path / "z.md")
+    jail = Jail(tmp_path)
+    assert workspace_files(jail) == ["z.md", "docs/a.md", "src/app.py", "src/deep/x.py"]
+    assert workspace_files(jail, limit=2) == ["z.md", "docs/a.md", "…"]
