@@ -111,7 +111,8 @@ class Jail:
             return []
         base = self.relative(folder)
         names = [n for n in names if not self.is_blocked(posixpath.join(base, n))]
-        return [n if shown == "." else posixpath.join(shown, n) for n in get_close_matches(name, names, n=2, cutoff=0.6)]
+        close = get_close_matches(name, names, n=2, cutoff=0.6)
+        return [n if shown == "." else posixpath.join(shown, n) for n in close]
 
     def _check_text(self, path: object) -> None:
         if not isinstance(path, str) or not path.strip():
