@@ -125,3 +125,38 @@ def test_the_file_list_is_shallow_first_bounded_and_leaves_out_hidden_and_blocke
     jail = Jail(tmp_path)
     assert workspace_files(jail) == ["z.md", "docs/a.md", "src/app.py", "src/deep/x.py"]
     assert workspace_files(jail, limit=2) == ["z.md", "docs/a.md", "…"]
+
+
+def test_a_small_model_repeating_a_failing_call_is_asked_for_its_answer(sunwell, fake, workspace):
+    # Seen in the demo workspace: after reading src/calc.py, Qwen 0.5B calls `add` (a function in it) until stopped.
+    fake.script(hermes("read_file", {"path": "a.txt"}), hermes("add", {"a": 5, "b": 3}), hermes("add", {"a": 5, "b": 3}),
+                Reply(text="a.txt says hello from a."))
+    run = small(sunwell, fake, "Read a.txt and tell me what it says")
+    assert run.code == 0, run.stderr
+    check_stream_rules(run.events)
+    assert [e["error"]["code"] for e in run.events if e["type"] == "toolResult" and not e["ok"]] == ["unknown_tool"] * 2
+    [notice] = [e for e in run.events if e["type"] == "notice"]
+    assert notice["code"] == "answer_from_results" and "add" in notice["message"]
+    ask = fake.requests[3].body["messages"][1]["content"]
+    assert "hello from a" in ask and "add" not in ask.split("Tool results:")[1]
+    assert "".join(e["delta"] for e in run.events if e["type"] == "text") == "a.txt says hello from a."
+
+
+def test_an_empty_answer_after_tools_is_asked_again_from_the_results(sunwell, fake):
+    fake.script(hermes("read_file", {"path": "a.txt"}), Reply(text=""), Reply(text="It says hello from a."))
+    run = small(sunwell, fake, "Read a.txt and tell me what it says")
+    assert run.code == 0, run.stderr
+    check_stream_rules(run.events)
+    assert [e["code"] for e in run.events if e["type"] == "notice"] == ["answer_from_results"]
+    assert fake.requests[2].body["messages"][0]["content"] == ANSWER_FROM_RESULTS
+    assert "".join(e["delta"] for e in run.events if e["type"] == "text") == "It says hello from a."
+    # The session keeps a valid history: the empty answer was dropped, the real one follows the tool result.
+    shown = sunwell("sessions", "show", run.events[0]["session"])
+    assert shown.code == 0 and "It says hello from a." in shown.stdout
+
+
+def test_the_request_names_the_files_it_mentions(sunwell, fake, workspace):
+    fake.script(Reply(text="ok"))
+    assert small(sunwell, fake, "Compare a.txt with src/app.py, not .env or missing.txt").code == 0
+    system = system_of(fake.requests[0])
+    assert "The user's request names the files a.txt, src/app.py." in system

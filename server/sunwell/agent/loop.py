@@ -28,7 +28,7 @@ from sunwell.agent.events import (
 )
 from sunwell.agent.gate import Gate, Verdict
 from sunwell.agent.prompts import (
-    ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results, system_prompt, workspace_files,
+    ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results, named_files, system_prompt, workspace_files,
 )
 from sunwell.agent.turn import TurnLog
 from sunwell.messages import (
@@ -134,8 +134,11 @@ class Turn:
     async def _loop(self) -> str:
         cfg = self.config
         root = cfg.tool_ctx.jail.root
-        files = await asyncio.to_thread(workspace_files, cfg.tool_ctx.jail) if cfg.small_model else None
-        system = cfg.system or system_prompt(root, cfg.extra_instructions, cfg.small_model, files)
+        files = named = None
+        if cfg.small_model:
+            files = await asyncio.to_thread(workspace_files, cfg.tool_ctx.jail)
+            named = await asyncio.to_thread(named_files, cfg.tool_ctx.jail, self._request)
+        system = cfg.system or system_prompt(root, cfg.extra_instructions, cfg.small_model, files, named)
         for round_no in range(cfg.max_tool_turns + 1):
             limit = round_no == cfg.max_tool_turns
             final = limit or self._answer_now
@@ -156,6 +159,9 @@ class Turn:
             response = await self._stream(request)
             # a call made despite tool_choice none is not run
             calls = [] if final else [self._repair(call) for call in response.calls]
+            if not (calls or final or response.text.strip()) and cfg.small_model and self._ran:
+                self._enough("the model answered nothing")  # and the empty answer is not kept
+                continue
             self._add(AssistantMessage(text=response.text, thinking=response.thinking,
                                        thinking_signature=response.signature, tool_calls=calls))
             if not calls:
@@ -167,12 +173,15 @@ class Turn:
         raise AssertionError("unreachable")
 
     def _guard(self, calls: list[ToolCall], results: list[ToolResultMessage]) -> None:
-        """The same call failing the same way: told to change approach at 3, the turn stopped at 5."""
+        """The same call failing the same way: told to change approach at 3, the turn stopped at 5 (a small model is
+        asked for its answer at 2)."""
         for call, result in zip(calls, results, strict=True):
             if result.ok:
                 continue
             key = (call.name, json.dumps(call.arguments, sort_keys=True), result.error.code)
             self._failures[key] = count = self._failures.get(key, 0) + 1
+            if count >= 2:
+                self._enough(f"the model repeated a {call.name} call that failed the same way")
             if count >= GUARD_STOP:
                 raise LoopGuardTripped(f"stopped: {call.name} failed the same way {count} times "
                                        f"({result.error.code}: {result.error.message})")
@@ -270,7 +279,7 @@ class Turn:
         key = (call.name, json.dumps(call.arguments, sort_keys=True))
         if verdict.error is None and tool.read_only and key in self._answered:
             result = self._repeat(call, self._answered[key])
-            self._enough(call)
+            self._enough(f"the model asked {call.name} again for a result it already has")
             self._emit_result(result, 0)
             self._finished[call.id] = result
             return result
@@ -287,7 +296,8 @@ class Turn:
         self._ran.append((call, result))
         if result.ok and tool is not None and tool.read_only:
             if any(r.name == result.name and r.output == result.output for r in self._answered.values()):
-                self._enough(call)  # e.g. the same file again with the default offset spelt out
+                # e.g. the same file again with the default offset spelt out
+                self._enough(f"the model asked {call.name} again for a result it already has")
             self._answered[key] = result
         if self.config.audit is not None:
             self.config.audit.record(session=self.log.session, turn=self.log.turn, tool=call.name, call_id=call.id,
@@ -295,13 +305,12 @@ class Turn:
                                      ok=result.ok, error=result.error and result.error.code, duration_ms=duration_ms)
         return result
 
-    def _enough(self, call: ToolCall) -> None:
-        """A small model asked again for what it already has: its next request is the answer (`_answer_request`)."""
+    def _enough(self, why: str) -> None:
+        """A small model going round in circles: its next request is the answer (`_answer_request`)."""
         if self.config.small_model and not self._answer_now:
             self._answer_now = True
             self.log.emit(NoticeEvent(level="info", code="answer_from_results",
-                                      message=f"the model asked {call.name} again for a result it already has; "
-                                              "asking it to answer from the results"))
+                                      message=f"{why}; asking it to answer from the results"))
 
     def _repeat(self, call: ToolCall, earlier: ToolResultMessage) -> ToolResultMessage:
         """A repeated identical read is answered from this turn's earlier result, with a nudge to answer."""

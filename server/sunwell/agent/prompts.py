@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
+from sunwell.tools.base import ToolFailure
 from sunwell.tools.jail import Jail
 
 SYSTEM = """You are Sunwell, a coding assistant working inside the user's workspace{root}.
@@ -30,11 +32,15 @@ LIMIT_REACHED = (
 )
 
 
-def system_prompt(root: Path, extra: list[str], small_model: bool = False, files: list[str] | None = None) -> str:
-    """The system instructions; `files` (a small model's map of the workspace) is listed after them."""
+def system_prompt(root: Path, extra: list[str], small_model: bool = False, files: list[str] | None = None,
+                  named: list[str] | None = None) -> str:
+    """The system instructions; `files` (a small model's map of the workspace) and `named` (the files the user's
+    words name) are listed after them."""
     # A small model copies an absolute root into every path it writes; it gets the file list instead.
     where = "" if small_model else f" ({root})"
     overview = [f"Files in the workspace: {', '.join(files)}"] if files else []
+    if named:  # else it reads the likeliest-looking file of the list (src/calc.py for "Read a.txt")
+        overview.append(f"The user's request names the file{'s' if len(named) > 1 else ''} {', '.join(named)}.")
     return "\n\n".join([SYSTEM.format(root=where), *([SMALL_MODEL] if small_model else []), *overview, *extra])
 
 
@@ -63,6 +69,22 @@ def workspace_files(jail: Jail, limit: int = 40, scan: int = 2000) -> list[str]:
             elif entry.is_file():
                 files.append(rel)
     return files[:limit] + (["…"] if len(files) > limit or folders else [])
+
+
+_PATHLIKE = re.compile(r"[\w.~/-]*[\w-]\.\w+|[\w.-]+/[\w./-]*\w")
+
+
+def named_files(jail: Jail, text: str, limit: int = 5) -> list[str]:
+    """Workspace files the user's words name by path (`a.txt`, `src/app.py`), in order, blocked ones left out."""
+    named: list[str] = []
+    for token in dict.fromkeys(_PATHLIKE.findall(text)):
+        try:
+            real = jail.resolve(token)
+        except ToolFailure:
+            continue
+        if real.is_file():
+            named.append(jail.relative(real))
+    return named[:limit]
 
 
 def answer_from_results(request: str, results: list[tuple[str, str]], budget: int = 8000) -> str:
