@@ -118,8 +118,12 @@ Open the chat: the **Sunwell** icon in the activity bar on the left, or `F1` →
 Then ask, for example:
 
 - *Read a.txt and tell me what it says*
-- *Add a `sub` function to src/calc.py* — Sunwell shows the change and asks before it writes
+- *Create a file named hello.txt with the content "hi"* — Sunwell shows the change and asks before it writes
 - *::help* lists the chat commands
+
+The local model (Qwen2.5-Coder-0.5B, on the CPU) is for trying Sunwell out: it reads, lists and creates files, but
+real edits like *Add a `sub` function to src/calc.py* need a bigger model. Set `OPENAI_API_KEY` or
+`ANTHROPIC_API_KEY` before `scripts/start.sh`, or use **Sunwell: Set API Key** and **Select Model**.
 
 `code-review.lens` is a lens: open it to see its highlighting, hover its keys, and use it from the code lens at the top.
 EOF

@@ -28,7 +28,12 @@ from sunwell.agent.events import (
 )
 from sunwell.agent.gate import Gate, Verdict
 from sunwell.agent.prompts import (
-    ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results, named_files, system_prompt, workspace_files,
+    ANSWER_FROM_RESULTS,
+    LIMIT_REACHED,
+    answer_from_results,
+    named_files,
+    system_prompt,
+    workspace_files,
 )
 from sunwell.agent.turn import TurnLog
 from sunwell.messages import (
@@ -110,7 +115,7 @@ class Turn:
         self._failures: dict[tuple[str, str, str], int] = {}
         self._answered: dict[tuple[str, str], ToolResultMessage] = {}  # successful read-only calls of this turn
         self._ran: list[tuple[ToolCall, ToolResultMessage]] = []  # every call run this turn, in order
-        self._answer_now = False  # a small model repeated a call it has the result of: no more tool rounds
+        self._answer_now = False  # a small model going round in circles: its next request is for the answer
         self._request = ""
 
     async def run(self, text: str) -> DoneEvent:
@@ -181,7 +186,7 @@ class Turn:
             key = (call.name, json.dumps(call.arguments, sort_keys=True), result.error.code)
             self._failures[key] = count = self._failures.get(key, 0) + 1
             if count >= 2:
-                self._enough(f"the model repeated a {call.name} call that failed the same way")
+                self._enough(f"the model repeated a failing {call.name} call unchanged")
             if count >= GUARD_STOP:
                 raise LoopGuardTripped(f"stopped: {call.name} failed the same way {count} times "
                                        f"({result.error.code}: {result.error.message})")
