@@ -160,3 +160,16 @@ def test_the_request_names_the_files_it_mentions(sunwell, fake, workspace):
     assert small(sunwell, fake, "Compare a.txt with src/app.py, not .env or missing.txt").code == 0
     system = system_of(fake.requests[0])
     assert "The user's request names the files a.txt, src/app.py." in system
+
+
+def test_a_call_written_as_python_runs_and_is_never_shown(sunwell, fake):
+    # Qwen 0.5B at the server's default temperature once answered with exactly this.
+    fake.script(Reply(text='Read_file(path="a.txt", offset=1, limit=2000)', chunk=3), Reply(text="It says hello."))
+    run = small(sunwell, fake, "Read a.txt and tell me what it says")
+    assert run.code == 0, run.stderr
+    check_stream_rules(run.events)
+    result = next(e for e in run.events if e["type"] == "toolResult")
+    assert result["ok"] and result["name"] == "read_file" and "hello from a" in result["output"]
+    codes = [e["code"] for e in run.events if e["type"] == "notice"]
+    assert "tool_call_repaired" in codes and "repaired_tool_name" in codes
+    assert "".join(e["delta"] for e in run.events if e["type"] == "text") == "It says hello."

@@ -27,7 +27,7 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
-from sunwell.models.normalize import Extraction, SpanScanner, parse_span
+from sunwell.models.normalize import PYTHONIC_OPEN, PYTHONIC_PREFIX, Extraction, SpanScanner, parse_span, pythonic_calls
 
 Style = Literal["json", "xml", "hermes"]
 """`json`: a ```json block; `xml`: an element per call; `hermes`: Qwen's and Hermes' trained format (function
@@ -188,6 +188,8 @@ class CallDetector:
         self._buf = ""
         self._next_id = first_id
         self.calls = 0
+        self._pythonic: bool | None = None
+        """Whether the reply began as a Python call (then it is held to the end: only a whole reply is one)."""
 
     def feed(self, delta: str) -> list[StreamEvent]:
         self._buf += delta
@@ -197,6 +199,20 @@ class CallDetector:
         return self._drain(final=True)
 
     def _drain(self, final: bool) -> list[StreamEvent]:
+        if self._pythonic is None:
+            if PYTHONIC_OPEN.match(self._buf):
+                self._pythonic = True
+            elif not final and (not self._buf.strip() or PYTHONIC_PREFIX.fullmatch(self._buf)):
+                return []  # `The` may still become `The(`
+            else:
+                self._pythonic = False
+        if self._pythonic:
+            if not final:
+                return []
+            self._pythonic = False
+            if found := pythonic_calls(self._buf, self._names):
+                self._buf = ""
+                return self._call_events(found)
         events: list[StreamEvent] = []
         text: list[str] = []
         while self._buf:
