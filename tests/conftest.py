@@ -67,8 +67,8 @@ def sunwell(env: dict[str, str], workspace: Path):
 
     def run(*args: str, input: str | None = None, extra_env: dict[str, str] | None = None,
             cwd: Path | None = None, timeout: float = 60) -> Run:
-        proc = subprocess.run([sys.executable, "-m", "sunwell", *args], input=input, capture_output=True,
-                              text=True, env={**env, **(extra_env or {})}, cwd=cwd or workspace, timeout=timeout)
+        proc = subprocess.run([sys.executable, "-m", "sunwell", *args], input=input, capture_output=True, text=True,
+                              check=False, env={**env, **(extra_env or {})}, cwd=cwd or workspace, timeout=timeout)
         return Run(proc.returncode, proc.stdout, proc.stderr)
 
     return run

@@ -91,7 +91,7 @@ def test_allow_for_session_covers_the_exact_command_only(env, workspace, fake):
     term.answer("a")
     term.expect("$ echo one; touch pwned")  # the same prefix is asked again
     term.answer("n")
-    code, out = term.finish()
+    _, out = term.finish()
     events = [json.loads(line) for line in out.splitlines()]
     approvals = [(e["decision"], e["by"]) for e in events if e["type"] == "approval"]
     assert approvals == [("allowSession", "user"), ("allow", "policy"), ("deny", "user")]

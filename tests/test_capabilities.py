@@ -199,3 +199,13 @@ def test_describe_is_json_able_with_camel_case_keys():
     assert out["parsed"]["family"] == "qwen" and out["parsed"]["version"] == "2.5"
     assert out["capabilities"]["nativeTools"] is False and out["capabilities"]["small"] is True
     assert describe("claude-3-opus")["provider"] == "anthropic"  # a bare id resolves its provider
+
+
+def test_sunwell_models_shows_the_parse_and_the_capabilities(sunwell):
+    run = sunwell("models", "qwen2.5-coder-0.5b", "gpt-4o")
+    assert run.code == 0, run.stderr
+    qwen, gpt = run.stdout.split("gpt-4o\n")
+    assert "size 0.5B" in qwen and "emulated (hermes)" in qwen and "small True · temperature 0.0" in qwen
+    assert "size -" in gpt and "tools native" in gpt and "temperature server default" in gpt
+    as_json = json.loads(sunwell("models", "--json", "qwen2.5-coder-0.5b").stdout)
+    assert as_json["capabilities"]["temperature"] == 0.0 and as_json["parsed"]["size"] == 0.5

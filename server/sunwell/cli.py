@@ -284,10 +284,12 @@ def cmd_models(args: argparse.Namespace) -> int:
             continue
         caps = info["capabilities"]
         mode = "native" if caps["nativeTools"] else f"emulated ({caps['emulation']})"
+        size = info["parsed"]["size"]
+        temperature = "server default" if caps["temperature"] is None else caps["temperature"]
         print(f"{model}\n  provider {info['provider']} · family {info['parsed']['family']} "
-              f"· version {info['parsed']['version'] or '-'} · size {info['parsed']['size'] or '-'}B"
+              f"· version {info['parsed']['version'] or '-'} · size {f'{size}B' if size else '-'}"
               f"\n  tools {mode} · parallel {caps['parallelCalls']} · context {caps['contextWindow']}"
-              f" · reasoning {caps['reasoning']} · small {caps['small']}")
+              f" · reasoning {caps['reasoning']} · small {caps['small']} · temperature {temperature}")
     return EXIT_OK
 
 

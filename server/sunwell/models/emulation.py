@@ -27,7 +27,14 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
-from sunwell.models.normalize import PYTHONIC_OPEN, PYTHONIC_PREFIX, Extraction, SpanScanner, parse_span, pythonic_calls
+from sunwell.models.normalize import (
+    PYTHONIC_OPEN,
+    PYTHONIC_PREFIX,
+    Extraction,
+    SpanScanner,
+    parse_span,
+    pythonic_calls,
+)
 
 Style = Literal["json", "xml", "hermes"]
 """`json`: a ```json block; `xml`: an element per call; `hermes`: Qwen's and Hermes' trained format (function

@@ -58,7 +58,7 @@ class ApprovalPolicy:
             answer = await asyncio.wait_for(self.ask(request), timeout=self.timeout)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a client that errors or never answers means deny
+        except Exception as exc:  # noqa: BLE001 - a client that errors or never answers means deny
             log.warning("approval of %s failed: %r; denying", request.name, exc)
             return "deny", "policy"
         if answer not in DECISIONS:
