@@ -27,14 +27,8 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
-from sunwell.models.normalize import (
-    PYTHONIC_OPEN,
-    PYTHONIC_PREFIX,
-    Extraction,
-    SpanScanner,
-    parse_span,
-    pythonic_calls,
-)
+from sunwell.models.normalize import Extraction, SpanScanner, parse_span
+from sunwell.models.pythonic import PYTHONIC_OPEN, PYTHONIC_PREFIX, pythonic_calls
 
 Style = Literal["json", "xml", "hermes"]
 """`json`: a ```json block; `xml`: an element per call; `hermes`: Qwen's and Hermes' trained format (function

@@ -4,7 +4,7 @@ Small local models rarely return native `tool_calls`; they write the call into t
 their training favoured (models/README.md). `SpanScanner` splits text into prose and call candidates (fenced
 blocks, bare JSON, `<tool_call>`, `<|python_tag|>`, `<function=…>`, `[TOOL_CALLS]`, the XML emulation format);
 `parse_span` reads one candidate. A reply that is nothing but Python calls (`read_file(path="a.txt")`) is read by
-`pythonic_calls`. Both the one-shot `extract_tool_calls` and the streaming detector in
+`pythonic.py`. Both the one-shot `extract_tool_calls` and the streaming detector in
 `emulation.py` use them, so a text yields the same calls however it was chunked.
 
 What counts as a call (a JSON value inside a candidate):
@@ -23,7 +23,6 @@ Anything else, e.g. `{"name": "Ada", "age": 3}` in an answer, stays text.
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Collection
@@ -85,53 +84,9 @@ class Extraction:
 
 
 def extract_tool_calls(text: str, tool_names: Collection[str]) -> Extraction:
+    from sunwell.models.pythonic import pythonic_calls  # it builds on this module's types
+
     return pythonic_calls(text, tool_names) or _extract(text, frozenset(tool_names), explicit=False)
-
-
-PYTHONIC_OPEN = re.compile(r"\s*\[?\s*[A-Za-z_][\w.]*\s*\(")
-"""How a reply that is a Python call begins (`read_file(`, `[read_file(`)."""
-PYTHONIC_PREFIX = re.compile(r"\s*\[?\s*(?:[A-Za-z_][\w.]*\s*)?")
-"""Text that may still turn into `PYTHONIC_OPEN`."""
-_PYTHONIC_MAX = 100_000
-
-
-def pythonic_calls(text: str, tool_names: Collection[str]) -> Extraction | None:
-    """The calls when the whole `text` is Python calls of offered tools with literal keyword arguments
-    (`Read_file(path="a.txt")`, Llama 3.2's `[f(a=1), g(b=2)]`), else None. Nothing is evaluated."""
-    if not PYTHONIC_OPEN.match(text) or len(text) > _PYTHONIC_MAX:
-        return None
-    try:
-        body = ast.parse(text.strip(), mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    keys = {_tool_key(name) for name in tool_names}
-    calls = []
-    for node in body.elts if isinstance(body, ast.List) else [body]:
-        name = _dotted(node.func) if isinstance(node, ast.Call) else None
-        if name is None or _tool_key(name) not in keys or node.args or any(k.arg is None for k in node.keywords):
-            return None  # not a tool, a positional argument (which parameter?) or **kwargs
-        try:
-            arguments = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
-            json.dumps(arguments)
-        except (ValueError, TypeError, SyntaxError, RecursionError):
-            return None  # not a literal (never evaluated), or no JSON value (a set, bytes)
-        calls.append(FoundCall(name, arguments))
-    if not calls:
-        return None
-    return Extraction(calls=calls, repairs=[f"read a call written as Python: {text.strip()[:80]}"])
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute) and (base := _dotted(node.value)):
-        return f"{base}.{node.attr}"
-    return None
-
-
-def _tool_key(name: str) -> str:
-    # As `tools.validation.canonical_tool_name` compares names; the loop then repairs the name with a notice.
-    return re.sub(r"[\s.\-_]+", "_", name.strip().removeprefix("functions.")).strip("_").lower()
 
 
 def _extract(text: str, names: frozenset[str], explicit: bool) -> Extraction:
