@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from conftest import check_stream_rules
-from fake_provider import Reply
+from fake_provider import Call, Reply
 from sunwell.agent.prompts import ANSWER_FROM_RESULTS
 
 SMALL = "openai-compatible:qwen2.5-coder-0.5b"
@@ -97,13 +97,10 @@ def test_at_the_limit_a_small_model_answers_from_its_results_not_the_history(sun
     check_stream_rules(run.events)
     ask = fake.requests[2].body["messages"][1]["content"]
     assert "list_files" in ask and "a.txt" in ask and "nope.txt" not in ask  # a failure it moved past is left out
-    # The session's history stays a valid conversation: the answer follows the last tool result.
     assert run.events[-1]["status"] == "limitReached"
 
 
 def test_a_big_model_at_the_limit_is_asked_in_the_history(sunwell, fake):
-    from fake_provider import Call
-
     fake.script(Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')]),
                 Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')]), Reply(text="done"))
     run = sunwell("run", "go", "--model", "openai:gpt-4o", "--json", "--max-tool-turns", "2")

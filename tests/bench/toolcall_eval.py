@@ -293,6 +293,7 @@ class SunwellClient:
         # Assembled the way `Engine.run_turn` assembles a turn, with the case's functions as the only tools.
         engine, tools = self.engine, case.tools
         spec = engine.model_spec()
+        caps = engine.capabilities(spec)
         session = engine.open_session(None, case.question)
         log = TurnLog(engine.store, session, sink)
         config = TurnConfig(
@@ -307,8 +308,8 @@ class SunwellClient:
             provider_attempts=self.settings.provider_attempts,
             system=self.settings.system_prompt,
             gate=Gate(engine.approval, dry_run=True),
-            small_model=engine.capabilities(spec).small,
-            temperature=engine.capabilities(spec).temperature,
+            small_model=caps.small,
+            temperature=caps.temperature,
         )
         return await Turn(config, log, engine.store.messages(session)).run(case.question)
 

@@ -90,8 +90,9 @@ class TurnConfig:
     audit: Any = None
     """A sunwell.tools.audit.AuditLog, or None."""
     small_model: bool = False
-    temperature: float | None = None
     """Small models get the answer-now nudges (they tend to keep calling tools after they have the answer)."""
+    temperature: float | None = None
+    """Sent with every request; None leaves the server's default."""
     turn_notices: list[NoticeEvent] = field(default_factory=list)
     """Shown once at the start of the turn (e.g. shell running without a sandbox, tools fitted to the window)."""
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
+from collections import deque
 from pathlib import Path
 
 from sunwell.tools.base import ToolFailure
+from sunwell.tools.files import walk
 from sunwell.tools.jail import Jail
 
 SYSTEM = """You are Sunwell, a coding assistant working inside the user's workspace{root}.
@@ -46,27 +47,18 @@ def system_prompt(root: Path, extra: list[str], small_model: bool = False, files
 
 def workspace_files(jail: Jail, limit: int = 40, scan: int = 2000) -> list[str]:
     """Up to `limit` workspace-relative file paths, shallowest first, hidden and blocked ones left out ("…" when
-    cut).
-
-    A small model asked to "Read a.txt" writes `read.txt` unless it can see which files exist.
+    cut). A small model asked to "Read a.txt" writes `read.txt` unless it can see which files exist.
     """
     files: list[str] = []
-    folders, seen = [jail.root], 0
-    while folders and len(files) <= limit and seen < scan:
-        folder = folders.pop(0)
-        try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue
-        seen += len(entries)
-        for entry in entries:
-            rel = jail.relative(Path(entry.path))
-            if entry.name.startswith(".") or entry.is_symlink() or jail.is_blocked(rel):
-                continue  # .venv, .git and the like would crowd out the project's own files
-            if entry.is_dir():
+    folders, scanned = deque([jail.root]), 0
+    while folders and len(files) <= limit and scanned < scan:
+        for entry, rel in walk(jail, folders.popleft(), max_depth=1):  # one level: breadth first
+            scanned += 1
+            if entry.name.startswith("."):
+                continue  # .venv, .cache and the like would crowd out the project's own files
+            if entry.is_dir(follow_symlinks=False):
                 folders.append(Path(entry.path))
-            elif entry.is_file():
+            elif entry.is_file(follow_symlinks=False):
                 files.append(rel)
     return files[:limit] + (["…"] if len(files) > limit or folders else [])
 

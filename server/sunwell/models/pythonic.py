@@ -13,6 +13,7 @@ import re
 from collections.abc import Collection
 
 from sunwell.models.normalize import Extraction, FoundCall
+from sunwell.tools.validation import canonical_tool_name
 
 PYTHONIC_OPEN = re.compile(r"\s*\[?\s*[A-Za-z_][\w.]*\s*\(")
 """How a reply that is a Python call begins (`read_file(`, `[read_file(`)."""
@@ -30,11 +31,12 @@ def pythonic_calls(text: str, tool_names: Collection[str]) -> Extraction | None:
         body = ast.parse(text.strip(), mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    keys = {_tool_key(name) for name in tool_names}
+    names = list(tool_names)
     calls = []
     for node in body.elts if isinstance(body, ast.List) else [body]:
-        name = _dotted(node.func) if isinstance(node, ast.Call) else None
-        if name is None or _tool_key(name) not in keys or node.args or any(k.arg is None for k in node.keywords):
+        name = (_dotted(node.func) if isinstance(node, ast.Call) else None) or ""
+        offered = name in names or canonical_tool_name(name, names) is not None  # the loop repairs the spelling
+        if not offered or node.args or any(k.arg is None for k in node.keywords):
             return None  # not a tool, a positional argument (which parameter?) or **kwargs
         try:
             arguments = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
@@ -53,8 +55,3 @@ def _dotted(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute) and (base := _dotted(node.value)):
         return f"{base}.{node.attr}"
     return None
-
-
-def _tool_key(name: str) -> str:
-    # As `tools.validation.canonical_tool_name` compares names; the loop then repairs the name with a notice.
-    return re.sub(r"[\s.\-_]+", "_", name.strip().removeprefix("functions.")).strip("_").lower()
