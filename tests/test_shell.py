@@ -18,8 +18,9 @@ import pytest
 
 from conftest import SERVER
 from sunwell.tools.base import ToolContext, ToolFailure
+from sunwell.tools.environment import command_env
 from sunwell.tools.jail import Jail
-from sunwell.tools.sandbox import blocked_entries, bwrap_available, probe_bwrap, scrubbed_env
+from sunwell.tools.sandbox import blocked_entries, bwrap_available, probe_bwrap
 from sunwell.tools.shell import RUN_COMMAND, run_command, sandbox_warning
 
 CANARY = "canary-7f3a9c"
@@ -329,40 +330,17 @@ async def test_environment_is_scrubbed(ws: Path, monkeypatch: pytest.MonkeyPatch
         assert "\nLANG=C.UTF-8\n" in "\n" + output and "PATH=" in output
 
 
-def test_scrubbed_env_keeps_the_ordinary_variables() -> None:
+def test_commands_get_an_allowlisted_environment() -> None:
     env = {
-        "PATH": "/usr/bin",
-        "HOME": "/h",
-        "LANG": "C",
-        "TERM": "xterm",
-        "TOKENIZERS_PARALLELISM": "false",
-        "GIT_AUTHOR_NAME": "A",
-        "VIRTUAL_ENV": "/v",
-        "KEYBOARD": "us",
-        "HTTP_PROXY": "http://proxy:3128",
-        "OPENAI_BASE_URL": "http://x",
-        "GH_TOKEN": "t",
-        "MYSQL_PWD": "p",
-        "NPM_AUTH": "n",
-        "MY_SECRET_X": "s",
-        "GOOGLE_APPLICATION_CREDENTIALS": "/k.json",
-        "PROXY": "http://u:pw@proxy:3128",
-        "X": "ghp_abc",
-    }
-    assert scrubbed_env(env) == {
-        k: env[k]
-        for k in (
-            "PATH",
-            "HOME",
-            "LANG",
-            "TERM",
-            "TOKENIZERS_PARALLELISM",
-            "GIT_AUTHOR_NAME",
-            "VIRTUAL_ENV",
-            "KEYBOARD",
-            "HTTP_PROXY",
-        )
-    }
+        "PATH": "/usr/bin", "HOME": "/h", "LANG": "C", "LC_ALL": "C.UTF-8", "TERM": "xterm", "USER": "u",
+        "SHELL": "/bin/bash", "TMPDIR": "/t", "TZ": "UTC", "JAVA_HOME": "/j",
+        # what a name heuristic let through (issue 11), and ordinary variables that are not on the list
+        "CI_JOB_JWT": "eyJ", "SLACK_WEBHOOK_URL": "https://hooks", "SSH_PRIVATE": "k", "SESSION_SIGNING": "s",
+        "VIRTUAL_ENV": "/v", "GIT_AUTHOR_NAME": "A",
+    }  # fmt: skip
+    base = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "SHELL", "TMPDIR", "TZ"]
+    assert command_env(env) == {k: env[k] for k in base}
+    assert command_env(env, ["JAVA_HOME"]) == {k: env[k] for k in [*base, "JAVA_HOME"]}
 
 
 # ---- refusals --------------------------------------------------------------------------------------------------

@@ -76,11 +76,16 @@ export function pick(target: 'model' | 'trust' | 'lens'): void {
   void vscode.commands.executeCommand(command);
 }
 
-/** Writes a setting where it is in force: the workspace when set there, else the user settings. */
+/** Writes a setting where it is in force: the workspace when set there (and allowed there), else the user settings.
+ *  Machine-scoped settings (trust, interpreter, endpoints) live in the user settings only: a workspace file must not
+ *  raise what the user granted. */
+const MACHINE_SCOPED = new Set(['trustLevel', 'python', 'serverCommand', 'baseUrl', 'openaiBaseUrl', 'anthropicBaseUrl', 'ollamaHost']);
+
 async function updateSetting(key: string, value: unknown): Promise<void> {
   const config = vscode.workspace.getConfiguration('sunwell');
   const inspect = config.inspect(key);
-  const target = inspect?.workspaceValue !== undefined ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+  const inWorkspace = inspect?.workspaceValue !== undefined && !MACHINE_SCOPED.has(key);
+  const target = inWorkspace ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
   await config.update(key, value, target);
 }
 

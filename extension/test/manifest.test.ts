@@ -30,6 +30,14 @@ describe('manifest', () => {
     }
   });
 
+  it('keeps what decides what runs and how much is allowed out of workspace settings (machine scope)', () => {
+    const props = contributes.configuration.properties;
+    for (const key of ['python', 'serverCommand', 'trustLevel', 'baseUrl', 'openaiBaseUrl', 'anthropicBaseUrl', 'ollamaHost']) {
+      assert.equal(props[`sunwell.${key}`].scope, 'machine', key);
+      assert.match(sources, new RegExp(`MACHINE_SCOPED = new Set\\(\\[[^\\]]*'${key}'`), `updateSetting must not write ${key} to the workspace`);
+    }
+  });
+
   it('contributes the chat as a webview view in its own activity-bar container', () => {
     const container = contributes.viewsContainers.activitybar.find((c: { id: string }) => c.id === 'sunwell');
     assert.ok(container);

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from sunwell.agent.events import Event
 from sunwell.commands_spec import parse_command
+from sunwell.terminal_text import visible
 
 if TYPE_CHECKING:
     from sunwell.agent.commands import ChatState
@@ -186,12 +187,14 @@ class Chat:
     def _sink(self, event: Event) -> None:
         if event.type == "commandOutput" and not self.json:
             if event.output:
-                self.out.write(render_markdown(event.output, self.color) + "\n")
+                # command output quotes names the model chose (the paths ::undo put back): escaped before we color it
+                self.out.write(render_markdown(visible(event.output), self.color) + "\n")
                 self.out.flush()
             return
         self.transcript(event)
 
     def _status(self, text: str, style: str) -> None:
+        text = visible(text)  # errors can quote the provider or the model
         self.err.write((f"{style}{text}{RESET}" if self.err.isatty() else text) + "\n")
         self.err.flush()
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from sunwell.config import ConfigError, load_settings
+from sunwell.terminal_text import visible
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LIMIT, EXIT_CANCELLED = 0, 1, 2, 3, 130
 STATUS_EXIT = {"completed": EXIT_OK, "error": EXIT_ERROR, "limitReached": EXIT_LIMIT, "cancelled": EXIT_CANCELLED}
@@ -103,12 +104,12 @@ def main(argv: list[str] | None = None) -> int:
                     "audit": cmd_audit, "lens": cmd_lens, "chat": cmd_chat}
         return commands[args.command](args)
     except (UsageError, ConfigError) as exc:
-        print(f"sunwell: {exc}", file=sys.stderr)
+        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
         if args.debug:
             raise
-        print(f"sunwell: {exc}", file=sys.stderr)
+        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
 
 
@@ -143,10 +144,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     except SessionStoreError as exc:
-        print(f"sunwell: {exc}", file=sys.stderr)
+        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
-    if done.status == "error":
-        print(f"sunwell: {done.error}", file=sys.stderr)
+    if done.status == "error":  # the provider's message, which may quote the model
+        print(f"sunwell: {visible(done.error or '')}", file=sys.stderr)
     elif done.status == "cancelled" and not args.json:
         print("sunwell: cancelled", file=sys.stderr)
     return STATUS_EXIT[done.status]
@@ -192,16 +193,19 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     store = SessionStore(Path(settings.data_dir) / "sessions.db")
     if args.action == "list":
         for info in store.list():
-            print(f"{info.id}  {_when(info.updated_at)}  {info.turns:>3} turn(s)  {info.title or ''}")
+            print(visible(f"{info.id}  {_when(info.updated_at)}  {info.turns:>3} turn(s)  {info.title or ''}"))
         return EXIT_OK
     if not args.id:
         raise UsageError(f"sessions {args.action} needs a session id")
     try:
         if args.action == "export":
-            print(json.dumps(store.export(args.id), ensure_ascii=False, indent=2))
+            text = json.dumps(store.export(args.id), ensure_ascii=False, indent=2)
+            # JSON escapes C0 controls but not C1 or bidi ones; `visible` writes those as \uXXXX, still JSON.
+            # Piped, the export is data and stays exact.
+            print(visible(text) if sys.stdout.isatty() else text)
         else:
-            for row in store.events(args.id):
-                print(f"{row.turn} {row.seq:>3} {row.kind:<12} {row.content}")
+            for row in store.events(args.id):  # summaries of model text: tool names, errors, answers
+                print(visible(f"{row.turn} {row.seq:>3} {row.kind:<12} {row.content}"))
     except SessionNotFound as exc:
         raise UsageError(exc.args[0]) from None
     return EXIT_OK
@@ -229,16 +233,17 @@ def cmd_undo(args: argparse.Namespace) -> int:
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     except UndoError as exc:
-        print(f"sunwell: {exc}", file=sys.stderr)
+        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     if result.turn is None:
         print("nothing to undo")
+    # the paths are names the model chose
     for path in result.restored:
-        print(f"restored {path}")
+        print(f"restored {visible(str(path))}")
     for path in result.deleted:
-        print(f"deleted {path} (created by the turn)")
+        print(f"deleted {visible(str(path))} (created by the turn)")
     for path in result.conflicts:
-        print(f"overwrote {path} (it had changed since; --force)")
+        print(f"overwrote {visible(str(path))} (it had changed since; --force)")
     return EXIT_OK
 
 
@@ -251,7 +256,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     for entry in AuditLog(Path(settings.data_dir)).recent(since, limit=args.limit):
-        print(format_entry(entry))
+        print(visible(format_entry(entry)))  # the model's calls: names and arguments
     return EXIT_OK
 
 
@@ -261,7 +266,7 @@ def cmd_lens(args: argparse.Namespace) -> int:
 
     lines, had_error = check_files(args.files, known_tools=[tool.name for tool in CORE_TOOLS])
     for line in lines:
-        print(line)
+        print(visible(line))  # diagnostics quote the lens file, which a model may have written
     return EXIT_ERROR if had_error else EXIT_OK
 
 

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 TrustName = Literal["discovery", "read_only", "workspace", "shell", "full"]
+TRUST_ORDER: tuple[str, ...] = ("discovery", "read_only", "workspace", "shell", "full")
 ApprovalMode = Literal["ask", "auto", "deny"]
 
 
@@ -80,6 +81,25 @@ class Settings(BaseModel):
     models: dict[str, ModelOverride] = Field(default_factory=dict)
     system_prompt: str | None = None
     """Replaces the built-in system instructions."""
+    env_passthrough: list[str] = Field(default_factory=list)
+    """Variables commands may see besides PATH, HOME, LANG/LC_*, TERM, USER, SHELL, TMPDIR, TZ."""
+    _ignored: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def ignored_workspace_keys(self) -> list[str]:
+        """Keys the workspace config tried to set but may not (WORKSPACE_MAY_NOT_SET, or a widening value)."""
+        return self._ignored
+
+
+# The workspace config is written by whoever wrote the repository, or by a command the model ran: it may only
+# narrow. These keys decide what runs on the host, where code and keys go, or what is allowed without asking.
+WORKSPACE_MAY_NOT_SET = frozenset({
+    "ripgrep_path", "sandbox", "approval", "base_url", "data_dir", "command_allowlist", "env_passthrough",
+    "mcp_servers",
+})  # fmt: skip
+# Limits a workspace may lower but not raise.
+CEILINGS = ("max_tool_turns", "max_output_bytes", "tool_timeout_sec", "max_command_timeout_sec",
+            "approval_timeout_sec")  # fmt: skip
 
 
 ENV_VARS = {
@@ -105,25 +125,62 @@ def default_data_dir(env: Mapping[str, str] = os.environ) -> Path:
 def load_settings(workspace: Path | None, flags: Mapping[str, Any] | None = None,
                   env: Mapping[str, str] = os.environ) -> Settings:
     """Merge every source in precedence order and validate each as it is added, so errors name their source."""
-    layers: list[tuple[str, dict[str, Any]]] = [(str(user_config_path(env)), _read_yaml(user_config_path(env)))]
+    merged = _read_yaml(user_config_path(env))
+    _validate(merged, str(user_config_path(env)))
+    ignored: list[str] = []
     if workspace is not None:
         path = workspace / ".sunwell" / "config.yaml"
-        layers.append((str(path), _read_yaml(path)))
-    layers.append(("environment", {key: env[var] for var, key in ENV_VARS.items() if env.get(var)}))
-    layers.append(("command line", {k: v for k, v in (flags or {}).items() if v is not None}))
-    merged: dict[str, Any] = {}
-    for source, values in layers:
-        merged.update(values)
+        merged, ignored = narrowed(merged, _read_yaml(path))
+        _validate(merged, str(path))
+    for source, values in (("environment", {key: env[var] for var, key in ENV_VARS.items() if env.get(var)}),
+                           ("command line", {k: v for k, v in (flags or {}).items() if v is not None})):
+        merged = {**merged, **values}
         _validate(merged, source)
     settings = _validate(merged, "settings")
+    settings._ignored = ignored
     if settings.data_dir is None:
         settings.data_dir = default_data_dir(env)
     return settings
 
 
+def narrowed(user: dict[str, Any], workspace: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`user` with what `workspace` may set on top: lower trust and limits, more blocked paths, dry run on, model
+    and prompt choices. Returns the merge and the keys that were ignored because they would widen."""
+    merged, ignored = dict(user), []
+    defaults = Settings()
+    for key, value in workspace.items():
+        current = merged.get(key, getattr(defaults, key, None))
+        if key in WORKSPACE_MAY_NOT_SET:
+            ignored.append(key)
+        elif key == "trust":
+            if value in TRUST_ORDER and TRUST_ORDER.index(value) > TRUST_ORDER.index(current):
+                ignored.append(key)
+            else:
+                merged[key] = value
+        elif (key == "dry_run" and value is not True and current is True) or (
+                key in CEILINGS and _is_number(value) and _is_number(current) and value > current):
+            ignored.append(key)
+        elif key == "blocked_paths" and isinstance(value, list):
+            merged[key] = [*(current or []), *value]
+        elif key == "rate_limits" and isinstance(value, dict):
+            limits = {**defaults.rate_limits.model_dump(), **(current if isinstance(current, dict) else {})}
+            wider = [k for k, v in value.items() if _is_number(v) and _is_number(limits.get(k)) and v > limits[k]]
+            ignored += [f"rate_limits.{k}" for k in wider]
+            merged[key] = {**limits, **{k: v for k, v in value.items() if k not in wider}}
+        else:
+            merged[key] = value
+    return merged, ignored
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def apply_changes(settings: Settings, changes: Mapping[str, Any], source: str) -> Settings:
     """A copy of `settings` with `changes` validated on top (initializationOptions, didChangeConfiguration)."""
-    return _validate({**settings.model_dump(exclude_unset=True), **changes}, source)
+    changed = _validate({**settings.model_dump(exclude_unset=True), **changes}, source)
+    changed._ignored = settings.ignored_workspace_keys
+    return changed
 
 
 def _validate(values: dict[str, Any], source: str) -> Settings:

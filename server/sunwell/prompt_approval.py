@@ -1,4 +1,8 @@
-"""Approvals asked at the terminal: the diff or the exact command, then yes / no / allow for this session."""
+"""Approvals asked at the terminal: the diff or the exact command, then yes / no / allow for this session.
+
+Everything in a request comes from the model, so all of it is shown through `visible`: a command that carries
+escape sequences must read as what will run, not as what the sequences paint over it.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import difflib
 import sys
 from typing import TextIO
 
+from sunwell.terminal_text import visible
 from sunwell.tools.approval import ApprovalRequest
 
 ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
@@ -16,14 +21,16 @@ ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
 def render_preview(request: ApprovalRequest, color: bool = False) -> str:
     preview = request.preview
     if preview.get("kind") == "command":
-        return f"$ {preview['command']}\n  (in {preview.get('cwd', '.')})"
+        return f"$ {visible(preview['command'])}\n  (in {visible(preview.get('cwd', '.'))})"
     if preview.get("kind") == "diff":
-        before = (preview.get("before") or "").splitlines(keepends=True)
-        after = (preview.get("after") or "").splitlines(keepends=True)
-        label = preview["path"] + ("" if preview.get("before") is not None else " (new file)")
-        lines = difflib.unified_diff(before, after, f"a/{preview['path']}", f"b/{label}")
+        # escaped before splitting, so that only a newline starts a diff line (not a \r, \f or \x1c)
+        before = visible(preview.get("before") or "").splitlines(keepends=True)
+        after = visible(preview.get("after") or "").splitlines(keepends=True)
+        path = visible(preview["path"])
+        label = path + ("" if preview.get("before") is not None else " (new file)")
+        lines = difflib.unified_diff(before, after, f"a/{path}", f"b/{label}")
         return "".join(_paint(line, color) for line in _ensure_newlines(lines))
-    return f"{request.name}({request.arguments})"
+    return visible(f"{request.name}({request.arguments})")
 
 
 class TerminalAsker:
@@ -35,7 +42,8 @@ class TerminalAsker:
 
     async def __call__(self, request: ApprovalRequest) -> str:
         async with self._lock:
-            self.out.write(f"\n{request.name} wants to {_verb(request)}:\n{render_preview(request, self.color)}\n")
+            preview = render_preview(request, self.color)
+            self.out.write(f"\n{visible(request.name)} wants to {_verb(request)}:\n{preview}\n")
             while True:
                 self.out.write("Allow? [y]es / [n]o / [a]llow for this session: ")
                 self.out.flush()

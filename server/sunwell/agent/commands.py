@@ -240,6 +240,8 @@ async def _save(engine: Engine, state: ChatState, args: str) -> str:
 @command("clear")
 async def _clear(engine: Engine, state: ChatState, args: str) -> str:
     old, state.session = state.session, None
+    if old:
+        engine.release(old)
     kept = f" The previous one is session `{old}` (`sunwell sessions show {old}`)." if old else ""
     return "New conversation." + kept
 

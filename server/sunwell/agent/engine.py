@@ -1,17 +1,20 @@
 """The engine both front ends drive: settings + workspace in, turns out.
 
 The CLI and the sidecar are thin faces over this class: they pick a session, hand over a line of text and a sink
-for events, and render what comes back. Per-session state (allow-for-session rules, rate limits) lives here, so
-a long-lived front end (the sidecar, `sunwell chat`) keeps it across turns.
+for events, and render what comes back. Per-session state (allow-for-session rules, rate limits, the emulation
+fallback, the chat state) lives here, in `live` (agent/live.py), so a long-lived front end (the sidecar,
+`sunwell chat`) keeps it across turns and releases it when a session is cleared.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from sunwell.agent.events import DoneEvent, NoticeEvent
 from sunwell.agent.gate import Gate
+from sunwell.agent.live import LiveSessions
 from sunwell.agent.loop import Turn, TurnConfig
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.skills import skill_tools
@@ -30,8 +33,9 @@ from sunwell.tools.approval import ApprovalPolicy, Asker
 from sunwell.tools.audit import AuditLog
 from sunwell.tools.base import ToolContext, Trust
 from sunwell.tools.checkpoints import Checkpoints, UndoResult
+from sunwell.tools.environment import EnvSecrets
 from sunwell.tools.jail import Jail
-from sunwell.tools.ratelimit import RateLimiter
+from sunwell.tools.ratelimit import RateLimiter, stricter
 from sunwell.tools.registry import CORE_TOOLS, select_tools
 from sunwell.tools.shell import sandbox_warning
 
@@ -48,11 +52,11 @@ class Engine:
         self.workspace = workspace.resolve()
         self.asker = asker
         self._store: SessionStore | None = None
-        self._limiters: dict[str, RateLimiter] = {}
-        self._emulating: set[str] = set()  # sessions whose server refused native tools
         self._lenses: LensRegistry | None = None
         self.approval = ApprovalPolicy(mode=settings.approval or "deny", ask=asker,
                                        timeout=settings.approval_timeout_sec)
+        self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
+                                 on_release=lambda session: self.approval.forget([session]))
         self.reconfigure(settings)
 
     def reconfigure(self, settings: Settings) -> None:
@@ -128,11 +132,12 @@ class Engine:
         caps = self.capabilities(spec)
         emulated = EmulatedProvider(inner, style=caps.emulation, compact=caps.small or caps.context_window <= 8192,
                                     parallel=caps.parallel_calls)
-        if not caps.native_tools or session in self._emulating:
+        live = self.live.get(session)
+        if not caps.native_tools or live.emulating:
             return emulated
         native = RecoveringProvider(inner) if caps.recover_text_calls else inner
         if spec.provider in ("ollama", "openai-compatible"):
-            return ToolFallbackProvider(native, emulated, on_fallback=lambda: self._emulating.add(session))
+            return ToolFallbackProvider(native, emulated, on_fallback=lambda: setattr(live, "emulating", True))
         return native
 
     def open_session(self, session: str | None, title: str) -> str:
@@ -143,6 +148,10 @@ class Engine:
         if not self.store.exists(session):
             raise SetupError(f"unknown session '{session}': see `sunwell sessions list`")
         return session
+
+    def release(self, session: str) -> None:
+        """Forget the live state of `session` (rate limits, allow-for-session rules, chat state): `::clear`."""
+        self.live.release(session)
 
     def session_workspace(self, session: str) -> Path | None:
         row = next((r for r in self.store.events(session) if r.kind == "workspace"), None)
@@ -181,10 +190,17 @@ class Engine:
         session = self.open_session(session, text)
         provider = self.tool_calling_provider(spec, session, inner)
         history = self.store.messages(session)
-        log = TurnLog(self.store, session, sink)
+        secrets = EnvSecrets(os.environ, self.settings.env_passthrough)
+        log = TurnLog(self.store, session, sink, secrets=secrets)
         ctx = self._tool_context(session, log.turn, level, active_lens, provider, spec.model)
+        ctx.secrets = secrets
         warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in tools) else None
         notices = [NoticeEvent(level="warning", code="sandbox_off", message=warning)] if warning else []
+        if ignored := self.settings.ignored_workspace_keys:
+            notices.append(NoticeEvent(level="warning", code="workspace_config_ignored",
+                                       message=f"the workspace config (.sunwell/config.yaml) may only narrow what you "
+                                               f"allowed; ignored: {', '.join(ignored)}. Set these in your user "
+                                               f"config ({user_config_path()}), on the command line or in VS Code."))
         caps = self.capabilities(spec)
         specs, fitted = fit_tools([t.spec for t in tools], context_window=caps.context_window, user_text=text)
         if fitted:
@@ -205,18 +221,19 @@ class Engine:
             system=self.settings.system_prompt,
             extra_instructions=[*([active_lens.instructions] if active_lens and active_lens.instructions else []),
                                 *instructions],
-            gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session)),
-            audit=AuditLog(self.data_dir),
+            gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session, active_lens)),
+            audit=AuditLog(self.data_dir, passthrough=self.settings.env_passthrough),
             turn_notices=notices,
             small_model=caps.small,
             temperature=caps.temperature,
         )
         return await Turn(config, log, history).run(text)
 
-    def _limiter(self, session: str) -> RateLimiter:
-        if session not in self._limiters:
-            self._limiters[session] = RateLimiter(self.settings.rate_limits)
-        return self._limiters[session]
+    def _limiter(self, session: str, lens: Lens | None) -> RateLimiter:
+        """The session's usage so far, judged by this turn's limits: the user's, narrowed by the lens'."""
+        usage = self.live.get(session).limiter
+        return usage.with_limits(stricter(self.settings.rate_limits, lens.tool_policy.rate_limits
+                                          if lens and lens.tool_policy else None))
 
     def _tool_context(self, session: str, turn: str, trust: Trust, lens: Lens | None, provider: Provider,
                       model: str) -> ToolContext:
@@ -230,6 +247,8 @@ class Engine:
             jail=Jail(self.workspace, blocked),
             max_output_bytes=self.settings.max_output_bytes,
             ripgrep_path=self.settings.ripgrep_path,
+            env_passthrough=tuple(self.settings.env_passthrough),
+            quarantine_dir=self.data_dir / "quarantine",
             extra={
                 "sandbox": self.settings.sandbox,
                 "network": trust >= Trust.full,

@@ -1,4 +1,9 @@
-"""What stands between a valid call and its execution: dry run, rate limits, and approval."""
+"""What stands between a valid call and its execution: dry run, rate limits, and approval.
+
+A write to configuration the host executes (`Jail.is_protected`: `.vscode/`, `.envrc`...) is always asked, whatever
+the tool's approval, the mode, the allowlist or a session rule say: it is decided here, on the path the write will
+really reach (resolved through the jail, symlinks followed), before anything that could wave the call through.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +40,8 @@ class Gate:
             if message:
                 return Verdict(ToolError(code="rate_limit", message=message,
                                          suggestion="make fewer calls, or wait and try again"))
-        if tool.approval != "ask":
+        protected = tool.risk == "write" and _protected(call.arguments, ctx)
+        if tool.approval != "ask" and not protected:
             return Verdict()
         try:
             preview = tool.preview(call.arguments, ctx) if tool.preview else {}
@@ -43,14 +49,30 @@ class Gate:
             return Verdict(failure.error)
         request = ApprovalRequest(session=session, turn=turn, call_id=call.id, name=tool.name,
                                   arguments=call.arguments, risk=tool.risk or "write", preview=preview)
-        decision, by = await self.approval.decide(request)
+        decision, by = await self.approval.decide(request, always_ask=protected)
         emit(ApprovalEvent(call_id=call.id, decision=decision, by=by))
         if decision == "deny":
-            who = "the user" if by == "user" else "policy (approval mode deny, or no answer in time)"
+            who = ("the user" if by == "user" else
+                   "policy: a change to configuration the editor or shell runs (.vscode/, .idea/, .devcontainer/, "
+                   ".envrc) is always asked, and no one could be asked" if protected else
+                   "policy (approval mode deny, or no answer in time)")
             return Verdict(ToolError(code="denied", message=f"{tool.name} was denied by {who}",
                                      suggestion="do not repeat this call; explain what you wanted to do, "
                                                 "or find another way"), decision, by)
         return Verdict(None, decision, by)
+
+
+def _protected(arguments: dict[str, Any], ctx: ToolContext) -> bool:
+    """Whether the file a write reaches is protected: judged on the resolved path, so `src/../.vscode/x` or a
+    symlink to `.vscode/` counts, and a path the model merely spells oddly does not slip past."""
+    path = arguments.get("path")
+    if not isinstance(path, str):
+        return False
+    try:
+        real = ctx.jail.resolve(path, must_exist=False)
+    except ToolFailure:
+        return False  # outside the workspace or blocked: the tool refuses it itself
+    return ctx.jail.is_protected(ctx.jail.relative(real))
 
 
 def _write_size(arguments: dict[str, Any]) -> int:

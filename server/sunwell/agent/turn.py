@@ -21,12 +21,19 @@ def new_turn_id() -> str:
 
 
 class TurnLog:
-    def __init__(self, store: SessionStore, session: str, sink: Sink, turn: str | None = None) -> None:
+    def __init__(self, store: SessionStore, session: str, sink: Sink, turn: str | None = None,
+                 secrets: Any = None) -> None:  # fmt: skip
         self.store, self.session, self.sink = store, session, sink
         self.turn = turn or new_turn_id()
         self.seq = 0
+        self.secrets = secrets
+        """A sunwell.tools.environment.EnvSecrets: no event carries a value of Sunwell's environment."""
 
     def emit(self, event: Event) -> Event:
+        if self.secrets is not None:
+            for name, value in event.__dict__.items():
+                if isinstance(value, str | dict | list):
+                    setattr(event, name, self.secrets.mask(value))
         event.session, event.turn, event.seq = self.session, self.turn, self.seq
         self.seq += 1
         if event.type not in _NOT_LOGGED:

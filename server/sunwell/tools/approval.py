@@ -3,6 +3,11 @@
 The terminal answers it with a prompt, the sidecar with a `sunwell/approve` request to VS Code; `auto` and `deny`
 modes, the command allowlist and allow-for-session rules answer it without asking anyone (`by: "policy"`).
 Allow-for-session remembers the exact tool for writes and the exact command string for shell, never a prefix.
+
+Rules judge what will run, never an argument's name: for shell, the preview's `command` (a lens skill's rendered
+template, not the model's argument that happens to be called `command`). A call marked `always_ask` (a write to
+configuration the host executes) skips the allowlist and session rules and the `auto` mode: a person answers it,
+or, with no one to ask, it is denied.
 """
 
 from __future__ import annotations
@@ -33,6 +38,19 @@ class ApprovalRequest:
         return {"session": self.session, "turn": self.turn, "callId": self.call_id, "name": self.name,
                 "arguments": self.arguments, "risk": self.risk, "preview": self.preview}
 
+    @property
+    def command(self) -> str | None:
+        """The command line a shell call will run, as its preview shows it; None for other calls, or unknown."""
+        command = self.preview.get("command") if self.risk == "shell" else None
+        return command if isinstance(command, str) else None
+
+    def session_rule(self) -> tuple[str, str, str] | None:
+        """What allow-for-session remembers: the exact tool, and for shell the exact command line (none known:
+        nothing is remembered, the answer counts for this call only)."""
+        if self.risk != "shell":
+            return self.session, self.name, ""
+        return None if self.command is None else (self.session, self.name, self.command)
+
 
 Asker = Callable[[ApprovalRequest], Awaitable[str]]
 """Asks a person; returns a decision string (anything unknown counts as deny)."""
@@ -46,14 +64,18 @@ class ApprovalPolicy:
     is_allowlisted: Callable[[str], bool] = lambda command: False
     _session_rules: set[tuple[str, str, str]] = field(default_factory=set)
 
-    async def decide(self, request: ApprovalRequest) -> tuple[Decision, Literal["user", "policy"]]:
-        command = request.arguments.get("command", "") if request.risk == "shell" else ""
-        if (request.session, request.name, command) in self._session_rules:
-            return "allow", "policy"
-        if request.risk == "shell" and self.is_allowlisted(command):
-            return "allow", "policy"
-        if self.mode != "ask" or self.ask is None:
-            return ("allow" if self.mode == "auto" else "deny"), "policy"
+    async def decide(self, request: ApprovalRequest, *,
+                     always_ask: bool = False) -> tuple[Decision, Literal["user", "policy"]]:
+        rule = request.session_rule()
+        if not always_ask:
+            if rule is not None and rule in self._session_rules:
+                return "allow", "policy"
+            if request.command is not None and self.is_allowlisted(request.command):
+                return "allow", "policy"
+            if self.mode == "auto":
+                return "allow", "policy"
+        if self.mode == "deny" or self.ask is None:
+            return "deny", "policy"
         try:
             answer = await asyncio.wait_for(self.ask(request), timeout=self.timeout)
         except asyncio.CancelledError:
@@ -64,8 +86,8 @@ class ApprovalPolicy:
         if answer not in DECISIONS:
             log.warning("approval of %s got unknown decision %r; denying", request.name, answer)
             return "deny", "policy"
-        if answer == "allowSession":
-            self._session_rules.add((request.session, request.name, command))
+        if answer == "allowSession" and rule is not None:
+            self._session_rules.add(rule)
         return answer, "user"  # type: ignore[return-value]
 
     def forget(self, sessions: Collection[str] = ()) -> None:

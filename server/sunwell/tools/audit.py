@@ -16,24 +16,18 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from sunwell.tools.environment import EnvSecrets
+
 log = logging.getLogger(__name__)
 REDACTED = "[REDACTED]"
 HASHED_ARGUMENTS = frozenset({"content", "old_text", "new_text", "raw"})
-MIN_SECRET_LENGTH = 8  # shorter values ("1", "true") would redact half the log
 FILE_NAME = re.compile(r"tools-(\d{4}-\d{2}-\d{2})\.jsonl")
 
-# Variables whose values are credentials (`*_API_KEY`, `*_TOKEN`, `*SECRET*`, `*PASSWORD*`...). Not `PWD`: the
-# working directory is no secret, and redacting it would blank every path in the log.
-_SECRET_NAME = re.compile(
-    r"API_?KEY | TOKEN(?!IZER) | SECRET | PASSWORD | PASSWD | PASSPHRASE | CREDENTIAL | COOKIE | AUTH(?!OR)"
-    r" | ACCESS_?KEY | PRIVATE_?KEY | (^|_)KEY$ | _(PAT|PASS|DSN)$",
-    re.VERBOSE | re.IGNORECASE,
-)
 _TOKEN_SHAPES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.DOTALL), REDACTED),
     (re.compile(r"""(?i)(authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?)[^\s"',;]+"""),
@@ -52,18 +46,15 @@ _TOKEN_SHAPES: list[tuple[re.Pattern[str], str]] = [
 class Redactor:
     """Masks credentials in strings, and in the strings inside dicts, lists and tuples.
 
-    `environ` is read once, here: the values of credential-named variables (at least MIN_SECRET_LENGTH long) are
+    `environ` is read once, here: the values of every variable a command may not see (tools/environment.py) are
     removed wherever they appear; token-shaped strings are masked whatever their source."""
 
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        env = os.environ if environ is None else environ
-        values = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH}
-        self.secrets = sorted(values, key=len, reverse=True)  # a longer secret may contain a shorter one
+    def __init__(self, environ: Mapping[str, str] | None = None, passthrough: Iterable[str] = ()) -> None:
+        self.env = EnvSecrets(os.environ if environ is None else environ, passthrough, REDACTED)
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, str):
-            for secret in self.secrets:
-                value = value.replace(secret, REDACTED)
+            value = self.env.mask(value)
             for pattern, replacement in _TOKEN_SHAPES:
                 value = pattern.sub(replacement, value)
             return value
@@ -96,10 +87,11 @@ def _utc_now() -> datetime:
 
 class AuditLog:
     def __init__(self, data_dir: Path, clock: Callable[[], datetime] = _utc_now,
-                 environ: Mapping[str, str] | None = None, fsync: bool = False) -> None:  # fmt: skip
+                 environ: Mapping[str, str] | None = None, fsync: bool = False,
+                 passthrough: Iterable[str] = ()) -> None:  # fmt: skip
         self.dir = Path(data_dir) / "audit"
         self.clock = clock
-        self.redact = Redactor(environ)
+        self.redact = Redactor(environ, passthrough)
         self.fsync = fsync
 
     def path_for(self, day: date) -> Path:

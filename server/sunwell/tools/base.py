@@ -35,6 +35,12 @@ class ToolContext:
     jail: Any  # sunwell.tools.jail.Jail (kept loose to avoid an import cycle in handlers' typing)
     max_output_bytes: int = 100_000
     ripgrep_path: str | None = None
+    env_passthrough: tuple[str, ...] = ()
+    """Variables of Sunwell's environment commands may see besides the base allowlist (tools/environment.py)."""
+    quarantine_dir: Any = None
+    """Where what a command planted under a blocked or protected name is moved (a Path), else the temp dir."""
+    secrets: Any = None
+    """A sunwell.tools.environment.EnvSecrets masking results before the model or a log sees them, or None."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -15,8 +15,11 @@ log = logging.getLogger(__name__)
 async def execute(tool: Tool, call: ToolCall, ctx: ToolContext) -> ToolResultMessage:
     try:
         output = await asyncio.wait_for(tool.handler(call.arguments, ctx), timeout=tool.timeout)
-    except ToolFailure as failure:
-        return failed(call, failure.error)
+    except ToolFailure as failure:  # a command's timeout carries its output so far
+        error = failure.error
+        if ctx.secrets is not None:
+            error = error.model_copy(update={"message": ctx.secrets.mask(error.message)})
+        return failed(call, error)
     except TimeoutError:
         return failed(call, ToolError(code="timeout", message=f"{tool.name} ran past its {tool.timeout:g} s limit",
                                       suggestion="narrow the request (a smaller path or pattern)"))
@@ -26,6 +29,8 @@ async def execute(tool: Tool, call: ToolCall, ctx: ToolContext) -> ToolResultMes
         log.exception("tool %s failed", tool.name)
         return failed(call, ToolError(code="execution", message=f"{tool.name} failed: {exc}"))
     hint = "ask for less (offset/limit, a narrower path or pattern)"
+    if ctx.secrets is not None:  # e.g. an unsandboxed command that read /proc/<sunwell>/environ
+        output = ctx.secrets.mask(output)
     return ToolResultMessage(call_id=call.id, name=call.name, output=truncate(output, ctx.max_output_bytes, hint))
 
 

@@ -20,9 +20,13 @@ from pathlib import Path
 from sunwell.tools.base import ToolFailure
 
 DEFAULT_BLOCKED: tuple[str, ...] = (
-    ".env", ".env.*", ".git/", "node_modules/", "__pycache__/", "*.pem", "*.key", "secrets/", ".ssh/",
-    ".sunwell/", "id_rsa*", "id_ed25519*", "id_ecdsa*", "*.p12", "*.pfx",
+    ".env*", ".git/", "node_modules/", "__pycache__/", "*.pem", "*.key", "secrets/", ".ssh/", ".sunwell/",
+    "id_rsa*", "id_ed25519*", "id_ecdsa*", "*.p12", "*.pfx", ".netrc", ".npmrc", ".pypirc", ".git-credentials",
+    ".aws/", ".docker/config.json", ".kube/", ".gnupg/", "credentials.json", "*.tfstate",
 )  # fmt: skip
+PROTECTED: tuple[str, ...] = (".vscode/", ".idea/", ".devcontainer/", ".envrc")
+"""Configuration the editor or the shell on the host executes (tasks, launch configs, interpreters, direnv):
+readable, but a write or edit is always asked and a sandboxed command can never change or create it."""
 
 NAME_MAX_BYTES = 255
 PATH_MAX_BYTES = 4096
@@ -60,6 +64,12 @@ class Jail:
             else:
                 names.append(fnmatch.translate(pattern))
         self._names = re.compile("|".join(f"(?:{n})" for n in names) or "(?!)", re.IGNORECASE)
+        self._protected = {p.rstrip("/").lower() for p in PROTECTED}
+
+    def is_protected(self, rel: str) -> bool:
+        """Whether a workspace-relative posix path is, or is under, configuration the host executes (PROTECTED),
+        at any depth: a nested project's `.vscode/` is opened as a workspace too."""
+        return any(part.lower().rstrip(" .") in self._protected for part in rel.split("/"))
 
     def is_blocked(self, rel: str) -> bool:
         """Whether a workspace-relative posix path (or anything above it) matches a blocked pattern."""

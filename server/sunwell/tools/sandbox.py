@@ -1,4 +1,4 @@
-"""The bubblewrap sandbox run_command runs in, and the scrubbed environment every command gets.
+"""The bubblewrap sandbox run_command runs in.
 
 What a sandboxed command sees (each choice is a hole some agent left open):
 - The system read-only, bound dir by dir (SYSTEM_DIRS), not `/` as a whole: other projects, /home, /root, /srv, /mnt,
@@ -9,11 +9,12 @@ What a sandboxed command sees (each choice is a hole some agent left open):
 - The workspace writable, with every blocked file (the jail's patterns) bound to /dev/null, which cannot be opened
   (bind mounts are nodev: EACCES), and every blocked directory replaced by an empty read-only tmpfs. `__pycache__` is
   blocked to keep listings clean, not to keep a secret, and is left alone: a virtualenv holds thousands, more than
-  bwrap's 9,000-argument limit allows, and Python needs them.
+  bwrap's 9,000-argument limit allows, and Python needs them. Protected configuration the host executes (.vscode,
+  .envrc: the jail's PROTECTED) is bound read-only over itself.
 - All namespaces unshared (the network too, unless network=True), nested user namespaces disabled where bwrap can,
   and ALL capabilities dropped: bwrap started by root keeps them otherwise, and with CAP_SYS_ADMIN a command can
   `umount` a mask and read what is under it (tried in this container: it works).
-A file the command creates under a blocked name is not masked until the next command starts.
+What a command creates under a blocked or protected name is moved out of the workspace when it ends (guarded.py).
 """
 
 from __future__ import annotations
@@ -21,49 +22,23 @@ from __future__ import annotations
 import asyncio
 import glob
 import os
-import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sunwell.tools.base import ToolFailure
+from sunwell.tools.environment import command_env
+from sunwell.tools.guarded import GuardedEntry, guarded_entries
 from sunwell.tools.jail import Jail
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix")
 SYSTEM_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssl/private",
                   "/etc/ssh/ssh_host_*_key")  # fmt: skip
-UNMASKED_NAMES = frozenset({"__pycache__"})
 MAX_BWRAP_ARGS = 9_000  # MAX_ARGS in bubblewrap.c; past it bwrap refuses to start
 USERNS_FLAGS = ("--unshare-user", "--disable-userns")  # bwrap >= 0.8, and only where user namespaces work
 PROBE_TIMEOUT = 10.0
-
-# ---- environment ------------------------------------------------------------------------------------------------
-
-_SECRET_NAME = re.compile(
-    r"""SECRET | PASSWORD | PASSWD | PASSPHRASE | CREDENTIAL | COOKIE | TOKEN(?!IZER) | AUTH(?!OR)
-      | API_?KEY | ACCESS_?KEY | PRIVATE_?KEY | (^|_)KEY(_|$) | KEY$ | (^|_)(PWD|PASS|PAT|DSN)$
-      | ^(OPENAI|ANTHROPIC|SUNWELL|AWS|AZURE|GOOGLE|GCLOUD|GEMINI|MISTRAL|GROQ|COHERE|OPENROUTER|DEEPSEEK|HF)_""",
-    re.VERBOSE,
-)
-# Values that are credentials whatever the variable is called: a URL with a password, well-known token formats.
-_SECRET_VALUE = re.compile(
-    r"""^(sk-|sk_live_|rk_live_|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|AKIA[0-9A-Z]{12}|hf_[A-Za-z0-9]{20})
-      | [a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@ | -----BEGIN""",
-    re.VERBOSE | re.IGNORECASE,
-)
-
-
-def scrubbed_env(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` without credentials: names that say secret/token/password/key, provider and cloud variables, and
-    values that look like a token or a URL with a password. PATH, HOME, LANG, TERM and the like are kept."""
-    return {
-        name: value
-        for name, value in env.items()
-        if not _SECRET_NAME.search(name.upper()) and not _SECRET_VALUE.search(value)
-    }
-
 
 # ---- finding and probing bwrap ------------------------------------------------------------------------------------
 
@@ -107,7 +82,7 @@ async def _try(argv: list[str]) -> str | None:
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE, env=scrubbed_env(os.environ),
+            stderr=asyncio.subprocess.PIPE, env=command_env(os.environ),
         )  # fmt: skip
     except OSError as exc:
         return str(exc)
@@ -136,12 +111,14 @@ def bwrap_argv(
     home: str | None = None,
     ro_paths: Sequence[str] = (),
     userns_flags: Sequence[str] = USERNS_FLAGS,
+    entries: Sequence[GuardedEntry] | None = None,
 ) -> list[str]:
     """The bwrap command line (bwrap itself first) to run a command in; append the command to it.
 
     `workspace` is the real path of the jail root, `cwd` a real directory inside it, `home` the HOME the command
     gets (an empty tmpfs is put there), `ro_paths` extra host paths to show read-only (toolchains in the home
-    directory, e.g. ~/.pyenv; never a folder that holds credentials). Walks the workspace to find what to mask.
+    directory, e.g. ~/.pyenv; never a folder that holds credentials). `entries` are the workspace's blocked and
+    protected entries (guarded.py), found by walking it when not given.
     Raises ToolFailure when the workspace has more blocked entries than bwrap can take.
     """
     argv = [bwrap]
@@ -162,7 +139,13 @@ def bwrap_argv(
         if os.path.isabs(path) and os.path.normpath(path) != "/":  # "/" would undo the whole layout
             argv += ["--ro-bind-try", path, path]
     argv += ["--bind", str(workspace), str(workspace)]
-    argv += _masks(blocked_entries(jail))
+    for entry in guarded_entries(jail) if entries is None else entries:
+        if entry.is_link:
+            continue
+        if entry.protected:
+            argv += ["--ro-bind", str(entry.path), str(entry.path)]
+        else:
+            argv += _masks([(entry.path, entry.is_dir)])
     argv += ["--remount-ro", "/", "--chdir", str(cwd)]
     argv += ["--unshare-all", *userns_flags, *(["--share-net"] if network else [])]
     argv += ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
@@ -199,27 +182,4 @@ def blocked_entries(jail: Jail) -> list[tuple[Path, bool]]:
     """Every blocked file and directory in the workspace as (path, is_dir), outermost only: a blocked directory is
     not entered (node_modules and .git cost one entry each). Symlinks are neither masked nor followed: their target
     is masked under its own name if it is blocked, and targets outside the workspace are not in the sandbox."""
-    found: list[tuple[Path, bool]] = []
-    stack = [(jail.root, "")]
-    while stack:
-        directory, prefix = stack.pop()
-        try:
-            with os.scandir(directory) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                if entry.is_symlink():
-                    continue
-            except OSError:
-                continue
-            rel = prefix + entry.name
-            if is_dir and entry.name.lower() in UNMASKED_NAMES:
-                continue
-            if jail.is_blocked(rel):
-                found.append((Path(entry.path), is_dir))
-            elif is_dir:
-                stack.append((Path(entry.path), rel + "/"))
-    return sorted(found)
+    return [(e.path, e.is_dir) for e in guarded_entries(jail) if not e.protected and not e.is_link]

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import os
 import signal
 from typing import Any
 
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.environment import command_env
 from sunwell.tools.files import string_arg
+from sunwell.tools.guarded import guarded_entries, quarantine_planted
 from sunwell.tools.output import char_boundary, truncate
-from sunwell.tools.sandbox import bwrap_argv, bwrap_available, probe_bwrap, scrubbed_env
+from sunwell.tools.sandbox import bwrap_argv, bwrap_available, probe_bwrap
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_TIMEOUT = 600.0
@@ -32,6 +35,7 @@ TIMEOUT_CEILING = 3600.0
 KILL_GRACE = 2.0  # between SIGTERM and SIGKILL
 DRAIN_GRACE = 2.0  # reading what is left in the pipes once the process is gone
 CHUNK = 1 << 16
+log = logging.getLogger(__name__)
 NOTICE_ROOM = 400  # bytes kept under the cap for the section header, the truncation notice and the exit line
 INSTALL_HINT = (
     "run_command needs the bubblewrap sandbox: apt-get install bubblewrap "
@@ -63,8 +67,9 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
     if not cwd.is_dir():
         raise ToolFailure("unsupported", f"cwd is not a directory: {cwd_arg}", "pass a folder as cwd")
     timeout = _timeout(args.get("timeout"), ctx)
-    env = scrubbed_env(os.environ)
+    env = command_env(os.environ, ctx.env_passthrough)
     argv = ["bash", "-c", command]
+    entries = await asyncio.to_thread(guarded_entries, ctx.jail)
     if ctx.extra.get("sandbox") != "off":
         bwrap = bwrap_available(ctx.extra.get("bwrap_path"))
         if bwrap is None:
@@ -75,20 +80,33 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
         env.pop("TMPDIR", None)  # the host's temp dir is not in the sandbox; its own /tmp is
         prefix = await asyncio.to_thread(
             bwrap_argv, ctx.jail.root, cwd, ctx.jail, network=ctx.extra.get("network") is True, bwrap=bwrap,
-            home=env.get("HOME"), ro_paths=ctx.extra.get("sandbox_ro_paths") or (), userns_flags=probe.userns_flags,
+            home=env.get("HOME"), ro_paths=ctx.extra.get("sandbox_ro_paths") or (), userns_flags=probe.userns_flags, entries=entries,
         )  # fmt: skip
         argv = prefix + argv
-    code, out, err = await _run(argv, str(cwd), env, timeout, ctx.max_output_bytes)
+    try:
+        code, out, err = await _run(argv, str(cwd), env, timeout, ctx.max_output_bytes)
+    finally:  # also when the turn is cancelled: nothing planted may stay for the host to run
+        moved, folder = quarantine_planted(ctx.jail, {e.rel for e in entries}, ctx.quarantine_dir)
+    planted = _planted_note(moved, folder)
     if code is None:
         partial = render(out, err, f"[stopped after {timeout:g} s]", ctx.max_output_bytes)
         raise ToolFailure(
             "timeout",
             f"the command did not finish within {timeout:g} s and was stopped (its whole process group was "
-            f"killed). Output so far:\n{partial}",
+            f"killed). Output so far:\n{partial}{planted}",
             f"pass a larger timeout (at most {_max_timeout(ctx):g} s) or make the command do less; "
             "servers and watchers that never exit cannot run here",
         )
-    return render(out, err, f"[exit code: {code}]", ctx.max_output_bytes)
+    return render(out, err, f"[exit code: {code}]", ctx.max_output_bytes) + planted
+
+
+def _planted_note(moved: list[str], folder: object) -> str:
+    if not moved:
+        return ""
+    log.warning("a command created %s; moved to %s", ", ".join(moved), folder)
+    return (f"\n[Sunwell: the command created {', '.join(moved)}, which commands may not create (configuration the "
+            f"host runs: .git, .sunwell, .vscode, .env files, keys). It was moved out of the workspace to {folder}; "
+            "ask the user to create such files themselves if they are needed.]")
 
 
 def _seconds(value: object) -> float | None:

@@ -1,0 +1,70 @@
+"""The environment a command gets, and which values of Sunwell's own environment count as secrets.
+
+Commands get an allowlisted environment, not a scrubbed copy of Sunwell's: a heuristic over names let CI_JOB_JWT,
+SLACK_WEBHOOK_URL, SSH_PRIVATE and SESSION_SIGNING through. The same allowlist decides what is redacted: every
+value of Sunwell's environment that is not on it (and is long enough to be a secret) is masked in tool results,
+events and the audit log, whatever its variable is called.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+COMMAND_ENV = frozenset({"PATH", "HOME", "LANG", "LANGUAGE", "TERM", "USER", "SHELL", "TMPDIR", "TZ"})
+MIN_SECRET_LENGTH = 8  # shorter values ("1", "true", "root") would redact half of every transcript
+
+# Values that are not credentials even though their variable is not on the allowlist: absolute paths and path
+# lists (PWD, VIRTUAL_ENV, SSH_AUTH_SOCK) and plain words (COLORTERM=truecolor, DEBIAN_FRONTEND=noninteractive).
+# Redacting those would blank every path and common word in a transcript.
+_NOT_A_SECRET = re.compile(r"(/[\w.+@-]*)+(:(/[\w.+@-]*)+)*/?|[a-z]+([-_][a-z]+)*")
+# Names that say "secret" are redacted even when the user passes them through to commands.
+_SECRET_NAME = re.compile(
+    r"API_?KEY|TOKEN(?!IZER)|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|COOKIE|AUTH(?!OR)|ACCESS_?KEY"
+    r"|PRIVATE|(^|_)KEY$|_(PAT|PASS|DSN|JWT)$",
+    re.IGNORECASE,
+)
+
+
+def passes(name: str, passthrough: Iterable[str] = ()) -> bool:
+    """Whether a command may see the variable `name`: the base allowlist, LC_*, or the user's `env_passthrough`."""
+    return name in COMMAND_ENV or name.startswith("LC_") or name in set(passthrough)
+
+
+def command_env(environ: Mapping[str, str], passthrough: Iterable[str] = ()) -> dict[str, str]:
+    """The environment a command runs with: only the allowlisted variables of `environ`."""
+    allowed = set(passthrough)
+    return {name: value for name, value in environ.items() if passes(name, allowed)}
+
+
+def secret_values(environ: Mapping[str, str], passthrough: Iterable[str] = ()) -> list[str]:
+    """Values to redact, longest first (a longer secret may contain a shorter one)."""
+    allowed = set(passthrough)
+    found = {
+        value for name, value in environ.items()
+        if len(value) >= MIN_SECRET_LENGTH
+        and (_SECRET_NAME.search(name) or not (passes(name, allowed) or _NOT_A_SECRET.fullmatch(value)))
+    }  # fmt: skip
+    return sorted(found, key=len, reverse=True)
+
+
+class EnvSecrets:
+    """Masks the values `secret_values` finds, in a string or in the strings of a JSON-like value."""
+
+    def __init__(self, environ: Mapping[str, str], passthrough: Iterable[str] = (),
+                 replacement: str = "[REDACTED]") -> None:  # fmt: skip
+        values = secret_values(environ, passthrough)
+        self._pattern = re.compile("|".join(map(re.escape, values))) if values else None
+        self._replacement = replacement
+
+    def mask(self, value: Any) -> Any:
+        if self._pattern is None:
+            return value
+        if isinstance(value, str):
+            return self._pattern.sub(self._replacement, value) if self._pattern.search(value) else value
+        if isinstance(value, Mapping):
+            return {self.mask(k): self.mask(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.mask(v) for v in value]
+        return value
