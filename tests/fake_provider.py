@@ -78,6 +78,10 @@ class Reply:
     usage: tuple[int, int] = (10, 5)  # (input/prompt tokens, output/completion tokens)
     interleave: bool = False  # OpenAI: round-robin the argument pieces of several tool calls
     truncated: bool = False  # finish_reason "length" / stop_reason "max_tokens"
+    # Streams of OpenAI-compatible servers that stray from OpenAI's (each seen in the wild):
+    omit_index: bool = False  # tool-call deltas without `index`; interleaved ones then repeat the call's `id`
+    send_usage: bool = True  # False: no usage chunk (nor `usage` fields), whatever `stream_options` asks
+    arguments_first: bool = False  # a call's id and argument pieces come first, its name last
 
 
 @dataclass
@@ -412,7 +416,7 @@ def _pieces(text: str, size: int) -> list[str]:
 
 def _openai_events(reply: Reply, body: dict, ident: str, call_ids: list[str]) -> Iterator[dict]:
     """The chat.completion.chunk objects of one streamed OpenAI answer."""
-    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    include_usage = reply.send_usage and bool((body.get("stream_options") or {}).get("include_usage"))
 
     def chunk(delta: dict, finish: str | None = None) -> dict:
         out = {
@@ -432,15 +436,25 @@ def _openai_events(reply: Reply, body: dict, ident: str, call_ids: list[str]) ->
     for piece in _pieces(reply.text, reply.chunk):
         yield chunk({"content": piece})
 
+    def tool_delta(i: int, part: dict) -> dict:
+        if reply.omit_index:
+            # Without an index, interleaved pieces can only be told apart by the id (servers that omit the
+            # index and interleave repeat it); otherwise a piece continues the one open call.
+            return chunk({"tool_calls": [{"id": call_ids[i], **part} if reply.interleave else part]})
+        return chunk({"tool_calls": [{"index": i, **part}]})
+
     def header(i: int) -> dict:
-        call = reply.tool_calls[i]
-        function = {"name": call.name, "arguments": ""}
-        return chunk(
-            {"tool_calls": [{"index": i, "id": call_ids[i], "type": "function", "function": function}]}
-        )
+        function = {"arguments": ""}
+        if not reply.arguments_first:
+            function = {"name": reply.tool_calls[i].name, **function}
+        return tool_delta(i, {"id": call_ids[i], "type": "function", "function": function})
 
     def argument(i: int, piece: str) -> dict:
-        return chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+        return tool_delta(i, {"function": {"arguments": piece}})
+
+    def name(i: int) -> Iterator[dict]:
+        if reply.arguments_first:
+            yield tool_delta(i, {"function": {"name": reply.tool_calls[i].name}})
 
     pieces = [_pieces(call.arguments, reply.chunk) for call in reply.tool_calls]
     if reply.interleave:
@@ -450,11 +464,14 @@ def _openai_events(reply: Reply, body: dict, ident: str, call_ids: list[str]) ->
             for i, call_pieces in enumerate(pieces):
                 if round_ < len(call_pieces):
                     yield argument(i, call_pieces[round_])
+        for i in range(len(reply.tool_calls)):
+            yield from name(i)
     else:
         for i, call_pieces in enumerate(pieces):
             yield header(i)
             for piece in call_pieces:
                 yield argument(i, piece)
+            yield from name(i)
 
     yield chunk({}, _openai_finish(reply))
     if include_usage:

@@ -207,16 +207,20 @@ def test_ctrl_c_cancels_the_turn(env, workspace, fake):
 
 
 def test_kill_9_mid_turn_then_continue(env, workspace, fake, sunwell):
+    # The kill lands once the answer after the tool result has begun to stream (it would take ~50 s more):
+    # the turn is mid-answer, and that slow answer is spent on the killed run, not left for the next one.
     fake.script(Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')]),
                 Reply(text="slow " * 200, chunk=1, delay=0.05))
     proc = _start(env, workspace, "read a.txt", "--model", OPENAI, "--json")
-    events = _wait_for_event(proc, "toolResult")
+    events = _wait_for_event(proc, "text")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
+    assert [e["type"] for e in events].count("toolResult") == 1 and fake.remaining == 0
     session = events[0]["session"]
     fake.script(Reply(text="Back again."))
     run = sunwell("run", "continue", "--model", OPENAI, "--json", "--session", session)
     assert run.code == 0, run.stderr  # the fake rejects a conversation with an unanswered call
+    assert "".join(e["delta"] for e in run.events if e["type"] == "text") == "Back again."
     roles = [m["role"] for m in fake.requests[-1].body["messages"]]
     assert roles[-3:] == ["assistant", "tool", "user"]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import jsonschema
@@ -42,6 +44,31 @@ def ws(tmp_path: Path, outside: Path) -> Path:
     (root / "src" / "app.py").write_text("def main():\n    return 42\n")
     (root / ".env").write_text("TOKEN=canary\n")
     return root
+
+
+_at_temp_open: list[Callable[[], None]] = []
+_audit_hook_installed = False
+
+
+def _run_at_temp_open(event: str, args: tuple) -> None:
+    if event == "open" and _at_temp_open and isinstance(args[0], str) and args[0].startswith(".sunwell-"):
+        _at_temp_open.pop(0)()
+
+
+@pytest.fixture
+def when_the_temp_file_opens() -> Iterator[Callable[[Callable[[], None]], None]]:
+    """Run an action at the moment the writer creates its temp file: after it opened the target's folder,
+    before the check and the rename. CPython's audit event for open() is the seam, so the writer runs
+    unchanged and the moment is exact, not raced. (An audit hook cannot be removed: it is installed once
+    and idles when unarmed.)"""
+    global _audit_hook_installed
+    if not _audit_hook_installed:
+        sys.addaudithook(_run_at_temp_open)
+        _audit_hook_installed = True
+    yield _at_temp_open.append
+    left = list(_at_temp_open)
+    _at_temp_open.clear()
+    assert not left, "the writer never created its temp file"
 
 
 def ctx(root: Path, **extra) -> ToolContext:
@@ -155,6 +182,27 @@ def test_a_parent_moved_out_after_opening_is_detected(ws: Path, outside: Path) -
         assert not dir_is_inside(fd, Jail(ws).root)
     finally:
         os.close(fd)
+
+
+async def test_a_folder_moved_out_between_opening_it_and_the_rename_stops_the_write(
+        ws: Path, outside: Path, when_the_temp_file_opens) -> None:
+    def swap() -> None:  # the attacker moves the folder out and leaves a link, so the path looks unchanged
+        (ws / "sub").rename(outside / "sub")
+        (ws / "sub").symlink_to(outside / "sub")
+
+    when_the_temp_file_opens(swap)
+    failure = await fails(write_file, {"path": "sub/x.txt", "content": "pwned"}, ctx(ws))
+    assert failure.error.code == "permission" and "moved out of the workspace" in failure.error.message
+    assert (ws / "sub").is_symlink()  # the swap really happened mid-write
+    assert list((outside / "sub").iterdir()) == []  # neither the file nor the temp file landed outside
+
+
+async def test_a_write_that_fails_after_the_temp_file_leaves_no_temp_file(
+        ws: Path, when_the_temp_file_opens) -> None:
+    when_the_temp_file_opens(lambda: (ws / "sub" / "x.txt").mkdir())  # the destination becomes a folder
+    failure = await fails(write_file, {"path": "sub/x.txt", "content": "new"}, ctx(ws))
+    assert failure.error.code == "unsupported" and "is a directory" in failure.error.message
+    assert os.listdir(ws / "sub") == ["x.txt"] and (ws / "sub" / "x.txt").is_dir()
 
 
 async def test_hard_link_to_an_outside_file_is_refused(ws: Path, outside: Path) -> None:

@@ -122,6 +122,33 @@ async def test_openai_interleave_really_interleaves(fake):
     assert switches > 4
 
 
+@pytest.mark.parametrize("interleave", [False, True])
+async def test_openai_stray_streams_without_index_or_usage_and_with_the_name_last(fake, interleave):
+    fake.script(Reply(tool_calls=[Call("read_file", ARGS_1), Call("grep", ARGS_2)], chunk=5,
+                      interleave=interleave, omit_index=True, send_usage=False, arguments_first=True))
+    async with oa_async(fake) as client:
+        stream = await client.chat.completions.create(
+            model=MODEL_OA, messages=USER, tools=TOOLS_OA, stream=True, stream_options={"include_usage": True}
+        )
+        chunks = [chunk async for chunk in stream]
+    assert all(chunk.usage is None for chunk in chunks)  # asked for, never sent
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    deltas = [tc for chunk in chunks for tc in chunk.choices[0].delta.tool_calls or []]
+    assert deltas and all(tc.index is None for tc in deltas)
+    # interleaved pieces carry their call's id; in sequence only each call's first delta does
+    assert sum(tc.id is not None for tc in deltas) == (len(deltas) if interleave else 2)
+    calls: dict[str, dict] = {}
+    current = None
+    for tc in deltas:
+        current = tc.id or current
+        call = calls.setdefault(current, {"name": "", "arguments": ""})
+        assert not call["name"], "a piece after the name"
+        call["name"] += tc.function.name or ""
+        call["arguments"] += tc.function.arguments or ""
+    assert calls == {"call_1": {"name": "read_file", "arguments": ARGS_1},
+                     "call_2": {"name": "grep", "arguments": ARGS_2}}
+
+
 async def test_openai_sdk_stream_helper_and_plain_text(fake):
     fake.script(
         Reply(tool_calls=[Call("read_file", ARGS_1, id="call_custom")], chunk=2),

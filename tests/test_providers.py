@@ -416,6 +416,38 @@ def test_reasoning_fields_become_thinking_and_missing_ids_are_synthesized():
     assert events[-1] == Finished(events[-1].usage, "tool_calls") and events[-1].usage.output_tokens == 4
 
 
+@pytest.mark.parametrize("interleave", [False, True], ids=["in-sequence", "interleaved"])
+async def test_tool_calls_without_index_are_keyed_by_their_id_or_the_open_call(fake, interleave):
+    # In sequence, only each call's first delta names it: the pieces after it belong to the one open call.
+    fake.script(Reply(tool_calls=[Call("read_file", ARGS_A), Call("list_files", ARGS_B)], chunk=3,
+                      omit_index=True, interleave=interleave))
+    events = await collect(openai_provider(fake).stream(request(UserMessage(text="look"))))
+    assert calls_by_id(events) == {"call_1": ("read_file", ARGS_A, ARGS_A),
+                                   "call_2": ("list_files", ARGS_B, ARGS_B)}
+    assert isinstance(events[-1], Finished) and events[-1].stop_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("tool_calls", [[], [Call("read_file", ARGS_A)]], ids=["text", "tool-call"])
+async def test_a_stream_without_a_usage_chunk_finishes_without_usage(fake, tool_calls):
+    fake.script(Reply(text="Done.", tool_calls=tool_calls, send_usage=False))
+    events = await collect(openai_provider(fake).stream(request(UserMessage(text="hi"))))
+    assert fake.requests[0].body["stream_options"] == {"include_usage": True}  # asked for, not sent
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Done."
+    assert events[-1] == Finished(usage=None, stop_reason="tool_calls" if tool_calls else "stop")
+    assert [e.arguments for e in events if isinstance(e, ToolCallDone)] == [c.arguments for c in tool_calls]
+
+
+@pytest.mark.parametrize("interleave", [False, True], ids=["in-sequence", "interleaved"])
+async def test_argument_pieces_before_the_name_are_streamed_once_the_name_comes(fake, interleave):
+    fake.script(Reply(tool_calls=[Call("read_file", ARGS_A), Call("list_files", ARGS_B)], chunk=4,
+                      arguments_first=True, interleave=interleave))
+    events = await collect(openai_provider(fake).stream(request(UserMessage(text="look"))))
+    # calls_by_id fails on arguments before the start; the start's name must be whole, the arguments complete
+    assert calls_by_id(events) == {"call_1": ("read_file", ARGS_A, ARGS_A),
+                                   "call_2": ("list_files", ARGS_B, ARGS_B)}
+    assert isinstance(events[-1], Finished) and events[-1].stop_reason == "tool_calls"
+
+
 def test_a_stream_without_finish_reason_is_cut():
     reducer = ChatStreamReducer()
     events = list(reducer.feed(chunk({"tool_calls": [{"index": 0, "id": "x", "function": {"name": "f"}}]})))

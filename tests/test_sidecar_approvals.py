@@ -15,14 +15,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from fake_provider import Call, Reply
 from sunwell.lsp import protocol
-from sunwell.tools.registry import CORE_TOOLS
 from test_sidecar_support import OPENAI, check_turn
-
-_NAMES = {tool.name for tool in CORE_TOOLS}
-needs_write_tools = pytest.mark.xfail("write_file" not in _NAMES or "edit_file" not in _NAMES, strict=False,
-                                      reason="the engine does not offer write tools yet")
-needs_shell = pytest.mark.xfail("run_command" not in _NAMES, strict=False,
-                                reason="the engine does not offer run_command yet")
 
 pytest_plugins = ["test_sidecar_support"]  # the `sidecar` and `sidecar_factory` fixtures
 
@@ -39,7 +32,6 @@ def approval_event(events: list[dict]) -> dict:
     return next(e for e in events if e["type"] == "approval")
 
 
-@needs_write_tools
 async def test_allow_runs_the_write_and_the_request_carries_a_diff_preview(sidecar, fake, workspace):
     sidecar.answer = lambda params: {"decision": "allow"}
     fake.script(write_call(), Reply(text="written"))
@@ -58,7 +50,6 @@ async def test_allow_runs_the_write_and_the_request_carries_a_diff_preview(sidec
     assert (workspace / "new.txt").read_text() == "fresh\n"
 
 
-@needs_write_tools
 async def test_undo_puts_back_the_files_of_the_last_turn(sidecar, fake, workspace):
     sidecar.answer = lambda params: {"decision": "allow"}
     fake.script(Reply(tool_calls=[Call("write_file", json.dumps({"path": "new.txt", "content": "fresh"})),
@@ -76,7 +67,6 @@ async def test_undo_puts_back_the_files_of_the_last_turn(sidecar, fake, workspac
         await sidecar.request(protocol.UNDO, {"session": "nope"})
 
 
-@needs_write_tools
 async def test_edit_preview_has_before_and_after(sidecar, fake, workspace):
     sidecar.answer = lambda params: {"decision": "allow"}
     fake.script(Reply(tool_calls=[Call("edit_file", '{"path": "a.txt", "old_text": "second", "new_text": "2nd"}')]),
@@ -89,7 +79,6 @@ async def test_edit_preview_has_before_and_after(sidecar, fake, workspace):
     assert (workspace / "a.txt").read_text() == "hello from a\n2nd line\n"
 
 
-@needs_write_tools
 async def test_deny_is_a_denied_result_the_model_reads(sidecar, fake, workspace):
     sidecar.answer = lambda params: {"decision": "deny"}
     fake.script(write_call(), Reply(text="ok, I will not"))
@@ -102,7 +91,6 @@ async def test_deny_is_a_denied_result_the_model_reads(sidecar, fake, workspace)
     assert "denied" in str(fake.requests[-1].body["messages"][-1])
 
 
-@needs_write_tools
 @pytest.mark.parametrize("answer", [
     lambda params: "yes please",                       # not an object
     lambda params: {"decision": "maybe"},              # not a decision
@@ -120,7 +108,6 @@ async def test_garbage_or_error_answers_mean_deny_by_policy(sidecar, fake, works
     assert not (workspace / "new.txt").exists()
 
 
-@needs_write_tools
 async def test_no_answer_in_time_means_deny_and_the_client_is_told_to_drop_the_prompt(sidecar_factory, fake,
                                                                                        tmp_path, workspace):
     sidecar = await sidecar_factory({"dataDir": str(tmp_path / "data"), "model": OPENAI,
@@ -137,7 +124,6 @@ async def test_no_answer_in_time_means_deny_and_the_client_is_told_to_drop_the_p
     assert (await sidecar.request(protocol.COMMANDS))["commands"]  # and the sidecar is fine
 
 
-@needs_write_tools
 async def test_cancelling_the_turn_while_it_waits_for_approval(sidecar, fake, workspace):
     sidecar.answer = lambda params: asyncio.Event().wait()  # the user has not decided yet
     fake.script(write_call(), Reply(text="never asked"))
@@ -158,7 +144,6 @@ async def test_cancelling_the_turn_while_it_waits_for_approval(sidecar, fake, wo
     assert not (workspace / "new.txt").exists()
 
 
-@needs_write_tools
 async def test_allow_session_is_remembered_for_that_tool(sidecar, fake, workspace):
     sidecar.answer = lambda params: {"decision": "allowSession"}
     fake.script(write_call("one.txt"), write_call("two.txt"), Reply(text="both written"))
@@ -170,7 +155,6 @@ async def test_allow_session_is_remembered_for_that_tool(sidecar, fake, workspac
     assert (workspace / "one.txt").exists() and (workspace / "two.txt").exists()
 
 
-@needs_write_tools
 @pytest.mark.parametrize("mode,decision", [("auto", "allow"), ("deny", "deny")])
 async def test_auto_and_deny_modes_send_no_request(sidecar_factory, fake, tmp_path, mode, decision):
     sidecar = await sidecar_factory({"dataDir": str(tmp_path / "data"), "model": OPENAI, "approval": mode})
@@ -181,7 +165,6 @@ async def test_auto_and_deny_modes_send_no_request(sidecar_factory, fake, tmp_pa
     assert (approval_event(events)["decision"], approval_event(events)["by"]) == (decision, "policy")
 
 
-@needs_shell
 async def test_shell_call_asks_with_the_command_and_cwd(sidecar, fake, workspace):
     sidecar.answer = lambda params: {"decision": "allow"}
     fake.script(Reply(tool_calls=[Call("run_command", '{"command": "echo hi", "cwd": "src"}')]), Reply(text="ok"))
@@ -193,7 +176,6 @@ async def test_shell_call_asks_with_the_command_and_cwd(sidecar, fake, workspace
     assert "hi" in tool_result(events)["output"]
 
 
-@needs_shell
 async def test_cancel_mid_tool_stops_the_process(sidecar_factory, fake, tmp_path):
     sidecar = await sidecar_factory({"dataDir": str(tmp_path / "data"), "model": OPENAI, "approval": "auto"})
     marker = "31.4159"  # an unusual sleep length, to find the process in /proc

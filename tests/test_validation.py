@@ -200,6 +200,15 @@ def test_many_problems_are_capped():
     assert error.message.count("must be integer") == 5 and error.message.endswith("and 3 more")
 
 
+@pytest.mark.parametrize(("problems", "listed", "more"), [(4, 4, ""), (5, 5, ""), (6, 5, "1 more")])
+def test_the_cap_lists_five_problems_and_counts_the_rest(problems, listed, more):
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(problems)}}
+    error = validate_arguments(schema, {f"p{i}": "x" for i in range(problems)})
+    shown, _, rest = error.message.partition("; and ")
+    each = {f"parameter 'p{i}' must be integer, got string \"x\"" for i in range(problems)}
+    assert len(set(shown.split("; ")) & each) == len(shown.split("; ")) == listed and rest == more
+
+
 def test_the_schemas_of_the_core_tools_are_valid_json_schema():
     for tool in CORE_TOOLS:
         jsonschema.Draft202012Validator.check_schema(tool.parameters)

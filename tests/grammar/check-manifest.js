@@ -1,13 +1,14 @@
 #!/usr/bin/env node
-// Checks that the extension manifest (the repo-root package.json) contributes Sunwell's grammars and the lens
-// language the way grammars.json registers them for these tests. Until the manifest has contributes.grammars it
-// only says so (exit 0); once it has, any difference fails (exit 1), so the tests cannot drift from what VS Code loads.
+// Checks that the extension manifest (the repo-root package.json, or the file given as the argument) contributes
+// Sunwell's grammars and the lens language the way grammars.json registers them for these tests. Any difference,
+// a manifest without contributes.grammars included, fails (exit 1): the tests cannot drift from what VS Code loads,
+// and grammars that vanish from the manifest are a failure, not a skip.
 'use strict';
 const fs = require('fs');
 const path = require('path');
 
 const root = path.resolve(__dirname, '..', '..');
-const manifestPath = path.join(root, 'package.json');
+const manifestPath = path.resolve(process.argv[2] || path.join(root, 'package.json'));
 const expected = {
   grammars: [
     { language: 'lens', scopeName: 'source.lens', path: './syntaxes/lens.tmLanguage.json' },
@@ -33,11 +34,15 @@ for (const p of [...expected.grammars.map((g) => g.path), expected.language.conf
 }
 
 let manifest = null;
-if (fs.existsSync(manifestPath)) manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
+try {
+  manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
+} catch (e) {
+  problems.push(`${manifestPath}: ${e.message}`);
+}
 const contributes = (manifest && manifest.contributes) || {};
-if (!Array.isArray(contributes.grammars)) {
-  console.log('manifest: package.json has no contributes.grammars yet; manifest check skipped');
-} else {
+if (manifest && !Array.isArray(contributes.grammars)) {
+  problems.push(`${manifestPath} has no contributes.grammars: the grammars tested here are not contributed`);
+} else if (manifest) {
   for (const want of expected.grammars) {
     const got = contributes.grammars.find((g) => g.scopeName === want.scopeName);
     if (!got) { problems.push(`contributes.grammars lacks scopeName ${want.scopeName}`); continue; }

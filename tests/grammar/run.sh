@@ -21,11 +21,22 @@ if grep -nE '^(#|<!--)[[:space:]]*(\^|<~*-).* - .* - ' cases/*.test.*; then
   exit 1
 fi
 
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
 status=0
 node check-manifest.js || status=1
+# The check itself must fail when the grammars vanish from the manifest (it once skipped, exit 0, instead).
+node -e 'const m = require("../../package.json"); delete (m.contributes || {}).grammars; console.log(JSON.stringify(m))' \
+  > "$tmp/no-grammars.json"
+for manifest in "$tmp/no-grammars.json" "$tmp/missing.json"; do
+  if node check-manifest.js "$manifest" > /dev/null 2>&1; then
+    echo "grammar: check-manifest.js passed $(basename "$manifest"); it must fail" >&2
+    status=1
+  fi
+done
 
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+log=$tmp/unit.log
 # Markdown's grammar references the grammars of ~50 fenced-code languages; only ours and markdown/YAML are loaded,
 # so vscode-textmate warns about the others. Warnings about a grammar these tests need are kept.
 set +e
