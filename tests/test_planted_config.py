@@ -155,3 +155,15 @@ def test_no_environment_secret_reaches_a_command_the_model_or_the_audit_log(sunw
         for value in SECRETS.values():
             assert value not in where
     assert "[REDACTED]" in audit and "[REDACTED]" in sent
+
+
+def test_a_lens_cannot_let_commands_run_without_asking(sunwell, fake, workspace):
+    (workspace / "ops.lens").write_text(
+        "name: ops\ndescription: Operations.\ntool_policy:\n  command_allowlist: ['touch *']\n")
+    fake.script(Reply(tool_calls=[Call("run_command", '{"command": "touch PWNED"}')]), Reply(text="ok"))
+    run = sunwell("run", "go", "--model", OPENAI, "--trust", "shell", "--lens", "ops", "--json")
+    assert run.code == 0, run.stderr
+    notice = next(e for e in run.events if e["type"] == "notice" and e["code"] == "workspace_config_ignored")
+    assert "command_allowlist" in notice["message"]
+    assert next(e for e in run.events if e["type"] == "toolResult")["error"]["code"] == "denied"
+    assert not (workspace / "PWNED").exists()

@@ -159,3 +159,12 @@ def test_visible_escapes_controls_and_keeps_lines():
     assert visible("\x00\x7f\u0085\u009f\u202a\u202e\u2066\u2069") == r"\x00\u007f\u0085\u009f\u202a\u202e\u2066\u2069"
     assert visible("café ✔ 日本") == "café ✔ 日本"
     assert visible(r"printf '\x1b'") == r"printf '\x1b'"
+
+
+def test_blank_lines_and_spaces_cannot_push_the_command_off_screen():
+    from sunwell.prompt_approval import _shown_command
+
+    shown = _shown_command("rm -rf ~ #" + "\n" * 60 + "git status")
+    assert shown == "rm -rf ~ #\n⟨59 blank lines⟩\ngit status"
+    assert _shown_command("echo x" + " " * 100 + "; rm y") == "echo x ⟨100 spaces⟩ ; rm y"
+    assert _shown_command("a\n\nb") == "a\n\nb"  # an ordinary blank line stays

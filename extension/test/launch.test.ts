@@ -1,9 +1,11 @@
 // How the sidecar's Python is checked and the private environment installed.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { findSunwellWheel, markerIsCurrent, parseProbe, pipInstallAttempts, PROBE_SCRIPT, pythonIsRecentEnough, venvPython } from '../src/common/launch';
+import { findSunwellWheel, markerIsCurrent, parseProbe, pipInstallAttempts, PROBE_SCRIPT, pythonIsRecentEnough, SERVE_ARGS, venvPython } from '../src/common/launch';
 import { ROOT } from './helpers';
 
 describe('the interpreter probe', () => {
@@ -22,6 +24,19 @@ describe('the interpreter probe', () => {
     assert.equal(pythonIsRecentEnough({ python: [3, 10, 12], sunwell: null, executable: '' }), false);
     assert.equal(pythonIsRecentEnough({ python: [3, 11, 0], sunwell: null, executable: '' }), true);
     assert.equal(pythonIsRecentEnough({ python: [4, 0, 0], sunwell: null, executable: '' }), true);
+  });
+});
+
+describe('the sidecar command line', () => {
+  it('never imports a module from the workspace it starts in (a hostile json.py)', () => {
+    const python = process.env.SUNWELL_PYTHON ?? 'python3';
+    const ws = mkdtempSync(path.join(os.tmpdir(), 'sunwell-hostile-'));
+    writeFileSync(path.join(ws, 'json.py'), "open('PWNED', 'w').close()\n");
+    // `serve --help` imports the package and its CLI (json among them), then exits
+    const out = spawnSync(python, [...SERVE_ARGS, '--help'], { cwd: ws, encoding: 'utf8', timeout: 60_000,
+      env: { ...process.env, PYTHONPATH: path.join(ROOT, 'server') } });
+    assert.equal(out.status, 0, out.stderr);
+    assert.ok(!existsSync(path.join(ws, 'PWNED')), 'the workspace json.py ran');
   });
 });
 

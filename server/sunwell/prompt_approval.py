@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import re
 import sys
 from typing import TextIO
 
@@ -21,7 +22,7 @@ ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
 def render_preview(request: ApprovalRequest, color: bool = False) -> str:
     preview = request.preview
     if preview.get("kind") == "command":
-        return f"$ {visible(preview['command'])}\n  (in {visible(preview.get('cwd', '.'))})"
+        return f"$ {_shown_command(preview['command'])}\n  (in {visible(preview.get('cwd', '.'))})"
     if preview.get("kind") == "diff":
         # escaped before splitting, so that only a newline starts a diff line (not a \r, \f or \x1c)
         before = visible(preview.get("before") or "").splitlines(keepends=True)
@@ -69,3 +70,11 @@ def _paint(line: str, color: bool) -> str:
         return line
     code = "32" if line.startswith("+") else "31" if line.startswith("-") else "36" if line.startswith("@") else ""
     return f"\x1b[{code}m{line.rstrip(chr(10))}\x1b[0m\n" if code else line
+
+
+def _shown_command(command: str) -> str:
+    """The command with runs of blank lines (or trailing spaces) counted, not printed: sixty newlines would push
+    the line that matters off the screen, above what the user reads before answering."""
+    text = visible(command)
+    text = re.sub(r"[ \t]{40,}", lambda m: f" ⟨{len(m.group())} spaces⟩ ", text)
+    return re.sub(r"\n(?:[ \t]*\n){2,}", lambda m: f"\n⟨{m.group().count(chr(10)) - 1} blank lines⟩\n", text)

@@ -39,7 +39,9 @@ export function pythonIsRecentEnough(probe: Probe): boolean {
   return major > MIN_PYTHON[0] || (major === MIN_PYTHON[0] && minor >= MIN_PYTHON[1]);
 }
 
-export const SERVE_ARGS = ['-m', 'sunwell', 'serve'];
+/** `-P` (Python 3.11+, which the probe ensures): the sidecar starts in the workspace folder, and `-m` would otherwise
+ *  put that folder first on the import path, so a repository's own `json.py` would run when it is opened. */
+export const SERVE_ARGS = ['-P', '-m', 'sunwell', 'serve'];
 
 /** The interpreter when nothing is configured: what the Python extension uses, else the usual command. */
 export function defaultPython(platform: NodeJS.Platform): string {

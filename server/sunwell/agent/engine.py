@@ -39,6 +39,9 @@ from sunwell.tools.ratelimit import RateLimiter, stricter
 from sunwell.tools.registry import CORE_TOOLS, select_tools
 from sunwell.tools.shell import sandbox_warning
 
+PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST",
+                "SUNWELL_BASE_URL", "SUNWELL_API_KEY")  # what create_provider reads
+
 
 class SetupError(Exception):
     """The turn cannot start (no model, unknown provider, missing key, bad workspace): a usage/config problem."""
@@ -53,6 +56,7 @@ class Engine:
         self.asker = asker
         self._store: SessionStore | None = None
         self._lenses: LensRegistry | None = None
+        self._providers: dict[tuple[str | None, ...], Provider] = {}
         self.approval = ApprovalPolicy(mode=settings.approval or "deny", ask=asker,
                                        timeout=settings.approval_timeout_sec)
         self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
@@ -117,10 +121,15 @@ class Engine:
             raise SetupError(str(exc)) from None
 
     def provider(self, spec: ModelSpec) -> Provider:
-        try:
-            return create_provider(spec, base_url=self.settings.base_url)
-        except ValueError as exc:
-            raise SetupError(str(exc)) from None
+        """The SDK adapter for `spec`, made once per endpoint and key: an SDK client holds a connection pool and
+        an SSL context (megabytes each), so one per turn made a long-lived sidecar grow with every turn."""
+        key = (spec.provider, self.settings.base_url, *(os.environ.get(name) for name in PROVIDER_ENV))
+        if key not in self._providers:
+            try:
+                self._providers[key] = create_provider(spec, base_url=self.settings.base_url)
+            except ValueError as exc:
+                raise SetupError(str(exc)) from None
+        return self._providers[key]
 
     def capabilities(self, spec: ModelSpec) -> Capabilities:
         overrides = {key: value.model_dump(exclude_none=True) for key, value in self.settings.models.items()}
@@ -196,6 +205,10 @@ class Engine:
         ctx.secrets = secrets
         warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in tools) else None
         notices = [NoticeEvent(level="warning", code="sandbox_off", message=warning)] if warning else []
+        if active_lens and active_lens.tool_policy and active_lens.tool_policy.command_allowlist:
+            notices.append(NoticeEvent(level="warning", code="workspace_config_ignored",
+                                       message=f"the lens {active_lens.name} may only narrow what you allowed; "
+                                               "ignored: tool_policy.command_allowlist"))
         if ignored := self.settings.ignored_workspace_keys:
             notices.append(NoticeEvent(level="warning", code="workspace_config_ignored",
                                        message=f"the workspace config (.sunwell/config.yaml) may only narrow what you "

@@ -59,7 +59,8 @@ class ToolPolicy(BaseModel):
     blocked_paths: list[str] = Field(default_factory=list)
     """Extra path patterns (globs) the tools may not touch, added to the built-in ones."""
     command_allowlist: list[str] = Field(default_factory=list)
-    """Command prefixes `run_command` may run without asking."""
+    """Ignored: a lens may only narrow what you allowed, and only your user config's `command_allowlist` lets a
+    command run without asking. Accepted so that older lens files still load (with a notice)."""
     rate_limits: RateLimits | None = None
     """Per-session limits on tool calls, writes, shell calls and bytes written."""
 

@@ -25,17 +25,16 @@ log = logging.getLogger(__name__)
 
 
 def setup(server: SunwellServer) -> None:
-    locks: dict[str, asyncio.Lock] = {}
     server.on_engine(lambda: warm_up(server))
 
     @server.feature(CHAT)
     async def chat(ls: SunwellServer, params: Any) -> dict[str, Any]:
         request = ls.parse(ChatParams, params, CHAT)
-        lock = locks.setdefault(request.session, asyncio.Lock()) if request.session else None
-        if lock is None:
+        live = ls.engine.live.get(request.session) if request.session and ls.has_engine else None
+        if live is None:
             done = await run_chat(ls, request)
         else:
-            async with lock:
+            async with live.lock:
                 done = await run_chat(ls, request)
         return ChatResult(session=done.session, turn=done.turn, status=done.status, tool_calls=done.tool_calls,
                           usage=done.usage, error=done.error).wire()
@@ -97,14 +96,21 @@ async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
     relay = Relay(ls, request.session)
     try:
         engine = ls.engine
-        # A line may be a ::command; what it changes (model, trust, lens, focus) lasts for its session.
-        state = ls.chat_states.setdefault(request.session or "", ChatState(session=request.session))
+        # A line may be a ::command; what it changes (model, trust, lens, focus) lasts for its session. Before a
+        # session exists (a new chat's first lines) it is kept in `ls.new_chat`.
+        live = engine.live.get(request.session) if request.session else None
+        if live is not None:
+            state = live.chat = live.chat or ChatState(session=request.session)
+        else:
+            state = ls.new_chat = ls.new_chat or ChatState()
         for key in ("model", "trust", "lens"):
             if (value := getattr(request, key)) is not None:
                 setattr(state, key, value)
         result = await handle_line(engine, state, request.text, relay)
-        if state.session and state.session != request.session:
-            ls.chat_states[state.session] = ls.chat_states.pop(request.session or "", state)
+        if state.session != request.session:  # the turn made a session, or ::clear ended one
+            if live is None:
+                ls.new_chat = None
+            engine.live.get(state.session or request.session).chat = state  # type: ignore[arg-type]
         return result.done
     except asyncio.CancelledError:
         if relay.done is None:  # cancelled before the engine's turn began: the client still gets its `done`

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from sunwell.lsp.server import RequestFailed
+from sunwell.lsp.server import UNPARSEABLE, RequestFailed
 
 if TYPE_CHECKING:
     from sunwell.lsp.server import SunwellServer
@@ -50,8 +50,11 @@ class ClientLogHandler(logging.Handler):
 
 
 def _unless_already_answered(record: logging.LogRecord) -> bool:
-    """Drops pygls' traceback for a request answered with invalid params or RequestFailed: the answer says it."""
+    """Drops pygls' traceback for a request answered with invalid params or RequestFailed, and its reader's for a
+    body that is not JSON (answered with Parse Error): the answer says it, and the sidecar logs one line."""
     error = record.exc_info[1] if record.exc_info else None
+    if isinstance(error, UNPARSEABLE):
+        return record.name != "pygls.server"  # the reader's logger; elsewhere, such an error is our bug
     return not isinstance(error, (JsonRpcInvalidParams, RequestFailed))
 
 

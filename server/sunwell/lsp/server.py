@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import importlib
 import inspect
+import json
 import logging
 import os
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
@@ -18,7 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
-from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import (
+    FeatureRequestError,
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcParseError,
+)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
@@ -61,19 +68,38 @@ class RequestFailed(JsonRpcException):
 
 
 class SunwellProtocol(LanguageServerProtocol):
-    """pygls' protocol with two gaps closed: a standard request whose params do not fit lsprotocol's types gets
-    a -32602 answer (pygls would log it and leave the client waiting), and a late answer to a request we gave up
-    on (an approval that timed out) is dropped instead of failing on a cancelled future."""
+    """pygls' protocol with three gaps closed: a standard request whose params do not fit lsprotocol's types gets
+    a -32602 answer (pygls would log it and leave the client waiting), JSON that is no JSON-RPC message gets
+    -32600 (pygls fails on it with tracebacks), and a late answer to a request we gave up on (an approval that
+    timed out) is dropped instead of failing on a cancelled future."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
+        if "jsonrpc" in data and "method" not in data and not ("id" in data and ("result" in data or "error" in data)):
+            return data  # no request, notification or response (pygls would fail on it): `handle_message` answers
         try:
             return super().structure_message(data)
         except JsonRpcException:
             if "id" in data and "method" in data:  # a request: it must be answered
-                self._send_response(data["id"], error=JsonRpcInvalidParams(
-                    f"{data['method']}: invalid params").to_response_error())
+                self.answer_error(data["id"], JsonRpcInvalidParams(f"{data['method']}: invalid params"))
                 return _Ignored(method="$/sunwell/ignored", jsonrpc="2.0", params=None)
             raise
+
+    def handle_message(self, message: Any) -> None:
+        if not hasattr(message, "jsonrpc"):  # an array, a scalar, or an object that is no JSON-RPC message
+            # The id of what looks like a request; a response's id is one of ours, and answering it would confuse.
+            msg_id = message.get("id") if isinstance(message, dict) and "method" in message else None
+            log.warning("answered a message that is not JSON-RPC with Invalid Request: %.80s", json.dumps(message))
+            self.answer_error(msg_id if isinstance(msg_id, int | str) else None, JsonRpcInvalidRequest())
+            return
+        super().handle_message(message)
+
+    def answer_error(self, msg_id: int | str | None, error: JsonRpcException) -> None:
+        if msg_id is not None:
+            self._send_response(msg_id, error=error.to_response_error())
+            return
+        # pygls leaves out an id that is None, but JSON-RPC wants `"id": null` when the id cannot be known.
+        body = {"jsonrpc": "2.0", "id": None, "error": {"code": error.code, "message": error.message}}
+        self._send_raw(json.dumps(body).encode(), "an error")
 
     def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         future = self._request_futures.get(msg_id)
@@ -95,13 +121,15 @@ class SunwellProtocol(LanguageServerProtocol):
     def notify_raw(self, method: str, params_json: str) -> None:
         """A notification whose params are JSON text already, framed here. The chat stream's hot path: pygls'
         `notify` runs every event through cattrs and `json.dumps` first, most of the cost of an event."""
+        self._send_raw(f'{{"jsonrpc":"2.0","method":"{method}","params":{params_json}}}'.encode(), method)
+
+    def _send_raw(self, body: bytes, what: str) -> None:
         if self.writer is None:
             return
-        body = f'{{"jsonrpc":"2.0","method":"{method}","params":{params_json}}}'.encode()
         try:
             outcome = self.writer.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
         except OSError as exc:  # the client is gone; the turn ends when the loop does
-            log.debug("cannot send %s: %s", method, exc)
+            log.debug("cannot send %s: %s", what, exc)
             return
         if inspect.isawaitable(outcome):
             asyncio.ensure_future(outcome)
@@ -146,8 +174,9 @@ class SunwellServer(LanguageServer):
         """Option problems found in `initialize`, shown once the client is ready for messages."""
         self.settings: Settings | None = None
         self.lenses: LensRegistry | None = None
-        self.chat_states: dict[str, ChatState] = {}
-        """What ::commands changed (model, trust, lens, focus), per session ("" until a session exists)."""
+        self.new_chat: ChatState | None = None
+        """What ::commands changed in a new chat before its first turn made a session (then the session keeps it,
+        in its LiveSession)."""
         self._engine: Engine | None = None
         self._engine_error: str | None = "the sidecar is not initialized yet"
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -155,6 +184,10 @@ class SunwellServer(LanguageServer):
         self._shutdown_hooks: list[Hook] = []
 
     # -- what the feature modules share
+
+    @property
+    def has_engine(self) -> bool:
+        return self._engine is not None
 
     @property
     def engine(self) -> Engine:
@@ -214,11 +247,17 @@ class SunwellServer(LanguageServer):
             log.error("background task failed", exc_info=task.exception())
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        """pygls shows every error in a popup; a failed request was answered and logged already, and the rest
-        are our bugs, for stderr and the output channel."""
-        if source is not FeatureRequestError:
+        """pygls shows every error in a popup; a failed request was answered and logged already, a body that is
+        not JSON is answered here, and the rest are our bugs, for stderr and the output channel."""
+        if source is JsonRpcException and isinstance(error, UNPARSEABLE):  # pygls' reader: a body is not JSON
+            log.warning("answered a message that is not JSON with Parse Error: %s", error)
+            self.protocol.answer_error(None, JsonRpcParseError())
+        elif source is not FeatureRequestError:
             log.error("%s: %s", getattr(source, "__name__", source), error)
 
+
+UNPARSEABLE = (json.JSONDecodeError, UnicodeDecodeError)
+"""What `json.loads` raises on a body that is not JSON."""
 
 _LOG_LEVELS = {types.MessageType.Error: logging.ERROR, types.MessageType.Warning: logging.WARNING,
                types.MessageType.Info: logging.INFO, types.MessageType.Log: logging.DEBUG}
@@ -234,6 +273,7 @@ def create_server(modules: Iterable[str] = FEATURES) -> SunwellServer:
 
 def serve(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, log_level: str = "WARNING") -> int:
     """Run the sidecar until the client says `exit` (or closes the stream). Returns the exit code."""
+    from sunwell.lsp.framing import FrameReader
     from sunwell.lsp.process import claim_stdio, configure_logging
 
     server = create_server()
@@ -243,7 +283,8 @@ def serve(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, log_leve
             server.transport = "tcp"
             server.start_tcp(host, port)
         else:
-            server.start_io(*claim_stdio())
+            stdin, stdout = claim_stdio()
+            server.start_io(FrameReader(stdin), stdout)  # type: ignore[arg-type]  # reads as pygls reads stdin
     finally:
         server.stop()
     return 0

@@ -1,16 +1,17 @@
-"""The read-only file tools: list_files and read_file (plus the glob and the tree walk search_files shares)."""
+"""The read-only file tools: list_files and read_file (plus the tree walk search_files shares)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import re
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.globs import Glob, compile_glob
 from sunwell.tools.jail import Jail
 from sunwell.tools.output import char_boundary, truncate
 
@@ -43,53 +44,7 @@ def _positive_int_arg(args: dict[str, Any], name: str) -> int | None:
     return value
 
 
-# ---- globs and walking -----------------------------------------------------------------------------------------
-
-
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A glob as a regex over posix paths: `*`, `?` and `[...]` stay within one name, `**` crosses directories
-    (`**/*.py` matches `a.py` and `x/y/a.py`), `{a,b}` is either. Raises ValueError on an unclosed `[` or `{`."""
-    return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
-
-
-def _translate(pattern: str) -> str:
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = pattern.find("]", i + 2)  # a `]` right after `[` (or `[!`) is a member, as in fnmatch
-            if pattern.startswith("[!", i) or pattern.startswith("[^", i):
-                end = pattern.find("]", i + 3)
-            if end < 0:
-                raise ValueError(f"unclosed '[' in glob {pattern!r}")
-            body = pattern[i + 1 : end]
-            negate = body[:1] in ("!", "^")
-            body = body[1:] if negate else body
-            body = body.replace("\\", "\\\\").replace("[", "\\[")
-            out.append(f"[^/{body}]" if negate else f"[{body}]")
-            i = end
-        elif c == "{":
-            end = pattern.find("}", i)
-            if end < 0:
-                raise ValueError(f"unclosed '{{' in glob {pattern!r}")
-            out.append("(?:" + "|".join(_translate(alt) for alt in pattern[i + 1 : end].split(",")) + ")")
-            i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
+# ---- walking ---------------------------------------------------------------------------------------------------
 
 
 def walk(jail: Jail, top: Path, max_depth: int | None = None) -> Iterator[tuple[os.DirEntry[str], str]]:
@@ -147,7 +102,11 @@ async def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
     except ValueError as exc:
         raise ToolFailure("validation", f"parameter 'pattern': {exc}") from None
     max_depth = None if "**" in pattern else pattern.rstrip("/").count("/") + 1
-    found = await asyncio.to_thread(_list, ctx.jail, top, matcher, max_depth, dirs_only)
+    stop = threading.Event()
+    try:
+        found = await asyncio.to_thread(_list, ctx.jail, top, matcher, max_depth, dirs_only, stop)
+    finally:
+        stop.set()  # a cancelled listing stops at the next entry instead of walking on in its thread
     if not found:
         return "(no files match)"
     lines = found[:MAX_ENTRIES]
@@ -159,11 +118,13 @@ async def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def _list(
-    jail: Jail, top: Path, matcher: re.Pattern[str], max_depth: int | None, dirs_only: bool
+    jail: Jail, top: Path, matcher: Glob, max_depth: int | None, dirs_only: bool, stop: threading.Event
 ) -> list[str]:
     skip = len(jail.relative(top)) + 1 if top != jail.root else 0
     found: list[str] = []
     for entry, rel in walk(jail, top, max_depth):
+        if stop.is_set():
+            break
         is_dir = _is_real_dir(entry)
         if entry.is_symlink():
             try:  # shown only if it resolves to something inside the workspace and not blocked

@@ -4,6 +4,10 @@ Both engines follow one policy, so a test can hold them to the same output on th
 searched and .gitignore is not read; symlinks are not followed; blocked paths are pruned; a file with a NUL byte
 anywhere is binary and contributes nothing (ripgrep reports that only at the file's end, so hits of a file are kept
 only once the file is done); files are visited in sorted path order so the first 500 matches are the same ones.
+
+A search ends within `ctx.extra["search_timeout"]` seconds (default 50, under the tool's own 60) with a `timeout`
+failure: the Python engine runs model-supplied regexes, which can backtrack for ever, so it runs in a child process
+that is killed then.
 """
 
 from __future__ import annotations
@@ -12,17 +16,19 @@ import asyncio
 import base64
 import contextlib
 import json
+import math
 import os
 import re
 import shutil
-import threading
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.files import compile_glob, string_arg, walk
+from sunwell.tools.files import string_arg
+from sunwell.tools.globs import compile_glob
 from sunwell.tools.jail import Jail
 from sunwell.tools.output import truncate
 
@@ -30,6 +36,9 @@ MAX_MATCHES = 500
 MAX_LINE_CHARS = 300
 MAX_RECORD_BYTES = 64 << 20  # one line of a file (or of ripgrep's JSON about it)
 WHOLE_FILE_CHECK_BYTES = 8 << 20
+MAX_PATTERN_CHARS = 10_000  # also keeps ripgrep's argv far below the system's limit
+DEFAULT_TIMEOUT = 50.0
+_PACKAGE_DIR = Path(__file__).resolve().parents[2]  # the folder holding `sunwell`
 NARROW_HINT = "use a narrower pattern or a glob such as '*.py'"
 _REGEX_HINT = "escape special characters such as ( [ { . * + ? with a backslash; look-around is not supported"
 
@@ -41,7 +50,7 @@ class Hit:
     text: str
 
 
-class _Hits:
+class Hits:
     """Hits of finished files that pass the glob and, again, the jail (so a hit never shows a blocked or escaping
     file, whichever engine found it); full once there is more than we will show."""
 
@@ -70,29 +79,49 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
     pattern = string_arg(args, "pattern")
     if not pattern:
         raise ToolFailure("validation", "parameter 'pattern' is required (a regular expression)")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ToolFailure(
+            "validation",
+            f"parameter 'pattern' is {len(pattern):,} characters long; the limit is {MAX_PATTERN_CHARS:,}",
+            "search for a shorter, distinctive part of the text",
+        )
     path = string_arg(args, "path", ".") or "."
     glob = string_arg(args, "glob") or None
+    timeout = _seconds(ctx.extra.get("search_timeout")) or DEFAULT_TIMEOUT
     top = ctx.jail.resolve(path)
     if not (top.is_dir() or top.is_file()):  # ripgrep would block forever on a named pipe
         raise ToolFailure("unsupported", f"{path} is not a folder or a regular file")
     try:
-        hits = _Hits(ctx.jail, _glob_filter(glob, ctx.jail.relative(top)))
+        hits = Hits(ctx.jail, glob_filter(glob, ctx.jail.relative(top)))
     except ValueError as exc:
         raise ToolFailure("validation", f"parameter 'glob': {exc}") from None
     rg = _ripgrep(ctx.ripgrep_path)
     if rg:  # ripgrep checks the regex itself: its syntax (Rust's) is not quite Python's
-        await _search_rg(rg, pattern, top, glob, ctx.jail, hits)
+        search = _search_rg(rg, pattern, top, glob, ctx.jail, hits)
     else:
         try:
-            regex = re.compile(pattern)
+            re.compile(pattern)
         except re.error as exc:
             raise ToolFailure("validation", f"invalid regex {pattern!r}: {exc}", _REGEX_HINT) from None
-        stop = threading.Event()
-        try:
-            await asyncio.to_thread(_search_python, regex, top, ctx.jail, hits, stop)
-        finally:
-            stop.set()  # a cancelled search stops at the next file instead of running on in its thread
+        search = _search_python(pattern, top, glob, ctx.jail, hits, timeout)
+    try:
+        await asyncio.wait_for(search, timeout)
+    except TimeoutError:
+        raise _timed_out(timeout, python=not rg) from None
     return _format(hits.items, ctx.max_output_bytes)
+
+
+def _seconds(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return float(value)
+
+
+def _timed_out(timeout: float, python: bool) -> ToolFailure:
+    hint = "search a smaller path, or add a glob such as '*.py'"
+    if python:  # ripgrep's regexes never backtrack; Python's can, for ever
+        hint += "; a regex with nested repetition such as (a+)+ can run for ever without ripgrep: simplify it"
+    return ToolFailure("timeout", f"the search did not finish within {timeout:g} s and was stopped", hint)
 
 
 def _ripgrep(configured: str | None) -> str | None:
@@ -103,7 +132,7 @@ def _ripgrep(configured: str | None) -> str | None:
     return candidate if candidate and os.access(candidate, os.X_OK) else None
 
 
-def _glob_filter(glob: str | None, top_rel: str) -> Callable[[str], bool]:
+def glob_filter(glob: str | None, top_rel: str) -> Callable[[str], bool]:
     """A glob without `/` is matched against the file name, one with `/` against the path from the workspace root
     or from the searched folder; a leading `!` excludes. Raises ValueError for a malformed glob."""
     if not glob:
@@ -129,7 +158,7 @@ def _rg_argv(pattern: str, top: Path, glob: str | None, jail: Jail) -> list[str]
     return [*argv, f"--regexp={pattern}", "--", str(top)]
 
 
-async def _search_rg(rg: str, pattern: str, top: Path, glob: str | None, jail: Jail, hits: _Hits) -> None:
+async def _search_rg(rg: str, pattern: str, top: Path, glob: str | None, jail: Jail, hits: Hits) -> None:
     proc = await asyncio.create_subprocess_exec(
         rg, *_rg_argv(pattern, top, glob, jail),
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -144,7 +173,7 @@ async def _search_rg(rg: str, pattern: str, top: Path, glob: str | None, jail: J
             try:
                 record = await proc.stdout.readline()
             except ValueError:  # asyncio's limit: one line beyond MAX_RECORD_BYTES
-                raise _line_too_long(rel) from None
+                raise line_too_long(rel) from None
             if not record:
                 finished = True
                 break
@@ -197,62 +226,38 @@ def _relative(jail: Jail, absolute: str) -> str:
 # ---- pure Python -----------------------------------------------------------------------------------------------
 
 
-def _search_python(regex: re.Pattern[str], top: Path, jail: Jail, hits: _Hits, stop: threading.Event) -> None:
-    quick = _whole_file_regex(regex)
-    if top.is_file():
-        files = iter([(top, jail.relative(top))])
-    else:
-        files = (
-            (Path(e.path), rel)
-            for e, rel in walk(jail, top)
-            if e.is_file(follow_symlinks=False) and hits.glob_ok(rel)
-        )
-    for file, rel in files:
-        if stop.is_set() or hits.full:
-            return
-        found, binary = _grep(regex, quick, file, rel)
-        hits.add_file(rel, found, binary)
-
-
-def _whole_file_regex(regex: re.Pattern[str]) -> re.Pattern[str] | None:
-    """The pattern in MULTILINE mode, to rule a whole file out with one search instead of one per line.
-
-    Every match within a line is also a match in the whole text (`^` and `$` then stop at newlines, and a word
-    boundary sees a newline as the non-word edge a line end is), except with look-around or the absolute anchors
-    (backslash-A, backslash-Z), which may look past the line: those patterns are searched line by line only.
-    """
-    if any(token in regex.pattern for token in ("(?=", "(?!", "(?<", "\\A", "\\Z")):
-        return None
-    return re.compile(regex.pattern, regex.flags | re.MULTILINE)
-
-
-def _grep(
-    regex: re.Pattern[str], quick: re.Pattern[str] | None, file: Path, rel: str
-) -> tuple[list[tuple[int, str]], bool]:
-    found: list[tuple[int, str]] = []
+async def _search_python(
+    pattern: str, top: Path, glob: str | None, jail: Jail, hits: Hits, timeout: float
+) -> None:
+    """The Python engine (tools/pygrep.py) in a child process. A regex that backtracks for ever holds the GIL: in a
+    thread it would stall the event loop and could not be stopped, but a process can be killed."""
+    request = {
+        "pattern": pattern, "top": str(top), "glob": glob, "root": str(jail.root), "blocked": list(jail.blocked),
+        "cpu_seconds": math.ceil(timeout) + 5,  # the child's own limit, should Sunwell die without killing it
+    }  # fmt: skip
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "sunwell.tools.pygrep",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        cwd=_PACKAGE_DIR,  # `-m` puts the working folder first on sys.path: ours, never the workspace's
+    )  # fmt: skip
     try:
-        with open(file, "rb") as f:
-            if quick and os.fstat(f.fileno()).st_size <= WHOLE_FILE_CHECK_BYTES:
-                data = f.read()
-                if b"\x00" in data:
-                    return [], True
-                if not quick.search(data.decode("utf-8", "replace")):
-                    return [], False
-                f.seek(0)
-            for lineno, line in enumerate(iter(lambda: f.readline(MAX_RECORD_BYTES + 1), b""), 1):
-                if len(line) > MAX_RECORD_BYTES:
-                    raise _line_too_long(rel)
-                if b"\x00" in line:
-                    return [], True
-                text = line.removesuffix(b"\n").decode("utf-8", "replace")
-                if len(found) <= MAX_MATCHES and regex.search(text):
-                    found.append((lineno, text))
-    except OSError:
-        return [], False  # unreadable: skipped, as ripgrep does
-    return found, False
+        out, err = await proc.communicate(json.dumps(request).encode())
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()  # the time limit is up or the turn was cancelled
+            await proc.wait()
+    try:
+        reply = json.loads(out)
+    except ValueError:
+        last = (err.decode("utf-8", "replace").strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        raise ToolFailure("execution", f"the Python search failed: {last}") from None
+    if "error" in reply:
+        raise ToolFailure(reply["error"]["code"], reply["error"]["message"], reply["error"].get("suggestion"))
+    hits.items = [Hit(rel, lineno, text) for rel, lineno, text in reply["hits"]]
 
 
-def _line_too_long(rel: str) -> ToolFailure:
+def line_too_long(rel: str) -> ToolFailure:
     return ToolFailure(
         "execution",
         f"search stopped at a line longer than {MAX_RECORD_BYTES >> 20} MB in {rel or 'a file'}",
