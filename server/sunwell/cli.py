@@ -11,14 +11,15 @@ import sys
 from pathlib import Path
 
 from sunwell.config import ConfigError, load_settings
+from sunwell.errors import SunwellError
 from sunwell.terminal_text import visible
+from sunwell.vocabulary import TRUST_NAMES
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LIMIT, EXIT_CANCELLED = 0, 1, 2, 3, 130
 STATUS_EXIT = {"completed": EXIT_OK, "error": EXIT_ERROR, "limitReached": EXIT_LIMIT, "cancelled": EXIT_CANCELLED}
-TRUST_LEVELS = ["discovery", "read_only", "workspace", "shell", "full"]
 
 
-class UsageError(Exception):
+class UsageError(SunwellError):
     pass
 
 
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _turn_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--model", help="PROVIDER:MODEL")
     run.add_argument("--workspace", type=Path, default=None, help="the jail root (default: current directory)")
-    run.add_argument("--trust", choices=TRUST_LEVELS)
+    run.add_argument("--trust", choices=TRUST_NAMES)
     tools = run.add_mutually_exclusive_group()
     tools.add_argument("--tools", help="comma-separated tool names to allow")
     tools.add_argument("--no-tools", action="store_true", help="offer no tools")

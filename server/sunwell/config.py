@@ -13,13 +13,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-TrustName = Literal["discovery", "read_only", "workspace", "shell", "full"]
-TRUST_ORDER: tuple[str, ...] = ("discovery", "read_only", "workspace", "shell", "full")
-ApprovalMode = Literal["ask", "auto", "deny"]
+from sunwell.errors import ConfigError
+from sunwell.vocabulary import TRUST_NAMES, ApprovalMode, TrustName
 
-
-class ConfigError(Exception):
-    """A setting is wrong; the message names the key and its source. The CLI exits 2 with it."""
+__all__ = ["ConfigError", "Settings", "load_settings"]
 
 
 class ModelOverride(BaseModel):
@@ -153,7 +150,7 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any]) -> tuple[dict[str,
         if key in WORKSPACE_MAY_NOT_SET:
             ignored.append(key)
         elif key == "trust":
-            if value in TRUST_ORDER and TRUST_ORDER.index(value) > TRUST_ORDER.index(current):
+            if value in TRUST_NAMES and TRUST_NAMES.index(value) > TRUST_NAMES.index(current):
                 ignored.append(key)
             else:
                 merged[key] = value

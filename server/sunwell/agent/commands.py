@@ -26,6 +26,7 @@ from sunwell.agent.lens_commands import (
 from sunwell.agent.transcript_markdown import transcript_markdown
 from sunwell.agent.turn import Sink, new_turn_id
 from sunwell.commands_spec import COMMAND_DOCS, CommandDoc, parse_command
+from sunwell.errors import SunwellError
 from sunwell.tools.base import Trust
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ class LineResult:
     exit: bool = False
 
 
-class CommandError(Exception):
+class CommandError(SunwellError):
     """The command cannot do what was asked; the message is the answer."""
 
 

@@ -20,6 +20,7 @@ from sunwell.agent.sessions import SessionStore
 from sunwell.agent.skills import skill_tools
 from sunwell.agent.turn import Sink, TurnLog
 from sunwell.config import Settings, user_config_path
+from sunwell.errors import SetupError
 from sunwell.lens.registry import LensRegistry, narrow
 from sunwell.lens.schema import Lens
 from sunwell.models.base import ModelRequest, Provider, TextDelta
@@ -43,8 +44,6 @@ PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHR
                 "SUNWELL_BASE_URL", "SUNWELL_API_KEY")  # what create_provider reads
 
 
-class SetupError(Exception):
-    """The turn cannot start (no model, unknown provider, missing key, bad workspace): a usage/config problem."""
 
 
 class Engine:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sunwell.errors import SunwellError
 from sunwell.lens.schema import Lens
 from sunwell.tools.base import Tool, Trust
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from sunwell.agent.engine import Engine
 
 
-class LensCommandError(Exception):
+class LensCommandError(SunwellError):
     """The lens or skill cannot be used as asked; the message says why, for the user."""
 
 

@@ -51,12 +51,8 @@ from sunwell.models.base import ModelRequest, Provider, ProviderError
 from sunwell.models.retry import stream_with_retries
 from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.executor import execute, failed
-from sunwell.tools.validation import (
-    canonical_tool_name,
-    coerce_arguments,
-    unknown_tool_error,
-    validate_arguments,
-)
+from sunwell.tools.validation import coerce_arguments, unknown_tool_error, validate_arguments
+from sunwell.vocabulary import canonical_tool_name
 
 GUARD_WARN, GUARD_STOP = 3, 5
 

@@ -24,6 +24,7 @@ from typing import Any, Self, assert_never
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
+from sunwell.errors import SunwellError
 from sunwell.messages import (
     AssistantMessage,
     Message,
@@ -53,7 +54,7 @@ _SCHEMA = (
 )
 
 
-class SessionStoreError(Exception):
+class SessionStoreError(SunwellError):
     """The session database cannot be used (corrupt, locked, unwritable); the message is one line to show."""
 
 

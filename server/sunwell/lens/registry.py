@@ -14,7 +14,7 @@ from typing import Any
 
 from sunwell.lens.loader import Diagnostic, LensResult, load_lens
 from sunwell.lens.schema import Lens, ToolPolicy
-from sunwell.tools.base import Trust
+from sunwell.vocabulary import Trust
 
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox",
                           ".mypy_cache", ".pytest_cache", ".ssh", "secrets"})

@@ -13,19 +13,19 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from jsonschema import Draft202012Validator, SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from sunwell.lens.vocabulary import CORE_TOOLS
+from sunwell.vocabulary import TrustName
 
 SKILL_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$")
 # `{name}` not preceded by `$`, so shell `${VAR}` stays literal; `{a,b}` brace expansion never matches.
 PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][\w-]*)\}")
 
-TrustName = Literal["discovery", "read_only", "workspace", "shell", "full"]
 
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 

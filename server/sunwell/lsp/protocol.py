@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sunwell.messages import Message, Usage, WireModel
+from sunwell.vocabulary import TrustName
 
 CHAT = "sunwell/chat"
 CHAT_EVENT = "sunwell/chatEvent"
@@ -35,7 +36,6 @@ INVALID_PARAMS = -32602
 REQUEST_FAILED = -32803
 """LSP RequestFailed: the request was well-formed but could not be served (e.g. the data dir is unusable)."""
 
-TrustName = Literal["discovery", "read_only", "workspace", "shell", "full"]
 Status = Literal["completed", "cancelled", "limitReached", "error"]
 Decision = Literal["allow", "deny", "allowSession"]
 

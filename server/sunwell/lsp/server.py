@@ -30,6 +30,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from sunwell import __version__
+from sunwell.errors import SunwellError
 from sunwell.lsp import protocol
 from sunwell.lsp.protocol import InitializationOptions, InvalidParams
 
@@ -57,7 +58,7 @@ FEATURES: tuple[str, ...] = (
 Hook = Callable[[], Awaitable[None] | None]
 
 
-class Unavailable(Exception):
+class Unavailable(SunwellError):
     """What a request needs is not there (not initialized, unusable data dir, bad workspace); one line to show."""
 
 

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
+from sunwell.errors import SunwellError
+
 PROVIDERS = ("openai", "anthropic", "ollama", "openai-compatible")
 LOCAL_PROVIDERS = ("ollama", "openai-compatible")
 SMALL_MAX_BILLIONS = 3.0
@@ -253,7 +255,7 @@ _RULES = [
 ]
 
 
-class CapabilityOverrideError(ValueError):
+class CapabilityOverrideError(SunwellError, ValueError):
     """A `models:` override in config that names an unknown key or has a value of the wrong type."""
 
 

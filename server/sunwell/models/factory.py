@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from sunwell.errors import SunwellError
 from sunwell.models.anthropic_messages import AnthropicMessages
 from sunwell.models.base import Provider
 from sunwell.models.openai_chat import OpenAIChat
@@ -25,7 +26,7 @@ NO_KEY = "sk-no-key"  # OpenAI-compatible servers without auth still get a synta
 OLLAMA_KEY = "ollama"  # Ollama ignores the key; the SDK insists on one
 
 
-class ProviderConfigError(ValueError):
+class ProviderConfigError(SunwellError, ValueError):
     """A provider that cannot be set up from the configuration; the message is one actionable line."""
 
 

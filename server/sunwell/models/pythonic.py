@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection
 
 from sunwell.models.normalize import Extraction, FoundCall
-from sunwell.tools.validation import canonical_tool_name
+from sunwell.vocabulary import canonical_tool_name
 
 PYTHONIC_OPEN = re.compile(r"\s*\[?\s*[A-Za-z_][\w.]*\s*\(")
 """How a reply that is a Python call begins (`read_file(`, `[read_file(`)."""

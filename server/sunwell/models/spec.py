@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sunwell.errors import SunwellError
+
 PROVIDERS = ("openai", "anthropic", "ollama", "openai-compatible")
 
 # Bare ids whose provider is unambiguous. Anything else must be written with its provider.
@@ -19,7 +21,7 @@ _PROVIDER_LIKE = re.compile(r"[a-z][a-z_-]*")
 _OLLAMA_TAG = re.compile(r"latest|\d.*|q\d.*|fp\d+.*|bf16.*", re.IGNORECASE)
 
 
-class ModelSpecError(ValueError):
+class ModelSpecError(SunwellError, ValueError):
     """A model string that cannot be resolved; the message is one line the user can act on."""
 
 

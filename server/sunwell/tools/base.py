@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sunwell.messages import ToolError, ToolSpec
+from sunwell.vocabulary import Trust
 
-
-class Trust(enum.IntEnum):
-    """How much the user lets the model do; each level adds to the one below."""
-
-    discovery = 0  # list and search
-    read_only = 1  # + read files
-    workspace = 2  # + write and edit files
-    shell = 3  # + run commands
-    full = 4  # + network tools
+__all__ = ["Tool", "ToolContext", "ToolFailure", "Trust"]
 
 
 class ToolFailure(Exception):

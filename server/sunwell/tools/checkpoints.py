@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sunwell.errors import SunwellError
 from sunwell.tools.base import ToolFailure
 from sunwell.tools.edits import WriteTarget, prepare_write, read_existing, remove_target, write_target
 from sunwell.tools.jail import Jail
@@ -42,7 +43,7 @@ _SHA = re.compile(r"[0-9a-f]{64}")
 _CHUNK = 1 << 20
 
 
-class UndoError(Exception):
+class UndoError(SunwellError):
     """Undo refused or failed; the message says why, for the user."""
 
 

@@ -151,16 +151,6 @@ def unknown_tool_error(name: str, arguments: dict[str, Any], tools: Sequence[Any
                      suggestion=f"{hint}available tools: {', '.join(names) or 'none'}")
 
 
-def canonical_tool_name(name: str, names: Sequence[str]) -> str | None:
-    """The offered name `name` was meant to be, when only spelling differs: case, spaces, dots or hyphens for
-    underscores, a `functions.` prefix (`Travel itinerary Generator` -> `travel_itinerary_generator`)."""
-    def key(text: str) -> str:
-        return re.sub(r"[\s.\-_]+", "_", text.strip().removeprefix("functions.")).strip("_").lower()
-
-    matches = [candidate for candidate in names if key(candidate) == key(name)]
-    return matches[0] if len(matches) == 1 and matches[0] != name else None
-
-
 def suggest_tool(name: str, arguments: dict[str, Any], tools: Sequence[Any]) -> Any:
     """The offered tool (anything with `name` and `parameters`) a call to an unknown `name` most likely meant.
 

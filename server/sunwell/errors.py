@@ -1,0 +1,20 @@
+"""One small error hierarchy: front ends catch `SunwellError` and show its message as one line.
+
+A `SunwellError` is a problem the user can act on (a bad setting, a missing key, an unknown session); anything else
+that escapes is a bug and keeps its traceback in the log. Tool failures are not here: they are data the model
+reads (`tools.base.ToolFailure` carries a `ToolError`), never an exception through the loop.
+"""
+
+from __future__ import annotations
+
+
+class SunwellError(Exception):
+    """A problem the user can act on; the message is one actionable line."""
+
+
+class ConfigError(SunwellError):
+    """A setting is wrong; the message names the key and its source. The CLI exits 2 with it."""
+
+
+class SetupError(SunwellError):
+    """The turn cannot start (no model, unknown provider, missing key, bad workspace): a usage/config problem."""

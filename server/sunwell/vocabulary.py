@@ -1,0 +1,46 @@
+"""The words every floor shares, declared once: trust levels, approval modes and decisions, risks, turn statuses,
+and how a tool name a model misspelt is read. Nothing here imports anything of Sunwell's (see
+tests/test_architecture.py); the TypeScript copies are generated from the wire models that use these types.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+from typing import Literal, get_args
+
+TrustName = Literal["discovery", "read_only", "workspace", "shell", "full"]
+
+
+class Trust(enum.IntEnum):
+    """How much the user lets the model do; each level adds to the one below."""
+
+    discovery = 0  # list and search
+    read_only = 1  # + read files
+    workspace = 2  # + write and edit files
+    shell = 3  # + run commands
+    full = 4  # + network tools
+
+
+TRUST_NAMES: tuple[str, ...] = get_args(TrustName)
+assert TRUST_NAMES == tuple(level.name for level in Trust), "TrustName and Trust disagree"
+
+ApprovalMode = Literal["ask", "auto", "deny"]
+Decision = Literal["allow", "deny", "allowSession"]
+DECISIONS: tuple[str, ...] = get_args(Decision)
+DecidedBy = Literal["user", "policy"]
+Risk = Literal["write", "shell", "network", "mcp"]
+TurnStatus = Literal["completed", "cancelled", "limitReached", "error"]
+NoticeLevel = Literal["info", "warning", "error"]
+
+
+def canonical_tool_name(name: str, names: Sequence[str]) -> str | None:
+    """The offered name `name` was meant to be, when only spelling differs: case, spaces, dots or hyphens for
+    underscores, a `functions.` prefix (`Travel itinerary Generator` -> `travel_itinerary_generator`)."""
+
+    def key(text: str) -> str:
+        return re.sub(r"[\s.\-_]+", "_", text.strip().removeprefix("functions.")).strip("_").lower()
+
+    matches = [candidate for candidate in names if key(candidate) == key(name)]
+    return matches[0] if len(matches) == 1 and matches[0] != name else None

@@ -1,0 +1,108 @@
+"""The floors of server/sunwell and which way their imports point (README "Architecture").
+
+Every import counts, the ones inside functions too (only `if TYPE_CHECKING:` blocks are left out): a function-local
+import still ties the two modules together, it only hides it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import SERVER
+
+PACKAGE = SERVER / "sunwell"
+BOTTOM = {"sunwell.vocabulary", "sunwell.errors", "sunwell.messages", "sunwell.config", "sunwell.commands_spec"}
+FRONT = ("sunwell.cli", "sunwell.lsp", "sunwell.__main__")
+# floor -> what it must never import
+FORBIDDEN = {
+    "sunwell.models": ("sunwell.tools", "sunwell.lens", "sunwell.agent", *FRONT),
+    "sunwell.tools": ("sunwell.models", "sunwell.lens", "sunwell.agent", *FRONT),
+    "sunwell.lens": ("sunwell.models", "sunwell.tools", "sunwell.agent", *FRONT),
+    "sunwell.agent": FRONT,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SERVER).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """The sunwell modules `path` imports, wherever in the file, except under `if TYPE_CHECKING:`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("sunwell"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sunwell"):
+            found.add(node.module)
+            # `from sunwell.tools import base` imports the module sunwell.tools.base
+            found.update(f"{node.module}.{alias.name}" for alias in node.names
+                         if (PACKAGE.parent / f"{node.module}.{alias.name}".replace(".", "/")).with_suffix(".py")
+                         .exists())  # fmt: skip
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+MODULES = {module_name(path): imports(path) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+@pytest.mark.parametrize("floor", sorted(FORBIDDEN))
+def test_imports_point_down(floor):
+    wrong = sorted(f"{module} imports {target}" for module, targets in MODULES.items() if within(module, floor)
+                   for target in targets if any(within(target, banned) for banned in FORBIDDEN[floor]))
+    assert wrong == []
+
+
+def test_the_bottom_floor_imports_only_itself():
+    wrong = sorted(f"{module} imports {target}" for module in BOTTOM for target in MODULES[module]
+                   if target not in BOTTOM)
+    assert wrong == []
+
+
+def test_no_import_cycles():
+    """Between modules, function-local imports included: a cycle means two modules that cannot be read apart."""
+    graph = {module: {t for t in targets if t in MODULES and t != module} for module, targets in MODULES.items()}
+    # a package's __init__ re-exporting its modules is not a cycle with them
+    graph = {m: {t for t in ts if not within(m, t)} for m, ts in graph.items()}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                walk(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            walk(module)
+    assert [" -> ".join(cycle) for cycle in cycles] == []
+
+
+def test_the_checker_sees_imports_inside_functions(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sunwell.lsp import server\n"
+                      "def f():\n    from sunwell.agent.engine import Engine\n")
+    assert imports(source) == {"sunwell.agent.engine"}
