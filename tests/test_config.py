@@ -19,9 +19,9 @@ def test_precedence(tmp_path):
     env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "data")}
     ws = tmp_path / "ws"
     _write(tmp_path / "cfg/sunwell/config.yaml", "model: openai:gpt-4o\ntrust: shell\nmax_tool_turns: 7\n")
-    _write(ws / ".sunwell/config.yaml", "trust: read_only\nmax-tool-turns: 9\n")
+    _write(ws / ".sunwell/config.yaml", "trust: read_only\nmax-tool-turns: 6\n")  # the workspace may only lower
     settings = load_settings(ws, {}, env)
-    assert (settings.model, settings.trust, settings.max_tool_turns) == ("openai:gpt-4o", "read_only", 9)
+    assert (settings.model, settings.trust, settings.max_tool_turns) == ("openai:gpt-4o", "read_only", 6)
     settings = load_settings(ws, {"max_tool_turns": 3}, {**env, "SUNWELL_MAX_TOOL_TURNS": "5"})
     assert settings.max_tool_turns == 3
     assert load_settings(ws, {}, {**env, "SUNWELL_MAX_TOOL_TURNS": "5"}).max_tool_turns == 5

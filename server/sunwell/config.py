@@ -13,7 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from sunwell.errors import ConfigError
+from sunwell.errors import ConfigError, first_problem
 from sunwell.vocabulary import TRUST_NAMES, ApprovalMode, TrustName
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
@@ -184,9 +184,8 @@ def _validate(values: dict[str, Any], source: str) -> Settings:
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(part) for part in err["loc"]) or "(top level)"
-        raise ConfigError(f"{source}: invalid setting '{key}': {err['msg']}") from None
+        key, problem = first_problem(exc)
+        raise ConfigError(f"{source}: invalid setting '{key}': {problem}") from None
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -7,6 +7,8 @@ reads (`tools.base.ToolFailure` carries a `ToolError`), never an exception throu
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class SunwellError(Exception):
     """A problem the user can act on; the message is one actionable line."""
@@ -18,3 +20,9 @@ class ConfigError(SunwellError):
 
 class SetupError(SunwellError):
     """The turn cannot start (no model, unknown provider, missing key, bad workspace): a usage/config problem."""
+
+
+def first_problem(exc: ValidationError, top: str = "(top level)") -> tuple[str, str]:
+    """(where, what) of a pydantic error's first problem: the dotted key path, and pydantic's message."""
+    err = exc.errors()[0]
+    return ".".join(str(part) for part in err["loc"]) or top, err["msg"]

@@ -220,17 +220,15 @@ async def _context(engine: Engine, state: ChatState, args: str) -> str:
 async def _save(engine: Engine, state: ChatState, args: str) -> str:
     from sunwell.tools.base import ToolFailure
     from sunwell.tools.edits import prepare_write, write_target
-    from sunwell.tools.jail import Jail
 
     path = _one_argument(args, "::save <path>")
     messages = engine.store.messages(state.session) if state.session else []
     if not messages:
         return "Nothing to save yet: the conversation is empty."
     lens = _active_lens(engine, state, required=False)
-    blocked = [*engine.settings.blocked_paths, *(lens.tool_policy.blocked_paths if lens and lens.tool_policy else [])]
     data = transcript_markdown(state.session or "", messages).encode("utf-8")
     try:
-        target = prepare_write(Jail(engine.workspace, blocked), path)
+        target = prepare_write(engine.jail(lens), path)
         created = await asyncio.to_thread(write_target, target, data)
     except ToolFailure as exc:
         suggestion = f" ({exc.error.suggestion})" if exc.error.suggestion else ""

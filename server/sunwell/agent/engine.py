@@ -29,7 +29,7 @@ from sunwell.models.emulation import EmulatedProvider, RecoveringProvider
 from sunwell.models.factory import create_provider
 from sunwell.models.fallback import ToolFallbackProvider
 from sunwell.models.fitting import fit_tools
-from sunwell.models.spec import ModelSpec, parse_model_string
+from sunwell.models.spec import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.tools.approval import ApprovalPolicy, Asker
 from sunwell.tools.audit import AuditLog
 from sunwell.tools.base import ToolContext, Trust
@@ -144,7 +144,7 @@ class Engine:
         if not caps.native_tools or live.emulating:
             return emulated
         native = RecoveringProvider(inner) if caps.recover_text_calls else inner
-        if spec.provider in ("ollama", "openai-compatible"):
+        if spec.provider in LOCAL_PROVIDERS:
             return ToolFallbackProvider(native, emulated, on_fallback=lambda: setattr(live, "emulating", True))
         return native
 
@@ -160,6 +160,11 @@ class Engine:
     def release(self, session: str) -> None:
         """Forget the live state of `session` (rate limits, allow-for-session rules, chat state): `::clear`."""
         self.live.release(session)
+
+    def jail(self, lens: Lens | None = None) -> Jail:
+        """The workspace jail: the built-in blocked patterns, the user's, and the active lens' (which only add)."""
+        policy = lens.tool_policy if lens else None
+        return Jail(self.workspace, [*self.settings.blocked_paths, *(policy.blocked_paths if policy else [])])
 
     def session_workspace(self, session: str) -> Path | None:
         row = next((r for r in self.store.events(session) if r.kind == "workspace"), None)
@@ -178,8 +183,7 @@ class Engine:
             raise SetupError(f"unknown session '{session}': see `sunwell sessions list`")
         elif (home := self.session_workspace(session)) not in (None, self.workspace):
             raise SetupError(f"session {session} belongs to the workspace {home}: run undo there")
-        return checkpoints.undo(session, self.workspace, Jail(self.workspace, self.settings.blocked_paths),
-                                force=force)
+        return checkpoints.undo(session, self.workspace, self.jail(), force=force)
 
     def tools(self, trust: Trust, names: Sequence[str] | None = None, lens: Lens | None = None):
         """(offered tools, catalogue, effective trust): a lens can only narrow what the user granted."""
@@ -250,13 +254,11 @@ class Engine:
     def _tool_context(self, session: str, turn: str, trust: Trust, lens: Lens | None, provider: Provider,
                       model: str) -> ToolContext:
         checkpoints = self.checkpoints
-        blocked = [*self.settings.blocked_paths, *(lens.tool_policy.blocked_paths if lens and lens.tool_policy else [])]
-
         async def complete(system: str, user: str) -> str:
             return await complete_text(provider, model, system, user, self.settings.max_tokens)
 
         return ToolContext(
-            jail=Jail(self.workspace, blocked),
+            jail=self.jail(lens),
             max_output_bytes=self.settings.max_output_bytes,
             ripgrep_path=self.settings.ripgrep_path,
             env_passthrough=tuple(self.settings.env_passthrough),

@@ -16,6 +16,7 @@ from lsprotocol import types
 from pydantic import ValidationError
 from pygls.uris import to_fs_path
 
+from sunwell.errors import first_problem
 from sunwell.lsp.protocol import CONFIG_SECTION, InitializationOptions
 
 if TYPE_CHECKING:
@@ -82,9 +83,9 @@ def read_options(raw: Any, source: str, warn_unknown: bool = True) -> tuple[Init
         try:
             return InitializationOptions.model_validate(values), problems
         except ValidationError as exc:
-            err = exc.errors()[0]
-            key = str(err["loc"][0])
-            problems.append(f"{source}: invalid setting '{key}': {err['msg']}; using the default")
+            key, problem = first_problem(exc)
+            key = key.split(".")[0]
+            problems.append(f"{source}: invalid setting '{key}': {problem}; using the default")
             values.pop(key, None)
 
 
@@ -104,9 +105,8 @@ def resolve_settings(root: Path, options: InitializationOptions,
         try:
             settings = Settings.model_validate(flags)
         except ValidationError as err:
-            first = err.errors()[0]
-            problems.append(f"invalid setting '{'.'.join(map(str, first['loc']))}': {first['msg']}; "
-                            "using the defaults")
+            key, problem = first_problem(err)
+            problems.append(f"invalid setting '{key}': {problem}; using the defaults")
             settings = Settings()
         if settings.data_dir is None:
             settings.data_dir = default_data_dir(env)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from sunwell.lsp.server import UNPARSEABLE, RequestFailed
+from sunwell.lsp.failures import UNPARSEABLE, RequestFailed
 
 if TYPE_CHECKING:
     from sunwell.lsp.server import SunwellServer

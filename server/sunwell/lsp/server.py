@@ -30,8 +30,12 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from sunwell import __version__
-from sunwell.errors import SunwellError
 from sunwell.lsp import protocol
+from sunwell.lsp.failures import UNPARSEABLE, RequestFailed, Unavailable
+
+__all__ = ["RequestFailed", "SunwellServer", "Unavailable", "create_server"]
+from sunwell.lsp.framing import FrameReader
+from sunwell.lsp.process import claim_stdio, configure_logging
 from sunwell.lsp.protocol import InitializationOptions, InvalidParams
 
 if TYPE_CHECKING:
@@ -56,16 +60,6 @@ FEATURES: tuple[str, ...] = (
 """Modules with a `setup(server)`, loaded in this order."""
 
 Hook = Callable[[], Awaitable[None] | None]
-
-
-class Unavailable(SunwellError):
-    """What a request needs is not there (not initialized, unusable data dir, bad workspace); one line to show."""
-
-
-class RequestFailed(JsonRpcException):
-    """LSP RequestFailed (-32803): a well-formed request the sidecar cannot serve now."""
-
-    CODE = protocol.REQUEST_FAILED
 
 
 class SunwellProtocol(LanguageServerProtocol):
@@ -257,9 +251,6 @@ class SunwellServer(LanguageServer):
             log.error("%s: %s", getattr(source, "__name__", source), error)
 
 
-UNPARSEABLE = (json.JSONDecodeError, UnicodeDecodeError)
-"""What `json.loads` raises on a body that is not JSON."""
-
 _LOG_LEVELS = {types.MessageType.Error: logging.ERROR, types.MessageType.Warning: logging.WARNING,
                types.MessageType.Info: logging.INFO, types.MessageType.Log: logging.DEBUG}
 
@@ -274,8 +265,6 @@ def create_server(modules: Iterable[str] = FEATURES) -> SunwellServer:
 
 def serve(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, log_level: str = "WARNING") -> int:
     """Run the sidecar until the client says `exit` (or closes the stream). Returns the exit code."""
-    from sunwell.lsp.framing import FrameReader
-    from sunwell.lsp.process import claim_stdio, configure_logging
 
     server = create_server()
     configure_logging(server, log_level)

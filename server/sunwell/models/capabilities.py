@@ -15,9 +15,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from sunwell.errors import SunwellError
+from sunwell.models.spec import LOCAL_PROVIDERS, PROVIDERS
 
-PROVIDERS = ("openai", "anthropic", "ollama", "openai-compatible")
-LOCAL_PROVIDERS = ("ollama", "openai-compatible")
 SMALL_MAX_BILLIONS = 3.0
 """At or below this size a model gets compact prompts and the small-model discipline nudges."""
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from sunwell.errors import SunwellError
 
 PROVIDERS = ("openai", "anthropic", "ollama", "openai-compatible")
+LOCAL_PROVIDERS = ("ollama", "openai-compatible")
+"""Servers on the user's machine or network: tools are offered natively, with emulation as the fallback."""
 
 # Bare ids whose provider is unambiguous. Anything else must be written with its provider.
 _BARE_ID_PREFIXES = {
