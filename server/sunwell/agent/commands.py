@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from sunwell.agent.events import CommandOutputEvent, DoneEvent
 from sunwell.agent.lens_commands import (
-    LensCommandError,
     activate_lens,
     describe_lenses,
     describe_skills,
@@ -26,7 +25,7 @@ from sunwell.agent.lens_commands import (
 from sunwell.agent.transcript_markdown import transcript_markdown
 from sunwell.agent.turn import Sink, new_turn_id
 from sunwell.commands_spec import COMMAND_DOCS, CommandDoc, parse_command
-from sunwell.errors import SunwellError
+from sunwell.errors import SetupError, SunwellError
 from sunwell.tools.base import Trust
 
 if TYPE_CHECKING:
@@ -102,10 +101,6 @@ def command(name: str) -> Callable[[Handler], Handler]:
 
 async def run_command(engine: Engine, state: ChatState, line: str) -> CommandResult:
     """Answer one `::command` line (the caller checked `parse_command`); errors are answers too."""
-    from sunwell.agent.engine import SetupError
-    from sunwell.agent.sessions import SessionStoreError
-    from sunwell.tools.checkpoints import UndoError
-
     parsed = parse_command(line)
     if parsed is None:
         raise ValueError(f"not a chat command: {line!r}")
@@ -116,7 +111,7 @@ async def run_command(engine: Engine, state: ChatState, line: str) -> CommandRes
         return CommandResult(f"`::{doc.name}` works in the terminal chat only.")
     try:
         result = await _HANDLERS[parsed.name](engine, state, parsed.args)
-    except (CommandError, SetupError, SessionStoreError, LensCommandError, UndoError) as exc:
+    except SunwellError as exc:  # a bad argument, no such session or lens, nothing to undo: the answer says so
         return CommandResult(str(exc))
     return result if isinstance(result, CommandResult) else CommandResult(result)
 
@@ -191,7 +186,6 @@ async def _focus(engine: Engine, state: ChatState, args: str) -> str:
 
 @command("context")
 async def _context(engine: Engine, state: ChatState, args: str) -> str:
-    from sunwell.agent.engine import SetupError
     from sunwell.agent.prompts import system_prompt
 
     try:

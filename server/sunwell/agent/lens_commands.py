@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sunwell.errors import SunwellError
+from sunwell.errors import SetupError, SunwellError
 from sunwell.lens.schema import Lens
 from sunwell.tools.base import Tool, Trust
 
@@ -42,7 +42,6 @@ def describe_lenses(engine: Engine, current: Lens | None, *, rescan: bool = Fals
 
 def activate_lens(engine: Engine, name_or_path: str) -> tuple[str, str]:
     """`::lens NAME`: (the lens file's path, what to tell the user); a lens with errors is refused with them all."""
-    from sunwell.agent.engine import SetupError
     from sunwell.lens.check import format_diagnostic
 
     try:

@@ -14,6 +14,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from sunwell.errors import SunwellError
 from sunwell.lsp.protocol import CHAT, ChatParams, ChatResult
 from sunwell.messages import WireModel
 
@@ -125,8 +126,4 @@ async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
 
 
 def _is_setup_problem(exc: Exception) -> bool:
-    from sunwell.agent.engine import SetupError
-    from sunwell.agent.sessions import SessionStoreError
-    from sunwell.lsp.server import Unavailable
-
-    return isinstance(exc, (SetupError, SessionStoreError, Unavailable))
+    return isinstance(exc, SunwellError)  # no model, unknown session, unusable data dir: no traceback

@@ -16,7 +16,8 @@ from lsprotocol import types
 from pydantic import ValidationError
 from pygls.uris import to_fs_path
 
-from sunwell.errors import first_problem
+from sunwell.errors import ConfigError, SetupError, first_problem
+from sunwell.lsp.failures import Unavailable
 from sunwell.lsp.protocol import CONFIG_SECTION, InitializationOptions
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ def resolve_settings(root: Path, options: InitializationOptions,
     """Config files and environment, with the client's options on top (they win, `dataDir` included).
 
     A setting the config layers reject is reported and the options are retried alone, then the defaults."""
-    from sunwell.config import ConfigError, Settings, default_data_dir, load_settings
+    from sunwell.config import Settings, default_data_dir, load_settings
 
     flags = options.model_dump(exclude_none=True)
     problems: list[str] = []
@@ -128,9 +129,8 @@ def data_dir_problem(path: Path) -> str | None:
 
 def apply_settings(ls: SunwellServer) -> None:
     """(Re)build the settings from the options; keep the engine (and its per-session state) when possible."""
-    from sunwell.agent.engine import Engine, SetupError
+    from sunwell.agent.engine import Engine
     from sunwell.lsp.approvals import ClientAsker
-    from sunwell.lsp.server import Unavailable
 
     settings, problems = resolve_settings(ls.root, ls.options)
     for problem in problems:
