@@ -2,8 +2,9 @@
 
 The TypeScript side of the protocol is generated from these models so it is declared once (STYLE.md 3). To expose
 another model, add one line to SOURCES: (module, name), or (module, "*") for every public model the module defines
-(its `__all__` when it has one). A module that does not exist yet is skipped with a note on stderr; any other import
-error fails the run, so a broken model never silently drops out of the generated file.
+(its `__all__` when it has one); a Literal alias (`TrustName`) becomes a union type and a constant with its values
+(`Vocabulary.TrustName`). A module that does not exist yet is skipped with a note on stderr; any other import error
+fails the run, so a broken model never silently drops out of the generated file.
 """
 
 from __future__ import annotations
@@ -12,22 +13,31 @@ import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 
-from pydantic import BaseModel, TypeAdapter  # noqa: E402
-from pydantic.json_schema import models_json_schema  # noqa: E402
+from pydantic import BaseModel, TypeAdapter
+from pydantic.json_schema import models_json_schema
 
 INPUT_BASES: list[tuple[str, str]] = [("sunwell.lsp.protocol", "Params")]
 """Models the client sends (params, initializationOptions): a field with a default may be left out of them."""
 
 SOURCES: list[tuple[str, str]] = [
+    ("sunwell.vocabulary", "TrustName"),
+    ("sunwell.vocabulary", "ApprovalMode"),
+    ("sunwell.vocabulary", "Decision"),
+    ("sunwell.vocabulary", "DecidedBy"),
+    ("sunwell.vocabulary", "Risk"),
+    ("sunwell.vocabulary", "TurnStatus"),
+    ("sunwell.vocabulary", "NoticeLevel"),
+    ("sunwell.approval_request", "*"),
     ("sunwell.agent.events", "Event"),
     ("sunwell.messages", "Message"),
     ("sunwell.messages", "Usage"),
     ("sunwell.messages", "ToolError"),
     ("sunwell.lsp.protocol", "*"),
+    ("sunwell.lsp.protocol", "SessionEvent"),
 ]
 
 
@@ -73,6 +83,12 @@ def methods() -> tuple[dict[str, str], dict[str, list[str]]]:
         for method, pair in getattr(module, "REQUESTS", {}).items():
             requests[method] = [model.__name__ for model in pair]
     return dict(sorted(names.items())), dict(sorted(requests.items()))
+
+
+def vocabulary(objects: dict[str, Any]) -> dict[str, list[str]]:
+    """The values of every exported Literal alias (`TrustName`…), in order: the TypeScript side gets them as
+    constants too, for pickers and for checking what a user typed."""
+    return {name: list(get_args(obj)) for name, obj in sorted(objects.items()) if get_origin(obj) is Literal}
 
 
 def _strip_titles(node: Any, keep: bool = False) -> Any:
@@ -138,6 +154,7 @@ def build() -> dict[str, Any]:
         "$defs": defs,
         "x-methods": method_names,
         "x-requests": requests,
+        "x-vocabulary": vocabulary(objects),
     }
 
 

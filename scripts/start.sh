@@ -17,6 +17,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 MODELS=${SUNWELL_MODELS_DIR:-$HOME/.cache/sunwell-models}
 LLAMA_PORT=${SUNWELL_LOCAL_PORT:-18090}
+LLAMA_N_CTX=4096  # the local model server's context window (--n_ctx); Sunwell's user config is told it below
 PORT=${SUNWELL_VSCODE_PORT:-18080}
 HOST=127.0.0.1
 WS=${DEMO_WORKSPACE:-$HOME/sunwell-demo}
@@ -95,11 +96,41 @@ else
     say "a model server already answers at $BASE_URL: using it"
   else
     LLAMA_LOG=${TMPDIR:-/tmp}/sunwell-llama.log
-    setsid .venv/bin/python -m llama_cpp.server --model "$GGUF" --n_threads "$(nproc 2>/dev/null || echo 2)" --n_ctx 4096 \
-      --host 127.0.0.1 --port "$LLAMA_PORT" >"$LLAMA_LOG" 2>&1 &
+    setsid .venv/bin/python -m llama_cpp.server --model "$GGUF" --n_threads "$(nproc 2>/dev/null || echo 2)" \
+      --n_ctx "$LLAMA_N_CTX" --host 127.0.0.1 --port "$LLAMA_PORT" >"$LLAMA_LOG" 2>&1 &
     GROUPS_STARTED+=($!)
     for _ in $(seq 120); do curl -fs "$BASE_URL/models" >/dev/null 2>&1 && break; sleep 0.5; done
     curl -fs "$BASE_URL/models" >/dev/null 2>&1 || die "the local model server did not start; last lines of $LLAMA_LOG:$(echo; tail -5 "$LLAMA_LOG")"
+    # llama-cpp-python states its window nowhere (and ends a stream that does not fit without a word): tell
+    # Sunwell's user config (read by `sunwell chat` and the VS Code sidecar alike), keeping everything else in it.
+    .venv/bin/python - "$MODEL" "$LLAMA_N_CTX" <<'PY' || say "could not record the window in Sunwell's config (above)"
+import sys
+import yaml
+from sunwell.config import user_config_path
+model, n_ctx = sys.argv[1], int(sys.argv[2])
+path = user_config_path()
+text = path.read_text(encoding="utf-8") if path.exists() else ""
+try:
+    config = yaml.safe_load(text) or {}
+except yaml.YAMLError as exc:
+    sys.exit(f"start.sh: {path} is not valid YAML, left as it is ({exc})")
+models = (config.get("models") if isinstance(config, dict) else None) or {}
+entry = (models.get(model) if isinstance(models, dict) else None) or {}
+if not (isinstance(config, dict) and isinstance(models, dict) and isinstance(entry, dict)):
+    sys.exit(f"start.sh: {path} is not laid out as Sunwell's config is (models: {{MODEL: {{...}}}}), left as it is")
+if entry.get("context_window") == n_ctx and "contextWindow" not in entry:
+    sys.exit(0)
+entry.pop("contextWindow", None)  # the same key in camelCase: one of them only
+entry["context_window"] = n_ctx
+models[model] = entry
+config["models"] = models
+path.parent.mkdir(parents=True, exist_ok=True)
+if text:  # YAML comments do not survive a rewrite: the file as it was stays beside it
+    path.with_name(path.name + ".bak").write_text(text, encoding="utf-8")
+path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+print(f"start.sh: {path}: models.{model}.context_window = {n_ctx}, the window the local server runs with",
+      file=sys.stderr)
+PY
   fi
 fi
 

@@ -35,14 +35,25 @@ Rules:
   body and does NOT consume a scripted response (the model is never reached).
 * An empty queue answers 500 "fake provider: no scripted response left".
 * Scripted tool call names/arguments are never checked against the offered tools.
+* A thinking block sent back to the Anthropic endpoint must carry the signature the
+  fake gave that very text (``thinking_signature``; ``FAKE_SIGNATURE`` passes for any).
 * Streaming responses use chunked transfer encoding and ``Connection: close``;
   ``Reply.cut_after`` closes the socket mid-body so the client gets a real
   protocol error (incomplete chunked read), exactly like a dropped connection.
+* ``FakeProvider(context_limit=N)`` counts every request's prompt tokens (``count_tokens``, with
+  ``tokenizer`` or an approximation of a BPE tokenizer) and refuses one that does not fit with the
+  vendor's real length refusal (400; not consuming a scripted response); while counting, replies report
+  the counted prompt tokens as their input usage, as the real services do. ``Recorded.tokens`` keeps the
+  count, ``fake.refusals`` the number of refusals.
 """
 
 from __future__ import annotations
 
+import base64
+import copy
+import hashlib
 import json
+import math
 import re
 import socket
 import threading
@@ -53,7 +64,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-__all__ = ["Call", "Fail", "FakeProvider", "Recorded", "Reply", "validate_anthropic", "validate_openai"]
+__all__ = ["Call", "Fail", "FakeProvider", "Recorded", "Reply", "Thinking", "approximate_tokens", "count_tokens",
+           "thinking_signature", "validate_anthropic", "validate_openai"]
 
 
 @dataclass
@@ -66,12 +78,32 @@ class Call:
 
 
 @dataclass
+class Thinking:
+    """One thinking block of a scripted reply (``Reply.blocks``), signed for its text unless told otherwise."""
+
+    text: str
+    signature: str = ""  # default: thinking_signature(text)
+
+    def __post_init__(self) -> None:
+        self.signature = self.signature or thinking_signature(self.text)
+
+
+def thinking_signature(text: str) -> str:
+    """The signature the fake gives a thinking text (and checks when the block comes back)."""
+    return base64.b64encode(b"fake-signature:" + hashlib.sha256(text.encode()).digest()[:9]).decode()
+
+
+@dataclass
 class Reply:
     """A scripted successful model answer (streamed if the request asked for ``stream: true``)."""
 
     text: str = ""
     tool_calls: list[Call] = field(default_factory=list)
     thinking: str = ""  # Anthropic thinking block (ignored for OpenAI)
+    # The answer's parts in this order instead (a str is text): Anthropic content blocks, each Thinking its own
+    # signed block; OpenAI streams the texts as `content`, the thinking as `reasoning_content` (as DeepSeek and
+    # vLLM do), then the calls. `text` and `tool_calls` are set from it.
+    blocks: list[str | Thinking | Call] = field(default_factory=list)
     chunk: int = 7  # text / argument JSON are split into pieces of this many characters
     delay: float = 0.0  # seconds to sleep between SSE events
     cut_after: int | None = None  # drop the connection after this many SSE events (non-stream: at once)
@@ -82,6 +114,19 @@ class Reply:
     omit_index: bool = False  # tool-call deltas without `index`; interleaved ones then repeat the call's `id`
     send_usage: bool = True  # False: no usage chunk (nor `usage` fields), whatever `stream_options` asks
     arguments_first: bool = False  # a call's id and argument pieces come first, its name last
+
+    def __post_init__(self) -> None:
+        if self.blocks:
+            assert not (self.text or self.tool_calls or self.thinking), "blocks replace text, tool_calls, thinking"
+            self.text = "".join(b for b in self.blocks if isinstance(b, str))
+            self.tool_calls = [b for b in self.blocks if isinstance(b, Call)]
+
+    def content(self) -> list[str | Thinking | Call]:
+        """The answer's parts in order."""
+        if self.blocks:
+            return list(self.blocks)
+        thinking = [Thinking(self.thinking, FAKE_SIGNATURE)] if self.thinking else []
+        return [*thinking, *([self.text] if self.text else []), *self.tool_calls]
 
 
 @dataclass
@@ -100,6 +145,7 @@ class Recorded:
     path: str
     headers: dict[str, str]  # lower-case keys
     body: Any  # parsed JSON (None if the body was not JSON)
+    tokens: int | None = None  # the prompt tokens counted, when the server counts (``context_limit``/``tokenizer``)
 
 
 Scripted = Reply | Fail | Callable[[dict], Reply | Fail]
@@ -282,6 +328,11 @@ def _anthropic_blocks(i: int, msg: dict, last: bool) -> tuple[list[dict] | None,
     for j, block in enumerate(content):
         if block.get("type") == "text" and not block.get("text"):
             return None, "messages: text content blocks must be non-empty"
+        if block.get("type") == "thinking":
+            if not block.get("signature"):
+                return None, f"messages.{i}.content.{j}.thinking.signature: Field required"
+            if block["signature"] not in (FAKE_SIGNATURE, thinking_signature(str(block.get("thinking")))):
+                return None, f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
         if block.get("type") == "tool_use":
             for key in ("id", "name", "input"):
                 if key not in block:
@@ -409,6 +460,73 @@ def anthropic_error_body(status: int, message: str, request_id: str) -> dict:
     return {"type": "error", "error": {"type": kind, "message": message}, "request_id": request_id}
 
 
+# --------------------------------------------------------------------------- context window
+
+# Pieces the way BPE pre-tokenizers split text (words with their leading blank, short runs of digits and symbols,
+# blank runs); a long piece costs a token per ~7 characters. Within ~10 % of Qwen2.5's tokenizer on prose, JSON
+# and Python (measured on this repository), which is all the fake needs to refuse and report like a server.
+_PIECE = re.compile(r"'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?\d{1,3}| ?[^\sA-Za-z\d]{1,3}|\s+(?!\S)|\s+")
+MESSAGE_OVERHEAD = 4  # the chat template's role markers around each message (`<|im_start|>user\n…<|im_end|>\n`)
+
+
+def approximate_tokens(text: str) -> int:
+    return sum(1 if len(piece) <= 10 else math.ceil(len(piece) / 7) for piece in _PIECE.findall(text))
+
+
+def count_tokens(body: dict, tokenizer: Callable[[str], int] = approximate_tokens) -> int:
+    """The prompt tokens of a Chat Completions or Messages request: system, messages (text, calls, results,
+    thinking) and tool definitions, plus each message's template overhead."""
+    texts: list[str] = []
+
+    def walk(content: Any) -> None:
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            for item in content:
+                walk(item)
+        elif isinstance(content, dict):
+            for key in ("text", "thinking", "content", "arguments", "name"):
+                walk(content.get(key))
+            if "input" in content:  # an Anthropic tool_use block
+                texts.append(json.dumps(content["input"]))
+            if "function" in content:
+                walk(content["function"])
+            walk(content.get("tool_calls"))
+
+    walk(body.get("system"))
+    messages = body.get("messages") or []
+    for message in messages:
+        walk(message)
+    if body.get("tools"):
+        texts.append(json.dumps(body["tools"]))
+    overhead = MESSAGE_OVERHEAD * (len(messages) + (1 if body.get("system") else 0)) + 3  # + the reply's opening
+    return overhead + sum(tokenizer(text) for text in texts)
+
+
+def openai_length_refusal(limit: int, prompt: int, completion: int, functions: int) -> dict:
+    """OpenAI's 400 `context_length_exceeded`, worded as it words it (with the completion when that tips it)."""
+    parts = f"{prompt - functions} in the messages" + (f", {functions} in the functions" if functions else "")
+    if prompt > limit:
+        said = (f"your messages resulted in {prompt} tokens" + (f" ({parts})" if functions else "")
+                + ". Please reduce the length of the messages" + (" or functions." if functions else "."))
+    else:
+        said = (f"you requested {prompt + completion} tokens ({parts}, and {completion} in the completion). "
+                "Please reduce the length of the messages or completion.")
+    message = f"This model's maximum context length is {limit} tokens. However, {said}"
+    return {"error": {"message": message, "type": "invalid_request_error", "param": "messages",
+                      "code": "context_length_exceeded"}}
+
+
+def anthropic_length_refusal(limit: int, prompt: int, max_tokens: int, request_id: str) -> dict:
+    """Anthropic's 400 invalid_request_error for a prompt (or a prompt and `max_tokens`) over the window."""
+    if prompt > limit:
+        message = f"prompt is too long: {prompt} tokens > {limit} maximum"
+    else:
+        message = (f"input length and `max_tokens` exceed context limit: {prompt} + {max_tokens} > {limit}, "
+                   "decrease input length or `max_tokens` and try again")
+    return anthropic_error_body(400, message, request_id)
+
+
 def _pieces(text: str, size: int) -> list[str]:
     size = max(1, size)
     return [text[i : i + size] for i in range(0, len(text), size)]
@@ -433,8 +551,13 @@ def _openai_events(reply: Reply, body: dict, ident: str, call_ids: list[str]) ->
 
     first_content = "" if reply.text or not reply.tool_calls else None  # like OpenAI: null before tool calls
     yield chunk({"role": "assistant", "content": first_content, "refusal": None})
-    for piece in _pieces(reply.text, reply.chunk):
-        yield chunk({"content": piece})
+    for part in reply.blocks or [reply.text]:
+        if isinstance(part, Thinking):
+            for piece in _pieces(part.text, reply.chunk):
+                yield chunk({"reasoning_content": piece})
+        elif isinstance(part, str):
+            for piece in _pieces(part, reply.chunk):
+                yield chunk({"content": piece})
 
     def tool_delta(i: int, part: dict) -> dict:
         if reply.omit_index:
@@ -553,21 +676,19 @@ def _anthropic_events(reply: Reply, body: dict, ident: str, call_ids: list[str])
             yield {"type": "content_block_delta", "index": index, "delta": delta}
         yield {"type": "content_block_stop", "index": index}
 
-    if reply.thinking:
-        deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(reply.thinking, reply.chunk)]
-        deltas.append({"type": "signature_delta", "signature": FAKE_SIGNATURE})
-        yield from block({"type": "thinking", "thinking": "", "signature": ""}, deltas)
-        index += 1
-    if reply.text:
-        deltas = [{"type": "text_delta", "text": p} for p in _pieces(reply.text, reply.chunk)]
-        yield from block({"type": "text", "text": ""}, deltas)
-        index += 1
-    for call, call_id in zip(reply.tool_calls, call_ids):
-        deltas = [
-            {"type": "input_json_delta", "partial_json": p} for p in _pieces(call.arguments, reply.chunk)
-        ]
-        start = {"type": "tool_use", "id": call_id, "name": call.name, "input": {}}
-        yield from block(start, deltas or [{"type": "input_json_delta", "partial_json": ""}])
+    ids = iter(call_ids)
+    for part in reply.content():
+        if isinstance(part, Thinking):
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(part.text, reply.chunk)]
+            deltas.append({"type": "signature_delta", "signature": part.signature})
+            yield from block({"type": "thinking", "thinking": "", "signature": ""}, deltas)
+        elif isinstance(part, str):
+            deltas = [{"type": "text_delta", "text": p} for p in _pieces(part, reply.chunk)]
+            yield from block({"type": "text", "text": ""}, deltas)
+        else:
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(part.arguments, reply.chunk)]
+            start = {"type": "tool_use", "id": next(ids), "name": part.name, "input": {}}
+            yield from block(start, deltas or [{"type": "input_json_delta", "partial_json": ""}])
         index += 1
     yield {
         "type": "message_delta",
@@ -579,14 +700,15 @@ def _anthropic_events(reply: Reply, body: dict, ident: str, call_ids: list[str])
 
 def _anthropic_message(reply: Reply, body: dict, ident: str, call_ids: list[str]) -> dict:
     content: list[dict] = []
-    if reply.thinking:
-        content.append({"type": "thinking", "thinking": reply.thinking, "signature": FAKE_SIGNATURE})
-    if reply.text:
-        content.append({"type": "text", "text": reply.text})
-    for call, call_id in zip(reply.tool_calls, call_ids):
-        content.append(
-            {"type": "tool_use", "id": call_id, "name": call.name, "input": _parse_input(call.arguments)}
-        )
+    ids = iter(call_ids)
+    for part in reply.content():
+        if isinstance(part, Thinking):
+            content.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
+        elif isinstance(part, str):
+            content.append({"type": "text", "text": part})
+        else:
+            content.append({"type": "tool_use", "id": next(ids), "name": part.name,
+                            "input": _parse_input(part.arguments)})
     input_tokens, output_tokens = reply.usage
     return {
         "id": ident,
@@ -677,7 +799,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        fake._record(Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body))
+        recorded = Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body)
+        fake._record(recorded)
 
         if path not in (OPENAI_PATH, ANTHROPIC_PATH):
             self._send_error(404, f"fake provider: unknown endpoint POST {self.path}")
@@ -686,6 +809,12 @@ class _Handler(BaseHTTPRequestHandler):
         if error := validate(body):
             self._send_error(400, error)
             return
+        if fake.counting:
+            recorded.tokens = count_tokens(body, fake.tokenizer)
+            if (refusal := self._length_refusal(body, recorded.tokens)) is not None:
+                fake._refused()
+                self._send_json(400, refusal)
+                return
         try:
             response = fake._next_response(body)
         except Exception as exc:  # noqa: BLE001 - a scripted callable blew up: make the test fail loudly
@@ -697,7 +826,24 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(response, Fail):
             self._send_error(response.status, response.message, response.headers)
             return
+        if recorded.tokens is not None:  # the real services report what they counted, not what a test scripted
+            said = response.text + "".join(call.arguments for call in response.tool_calls)
+            response = copy.copy(response)  # a scripted Reply may be answered again (a callable's)
+            response.usage = (recorded.tokens, max(1, fake.tokenizer(said)))
         self._answer(response, body)
+
+    def _length_refusal(self, body: dict, prompt: int) -> dict | None:
+        """The vendor's refusal when `prompt` tokens (and the completion asked for) do not fit the limit."""
+        limit = self.server.fake.context_limit
+        if limit is None:
+            return None
+        completion = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        if prompt + completion <= limit:
+            return None
+        if self.vendor == "anthropic":
+            return anthropic_length_refusal(limit, prompt, completion, self.request_id)
+        functions = self.server.fake.tokenizer(json.dumps(body["tools"])) if body.get("tools") else 0
+        return openai_length_refusal(limit, prompt, completion, functions)
 
     def _answer(self, reply: Reply, body: dict) -> None:
         fake = self.server.fake
@@ -744,11 +890,16 @@ class _Server(ThreadingHTTPServer):
 class FakeProvider:
     """The scripted fake provider server. Use as a context manager or call start()/stop()."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, context_limit: int | None = None, tokenizer: Callable[[str], int] | None = None) -> None:
         self._lock = threading.Lock()
         self._queue: deque[Scripted] = deque()
         self._counters: dict[str, int] = {}
         self.requests: list[Recorded] = []
+        self.context_limit = context_limit
+        """The window in tokens: longer requests (prompt + the completion asked for) are refused; None: no limit."""
+        self.tokenizer = tokenizer or approximate_tokens
+        self._count = tokenizer is not None
+        self.refusals = 0
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
@@ -762,6 +913,11 @@ class FakeProvider:
                 raise TypeError(f"cannot script {response!r}: expected Reply, Fail or a callable")
         with self._lock:
             self._queue.extend(responses)
+
+    @property
+    def counting(self) -> bool:
+        """Whether prompts are counted (and usage reported from the count): with a context limit or a tokenizer."""
+        return self._count or self.context_limit is not None
 
     @property
     def remaining(self) -> int:
@@ -800,6 +956,10 @@ class FakeProvider:
     def _record(self, recorded: Recorded) -> None:
         with self._lock:
             self.requests.append(recorded)
+
+    def _refused(self) -> None:
+        with self._lock:
+            self.refusals += 1
 
     def _next_number(self, kind: str) -> int:
         """1, 2, 3... per kind ("call", "msg", "req"), so ids are predictable in tests."""

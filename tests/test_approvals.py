@@ -1,7 +1,9 @@
-"""Approvals, dry run, trust and the loop guard through the real CLI (a pseudo-terminal for `ask`)."""
+"""Approvals, dry run, trust and the loop guard through the real CLI (a pseudo-terminal for `ask`); and the
+approval request itself, the wire model of `sunwell/approve`, as the gate builds it from a tool's preview."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pty
@@ -10,8 +12,16 @@ import subprocess
 import sys
 import time
 
+import pytest
+from pydantic import ValidationError
+
 from conftest import check_stream_rules
 from fake_provider import Call, Reply
+from sunwell.agent.gate import Gate
+from sunwell.approval_request import ApprovalRequest, CommandPreview, DiffPreview, EffectsPreview, ToolPreview
+from sunwell.messages import ToolCall
+from sunwell.tools.approval import ApprovalPolicy
+from sunwell.tools.base import Tool, ToolContext
 
 OPENAI = "openai:gpt-4o"
 
@@ -154,3 +164,75 @@ def test_loop_guard_stops_a_model_repeating_a_failing_call(sunwell, fake):
     assert any(e["type"] == "notice" and e["code"] == "loop_guard" for e in run.events)
     third = fake.requests[3].body["messages"][-1]["content"]
     assert "failed 3 times" in third
+
+
+# ---- the request on the wire ------------------------------------------------------------------------------------
+
+
+def request(preview, risk="shell") -> ApprovalRequest:
+    return ApprovalRequest(session="s", turn="t", call_id="c1", name="run_command", arguments={"command": "ls"},
+                           risk=risk, preview=preview)
+
+
+def test_a_preview_dict_becomes_its_tagged_model_and_goes_out_camel_cased():
+    assert isinstance(request({"kind": "command", "command": "ls", "cwd": "."}).preview, CommandPreview)
+    diff = request({"kind": "diff", "path": "a.txt", "before": None, "after": "x\n"}, risk="write")
+    assert isinstance(diff.preview, DiffPreview) and diff.session_rule() == ("s", "run_command", "")
+    effects = request({"kind": "effects", "command": "make", "cwd": "src", "exitCode": 2, "output": "boom",
+                       "changes": [{"path": "out.o", "change": "added", "before": None, "after": None,
+                                    "binary": True}], "truncated": False})
+    assert isinstance(effects.preview, EffectsPreview) and effects.command == "make"
+    assert effects.wire() == {
+        "session": "s", "turn": "t", "callId": "c1", "name": "run_command", "arguments": {"command": "ls"},
+        "risk": "shell", "preview": {"kind": "effects", "command": "make", "cwd": "src", "exitCode": 2,
+                                     "output": "boom", "changes": [{"path": "out.o", "change": "added",
+                                                                    "before": None, "after": None, "binary": True}],
+                                     "truncated": False}}
+    tool = request({"kind": "tool", "server": "docs", "tool": "search", "arguments": {"q": "x"}}, risk="mcp")
+    assert isinstance(tool.preview, ToolPreview) and tool.command is None
+
+
+@pytest.mark.parametrize("preview", [
+    {"kind": "diff", "path": "a.txt", "before": None},  # no after
+    {"kind": "command", "command": "ls"},  # no cwd
+    {"kind": "effects", "command": "ls", "cwd": ".", "exitCode": 0, "output": "", "truncated": False,
+     "changes": [{"path": "a", "change": "renamed", "before": None, "after": None, "binary": False}]},
+    {"kind": "picture", "url": "x"},
+    {},
+])
+def test_a_preview_that_is_not_one_of_the_four_kinds_is_refused(preview):
+    with pytest.raises(ValidationError):
+        request(preview)
+
+
+def _gate_tool(preview) -> Tool:
+    async def handler(args, ctx):
+        raise AssertionError("never run")
+
+    return Tool(name="skill", description="d", parameters={"type": "object"}, handler=handler, approval="ask",
+                risk="shell", read_only=False, preview=preview)
+
+
+def _admit(tool: Tool, answer: str = "deny"):
+    asked: list[ApprovalRequest] = []
+
+    async def ask(req: ApprovalRequest) -> str:
+        asked.append(req)
+        return answer
+
+    gate = Gate(ApprovalPolicy(mode="ask", ask=ask))
+    call = ToolCall(id="c1", name=tool.name, arguments={"q": 1})
+    verdict = asyncio.run(gate.admit(tool, call, ToolContext(jail=None), "s", "t", emit=lambda event: None))
+    return verdict, asked
+
+
+def test_the_gate_refuses_a_call_whose_preview_cannot_be_shown_without_asking():
+    verdict, asked = _admit(_gate_tool(lambda args, ctx: {"kind": "command", "command": "ls"}))
+    assert asked == [] and verdict.error.code == "execution"
+    assert "could not show what it would do" in verdict.error.message and "cwd" in verdict.error.message
+
+
+def test_the_gate_shows_a_tool_without_a_preview_of_its_own_as_the_call_itself():
+    verdict, [asked] = _admit(_gate_tool(None), answer="allow")
+    assert verdict.error is None and verdict.decision == "allow"
+    assert asked.preview == ToolPreview(server="", tool="skill", arguments={"q": 1})

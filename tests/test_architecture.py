@@ -14,7 +14,8 @@ import pytest
 from conftest import SERVER
 
 PACKAGE = SERVER / "sunwell"
-BOTTOM = {"sunwell.vocabulary", "sunwell.errors", "sunwell.messages", "sunwell.config", "sunwell.commands_spec"}
+BOTTOM = {"sunwell.vocabulary", "sunwell.errors", "sunwell.messages", "sunwell.config", "sunwell.commands_spec",
+          "sunwell.approval_request"}
 FRONT = ("sunwell.cli", "sunwell.lsp", "sunwell.__main__")
 # floor -> what it must never import
 FORBIDDEN = {

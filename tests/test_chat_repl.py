@@ -19,7 +19,7 @@ import pytest
 
 from conftest import check_stream_rules
 from fake_provider import Call, Reply
-from sunwell.chat_repl import highlight_command, render_markdown
+from sunwell.cli.rendering import highlight_command, render_markdown
 
 OPENAI = "openai:gpt-4o"
 BOLD_CYAN = "\x1b[1;36m"

@@ -1,5 +1,5 @@
 """Checkpoints and undo, driven through the real write_file/edit_file handlers on a temp dir (the engine's part, the
-two ctx.extra hooks, is wired here the way the engine wires it)."""
+two ToolContext hooks, is wired here the way the engine wires it)."""
 
 from __future__ import annotations
 
@@ -36,10 +36,7 @@ def cps(tmp_path: Path) -> Checkpoints:
 
 
 def turn_ctx(ws: Path, cps: Checkpoints, session: str, turn: str) -> ToolContext:
-    return ToolContext(jail=Jail(ws), extra={
-        "checkpoint": lambda path, rel: cps.save(session, turn, path, rel),
-        "after_write": lambda path, rel, data: cps.record_after(session, turn, rel, data),
-    })  # fmt: skip
+    return ToolContext(jail=Jail(ws), checkpoint=lambda path, rel: cps.save(session, turn, path, rel), after_write=lambda path, rel, data: cps.record_after(session, turn, rel, data))  # fmt: skip
 
 
 def state(root: Path) -> dict[str, tuple[bytes, int] | None]:

@@ -12,17 +12,9 @@ import jsonschema
 import pytest
 
 from sunwell.tools.base import ToolContext, ToolFailure, Trust
-from sunwell.tools.edits import (
-    EDIT_FILE,
-    MAX_CONTENT_BYTES,
-    WRITE_FILE,
-    dir_is_inside,
-    edit_file,
-    prepare_write,
-    write_file,
-    write_target,
-)
+from sunwell.tools.edits import EDIT_FILE, MAX_CONTENT_BYTES, WRITE_FILE, edit_file, write_file
 from sunwell.tools.jail import Jail
+from sunwell.tools.safe_write import dir_is_inside, prepare_write, write_target
 
 SECRET = b"outside secret\n"
 
@@ -72,7 +64,7 @@ def when_the_temp_file_opens() -> Iterator[Callable[[Callable[[], None]], None]]
 
 
 def ctx(root: Path, **extra) -> ToolContext:
-    return ToolContext(jail=Jail(root), extra=extra)
+    return ToolContext(jail=Jail(root), **extra)
 
 
 async def fails(handler, args: dict, context: ToolContext) -> ToolFailure:

@@ -23,16 +23,9 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
-from sunwell.models.emulation import (
-    CallDetector,
-    EmulatedProvider,
-    RecoveringProvider,
-    next_emulated_id,
-    rejects_tools,
-    render_history_for_emulation,
-    tool_prompt,
-)
-from sunwell.models.normalize import extract_tool_calls
+from sunwell.models.call_detector import CallDetector, extract_tool_calls, next_emulated_id
+from sunwell.models.emulation import EmulatedProvider, RecoveringProvider, rejects_tools
+from sunwell.models.emulation_prompt import render_history_for_emulation, tool_prompt
 
 TOOLS = [
     ToolSpec(name="read_file", description="Read a text file. Lines are numbered.", parameters={

@@ -10,7 +10,17 @@ import anthropic
 import openai
 import pytest
 
-from fake_provider import Call, Fail, FakeProvider, Reply, validate_anthropic, validate_openai
+from fake_provider import (
+    FAKE_SIGNATURE,
+    Call,
+    Fail,
+    FakeProvider,
+    Reply,
+    Thinking,
+    thinking_signature,
+    validate_anthropic,
+    validate_openai,
+)
 
 MODEL_OA = "gpt-test"
 MODEL_AN = "claude-test"
@@ -253,6 +263,41 @@ async def test_anthropic_raw_events_and_thinking(fake):
     assert final.content[0].type == "thinking" and final.content[0].thinking == "Deep."
     assert final.content[0].signature
     assert final.content[1].text == "Yes."
+
+
+async def test_anthropic_blocks_in_order_each_thinking_signed_for_its_text(fake):
+    fake.script(Reply(blocks=[Thinking("one"), "Text.", Thinking("two"), Call("read_file", ARGS_1)], chunk=2))
+    async with (
+        an_async(fake) as client,
+        client.messages.stream(model=MODEL_AN, max_tokens=2048, messages=USER, tools=TOOLS_AN) as s,
+    ):
+        final = await s.get_final_message()
+    assert [b.type for b in final.content] == ["thinking", "text", "thinking", "tool_use"]
+    assert [(b.thinking, b.signature) for b in final.content if b.type == "thinking"] == [
+        ("one", thinking_signature("one")), ("two", thinking_signature("two"))]
+    assert final.content[3].input == json.loads(ARGS_1) and final.stop_reason == "tool_use"
+
+
+def test_anthropic_thinking_must_come_back_with_its_own_signature():
+    def error(**block):
+        assistant = {"role": "assistant", "content": [{"type": "thinking", **block}]}
+        return validate_anthropic({"model": MODEL_AN, "max_tokens": 10,
+                                   "messages": [*USER, assistant, {"role": "user", "content": "go"}]})
+
+    assert error(thinking="one", signature=thinking_signature("one")) is None
+    assert error(thinking="any", signature=FAKE_SIGNATURE) is None
+    assert error(thinking="one", signature=thinking_signature("two")) == (
+        "messages.1.content.0: Invalid `signature` in `thinking` block")
+    assert error(thinking="one") == "messages.1.content.0.thinking.signature: Field required"
+
+
+async def test_openai_streams_thinking_blocks_as_reasoning_content(fake):
+    fake.script(Reply(blocks=[Thinking("Hmm."), "Answer."], chunk=2))
+    async with oa_async(fake) as client:
+        stream = await client.chat.completions.create(model=MODEL_OA, messages=USER, stream=True)
+        deltas = [chunk.choices[0].delta async for chunk in stream if chunk.choices]
+    assert "".join(getattr(d, "reasoning_content", None) or "" for d in deltas) == "Hmm."
+    assert "".join(d.content or "" for d in deltas) == "Answer."
 
 
 def test_anthropic_non_streaming(fake):

@@ -41,7 +41,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def context(root: Path, ripgrep: str | None = "", **extra: object) -> ToolContext:
-    return ToolContext(jail=Jail(root), ripgrep_path=ripgrep, extra=dict(extra))
+    return ToolContext(jail=Jail(root), ripgrep_path=ripgrep, **extra)
 
 
 async def failure(coro) -> ToolFailure:

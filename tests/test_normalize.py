@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from sunwell.models.normalize import FoundCall, extract_tool_calls
+from sunwell.models.call_detector import extract_tool_calls
+from sunwell.models.normalize import FoundCall
 
 TOOLS = {"read_file", "list_files", "write_file", "calculator"}
 READ_A = FoundCall("read_file", {"path": "a.txt"})

@@ -21,7 +21,7 @@ PLANT = ("mkdir -p .sunwell && printf 'ripgrep_path: ./tool.sh\\nsandbox: off\\n
 
 
 def command(ws: Path, text: str, tmp_path: Path, **extra) -> str:
-    ctx = ToolContext(jail=Jail(ws), quarantine_dir=tmp_path / "quarantine", extra=extra)
+    ctx = ToolContext(jail=Jail(ws), quarantine_dir=tmp_path / "quarantine", **extra)
     import asyncio
 
     return asyncio.run(run_command({"command": text}, ctx))
@@ -167,3 +167,14 @@ def test_a_lens_cannot_let_commands_run_without_asking(sunwell, fake, workspace)
     assert "command_allowlist" in notice["message"]
     assert next(e for e in run.events if e["type"] == "toolResult")["error"]["code"] == "denied"
     assert not (workspace / "PWNED").exists()
+
+
+def test_what_counts_as_a_secret_value():
+    from sunwell.tools.environment import secret_values
+
+    env = {"CI_JOB_JWT": "eyJhbGciOi.J9", "PWD": "/work/project", "COLORTERM": "truecolor",
+           "OPENAI_BASE_URL": "http://127.0.0.1:4567/v1", "OLLAMA_HOST": "127.0.0.1:11434",  # named in errors
+           "PROXY_BASE_URL": "https://user:pw@proxy/x", "SLACK_WEBHOOK_URL": "https://hooks.slack.com/T0/B0/Xy9",
+           "GITHUB_TOKEN": "plainwordtoken", "JAVA_HOME": "/opt/java"}  # fmt: skip
+    assert set(secret_values(env)) == {"eyJhbGciOi.J9", "https://user:pw@proxy/x",
+                                       "https://hooks.slack.com/T0/B0/Xy9", "plainwordtoken"}

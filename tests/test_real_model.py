@@ -9,8 +9,11 @@ these tests must not share a server with anything else.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -21,9 +24,17 @@ from pathlib import Path
 import pytest
 
 from conftest import SERVER, Run, check_stream_rules
+from sunwell.agent.context import SessionContext
+from sunwell.agent.windows import calibrated_estimate
+from sunwell.messages import UserMessage
+from sunwell.models.base import ContextOverflow, ModelRequest, TextDelta
+from sunwell.models.openai_chat import OpenAIChat
+from sunwell.models.retry import StreamCut
+from sunwell.models.window import WindowedProvider
 
 MODEL_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 MODEL = "openai-compatible:qwen2.5-coder-0.5b"
+N_CTX = 4096  # as scripts/start.sh starts it
 
 pytestmark = pytest.mark.slow
 
@@ -39,16 +50,18 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def llama_url(tmp_path_factory):
+def llama(tmp_path_factory):
+    """The server: (its /v1 URL, its log file)."""
     path = _model_path()
     if not path.is_file():
         pytest.skip(f"model file not found: {path} (set SUNWELL_MODELS_DIR, see ../shared/models/README.md)")
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama_cpp is not installed: pip install 'llama-cpp-python[server]==0.3.36'")
     port = _free_port()
-    log = (tmp_path_factory.mktemp("llama") / "server.log").open("w")
+    log_path = tmp_path_factory.mktemp("llama") / "server.log"
+    log = log_path.open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--n_threads", "2", "--n_ctx", "4096",
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--n_threads", "2", "--n_ctx", str(N_CTX),
          "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -63,7 +76,7 @@ def llama_url(tmp_path_factory):
                 if time.monotonic() > deadline:
                     pytest.fail(f"llama server not ready after 60 s; see {log.name}")
                 time.sleep(0.3)
-        yield url
+        yield url, log_path
     finally:
         proc.terminate()
         try:
@@ -71,6 +84,11 @@ def llama_url(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def llama_url(llama) -> str:
+    return llama[0]
 
 
 @pytest.fixture
@@ -140,3 +158,72 @@ def test_dry_run_write_executes_nothing(real, workspace: Path):
     assert next(r["error"]["code"] for r in results(run) if r["name"] == "write_file") == "dry_run"
     assert not (workspace / "hello.txt").exists()
 
+
+
+def _request(text: str) -> ModelRequest:
+    return ModelRequest(model="m", system="", messages=[UserMessage(text=text)], max_tokens=64, temperature=0)
+
+
+def _refusals(log: Path, start: int = 0) -> int:
+    """How many requests the server refused for length (its log prints each one's traceback, with the message
+    twice), in its log from character `start` on."""
+    return len(re.findall(r"^ValueError: Requested tokens \(\d+\) exceed context window", log.read_text()[start:],
+                          re.MULTILINE))
+
+
+def _big_py() -> str:
+    """25 KB of Python: about 12k tokens for Qwen's tokenizer, three times the window."""
+    return "".join(f"def func_{i}(x):\n    return x + {i * 3}\n\n\n" for i in range(640))
+
+
+async def test_a_streamed_request_too_long_is_a_likely_overflow_and_the_next_request_works(llama):
+    """llama-cpp-python ends a streamed request over its window without a word (its log says why): read as a
+    likely overflow, never retried; the request right after it works although the server dropped the connection."""
+    url, log = llama
+    chat = OpenAIChat(name="openai-compatible", base_url=url, api_key="sk-no-key")
+    windowed = WindowedProvider(chat, N_CTX, calibrated_estimate(SessionContext()))
+    before = _refusals(log)
+    with pytest.raises(ContextOverflow) as caught:
+        [e async for e in windowed.stream(_request(f"What does func_599 return?\n\n{_big_py()}"))]
+    assert caught.value.limit is None and "most likely it did not fit" in str(caught.value)
+    events = [e async for e in windowed.stream(_request("Say hi"))]
+    assert any(isinstance(e, TextDelta) for e in events)
+    assert _refusals(log) == before + 1  # what it was, said only there
+
+
+async def test_a_stream_another_client_interrupts_says_so(llama):
+    url, _ = llama
+    first = OpenAIChat(name="openai-compatible", base_url=url, api_key="sk-no-key")
+    second = OpenAIChat(name="openai-compatible", base_url=url, api_key="sk-no-key")
+    started = asyncio.Event()
+
+    async def long_answer() -> None:
+        request = ModelRequest(model="m", system="", messages=[UserMessage(text="Write a long story about a cat.")],
+                               max_tokens=400, temperature=0)
+        async for event in first.stream(request):
+            if isinstance(event, TextDelta):
+                started.set()
+
+    answering = asyncio.create_task(long_answer())
+    await started.wait()
+    [e async for e in second.stream(_request("Say hi"))]  # the server cuts the first stream for this one
+    with pytest.raises(StreamCut) as cut:
+        await answering
+    assert cut.value.began and "another client's request interrupts" in str(cut.value)
+
+
+def test_a_file_three_times_the_window_is_read_within_it(real, llama, tmp_path: Path, workspace: Path):
+    """The issue's case: with the window start.sh tells the config, every request fits and the turn ends."""
+    _, log = llama
+    config = tmp_path / "config" / "sunwell" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"models": {MODEL: {"context_window": N_CTX}}}))  # JSON is YAML
+    (workspace / "big.py").write_text(_big_py())
+    assert 24_000 < len(_big_py()) < 26_000
+    start = len(log.read_text())
+    run = real("Read big.py and tell me what func_599 returns")
+    assert run.code in (0, 3), run.stderr
+    check_stream_rules(run.events)
+    assert _refusals(log, start) == 0
+    usage = [e for e in run.events if e["type"] == "contextUsage"]
+    assert usage and all(e["windowTokens"] == N_CTX and e["usedTokens"] <= N_CTX for e in usage), usage

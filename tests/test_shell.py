@@ -52,7 +52,7 @@ def home(monkeypatch: pytest.MonkeyPatch):
 
 
 def context(ws: Path, **extra) -> ToolContext:
-    return ToolContext(jail=Jail(ws), max_output_bytes=20_000, extra=extra)
+    return ToolContext(jail=Jail(ws), max_output_bytes=20_000, **extra)
 
 
 async def run(ws: Path, command: str, **kwargs) -> str:
@@ -246,7 +246,7 @@ def hwm():
     return int(line.split()[1]) * 1024
 
 async def main():
-    ctx = ToolContext(jail=Jail(Path(sys.argv[1])), extra={"sandbox": sys.argv[2]})
+    ctx = ToolContext(jail=Jail(Path(sys.argv[1])), sandbox=sys.argv[2])
     await run_command({"command": "echo warm"}, ctx)
     before, started = hwm(), time.monotonic()
     output = await run_command({"command": "yes | head -c 200000000"}, ctx)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from sunwell.agent.engine import Engine
 from sunwell.config import Settings
 from sunwell.lsp import protocol
 from sunwell.lsp.approvals import decision_of
@@ -89,18 +90,18 @@ def test_chat_params_ignore_unknown_keys_and_accept_none():
     assert parse(protocol.EmptyParams, None, protocol.SESSIONS) == protocol.EmptyParams()
 
 
-def test_model_catalogue_lists_the_current_model_and_the_overridden_ones():
+def test_model_catalogue_lists_the_current_model_and_the_overridden_ones(tmp_path):
     settings = Settings.model_validate({"model": "gpt-4o", "models": {
         "openai-compatible:qwen2.5-coder-0.5b": {"native_tools": False, "emulation": "xml"},
         "claude-sonnet-4-5": {"context_window": 100_000}}})
-    catalogue = model_catalog(settings).wire()
+    catalogue = model_catalog(Engine(settings, tmp_path)).wire()
     assert catalogue["current"] == "openai:gpt-4o"
     by_id = {m["id"]: m for m in catalogue["models"]}
     assert list(by_id) == ["openai:gpt-4o", "openai-compatible:qwen2.5-coder-0.5b", "anthropic:claude-sonnet-4-5"]
     qwen = by_id["openai-compatible:qwen2.5-coder-0.5b"]["capabilities"]
     assert qwen["nativeTools"] is False and qwen["emulation"] == "xml"
     assert by_id["anthropic:claude-sonnet-4-5"]["capabilities"]["contextWindow"] == 100_000
-    assert model_catalog(Settings()).wire() == {"current": None, "models": []}
+    assert model_catalog(Engine(Settings(), tmp_path)).wire() == {"current": None, "models": []}
 
 
 @pytest.mark.parametrize("answer,decision", [

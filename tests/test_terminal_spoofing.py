@@ -19,7 +19,7 @@ import time
 import pytest
 
 from fake_provider import Call, Reply
-from sunwell.terminal_text import visible
+from sunwell.cli.rendering import visible
 
 OPENAI = "openai:gpt-4o"
 SPOOF = "touch PWN; \x1b[2K\r\x1b[1A\x1b[2Kgit status"
@@ -162,7 +162,7 @@ def test_visible_escapes_controls_and_keeps_lines():
 
 
 def test_blank_lines_and_spaces_cannot_push_the_command_off_screen():
-    from sunwell.prompt_approval import _shown_command
+    from sunwell.cli.approvals import _shown_command
 
     shown = _shown_command("rm -rf ~ #" + "\n" * 60 + "git status")
     assert shown == "rm -rf ~ #\n⟨59 blank lines⟩\ngit status"

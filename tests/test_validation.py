@@ -8,13 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sunwell.tools.registry import CORE_TOOLS
-from sunwell.tools.validation import (
-    canonical_tool_name,
-    coerce_arguments,
-    suggest_tool,
-    unknown_tool_error,
-    validate_arguments,
-)
+from sunwell.tools.validation import coerce_arguments, suggest_tool, unknown_tool_error, validate_arguments
+from sunwell.vocabulary import canonical_tool_name
 
 SCHEMA = {
     "type": "object",

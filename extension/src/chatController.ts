@@ -1,15 +1,16 @@
-// The open chat session on the extension side: it owns the transcript (the same reducer as the webview), sends
-// turns, relays events and approvals, and keeps the session across view reloads, window reloads and sidecar
-// crashes. The view only draws what this hands it and reports what the user did.
+// The open chat session on the extension side: it owns the one transcript (built by the same reducer as the
+// webview's, from live events and from a stored session's replayed events alike), sends turns, relays events and
+// approvals, and keeps the transcript in the workspace state for the next window. The view only draws what this
+// hands it and reports what the user did.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ApprovalBroker } from './common/approvals';
 import type { HostToWebview } from './common/messages';
-import { forStorage, initialState, isBusy, newer, reduce, type ChatAction, type ChatState } from './common/state';
-import { REQUEST_CANCELLED, type ApproveParams, type ApproveResult, type ChatEvent, type Decision } from './protocol';
+import { forStorage, initialState, isBusy, reduce, type ChatAction, type ChatState } from './common/state';
+import { ChatTurns } from './common/turns';
+import { REQUEST_CANCELLED, type ApprovalRequest, type ApproveResult, type ChatEvent, type Decision } from './protocol';
 import type { Sidecar } from './sidecar';
 
-const SESSION_KEY = 'sunwell.session';
 const TRANSCRIPT_KEY = 'sunwell.transcript';
 const LENS_KEY = 'sunwell.lens';
 
@@ -22,11 +23,11 @@ export interface ChatViewPort {
 export class ChatController implements vscode.Disposable {
   private state: ChatState = initialState();
   private view: ChatViewPort | undefined;
-  private turnCancellation: vscode.CancellationTokenSource | undefined;
-  /** Transcripts of the sessions seen in this window, so switching back does not lose tool details. */
-  private readonly transcripts = new Map<string, ChatState>();
+  private readonly turns = new ChatTurns();
   private readonly disposables: vscode.Disposable[] = [];
   private currentModel: string | null = null;
+  /** Counts session loads, so that only the last one asked for lands. */
+  private loads = 0;
 
   constructor(
     private readonly sidecar: Sidecar,
@@ -34,13 +35,9 @@ export class ChatController implements vscode.Disposable {
     private readonly memento: vscode.Memento,
     private readonly log: vscode.LogOutputChannel,
   ) {
-    const session = memento.get<string>(SESSION_KEY);
-    if (session) {
-      // After a window reload: the transcript as this extension stored it (else the sidecar's log, once ready).
-      const stored = memento.get<ChatState>(TRANSCRIPT_KEY);
-      this.state = stored?.version === 1 && stored.session === session ? { ...forStorage(stored), sidecar: this.state.sidecar }
-        : { ...this.state, session };
-    }
+    // After a window reload: the transcript as this window last stored it (nothing runs in a new window).
+    const stored = memento.get<ChatState>(TRANSCRIPT_KEY);
+    if (stored?.version === 1 && stored.session) this.state = { ...forStorage(stored), sidecar: this.state.sidecar };
     this.state = reduce(this.state, { type: 'sidecarStatus', status: sidecar.status });
     this.applySettings();
 
@@ -67,22 +64,9 @@ export class ChatController implements vscode.Disposable {
     return this.memento.get<string>(LENS_KEY) ?? null;
   }
 
-  /** The view (re)connected: hand it the state, or adopt what it saved if this window has nothing newer. */
-  attachView(view: ChatViewPort, saved: ChatState | null): void {
+  /** The view (re)connected: hand it the transcript. */
+  attachView(view: ChatViewPort): void {
     this.view = view;
-    const sameSession = saved?.version === 1 && (!this.state.session || saved.session === this.state.session);
-    if (sameSession && !isBusy(this.state) && saved.items.length > 0 && newer(this.state, saved) === saved) {
-      // A window reload where the webview kept a later copy than the one stored here (both are richer than the
-      // sidecar's log: durations, streaming order). Nothing runs in a fresh window: transient parts are cleared.
-      let adopted: ChatState = { ...saved, turn: null, sidecar: this.state.sidecar, settings: this.state.settings,
-        sessions: this.state.sessions, commands: this.state.commands };
-      for (const item of adopted.items) {
-        if (item.kind === 'tool' && item.approval?.state === 'pending' && !this.approvals.isPending(item.callId)) {
-          adopted = reduce(adopted, { type: 'approvalExpired', callId: item.callId });
-        }
-      }
-      this.state = adopted;
-    }
     this.view.post({ type: 'snapshot', state: this.state });
     void this.refreshLists();
   }
@@ -100,24 +84,27 @@ export class ChatController implements vscode.Disposable {
     }
     this.dispatch({ type: 'userMessage', text });
     const cancellation = new vscode.CancellationTokenSource();
-    this.turnCancellation = cancellation;
+    const turn = this.turns.begin(() => cancellation.cancel());
     try {
+      await this.turns.quiet(); // a turn this chat left is still ending: what it sends must not land here
+      if (turn.left) return;
       const result = await this.sidecar.request('sunwell/chat', {
         session: this.state.session ?? undefined,
         text,
         lens: this.lens ?? undefined,
       }, cancellation.token);
-      this.dispatch({ type: 'turnFinished', status: result.status, result });
-      if (result.session) this.remember(result.session);
+      if (!turn.left) this.dispatch({ type: 'turnFinished', status: result.status, result });
     } catch (err) {
       const cancelled = cancellation.token.isCancellationRequested || (err as { code?: number }).code === REQUEST_CANCELLED;
-      this.dispatch({
-        type: 'turnFinished',
-        status: cancelled ? 'cancelled' : 'error',
-        error: cancelled ? undefined : String((err as Error).message ?? err),
-      });
+      if (!turn.left) {
+        this.dispatch({
+          type: 'turnFinished',
+          status: cancelled ? 'cancelled' : 'error',
+          error: cancelled ? undefined : String((err as Error).message ?? err),
+        });
+      }
     } finally {
-      if (this.turnCancellation === cancellation) this.turnCancellation = undefined;
+      this.turns.end(turn);
       cancellation.dispose();
       void this.refreshSessions();
     }
@@ -125,31 +112,26 @@ export class ChatController implements vscode.Disposable {
 
   /** Cancels the running `sunwell/chat` request: the client sends `$/cancelRequest`. */
   stop(): void {
-    if (!this.turnCancellation) return;
+    if (!this.turns.running) return;
     this.dispatch({ type: 'stopRequested' });
-    this.turnCancellation.cancel();
+    this.turns.stop();
   }
 
+  /** A new, empty chat; a turn that runs is stopped and stays in its own session. */
   newSession(): void {
-    if (isBusy(this.state)) this.stop();
-    this.stash();
+    this.turns.leave();
+    this.loads++;
     this.dispatch({ type: 'newSession' });
-    void this.memento.update(SESSION_KEY, undefined);
+    this.persist();
     this.view?.post({ type: 'focusInput' });
   }
 
+  /** Opens a stored session; a turn that runs is stopped and stays in its own session. */
   async openSession(session: string): Promise<void> {
     if (session === this.state.session) return;
-    if (isBusy(this.state)) this.stop();
-    this.stash();
-    const known = this.transcripts.get(session);
-    if (known) {
-      this.state = { ...known, sessions: this.state.sessions, commands: this.state.commands, settings: this.state.settings, sidecar: this.state.sidecar };
-      this.view?.post({ type: 'snapshot', state: this.state });
-    } else {
-      await this.loadSession(session);
-    }
-    this.remember(session);
+    this.turns.leave();
+    if (isBusy(this.state)) this.dispatch({ type: 'turnFinished', status: 'cancelled' }); // until the other shows
+    await this.load(session);
   }
 
   async setLens(lens: string | null): Promise<void> {
@@ -196,7 +178,9 @@ export class ChatController implements vscode.Disposable {
     }
   }
 
-  private async approve(params: ApproveParams, token: vscode.CancellationToken): Promise<ApproveResult> {
+  private async approve(params: ApprovalRequest, token: vscode.CancellationToken): Promise<ApproveResult> {
+    // A turn this chat left, or of another session: no card to put it on, and that turn is being stopped anyway.
+    if (!this.turns.listening || (this.state.session && params.session !== this.state.session)) return { decision: 'deny' };
     // The card first: a request the sidecar already gave up on then expires it at once.
     this.dispatch({ type: 'approvalRequested', params });
     const pending = this.approvals.request(params, token);
@@ -210,11 +194,11 @@ export class ChatController implements vscode.Disposable {
     return { decision: await pending };
   }
 
-  private async notify(params: ApproveParams): Promise<void> {
-    const target = params.preview.kind === 'diff' ? `write ${(params.preview as { path: string }).path}`
-      : params.preview.kind === 'command' ? `run \`${(params.preview as { command: string }).command}\``
-        : `use ${params.name}`;
-    const choices = params.preview.kind === 'diff' ? ['Allow', 'Deny', 'Show Diff'] : ['Allow', 'Deny', 'Show in Chat'];
+  private async notify(params: ApprovalRequest): Promise<void> {
+    const preview = params.preview;
+    const target = preview.kind === 'diff' ? `write ${preview.path}`
+      : preview.kind === 'command' ? `run \`${preview.command}\`` : `use ${params.name}`;
+    const choices = preview.kind === 'diff' ? ['Allow', 'Deny', 'Show Diff'] : ['Allow', 'Deny', 'Show in Chat'];
     const choice = await vscode.window.showInformationMessage(`Sunwell wants to ${target}.`, ...choices);
     if (choice === 'Allow') this.approvals.answer(params.callId, 'allow');
     else if (choice === 'Deny') this.approvals.answer(params.callId, 'deny');
@@ -223,8 +207,7 @@ export class ChatController implements vscode.Disposable {
   }
 
   private onEvent(event: ChatEvent): void {
-    this.dispatch(event);
-    if (event.type === 'done' && event.session) this.remember(event.session);
+    if (this.turns.listening) this.dispatch(event);
   }
 
   private onCrash(): void {
@@ -233,20 +216,22 @@ export class ChatController implements vscode.Disposable {
 
   private async onSidecarReady(afterCrash: boolean): Promise<void> {
     await this.refreshLists();
-    const session = this.state.session;
-    // After a crash the log is the truth (what the turn got to do before it died); after a window reload the
-    // transcript comes from the log unless the view brought a saved one.
-    if (session && (afterCrash || this.state.items.length === 0)) await this.loadSession(session, afterCrash);
+    // After a crash the log is the truth: what the turn got to do before the sidecar died.
+    if (afterCrash && this.state.session && !this.turns.running) await this.load(this.state.session);
   }
 
-  private async loadSession(session: string, force = false): Promise<void> {
+  /** A stored session: its events, replayed through the reducer, become the transcript. */
+  private async load(session: string): Promise<void> {
+    const load = ++this.loads;
     try {
-      const { messages } = await this.sidecar.request('sunwell/session', { session });
-      if (!force && this.state.items.length > 0 && this.state.session === session) return; // the view's copy won
-      this.dispatch({ type: 'sessionLoaded', session, messages });
+      await this.turns.quiet(); // a left turn of that very session logs its end first
+      const { events } = await this.sidecar.request('sunwell/session', { session });
+      if (load !== this.loads || this.turns.running) return; // the user moved on meanwhile
+      this.dispatch({ type: 'sessionLoaded', session, events });
+      this.persist();
     } catch (err) {
-      this.dispatch({ type: 'notice', session: this.state.session ?? '', turn: '', seq: 0, level: 'warning',
-        code: 'session', message: `Could not load session ${session}: ${(err as Error).message ?? err}` });
+      if (load !== this.loads) return;
+      this.dispatch({ type: 'problem', code: 'session', message: `Could not load session ${session}: ${(err as Error).message ?? err}` });
     }
   }
 
@@ -261,17 +246,9 @@ export class ChatController implements vscode.Disposable {
     });
   }
 
-  private remember(session: string): void {
-    void this.memento.update(SESSION_KEY, session);
-  }
-
-  private stash(): void {
-    if (this.state.session && this.state.items.length > 0) this.transcripts.set(this.state.session, this.state);
-  }
-
   private persistTimer: ReturnType<typeof setTimeout> | undefined;
 
-  /** Keeps the open session's transcript in the workspace state, for the next window. */
+  /** Keeps the open session's transcript in the workspace state, for the next window: its only stored copy. */
   private persistSoon(): void {
     this.persistTimer ??= setTimeout(() => this.persist(), 1000);
   }
@@ -286,16 +263,17 @@ export class ChatController implements vscode.Disposable {
     const before = this.state;
     this.state = reduce(this.state, action);
     if (this.state === before) return;
-    if (this.state.items !== before.items || this.state.session !== before.session) this.persistSoon();
     if (isBusy(before) !== isBusy(this.state)) {
       void vscode.commands.executeCommand('setContext', 'sunwell.busy', isBusy(this.state));
     }
+    if (isBusy(before) && !isBusy(this.state)) this.persist(); // a turn ended: stored at once
+    else if (this.state.items !== before.items || this.state.session !== before.session) this.persistSoon();
     this.view?.post({ type: 'action', action });
   }
 
   dispose(): void {
     this.persist();
-    this.turnCancellation?.cancel();
+    this.turns.stop();
     for (const d of this.disposables) d.dispose();
   }
 }

@@ -1,6 +1,6 @@
 // The chat as a webview view in Sunwell's activity-bar container. Hygiene per STYLE.md 9: CSP `default-src 'none'`
 // with a nonce, local resources only from dist/ and media/, messages checked against the tagged union, and a ready
-// handshake after which the controller sends a snapshot (the webview restores its own saved state meanwhile).
+// handshake after which the controller sends a snapshot of the transcript.
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { ChatController, ChatViewPort } from './chatController';
@@ -42,7 +42,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
   private handle(message: WebviewToHost, port: ChatViewPort): void {
     switch (message.type) {
       case 'ready':
-        this.controller.attachView(port, message.saved);
+        this.controller.attachView(port);
         break;
       case 'send':
         void this.controller.send(message.text);

@@ -6,11 +6,11 @@ import type { ChatController } from './chatController';
 import { CHAT_VIEW_ID } from './chatView';
 import { API_KEYS, type KeyProvider } from './common/settings';
 import { DiffPreviews } from './diffPreview';
-import { TRUST_LEVELS, type Decision, type TrustLevel } from './protocol';
+import { Vocabulary, type Decision, type TrustName } from './protocol';
 import type { ApiKeyStore } from './secrets';
 import type { Sidecar } from './sidecar';
 
-const TRUST_DESCRIPTIONS: Record<TrustLevel, string> = {
+const TRUST_DESCRIPTIONS: Record<TrustName, string> = {
   discovery: 'List and search files only',
   read_only: 'Also read files',
   workspace: 'Also write and edit files (each write asks)',
@@ -134,7 +134,7 @@ function describeCapabilities(capabilities: Record<string, unknown>): string | u
 async function setTrustLevel(): Promise<void> {
   const current = vscode.workspace.getConfiguration('sunwell').get<string>('trustLevel');
   const chosen = await vscode.window.showQuickPick(
-    TRUST_LEVELS.map((level) => ({ label: level, description: level === current ? '(current)' : '', detail: TRUST_DESCRIPTIONS[level] })),
+    Vocabulary.TrustName.map((level) => ({ label: level, description: level === current ? '(current)' : '', detail: TRUST_DESCRIPTIONS[level] })),
     { title: 'Sunwell: Set Trust Level', placeHolder: 'Which tools the model may use' },
   );
   if (chosen) await updateSetting('trustLevel', chosen.label);

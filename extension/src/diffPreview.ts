@@ -3,8 +3,6 @@
 // approval's preview. The diff editor's title bar carries Allow / Deny while the approval is pending.
 import * as vscode from 'vscode';
 import type { ApprovalBroker } from './common/approvals';
-import { isDiffPreview } from './protocol';
-
 import { PREVIEW_SCHEME } from './common/ids';
 
 type Side = 'before' | 'after';
@@ -30,13 +28,13 @@ export class DiffPreviews implements vscode.TextDocumentContentProvider, vscode.
   provideTextDocumentContent(uri: vscode.Uri): string {
     const query = new URLSearchParams(uri.query);
     const preview = this.approvals.get(query.get('callId') ?? '')?.preview;
-    if (!isDiffPreview(preview)) return '';
+    if (preview?.kind !== 'diff') return '';
     return (query.get('side') as Side) === 'before' ? preview.before ?? '' : preview.after;
   }
 
   async show(callId: string): Promise<void> {
     const preview = this.approvals.get(callId)?.preview;
-    if (!isDiffPreview(preview)) {
+    if (preview?.kind !== 'diff') {
       void vscode.window.showWarningMessage('Sunwell: this call has no diff to show.');
       return;
     }

@@ -10,14 +10,14 @@ import {
 } from 'vscode-languageclient/node';
 import { initializationOptions, needsRestart, readSettings, sidecarConfiguration, sidecarEnvironment, type Settings } from './common/settings';
 import type { SidecarStatus } from './common/state';
-import { Method, type ApproveParams, type ApproveResult, type ChatEvent, type Requests } from './protocol';
+import { Method, type ApprovalRequest, type ApproveResult, type ChatEvent, type Requests } from './protocol';
 import type { PythonEnvironments } from './python';
 import type { ApiKeyStore } from './secrets';
 
 const CRASH_WINDOW_MS = 3 * 60_000;
 const MAX_CRASHES = 3;
 
-export type ApprovalHandler = (params: ApproveParams, token: vscode.CancellationToken) => Promise<ApproveResult>;
+export type ApprovalHandler = (params: ApprovalRequest, token: vscode.CancellationToken) => Promise<ApproveResult>;
 
 export class Sidecar implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -177,7 +177,7 @@ export class Sidecar implements vscode.Disposable {
     const client = new LanguageClient('sunwell', 'Sunwell', serverOptions, clientOptions);
     this.client = client;
     client.onNotification(Method.chatEvent, (event: ChatEvent) => this.eventEmitter.fire(event));
-    client.onRequest(Method.approve, (params: ApproveParams, token: vscode.CancellationToken) => this.approvalHandler(params, token));
+    client.onRequest(Method.approve, (params: ApprovalRequest, token: vscode.CancellationToken) => this.approvalHandler(params, token));
     this.running = false;
     client.onDidChangeState(({ newState }) => {
       if (newState === State.Running) this.running = true;

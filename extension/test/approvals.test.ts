@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApprovalBroker, type ApprovalChange } from '../src/common/approvals';
-import type { ApproveParams } from '../src/protocol';
+import type { ApprovalRequest } from '../src/protocol';
 
-const params = (callId: string): ApproveParams => ({
+const params = (callId: string): ApprovalRequest => ({
   session: 's', turn: 't', callId, name: 'run_command', arguments: { command: 'ls' }, risk: 'shell',
   preview: { kind: 'command', command: 'ls -la', cwd: '.' },
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ChatEvent } from '../src/protocol';
+import type { ChatEvent, SessionEvent } from '../src/protocol';
 import { initialState, reduce, type ChatAction, type ChatState } from '../src/common/state';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
@@ -9,6 +9,12 @@ export const ROOT = path.resolve(__dirname, '..', '..');
 export function recorded(name: string): ChatEvent[] {
   return readFileSync(path.join(__dirname, 'fixtures', `${name}.jsonl`), 'utf8')
     .split('\n').filter(Boolean).map((line) => JSON.parse(line) as ChatEvent);
+}
+
+/** The same session as `sunwell/session` replays it from the session log (`events`), recorded with it. */
+export function replayed(name: string): SessionEvent[] {
+  return readFileSync(path.join(__dirname, 'fixtures', `${name}.replay.jsonl`), 'utf8')
+    .split('\n').filter(Boolean).map((line) => JSON.parse(line) as SessionEvent);
 }
 
 export function run(actions: ChatAction[], from: ChatState = initialState()): ChatState {

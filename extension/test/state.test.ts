@@ -1,9 +1,9 @@
 // The chat view model: real event streams of the engine in, the transcript the webview draws out.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fromMessages, initialState, isBusy, pendingApprovals, reduce, type ChatState, type ToolItem } from '../src/common/state';
-import type { ApproveParams, ChatEvent } from '../src/protocol';
-import { recorded, run, turn } from './helpers';
+import { forStorage, initialState, isBusy, pendingApprovals, reduce, replay, type ChatState, type Item, type ToolItem } from '../src/common/state';
+import type { ApprovalRequest, ChatEvent } from '../src/protocol';
+import { recorded, replayed, run, turn } from './helpers';
 
 const kinds = (s: ChatState) => s.items.map((i) => i.kind);
 const tools = (s: ChatState) => s.items.filter((i): i is ToolItem => i.kind === 'tool');
@@ -106,7 +106,7 @@ describe('approvals', () => {
   const events = recorded('write-denied');
   const callIndex = events.findIndex((e) => e.type === 'toolCall');
   const call = events[callIndex] as Extract<ChatEvent, { type: 'toolCall' }>;
-  const request: ApproveParams = {
+  const request: ApprovalRequest = {
     session: call.session, turn: call.turn, callId: call.callId, name: call.name, arguments: call.arguments, risk: 'write',
     preview: { kind: 'diff', path: 'b.txt', before: null, after: 'new\n' },
   };
@@ -220,22 +220,6 @@ describe('notices, commands and sessions', () => {
     assert.equal(same, state);
   });
 
-  it('a stored session becomes the same kind of transcript', () => {
-    const state = fromMessages(initialState(), 's1', [
-      { role: 'system', text: 'you are' },
-      { role: 'user', text: 'read a.txt' },
-      { role: 'assistant', text: 'Reading.', thinking: '', toolCalls: [{ id: 'c1', name: 'read_file', arguments: { path: 'a.txt' } }] },
-      { role: 'tool_result', callId: 'c1', name: 'read_file', output: 'hello', ok: true },
-      { role: 'assistant', text: '', thinking: '', toolCalls: [{ id: 'c2', name: 'write_file', arguments: { path: 'b' } }] },
-      { role: 'assistant', text: 'It says hello.', thinking: '' },
-    ]);
-    assert.deepEqual(kinds(state), ['user', 'assistant', 'tool', 'tool', 'assistant']);
-    assert.equal(tools(state)[0].status, 'ok');
-    assert.equal(tools(state)[0].output, 'hello');
-    assert.equal(tools(state)[1].status, 'incomplete');
-    assert.equal(state.session, 's1');
-  });
-
   it('new session clears the transcript but keeps settings and lists', () => {
     let state = turn('go', recorded('text'));
     state = reduce(state, { type: 'settingsChanged', model: 'openai:gpt-4o', trust: 'shell' });
@@ -253,9 +237,88 @@ describe('notices, commands and sessions', () => {
   });
 });
 
+describe('stored sessions', () => {
+  /** What the user sees of an item (ids, durations and streaming order aside). */
+  const seen = (state: ChatState) => state.items.map((item: Item) => {
+    switch (item.kind) {
+      case 'tool':
+        return [item.kind, item.name, item.status, item.output, item.error?.code ?? null, item.decision?.decision ?? null];
+      case 'turnEnd':
+        return [item.kind, item.status, item.toolCalls, item.usage, item.error?.replace(/ to \S+ was/, ' was') ?? null];
+      case 'notice':
+        return [item.kind, item.code];
+      case 'command':
+        return [item.kind, item.command];
+      default:
+        return [item.kind, item.text];
+    }
+  });
+
+  for (const name of ['text', 'tool-round-trip', 'write-denied', 'write-allowed', 'bad-call', 'limit']) {
+    it(`replay the transcript the live stream drew (${name})`, () => {
+      const live = turn('go', recorded(name));
+      const events = replayed(name);
+      const stored = replay(initialState(), events[0].session, events);
+      assert.deepEqual(seen(stored), seen(live));
+      assert.equal(stored.session, events[0].session);
+      assert.equal(isBusy(stored), false);
+      assert.deepEqual(stored.usage, live.usage);
+    });
+  }
+
+  it('replay a turn cut mid-call without the call that never completed (the log never had it)', () => {
+    const events = replayed('cut-stream');
+    const stored = replay(initialState(), events[0].session, events);
+    assert.deepEqual(stored.items.map((i) => i.kind), ['user', 'turnEnd']);
+    const end = stored.items[1];
+    assert.equal(end.kind === 'turnEnd' && end.status, 'error');
+  });
+
+  it('replace whatever the chat showed, keeping settings and lists', () => {
+    let state = turn('something else', recorded('text'));
+    state = reduce(state, { type: 'settingsChanged', model: 'openai:gpt-4o' });
+    const events = replayed('tool-round-trip');
+    state = reduce(state, { type: 'sessionLoaded', session: events[0].session, events });
+    assert.deepEqual(state.items.map((i) => i.kind), ['user', 'assistant', 'tool', 'assistant', 'turnEnd']);
+    assert.equal(state.items[0].kind === 'user' && state.items[0].text, 'go');
+    assert.equal(state.settings.model, 'openai:gpt-4o');
+    assert.equal(new Set(state.items.map((i) => i.id)).size, state.items.length);
+  });
+
+  it('end a turn the log left open, so the chat is not busy', () => {
+    const base = { session: 's1', turn: 't1' };
+    const state = replay(initialState(), 's1', [{ ...base, seq: 0, type: 'userMessage', text: 'go' },
+      { ...base, seq: 1, type: 'text', delta: 'partial' }]);
+    assert.equal(isBusy(state), false);
+    assert.equal(state.items.at(-1)?.kind, 'turnEnd');
+  });
+});
+
+describe('leaving a running turn', () => {
+  it('New Session: what the left turn still sends adds nothing, and the next turn starts a session of its own', () => {
+    const events = recorded('tool-round-trip');
+    let state = turn('go', events.slice(0, 4));
+    state = reduce(state, { type: 'newSession' });
+    state = run(events.slice(4), state);
+    state = reduce(state, { type: 'turnFinished', status: 'cancelled' });
+    assert.deepEqual(state.items, []);
+    assert.equal(state.session, null);
+    assert.equal(isBusy(state), false);
+    const next = turn('fresh', recorded('text'), state);
+    assert.deepEqual(next.items.map((i) => i.kind), ['user', 'assistant', 'turnEnd']);
+    assert.equal(next.session, recorded('text')[0].session);
+  });
+
+  it('an approval request with no turn of this chat running puts up no card', () => {
+    const state = reduce(initialState(), { type: 'approvalRequested', params: {
+      session: 's', turn: 't', callId: 'c', name: 'write_file', arguments: {}, risk: 'write',
+      preview: { kind: 'diff', path: 'a', before: null, after: '' } } });
+    assert.deepEqual(state.items, []);
+  });
+});
+
 describe('keeping the transcript between windows', () => {
-  it('stores it without transient parts and with long outputs cut', async () => {
-    const { forStorage, newer } = await import('../src/common/state');
+  it('stores it without transient parts and with long outputs cut', () => {
     const events = recorded('write-denied');
     const callIndex = events.findIndex((e) => e.type === 'toolCall');
     let state = turn('go', events.slice(0, callIndex + 1));
@@ -268,9 +331,5 @@ describe('keeping the transcript between windows', () => {
     assert.equal(stored.turn, null);
     assert.equal(tools(stored)[0].approval?.state, 'expired');
     assert.ok((tools(stored)[1].output ?? '').length < 200);
-    assert.equal(newer(stored, state), state.nextId > stored.nextId ? state : stored);
-    const later = reduce(state, { type: 'userMessage', text: 'more' });
-    assert.equal(newer(stored, later), later);
-    assert.equal(newer(null, later), later);
   });
 });

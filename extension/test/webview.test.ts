@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { JSDOM } from 'jsdom';
-import { reduce, type ChatState } from '../src/common/state';
+import { initialState, reduce, replay, type ChatState } from '../src/common/state';
 import { createMarkdownRenderer, type RenderMarkdown } from '../src/webview/markdown';
 import { renderItem, type RenderContext } from '../src/webview/render';
 import { recorded, turn } from './helpers';
@@ -89,6 +89,21 @@ describe('cards', () => {
     card = draw(state).querySelector('[data-testid="approval-card"]')!;
     assert.equal(card.querySelector('[data-testid="approval-allow"]'), null);
     assert.match(card.querySelector('[data-testid="approval-result"]')?.textContent ?? '', /Denied/);
+  });
+
+  it('a replayed call a person answered says how; one a policy decided says nothing more', () => {
+    const base = { session: 's', turn: 't' };
+    const call = (callId: string) => ({ ...base, seq: 1, type: 'toolCall' as const, callId, name: 'write_file', arguments: { path: 'b.txt' } });
+    const state = replay(initialState(), 's', [
+      { ...base, seq: 0, type: 'userMessage', text: 'write' },
+      call('u1'), { ...base, seq: 2, type: 'approval', callId: 'u1', decision: 'deny', by: 'user' },
+      call('p1'), { ...base, seq: 3, type: 'approval', callId: 'p1', decision: 'allow', by: 'policy' },
+      { ...base, seq: 4, type: 'done', status: 'completed', toolCalls: 2, usage: null },
+    ]);
+    const [byUser, byPolicy] = [...draw(state).querySelectorAll('[data-testid="tool-card"]')];
+    assert.match(byUser.querySelector('[data-testid="approval-result"]')?.textContent ?? '', /Denied/);
+    assert.equal(byUser.querySelector('[data-testid="approval-show-diff"]'), null);
+    assert.equal(byPolicy.querySelector('[data-testid="approval-card"]'), null);
   });
 
   it('a cancelled turn says it was stopped; a failed one shows the error', () => {

@@ -53,7 +53,11 @@ COMMAND_DOCS: tuple[CommandDoc, ...] = (
                "Narrow the model's attention to a path, glob or topic for the next turns; `::focus` alone clears "
                "it."),
     CommandDoc("context", "::context",
-               "Show what the model sees: model, trust, lens, focus, session, messages and approximate tokens."),
+               "Show what the model sees and how full its context window is: the window and where it came from, "
+               "instructions (with AGENTS.md), tools, history and the largest tool results."),
+    CommandDoc("compact", "::compact [what to keep]",
+               "Summarise the conversation so far into one message now, keeping the last turn as it is; the words "
+               "after the command say what the summary must keep."),
     CommandDoc("save", "::save <path>", "Save the conversation as markdown to a file in the workspace."),
     CommandDoc("clear", "::clear", "Start a new conversation (the old one stays in `sunwell sessions`)."),
     CommandDoc("tools", "::tools", "List the tools the model may use now, with their trust and approval."),

@@ -78,6 +78,12 @@ class Settings(BaseModel):
     models: dict[str, ModelOverride] = Field(default_factory=dict)
     system_prompt: str | None = None
     """Replaces the built-in system instructions."""
+    compact_at: float = Field(0.8, gt=0, le=1)
+    """Compact when the next request (its input and the output reserved for the answer) would pass this fraction
+    of the context window: old tool results are elided first, then older turns are summarised."""
+    compaction_model: str | None = None
+    """A model string (`PROVIDER:MODEL`) that writes the summaries when history is compacted; default: the
+    session's model."""
     env_passthrough: list[str] = Field(default_factory=list)
     """Variables commands may see besides PATH, HOME, LANG/LC_*, TERM, USER, SHELL, TMPDIR, TZ."""
     _ignored: list[str] = PrivateAttr(default_factory=list)
@@ -96,7 +102,7 @@ WORKSPACE_MAY_NOT_SET = frozenset({
 })  # fmt: skip
 # Limits a workspace may lower but not raise.
 CEILINGS = ("max_tool_turns", "max_output_bytes", "tool_timeout_sec", "max_command_timeout_sec",
-            "approval_timeout_sec")  # fmt: skip
+            "approval_timeout_sec", "compact_at")  # fmt: skip
 
 
 ENV_VARS = {

@@ -8,9 +8,10 @@ conversations), `models` (which sends them) and `tools` (which produce results) 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 from pydantic.alias_generators import to_camel
 
 
@@ -49,13 +50,91 @@ class UserMessage(WireModel):
     text: str
 
 
+class TextPart(WireModel):
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class ThinkingPart(WireModel):
+    kind: Literal["thinking"] = "thinking"
+    text: str
+    signature: str | None = None
+    """Anthropic signs each thinking block; the block goes back only with its own signature."""
+
+
+class ToolCallPart(WireModel):
+    kind: Literal["tool_call"] = "tool_call"
+    call: ToolCall
+
+
+AssistantPart = Annotated[TextPart | ThinkingPart | ToolCallPart, Field(discriminator="kind")]
+
+_OLD_FIELDS = {"text": "text", "thinking": "thinking", "thinking_signature": "thinking_signature",
+               "thinkingSignature": "thinking_signature", "tool_calls": "tool_calls", "toolCalls": "tool_calls"}
+"""The fields of an assistant message before parts, by name and by wire alias."""
+
+
 class AssistantMessage(WireModel):
+    """What the model answered, part by part in the order it came (pydantic-ai's `ModelResponse.parts`).
+
+    `text`, `thinking` and `tool_calls` are read from the parts, for readers that need no more; they are on the wire
+    too (clients read them) but not in the session log. The old shape (those fields and `thinking_signature`, as
+    logs before parts hold them) is still accepted, also as keyword arguments: it becomes thinking, text, tool calls.
+    """
+
     role: Literal["assistant"] = "assistant"
-    text: str = ""
-    thinking: str = ""
-    thinking_signature: str | None = None
-    """Anthropic signs thinking blocks; the signature must travel back with them."""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    parts: list[AssistantPart] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parts_from_old_fields(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or _OLD_FIELDS.keys().isdisjoint(data):
+            return data
+        data = dict(data)
+        old = {_OLD_FIELDS[key]: data.pop(key) for key in list(data) if key in _OLD_FIELDS}
+        if "parts" not in data:  # with parts, the other fields are what was read from them
+            data["parts"] = parts_of(**old)
+        return data
+
+    @computed_field
+    @property
+    def text(self) -> str:
+        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+    @computed_field
+    @property
+    def thinking(self) -> str:
+        return "".join(part.text for part in self.parts if isinstance(part, ThinkingPart))
+
+    @computed_field
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [part.call for part in self.parts if isinstance(part, ToolCallPart)]
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """`update` may name the old fields too (`{"thinking": …}`): the parts are then rebuilt in the old shape
+        (one thinking with the last signature, the text, the calls)."""
+        if update and any(key in update for key in _OLD_FIELDS):
+            update = dict(update)
+            signature = next((p.signature for p in reversed(self.parts) if isinstance(p, ThinkingPart)
+                              and p.signature), None)
+            old = {"text": self.text, "thinking": self.thinking, "thinking_signature": signature,
+                   "tool_calls": self.tool_calls}
+            old |= {_OLD_FIELDS[key]: update.pop(key) for key in list(update) if key in _OLD_FIELDS}
+            update["parts"] = parts_of(**old)
+        return super().model_copy(update=update, deep=deep)
+
+
+def parts_of(*, text: str | None = "", thinking: str | None = "", thinking_signature: str | None = None,
+             tool_calls: Sequence[ToolCall | dict[str, Any]] | None = ()) -> list[AssistantPart]:
+    """The parts of an assistant message in the old shape: its thinking, then its text, then its tool calls."""
+    parts: list[AssistantPart] = []
+    if thinking or thinking_signature:
+        parts.append(ThinkingPart(text=thinking or "", signature=thinking_signature))
+    if text:
+        parts.append(TextPart(text=text))
+    parts += [ToolCallPart(call=call) for call in tool_calls or ()]
+    return parts
 
 
 class ToolResultMessage(WireModel):

@@ -51,7 +51,8 @@ from sunwell.config import Settings
 from sunwell.models.capabilities import capabilities_for
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.jail import Jail
-from sunwell.tools.validation import canonical_tool_name, coerce_arguments
+from sunwell.tools.validation import coerce_arguments
+from sunwell.vocabulary import canonical_tool_name
 
 SETS = ("simple_python", "multiple")
 REPAIR_NOTICES = {"tool_call_repaired", "tool_call_from_text", "repaired_arguments", "coerced_arguments",

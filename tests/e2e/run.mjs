@@ -168,6 +168,29 @@ async function turnEnds(status) {
   return chat().locator(`[data-testid="turn-end"][data-status="${status}"]`).count();
 }
 
+/** Clicks an action of the chat view's title bar (New Session, Show Sessions…). */
+async function clickViewAction(label) {
+  const action = page.locator(`.part.sidebar .title-actions .action-label[aria-label^="${label}"], `
+    + `.pane-header .actions .action-label[aria-label^="${label}"]`).first();
+  await action.waitFor({ state: 'visible', timeout: 5000 });
+  await action.click();
+}
+
+/** Opens a stored session through Sunwell: Show Sessions (the quick pick), by its title. */
+async function openSessionFromPicker(title) {
+  await clickViewAction('Show Sessions');
+  const row = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first();
+  try {
+    await row.waitFor({ timeout: 10_000 });
+  } catch (err) {
+    const rows = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
+    await page.keyboard.press('Escape'); // the next scenario needs the quick input closed
+    throw new Error(`no session "${title}" in Show Sessions (${JSON.stringify(rows)}): ${err.message}`);
+  }
+  await row.click();
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
+}
+
 async function waitTurnEnd(before, status, timeoutMs = 30_000) {
   await until(async () => (await count('turn-end')) > before, { timeoutMs, message: 'the turn did not end' });
   const last = byTest('turn-end').last();
@@ -408,6 +431,75 @@ async function main() {
     await until(async () => !(await byTest('sidecar-banner').isVisible()), { timeoutMs: 30_000, message: 'the engine did not come back after the reload' });
     await clearNotifications(page);
     await shot('reloaded');
+  });
+
+  // (f) New Session while a turn runs: that turn stops, the new chat shows nothing of it, and the next message
+  // starts a new session (its request carries no old history). Then the old session, reopened, is replayed from
+  // the sidecar's log: the stopped turn is there, ended as cancelled.
+  await scenario('new-session-while-running', 90_000, async () => {
+    await script('slow');
+    const answers = await count('assistant-message');
+    await send('Count to four hundred');
+    const answer = byTest('assistant-message').nth(answers);
+    await until(async () => (await answer.count()) > 0 && (await answer.innerText()).length > 60,
+      { timeoutMs: 15_000, message: 'the slow answer did not start streaming' });
+    await clickViewAction('New Session');
+    const empty = async () => {
+      const counts = await Promise.all(['user-message', 'assistant-message', 'tool-card', 'turn-end'].map(count));
+      return counts.every((n) => n === 0) ? true : counts;
+    };
+    await until(empty, { timeoutMs: 5000, message: 'the new chat still shows the old conversation (user, answers, tools, ends)' });
+    await byTest('welcome').waitFor({ state: 'visible', timeout: 5000 });
+    await sleep(2000); // the old turn's last deltas, its `done` and its answer have arrived by now
+    check(await empty() === true, `the old turn leaked into the new chat: ${JSON.stringify(await empty())}`);
+    check(await byTest('send-button').isVisible(), 'the new chat is still busy (no send button)');
+    await shot('new-session-while-running');
+
+    const mark = await script('chat');
+    const ends = await count('turn-end');
+    await send('A fresh start');
+    await waitTurnEnd(ends, 'completed');
+    check(JSON.stringify(await byTest('user-message').allInnerTexts()) === JSON.stringify(['A fresh start']),
+      `the new chat shows ${JSON.stringify(await byTest('user-message').allInnerTexts())}`);
+    const requests = await requestsSince(mark);
+    check(requests.length === 1, `expected 1 model request, got ${requests.length}`);
+    const sent = requests[0].body.messages.filter((m) => m.role !== 'system').map((m) => m.content);
+    check(JSON.stringify(sent) === JSON.stringify(['A fresh start']), `the next message went to the old session: it sent ${JSON.stringify(sent).slice(0, 300)}`);
+    await shot('new-session-next-message');
+
+    // The old session, replayed from the log: the stopped turn ended as cancelled (it was stopped, not left running).
+    await openSessionFromPicker('Say hello');
+    await until(async () => (await byTest('user-message').allInnerTexts()).at(-1) === 'Count to four hundred',
+      { timeoutMs: 15_000, message: 'the old session was not reopened' });
+    const status = await byTest('turn-end').last().getAttribute('data-status');
+    check(status === 'cancelled', `the stopped turn ended "${status}" in the log, expected "cancelled"`);
+    check((await chat().locator('[data-testid="tool-card"][data-tool="read_file"]').count()) >= 1, 'the replay lost the read_file card');
+    const verdicts = await byTest('approval-result').allInnerTexts();
+    check(verdicts.some((t) => t.includes('Allowed')) && verdicts.some((t) => t.includes('Denied')),
+      `the replay does not say how the writes were answered: ${JSON.stringify(verdicts)}`);
+    check((await byTest('user-message').allInnerTexts()).includes('A fresh start') === false, 'the new session\'s line is in the old one');
+    await shot('old-session-replayed');
+  });
+
+  // (f) Switching sessions while a turn runs: the same, the other way round.
+  await scenario('switch-session-while-running', 60_000, async () => {
+    await script('slow');
+    const answers = await count('assistant-message');
+    await send('Count once more');
+    const answer = byTest('assistant-message').nth(answers);
+    await until(async () => (await answer.count()) > 0 && (await answer.innerText()).length > 60,
+      { timeoutMs: 15_000, message: 'the slow answer did not start streaming' });
+    await openSessionFromPicker('A fresh start');
+    await until(async () => JSON.stringify(await byTest('user-message').allInnerTexts()) === JSON.stringify(['A fresh start']),
+      { timeoutMs: 15_000, message: 'the other session was not opened' });
+    await sleep(2000);
+    check(JSON.stringify(await byTest('user-message').allInnerTexts()) === JSON.stringify(['A fresh start']),
+      `the switched-to session shows ${JSON.stringify(await byTest('user-message').allInnerTexts())}`);
+    const texts = await byTest('assistant-message').allInnerTexts();
+    check(!texts.some((t) => t.startsWith('Counting slowly')), 'the running turn\'s answer leaked into the other session');
+    check(await byTest('send-button').isVisible(), 'the opened session is still busy (no send button)');
+    check(await byTest('turn-end').last().getAttribute('data-status') === 'completed', 'the opened session gained a turn end');
+    await shot('switched-while-running');
   });
 
   // (g) a lens file: a diagnostic on the misspelt key, and completion of a trust level

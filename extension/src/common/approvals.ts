@@ -2,7 +2,7 @@
 // editor's title actions or a notification, whichever comes first. The sidecar owns the timeout (an unanswered
 // request is denied there); when it gives up it cancels the request, and the card shows it expired. Nothing here
 // depends on the view being visible, so a hidden or reloading view loses nothing.
-import type { ApproveParams, Decision } from '../protocol';
+import type { ApprovalRequest, Decision } from '../protocol';
 
 export interface CancellationLike {
   isCancellationRequested: boolean;
@@ -10,20 +10,20 @@ export interface CancellationLike {
 }
 
 interface Pending {
-  params: ApproveParams;
+  params: ApprovalRequest;
   resolve(decision: Decision): void;
   cancellation?: { dispose(): void };
 }
 
 export type ApprovalChange =
-  | { type: 'requested'; params: ApproveParams }
+  | { type: 'requested'; params: ApprovalRequest }
   | { type: 'answered'; callId: string; decision: Decision }
   | { type: 'expired'; callId: string };
 
 export class ApprovalBroker {
   private readonly pending = new Map<string, Pending>();
   /** Previews stay readable after the answer, so a diff opened from an answered card still shows. */
-  private readonly seen = new Map<string, ApproveParams>();
+  private readonly seen = new Map<string, ApprovalRequest>();
   private readonly listeners = new Set<(change: ApprovalChange) => void>();
 
   onDidChange(listener: (change: ApprovalChange) => void): { dispose(): void } {
@@ -32,7 +32,7 @@ export class ApprovalBroker {
   }
 
   /** Resolves with the decision; with `deny` when the request is cancelled or expired. */
-  request(params: ApproveParams, token?: CancellationLike): Promise<Decision> {
+  request(params: ApprovalRequest, token?: CancellationLike): Promise<Decision> {
     this.seen.set(params.callId, params);
     if (this.seen.size > 200) this.seen.delete(this.seen.keys().next().value as string);
     return new Promise<Decision>((resolve) => {
@@ -76,11 +76,11 @@ export class ApprovalBroker {
     return this.pending.has(callId);
   }
 
-  pendingParams(): ApproveParams[] {
+  pendingParams(): ApprovalRequest[] {
     return [...this.pending.values()].map((p) => p.params);
   }
 
-  get(callId: string): ApproveParams | undefined {
+  get(callId: string): ApprovalRequest | undefined {
     return this.pending.get(callId)?.params ?? this.seen.get(callId);
   }
 

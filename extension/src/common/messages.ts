@@ -1,7 +1,7 @@
 // Messages between the extension host and the chat webview, as tagged unions (STYLE.md 9). The webview starts
-// with `ready` (carrying what it saved with setState); the host answers with a `snapshot`, then streams `action`s
-// that both sides feed to the same reducer (common/state.ts).
-import type { Decision } from '../protocol';
+// with `ready`; the host answers with a `snapshot` of the transcript it keeps, then streams `action`s that both
+// sides feed to the same reducer (common/state.ts).
+import { Vocabulary, type Decision } from '../protocol';
 import type { ChatAction, ChatState } from './state';
 
 export type PickTarget = 'model' | 'trust' | 'lens';
@@ -13,7 +13,7 @@ export type HostToWebview =
   | { type: 'setDraft'; text: string };
 
 export type WebviewToHost =
-  | { type: 'ready'; saved: ChatState | null }
+  | { type: 'ready' }
   | { type: 'send'; text: string }
   | { type: 'stop' }
   | { type: 'approve'; callId: string; decision: Decision }
@@ -44,7 +44,7 @@ const REQUIRED: Record<WebviewToHost['type'], readonly string[]> = {
   showLog: [],
 };
 
-const DECISIONS = new Set(['allow', 'deny', 'allowSession']);
+const DECISIONS = new Set<string>(Vocabulary.Decision);
 const PICK_TARGETS = new Set(['model', 'trust', 'lens']);
 
 export function isWebviewMessage(value: unknown): value is WebviewToHost {

@@ -1,12 +1,11 @@
 // VS Code settings -> what the sidecar gets: `initializationOptions` (and the same keys under `sunwell` in
 // `workspace/didChangeConfiguration`) and the environment of its process (endpoints and API keys, which the SDKs
 // read themselves). Pure, so it is unit-tested without VS Code; settings are validated once here (STYLE.md 7).
-import type { InitializationOptions, TrustLevel } from '../protocol';
-import { TRUST_LEVELS } from '../protocol';
+import { Vocabulary, type InitializationOptions, type TrustName } from '../protocol';
 
 export interface Settings {
   model: string;
-  trustLevel: TrustLevel;
+  trustLevel: TrustName;
   approvalTimeoutSec: number;
   maxToolTurns: number;
   python: string;
@@ -62,8 +61,8 @@ export function readSettings(get: (key: string) => unknown): ReadResult {
   }
   const trust = get('trustLevel');
   if (trust !== undefined && trust !== null) {
-    if (typeof trust === 'string' && (TRUST_LEVELS as readonly string[]).includes(trust)) settings.trustLevel = trust as TrustLevel;
-    else bad('trustLevel', trust, `one of ${TRUST_LEVELS.join(', ')}`);
+    if (typeof trust === 'string' && (Vocabulary.TrustName as readonly string[]).includes(trust)) settings.trustLevel = trust as TrustName;
+    else bad('trustLevel', trust, `one of ${Vocabulary.TrustName.join(', ')}`);
   }
   const positive = (key: 'approvalTimeoutSec' | 'maxToolTurns', integer: boolean) => {
     const value = get(key);

@@ -1,15 +1,18 @@
 // The chat's view model: a pure reducer from sidecar events (PROTOCOL.md "Events") and a few local actions to the
 // state the webview draws. The extension host runs it to keep the transcript of the open session; the webview runs
-// the same reducer on the same actions, so both agree without sending the whole state on every delta. Unchanged
+// the same reducer on the same actions, so both agree without sending the whole state on every delta. A stored
+// session is rebuilt the same way, by replaying its events (`sunwell/session`) through this reducer. Unchanged
 // items keep their identity, which is what lets the renderer redraw only what changed.
 import type {
-  ApproveParams,
+  ApprovalRequest,
   ChatEvent,
   ChatResult,
   CommandInfo,
+  DecidedBy,
   Decision,
-  Message,
+  NoticeLevel,
   Preview,
+  SessionEvent,
   SessionInfo,
   ToolError,
   TurnStatus,
@@ -39,11 +42,11 @@ export interface ThinkingItem {
 }
 
 export interface ApprovalCard {
-  risk: ApproveParams['risk'];
+  risk: ApprovalRequest['risk'];
   preview: Preview;
   state: 'pending' | 'answered' | 'expired';
   decision: Decision | null;
-  by: 'user' | 'policy' | null;
+  by: DecidedBy | null;
 }
 
 /**
@@ -65,7 +68,7 @@ export interface ToolItem {
   /** The approval request, when the sidecar asked this client. */
   approval: ApprovalCard | null;
   /** How the call was approved, from the `approval` event (also when a policy decided and nobody was asked). */
-  decision: { decision: Decision; by: 'user' | 'policy' } | null;
+  decision: { decision: Decision; by: DecidedBy } | null;
   output: string | null;
   error: ToolError | null;
   durationMs: number | null;
@@ -74,7 +77,7 @@ export interface ToolItem {
 export interface NoticeItem {
   kind: 'notice';
   id: string;
-  level: 'info' | 'warning' | 'error';
+  level: NoticeLevel;
   code: string;
   message: string;
 }
@@ -120,11 +123,12 @@ export type LocalAction =
   | { type: 'userMessage'; text: string }
   | { type: 'stopRequested' }
   | { type: 'turnFinished'; status: TurnStatus; result?: ChatResult; error?: string }
-  | { type: 'approvalRequested'; params: ApproveParams }
+  | { type: 'approvalRequested'; params: ApprovalRequest }
   | { type: 'approvalAnswered'; callId: string; decision: Decision }
   | { type: 'approvalExpired'; callId: string }
-  | { type: 'sessionLoaded'; session: string; messages: Message[] }
+  | { type: 'sessionLoaded'; session: string; events: SessionEvent[] }
   | { type: 'newSession' }
+  | { type: 'problem'; code: string; message: string }
   | { type: 'sessionsListed'; sessions: SessionInfo[] }
   | { type: 'commandsListed'; commands: CommandInfo[] }
   | { type: 'settingsChanged'; model?: string | null; trust?: string | null; lens?: string | null }
@@ -198,7 +202,7 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
     }
     case 'approvalRequested': {
       const p = action.params;
-      if (state.session && p.session && p.session !== state.session) return state;
+      if (!state.turn || (state.session && p.session && p.session !== state.session)) return state;
       const card: ApprovalCard = { risk: p.risk, preview: p.preview, state: 'pending', decision: null, by: null };
       const existing = findTool(state, p.callId);
       if (existing) return replaceItem(state, existing, { ...existing, approval: card, arguments: p.arguments });
@@ -215,9 +219,13 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
       return replaceItem(state, tool, { ...tool, approval });
     }
     case 'sessionLoaded':
-      return { ...fromMessages(state, action.session, action.messages), turn: null };
+      return replay(state, action.session, action.events);
     case 'newSession':
       return { ...state, session: null, items: [], turn: null, usage: null };
+    case 'problem': {
+      const item: NoticeItem = { kind: 'notice', id: `i${state.nextId}`, level: 'warning', code: action.code, message: action.message };
+      return { ...state, items: [...state.items, item], nextId: state.nextId + 1 };
+    }
     case 'sessionsListed':
       return { ...state, sessions: action.sessions };
     case 'commandsListed':
@@ -234,7 +242,10 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
 }
 
 function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
-  if (state.session && ev.session && ev.session !== state.session) return state; // a stale turn of another session
+  // Only a turn of this chat adds to it: not a turn it left (New Session, another session opened), nor one of
+  // another session.
+  if (!state.turn) return state;
+  if (state.session && ev.session && ev.session !== state.session) return state;
   let next = state;
   if (!next.session && ev.session) next = { ...next, session: ev.session };
   if (next.turn && next.turn.id === null && ev.type !== 'done') next = { ...next, turn: { ...next.turn, id: ev.turn } };
@@ -351,41 +362,15 @@ function pretty(value: unknown): string {
   return JSON.stringify(value ?? {}, null, 2);
 }
 
-/** A stored session's canonical messages (`sunwell/session`) as transcript items. */
-export function fromMessages(state: ChatState, session: string, messages: Message[]): ChatState {
-  let next: ChatState = { ...state, session, items: [], turn: null, usage: null, nextId: state.nextId };
-  const add = (item: Item) => { next = { ...next, items: [...next.items, item], nextId: next.nextId + 1 }; };
-  for (const m of messages) {
-    switch (m.role) {
-      case 'system':
-        break;
-      case 'user':
-        add({ kind: 'user', id: `i${next.nextId}`, text: m.text });
-        break;
-      case 'assistant':
-        if (m.thinking) add({ kind: 'thinking', id: `i${next.nextId}`, turn: '', text: m.thinking, streaming: false });
-        if (m.text) add({ kind: 'assistant', id: `i${next.nextId}`, turn: '', text: m.text, streaming: false });
-        for (const call of m.toolCalls ?? []) {
-          next = appendTool(next, call.id, '', call.name, {
-            status: 'running', arguments: call.arguments ?? {}, raw: call.raw ?? null, argsText: call.raw ?? pretty(call.arguments),
-          });
-        }
-        break;
-      case 'tool_result': {
-        const fields = { status: (m.ok ? 'ok' : 'error') as ToolStatus, output: m.output, error: m.error ?? null };
-        const tool = findTool(next, m.callId);
-        next = tool ? replaceItem(next, tool, { ...tool, ...fields }) : appendTool(next, m.callId, '', m.name, fields);
-        break;
-      }
-      default:
-        assertNever(m);
-    }
-  }
-  // A call without a stored result was cut off (the sidecar stopped while it ran).
-  return {
-    ...next,
-    items: next.items.map((i) => (i.kind === 'tool' && i.status === 'running' ? { ...i, status: 'incomplete' } : i)),
-  };
+/**
+ * A stored session's transcript: its events (`sunwell/session`: each turn a `userMessage`, what the log kept, one
+ * `done`) through the same reducer as the live chat.
+ */
+export function replay(state: ChatState, session: string, events: readonly SessionEvent[]): ChatState {
+  let next: ChatState = { ...state, session, items: [], turn: null, usage: null };
+  for (const event of events) next = reduce(next, event);
+  // The sidecar ends every turn it replays; should one be open, the chat must not stay busy.
+  return next.turn ? reduce(next, { type: 'turnFinished', status: 'error' }) : next;
 }
 
 /**
@@ -406,13 +391,6 @@ export function forStorage(state: ChatState, maxOutput = 8000): ChatState {
       return { ...item, output: cut(item.output), approval };
     }),
   };
-}
-
-/** Of two copies of the same session's transcript, the one that has seen more (ids only grow). */
-export function newer(a: ChatState | null | undefined, b: ChatState | null | undefined): ChatState | null {
-  if (!a || a.version !== 1) return b && b.version === 1 ? b : null;
-  if (!b || b.version !== 1) return a;
-  return b.nextId > a.nextId ? b : a;
 }
 
 function assertNever(value: never): never {

@@ -1,5 +1,6 @@
-// The chat webview: restores what it saved (getState), says `ready`, then applies the host's snapshot and actions
-// with the shared reducer and redraws what changed, at most once per frame.
+// The chat webview: says `ready`, then applies the host's snapshot and actions with the shared reducer and redraws
+// what changed, at most once per frame. The transcript is the host's (it keeps the one copy); what the webview
+// saves with setState is its own: the draft and which cards are open.
 import type { HostToWebview, WebviewToHost } from '../common/messages';
 import { formatUsage, relativeTime } from '../common/format';
 import { initialState, isBusy, reduce, type ChatState, type Item } from '../common/state';
@@ -16,14 +17,13 @@ interface VsCodeApi {
 declare function acquireVsCodeApi(): VsCodeApi;
 
 interface Saved {
-  chat: ChatState | null;
   ui: { draft: string; expanded: string[] };
 }
 
 const vscode = acquireVsCodeApi();
 const saved = vscode.getState();
-let state: ChatState = saved?.chat?.version === 1 ? saved.chat : initialState();
-const ui = { draft: saved?.ui.draft ?? '', expanded: new Set(saved?.ui.expanded ?? []) };
+let state: ChatState = initialState();
+const ui = { draft: saved?.ui?.draft ?? '', expanded: new Set(saved?.ui?.expanded ?? []) };
 const ctx: RenderContext = { markdown: createMarkdownRenderer(window), expanded: ui.expanded };
 const post = (message: WebviewToHost) => vscode.postMessage(message);
 
@@ -98,7 +98,6 @@ function render(): void {
   saveSoon();
 }
 
-// Saving serializes the whole transcript: at most a few times a second while an answer streams.
 let saveTimer: ReturnType<typeof setTimeout> | undefined;
 function saveSoon(): void {
   saveTimer ??= setTimeout(save, 300);
@@ -106,7 +105,7 @@ function saveSoon(): void {
 function save(): void {
   clearTimeout(saveTimer);
   saveTimer = undefined;
-  vscode.setState({ chat: state, ui: { draft: ui.draft, expanded: [...ui.expanded] } });
+  vscode.setState({ ui: { draft: ui.draft, expanded: [...ui.expanded] } });
 }
 window.addEventListener('pagehide', save);
 document.addEventListener('visibilitychange', () => document.visibilityState === 'hidden' && save());
@@ -256,6 +255,6 @@ window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
   scheduleRender();
 });
 
-render();
-post({ type: 'ready', saved: saved?.chat ?? null });
+// Nothing is drawn before the host's snapshot: the transcript and the engine's status are the host's to tell.
+post({ type: 'ready' });
 input.focus();

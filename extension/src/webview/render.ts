@@ -2,7 +2,6 @@
 // object, so an item is redrawn only when it changed (a streaming answer redraws itself, not the transcript).
 import { diffStat, formatDuration, formatUsage, toolTarget, toolTitle } from '../common/format';
 import type { ApprovalCard, Item, ToolItem, TurnEndItem } from '../common/state';
-import { isCommandPreview, isDiffPreview } from '../protocol';
 import { h, icon } from './dom';
 import type { RenderMarkdown } from './markdown';
 
@@ -84,7 +83,8 @@ function renderTool(tool: ToolItem, ctx: RenderContext): HTMLElement {
     className: `tool-card status-${tool.status}${awaiting ? ' awaiting' : ''}`,
     'data-testid': 'tool-card', 'data-id': tool.id, 'data-call-id': tool.callId, 'data-tool': tool.name,
     'data-status': awaiting ? 'awaitingApproval' : tool.status,
-  }, head, body, error, tool.approval ? renderApproval(tool, tool.approval) : null);
+  }, head, body, error, tool.approval ? renderApproval(tool, tool.approval)
+    : tool.decision?.by === 'user' ? renderAnswered('answered', tool.decision.decision, 'user', null) : null);
 }
 
 const DECISION_TEXT: Record<string, string> = {
@@ -96,19 +96,15 @@ const DECISION_TEXT: Record<string, string> = {
 function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
   const preview = card.preview;
   const parts: (HTMLElement | null)[] = [];
-  const showDiff = isDiffPreview(preview)
+  const showDiff = preview.kind === 'diff'
     ? h('button', { className: 'link-button', 'data-action': 'showDiff', 'data-testid': 'approval-show-diff' }, icon('diff'), ' Show diff')
     : null;
   if (card.state !== 'pending') {
-    // Answered: one line says how; the question is over.
-    const text = card.state === 'expired'
-      ? 'No answer in time: denied'
-      : `${DECISION_TEXT[card.decision ?? 'deny']}${card.by === 'policy' ? ' by policy' : ''}`;
-    return h('div', { className: `approval approval-${card.state}`, 'data-testid': 'approval-card', 'data-state': card.state,
-      'data-risk': card.risk }, h('div', { className: 'approval-result', 'data-testid': 'approval-result' },
-      icon(card.state === 'expired' || card.decision === 'deny' ? 'circle-slash' : 'check'), ` ${text}`, showDiff ? ' · ' : '', showDiff));
+    const answered = renderAnswered(card.state, card.decision, card.by, showDiff);
+    answered.dataset.risk = card.risk;
+    return answered;
   }
-  if (isDiffPreview(preview)) {
+  if (preview.kind === 'diff') {
     const stat = diffStat(preview.before, preview.after);
     parts.push(h('div', { className: 'approval-title' }, icon('shield'),
       ` ${preview.before === null ? 'Create' : tool.name === 'edit_file' ? 'Edit' : 'Overwrite'} `,
@@ -116,7 +112,7 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
     parts.push(h('div', { className: 'diffstat', 'data-testid': 'approval-diffstat' },
       h('span', { className: 'added' }, `+${stat.added}`), ' ', h('span', { className: 'removed' }, `−${stat.removed}`),
       preview.before === null ? ' (new file)' : ''));
-  } else if (isCommandPreview(preview)) {
+  } else if (preview.kind === 'command') {
     parts.push(h('div', { className: 'approval-title' }, icon('shield'), ' Run this command?'));
     parts.push(h('pre', { className: 'approval-command', 'data-testid': 'approval-command' }, preview.command));
     parts.push(h('div', { className: 'approval-cwd', 'data-testid': 'approval-cwd' }, 'in ', h('code', {}, preview.cwd || '.')));
@@ -132,6 +128,20 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
     showDiff));
   return h('div', { className: `approval approval-${card.state}`, 'data-testid': 'approval-card', 'data-state': card.state,
     'data-risk': card.risk, role: 'group', 'aria-label': 'Approval' }, ...parts);
+}
+
+/**
+ * An answered question: one line says how. Also for a call of a replayed session that a person answered (the
+ * log keeps the decision, not the question).
+ */
+function renderAnswered(state: 'answered' | 'expired', decision: ApprovalCard['decision'], by: ApprovalCard['by'],
+  showDiff: HTMLElement | null): HTMLElement {
+  const text = state === 'expired'
+    ? 'No answer in time: denied'
+    : `${DECISION_TEXT[decision ?? 'deny']}${by === 'policy' ? ' by policy' : ''}`;
+  return h('div', { className: `approval approval-${state}`, 'data-testid': 'approval-card', 'data-state': state },
+    h('div', { className: 'approval-result', 'data-testid': 'approval-result' },
+      icon(state === 'expired' || decision === 'deny' ? 'circle-slash' : 'check'), ` ${text}`, showDiff ? ' · ' : '', showDiff));
 }
 
 const END_TEXT: Record<TurnEndItem['status'], string> = {

@@ -1,6 +1,7 @@
 """The `::command` registry: one set of chat commands for `sunwell chat` and the sidecar.
 
-A command reads the engine or changes the chat's `ChatState`, and answers with markdown; it never calls the model.
+A command reads the engine or changes the chat's `ChatState`, and answers with markdown; only `::compact` calls the
+model (to summarise).
 `::run` answers with a `prompt` instead: a user line the front end runs as an ordinary turn asking the model to use
 the skill, so a skill runs with the same streaming, approvals, checkpoints and cancellation as any other call.
 `handle_line` is the whole dispatch both front ends share: a command's answer becomes a `commandOutput` event and a
@@ -10,12 +11,12 @@ the skill, so a skill runs with the same streaming, approvals, checkpoints and c
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sunwell.agent.events import CommandOutputEvent, DoneEvent
+from sunwell.agent.context_commands import compact_session, describe_context, session_view
+from sunwell.agent.events import CommandOutputEvent, DoneEvent, Event
 from sunwell.agent.lens_commands import (
     activate_lens,
     describe_lenses,
@@ -67,6 +68,8 @@ class CommandResult:
     """`::exit`: the terminal chat ends."""
     prompt: str | None = None
     """A user line to run as a turn now (`::run`)."""
+    events: tuple[Event, ...] = ()
+    """Shown before the output (`::compact`: the `compacted` notice and the new `contextUsage`)."""
 
 
 @dataclass(frozen=True)
@@ -125,13 +128,16 @@ async def handle_line(engine: Engine, state: ChatState, line: str, sink: Sink) -
     result = await run_command(engine, state, line)
     if result.prompt is not None:
         return LineResult(await chat_turn(engine, state, result.prompt, sink))
-    return LineResult(emit_command_output(sink, state, parsed.name, result.output), exit=result.exit)
+    return LineResult(emit_command_output(sink, state, parsed.name, result.output, result.events), exit=result.exit)
 
 
-def emit_command_output(sink: Sink, state: ChatState, name: str, output: str) -> DoneEvent:
+def emit_command_output(sink: Sink, state: ChatState, name: str, output: str,
+                        events: tuple[Event, ...] = ()) -> DoneEvent:
     ids = {"session": state.session or "", "turn": new_turn_id()}
-    sink(CommandOutputEvent(command=name, output=output, seq=0, **ids))
-    done = DoneEvent(status="completed", tool_calls=0, usage=None, seq=1, **ids)
+    for seq, event in enumerate(events):
+        sink(event.model_copy(update={"seq": seq, **ids}))
+    sink(CommandOutputEvent(command=name, output=output, seq=len(events), **ids))
+    done = DoneEvent(status="completed", tool_calls=0, usage=None, seq=len(events) + 1, **ids)
     sink(done)
     return done
 
@@ -186,37 +192,35 @@ async def _focus(engine: Engine, state: ChatState, args: str) -> str:
 
 @command("context")
 async def _context(engine: Engine, state: ChatState, args: str) -> str:
-    from sunwell.agent.prompts import system_prompt
-
-    try:
-        spec = engine.model_spec(state.model)
-        window = engine.capabilities(spec).context_window
-        model = f"`{spec}` (context window {window:,} tokens)"
-    except SetupError as exc:
-        model = f"none ({exc})"
     lens = _active_lens(engine, state, required=False)
     offered, _, level = engine.tools(_trust(engine, state), state.tool_names, lens)
-    messages = engine.store.messages(state.session) if state.session else []
-    extra = [*([lens.instructions] if lens and lens.instructions else []), *state.instructions()]
-    system = engine.settings.system_prompt or system_prompt(engine.workspace, extra)
-    history = sum(len(json.dumps(m.wire(), ensure_ascii=False)) for m in messages)
-    tools = len(json.dumps([tool.spec.model_dump() for tool in offered]))
+    try:
+        view = await session_view(engine, state)
+        model, window = f"`{view.model}`", describe_context(view)
+        messages = len(view.history)
+    except SetupError as exc:
+        model, window = f"none ({exc})", []
+        messages = len(engine.store.messages(state.session)) if state.session else 0
     rows = [("model", model), ("trust", _trust_text(engine, state, level)),
             ("lens", f"**{lens.name}**" if lens else "none"), ("focus", f"`{state.focus}`" if state.focus else "none"),
             ("session", f"`{state.session}`" if state.session else "new (no messages yet)"),
-            ("messages", str(len(messages))), ("tools", ", ".join(f"`{t.name}`" for t in offered) or "none"),
-            ("tokens", (f"about {_tokens(history):,} in the conversation, {_tokens(len(system) + tools):,} in "
-                        "instructions and tool definitions"))]
+            ("messages", str(messages)), ("tools", ", ".join(f"`{t.name}`" for t in offered) or "none"), *window]
     return "**Context**\n\n" + "\n".join(f"- {name}: {value}" for name, value in rows)
+
+
+@command("compact")
+async def _compact(engine: Engine, state: ChatState, args: str) -> CommandResult:
+    text, events = await compact_session(engine, state, args)
+    return CommandResult(text, events=tuple(events))
 
 
 @command("save")
 async def _save(engine: Engine, state: ChatState, args: str) -> str:
     from sunwell.tools.base import ToolFailure
-    from sunwell.tools.edits import prepare_write, write_target
+    from sunwell.tools.safe_write import prepare_write, write_target
 
     path = _one_argument(args, "::save <path>")
-    messages = engine.store.messages(state.session) if state.session else []
+    messages = engine.store.messages(state.session, original=True) if state.session else []
     if not messages:
         return "Nothing to save yet: the conversation is empty."
     lens = _active_lens(engine, state, required=False)
@@ -338,5 +342,3 @@ def _one_argument(args: str, usage: str) -> str:
     return args
 
 
-def _tokens(chars: int) -> int:
-    return (chars + 3) // 4  # ~4 characters a token: an estimate, not the model's tokenizer

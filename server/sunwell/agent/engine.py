@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
+from sunwell.agent.compaction import Summariser
 from sunwell.agent.events import DoneEvent, NoticeEvent
 from sunwell.agent.gate import Gate
 from sunwell.agent.live import LiveSessions
@@ -19,6 +22,7 @@ from sunwell.agent.loop import Turn, TurnConfig
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.skills import skill_tools
 from sunwell.agent.turn import Sink, TurnLog
+from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
 from sunwell.config import Settings, user_config_path
 from sunwell.errors import SetupError
 from sunwell.lens.registry import LensRegistry, narrow
@@ -30,6 +34,7 @@ from sunwell.models.factory import create_provider
 from sunwell.models.fallback import ToolFallbackProvider
 from sunwell.models.fitting import fit_tools
 from sunwell.models.spec import LOCAL_PROVIDERS, ModelSpec, parse_model_string
+from sunwell.models.window import WindowedProvider
 from sunwell.tools.approval import ApprovalPolicy, Asker
 from sunwell.tools.audit import AuditLog
 from sunwell.tools.base import ToolContext, Trust
@@ -56,6 +61,7 @@ class Engine:
         self._store: SessionStore | None = None
         self._lenses: LensRegistry | None = None
         self._providers: dict[tuple[str | None, ...], Provider] = {}
+        self.windows = ServerWindows()
         self.approval = ApprovalPolicy(mode=settings.approval or "deny", ask=asker,
                                        timeout=settings.approval_timeout_sec)
         self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
@@ -122,7 +128,7 @@ class Engine:
     def provider(self, spec: ModelSpec) -> Provider:
         """The SDK adapter for `spec`, made once per endpoint and key: an SDK client holds a connection pool and
         an SSL context (megabytes each), so one per turn made a long-lived sidecar grow with every turn."""
-        key = (spec.provider, self.settings.base_url, *(os.environ.get(name) for name in PROVIDER_ENV))
+        key = self._provider_key(spec)
         if key not in self._providers:
             try:
                 self._providers[key] = create_provider(spec, base_url=self.settings.base_url)
@@ -130,15 +136,43 @@ class Engine:
                 raise SetupError(str(exc)) from None
         return self._providers[key]
 
+    def _provider_key(self, spec: ModelSpec) -> tuple[str | None, ...]:
+        return (spec.provider, self.settings.base_url, *(os.environ.get(name) for name in PROVIDER_ENV))
+
     def capabilities(self, spec: ModelSpec) -> Capabilities:
         overrides = {key: value.model_dump(exclude_none=True) for key, value in self.settings.models.items()}
         return capabilities_for(spec.model, spec.provider, overrides)
 
-    def tool_calling_provider(self, spec: ModelSpec, session: str, inner: Provider | None = None) -> Provider:
+    async def context_window(self, spec: ModelSpec, session: str | None = None) -> tuple[int, str]:
+        """The window a turn of `spec` budgets against, and where it came from (agent/windows.py): what a refusal
+        taught `session` ("refusal"), the user's config ("config"), what the server says ("server (…)", asked once
+        per endpoint and model), the capability registry ("registry")."""
+        live = self.live.get(session) if session else None
+        if live is not None and live.window and live.window_model == str(spec):
+            return live.window, "refusal"
+        if (size := configured_window(self.settings.models, spec)) is not None:
+            return size, "config"
+        if spec.provider in LOCAL_PROVIDERS and (said := await self.windows.ask(spec, self._endpoint(spec))):
+            return said
+        return self.capabilities(spec).context_window, "registry"
+
+    def _endpoint(self, spec: ModelSpec, *, made_only: bool = False) -> str | None:
+        """The endpoint `spec`'s requests go to; with `made_only`, only if its adapter exists (importing an SDK
+        to make one takes a second)."""
+        if made_only and self._provider_key(spec) not in self._providers:
+            return None
+        try:
+            return getattr(self.provider(spec), "base_url", None)
+        except SetupError:  # no endpoint configured: nothing to ask
+            return None
+
+    def tool_calling_provider(self, spec: ModelSpec, session: str, inner: Provider | None = None,
+                              window: int | None = None) -> Provider:
         """The provider wrapped for how this model calls tools: native, recovered from text, or emulated."""
         inner = inner or self.provider(spec)
         caps = self.capabilities(spec)
-        emulated = EmulatedProvider(inner, style=caps.emulation, compact=caps.small or caps.context_window <= 8192,
+        window = window or caps.context_window
+        emulated = EmulatedProvider(inner, style=caps.emulation, compact=caps.small or window <= 8192,
                                     parallel=caps.parallel_calls)
         live = self.live.get(session)
         if not caps.native_tools or live.emulating:
@@ -191,6 +225,52 @@ class Engine:
         trust, allowed = narrow(lens.tool_policy if lens else None, trust, names)
         return select_tools(catalogue, trust, None if allowed is None else sorted(allowed)), catalogue, trust
 
+    def model_catalog(self, names: Sequence[str] | None = None, *, ask_servers: bool = False) -> ModelCatalog:
+        """The models a front end shows (`sunwell models`, `sunwell/models`), each resolved once, the way a turn
+        resolves it: `names` in their order (one entry each), else the configured model and every model with a
+        capability override (`models:` in the config), each once. A string that is no valid model string still
+        gets its capabilities, under the provider its id implies; only the configured model is then left out, as
+        no turn could run it. The window is a turn's but for what a session learned; with `ask_servers` a server on
+        this machine or network is asked for it (briefly), else only what a turn already heard is used."""
+        from sunwell.models.capabilities import describe
+
+        overrides = {key: value.model_dump(exclude_none=True) for key, value in self.settings.models.items()}
+        if names is None:
+            wanted = [(self.settings.model or "", "configured"), *((key, "override") for key in self.settings.models)]
+        else:
+            wanted = [(name, "named") for name in names]
+        current, models = None, {}
+        for index, (name, source) in enumerate(wanted):
+            try:
+                spec = parse_model_string(name)
+                provider, model = spec.provider, spec.model
+            except ValueError:
+                if names is None and (source == "configured" or not name):
+                    continue
+                provider, model = None, name  # `describe` takes the provider the id implies
+            info = describe(model, provider, overrides)
+            caps = info["capabilities"]
+            window, window_source = self._catalog_window(ModelSpec(info["provider"], model), caps["contextWindow"],
+                                                         ask_servers)
+            caps = caps | {"contextWindow": window, "notes": [*caps["notes"], f"context window: {window_source}"]}
+            entry = CatalogModel(id=f"{info['provider']}:{model}", name=name, model=model, provider=info["provider"],
+                                 parsed=info["parsed"], capabilities=caps, source=source, window=window,
+                                 window_source=window_source)
+            if source == "configured":
+                current = entry.id
+            models.setdefault(entry.id if names is None else index, entry)  # a model listed twice is shown once
+        return ModelCatalog(current=current, models=list(models.values()))
+
+    def _catalog_window(self, spec: ModelSpec, registry: int, ask_servers: bool) -> tuple[int, str]:
+        if (size := configured_window(self.settings.models, spec)) is not None:
+            return size, "config"
+        if spec.provider in LOCAL_PROVIDERS:
+            endpoint = self._endpoint(spec, made_only=not ask_servers)
+            said = self.windows.ask_now(spec, endpoint) if ask_servers else self.windows.known(spec, endpoint)
+            if said:
+                return said
+        return registry, "registry"
+
     async def run_turn(self, text: str, sink: Sink, *, session: str | None = None, model: str | None = None,
                        trust: str | None = None, tool_names: Sequence[str] | None = None,
                        lens: str | None = None, instructions: Sequence[str] = ()) -> DoneEvent:
@@ -200,7 +280,14 @@ class Engine:
         active_lens = self.lens(lens) if lens else None
         tools, catalogue, level = self.tools(Trust[trust or self.settings.trust], tool_names, active_lens)
         session = self.open_session(session, text)
-        provider = self.tool_calling_provider(spec, session, inner)
+        live = self.live.get(session)
+        window, window_source = await self.context_window(spec, session)
+        windowed = WindowedProvider(inner, window, calibrated_estimate(live.context))
+        provider = self.tool_calling_provider(spec, session, windowed, window)
+
+        def learned(size: int) -> None:  # a refusal taught the window: this session keeps it
+            live.window, live.window_model, windowed.window = size, str(spec), size
+
         history = self.store.messages(session)
         secrets = EnvSecrets(os.environ, self.settings.env_passthrough)
         log = TurnLog(self.store, session, sink, secrets=secrets)
@@ -218,10 +305,10 @@ class Engine:
                                                f"allowed; ignored: {', '.join(ignored)}. Set these in your user "
                                                f"config ({user_config_path()}), on the command line or in VS Code."))
         caps = self.capabilities(spec)
-        specs, fitted = fit_tools([t.spec for t in tools], context_window=caps.context_window, user_text=text)
+        specs, fitted = fit_tools([t.spec for t in tools], context_window=window, user_text=text)
         if fitted:
             notices.append(NoticeEvent(level="info", code="tools_fitted",
-                                       message=f"tool definitions fitted to the {caps.context_window}-token "
+                                       message=f"tool definitions fitted to the {window}-token "
                                                f"context window: {'; '.join(fitted)}"))
         config = TurnConfig(
             provider=provider,
@@ -242,8 +329,24 @@ class Engine:
             turn_notices=notices,
             small_model=caps.small,
             temperature=caps.temperature,
+            context_window=window,
+            window_source=window_source,
+            on_window_learned=learned,
+            compact_at=self.settings.compact_at,
+            compaction=await self.summariser(session, Summariser(windowed, spec.model, window,
+                                                                 self.settings.provider_attempts, live.context)),
+            context=live.context,
         )
         return await Turn(config, log, history).run(text)
+
+    async def summariser(self, session: str | None, own: Summariser) -> Summariser:
+        """Who writes summaries when a session's history is compacted: `compaction_model` when configured, else
+        `own` (the session's model)."""
+        if not self.settings.compaction_model:
+            return own
+        spec = self.model_spec(self.settings.compaction_model)
+        window, _ = await self.context_window(spec, session)
+        return Summariser(self.provider(spec), spec.model, window, self.settings.provider_attempts)
 
     def _limiter(self, session: str, lens: Lens | None) -> RateLimiter:
         """The session's usage so far, judged by this turn's limits: the user's, narrowed by the lens'."""
@@ -263,14 +366,12 @@ class Engine:
             ripgrep_path=self.settings.ripgrep_path,
             env_passthrough=tuple(self.settings.env_passthrough),
             quarantine_dir=self.data_dir / "quarantine",
-            extra={
-                "sandbox": self.settings.sandbox,
-                "network": trust >= Trust.full,
-                "max_timeout": self.settings.max_command_timeout_sec,
-                "checkpoint": lambda path, rel: checkpoints.save(session, turn, path, rel),
-                "after_write": lambda path, rel, data: checkpoints.record_after(session, turn, rel, data),
-                "complete": complete,
-            },
+            sandbox=self.settings.sandbox,
+            network=trust >= Trust.full,
+            max_timeout=self.settings.max_command_timeout_sec,
+            checkpoint=lambda path, rel: checkpoints.save(session, turn, path, rel),
+            after_write=lambda path, rel, data: checkpoints.record_after(session, turn, rel, data),
+            complete=complete,
         )
 
 
@@ -281,3 +382,33 @@ async def complete_text(provider: Provider, model: str, system: str, user: str, 
     request = ModelRequest(model=model, system=system, messages=[UserMessage(text=user)], max_tokens=max_tokens)
     parts = [event.text async for event in provider.stream(request) if isinstance(event, TextDelta)]
     return "".join(parts)
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    """One model of `Engine.model_catalog`; `parsed` and `capabilities` are JSON-able, with camelCase keys."""
+
+    id: str
+    """`PROVIDER:MODEL`, as `--model` and `sunwell/chat` take it."""
+    name: str
+    """The string as it was written (a `--model`/argument, the `model` setting, a `models:` key)."""
+    model: str
+    """The id the provider is sent."""
+    provider: str
+    parsed: dict[str, Any]
+    """What the id says: family, version, size, variant, tags (`parse_model_id`)."""
+    capabilities: dict[str, Any]
+    """How this model calls tools; `notes` names the defaults, rules and overrides that made each value."""
+    source: Literal["configured", "override", "named"]
+    """Where it came from: the `model` setting, a `models:` override, or the caller's `names`."""
+    window: int
+    """The context window a turn budgets against (also `capabilities["contextWindow"]`)."""
+    window_source: str
+    """Where the window came from: "config", "server (…)" or "registry" (agent/windows.py)."""
+
+
+@dataclass(frozen=True)
+class ModelCatalog:
+    current: str | None
+    """The configured model's id; None when there is none, or it is no valid model string."""
+    models: list[CatalogModel]

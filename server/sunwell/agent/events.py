@@ -75,6 +75,16 @@ class CommandOutputEvent(_Event):
     output: str
 
 
+class ContextUsageEvent(_Event):
+    """How full the context window is, after each model request (and after a compaction)."""
+
+    type: Literal["contextUsage"] = "contextUsage"
+    used_tokens: int
+    window_tokens: int
+    estimated: bool
+    """No usage from the server: `used_tokens` is Sunwell's estimate."""
+
+
 class DoneEvent(_Event):
     type: Literal["done"] = "done"
     status: Literal["completed", "cancelled", "limitReached", "error"]
@@ -91,6 +101,6 @@ class DoneEvent(_Event):
 
 Event = Annotated[
     TextEvent | ThinkingEvent | ToolCallStartEvent | ToolCallDeltaEvent | ToolCallEvent | ApprovalEvent
-    | ToolResultEvent | NoticeEvent | CommandOutputEvent | DoneEvent,
+    | ToolResultEvent | NoticeEvent | CommandOutputEvent | ContextUsageEvent | DoneEvent,
     Field(discriminator="type"),
 ]

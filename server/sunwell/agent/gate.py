@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from sunwell.agent.events import ApprovalEvent
 from sunwell.messages import ToolCall, ToolError
 from sunwell.tools.approval import ApprovalPolicy, ApprovalRequest
@@ -44,11 +46,15 @@ class Gate:
         if tool.approval != "ask" and not protected:
             return Verdict()
         try:
-            preview = tool.preview(call.arguments, ctx) if tool.preview else {}
+            preview = tool.preview(call.arguments, ctx) if tool.preview else _tool_preview(tool, call)
         except ToolFailure as failure:  # the call would fail anyway: answer it without bothering the user
             return Verdict(failure.error)
-        request = ApprovalRequest(session=session, turn=turn, call_id=call.id, name=tool.name,
-                                  arguments=call.arguments, risk=tool.risk or "write", preview=preview)
+        try:  # the tool's dict becomes the wire model here, at the approval boundary
+            request = ApprovalRequest(session=session, turn=turn, call_id=call.id, name=tool.name,
+                                      arguments=call.arguments, risk=tool.risk or "write", preview=preview)
+        except ValidationError as exc:  # a tool's bug: nobody can be asked about what cannot be shown
+            return Verdict(ToolError(code="execution", message=f"{tool.name} could not show what it would do, so "
+                                     f"it was not run ({_first_problem(exc)})"))
         decision, by = await self.approval.decide(request, always_ask=protected)
         emit(ApprovalEvent(call_id=call.id, decision=decision, by=by))
         if decision == "deny":
@@ -60,6 +66,16 @@ class Gate:
                                      suggestion="do not repeat this call; explain what you wanted to do, "
                                                 "or find another way"), decision, by)
         return Verdict(None, decision, by)
+
+
+def _tool_preview(tool: Tool, call: ToolCall) -> dict[str, Any]:
+    """For a tool with no preview of its own: the call itself."""
+    return {"kind": "tool", "server": "", "tool": tool.name, "arguments": call.arguments}
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    return f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
 
 
 def _protected(arguments: dict[str, Any], ctx: ToolContext) -> bool:

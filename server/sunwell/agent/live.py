@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sunwell.agent.context import SessionContext
+
 MAX_LIVE = 64
 
 
@@ -23,10 +25,16 @@ class LiveSession:
     """A sunwell.tools.ratelimit.RateLimiter: the session's usage, judged by each turn's limits."""
     emulating: bool = False
     """The server refused native tools once: this session's turns use emulation."""
+    window: int | None = None
+    """The context window a length refusal stated (Engine.context_window): it wins over what was assumed."""
+    window_model: str | None = None
+    """The model string `window` was learned for (`::model` may switch the session to another)."""
     chat: Any = None
     """The front end's sunwell.agent.commands.ChatState (model, trust, lens, focus set by ::commands)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Two turns of one session wait for each other."""
+    context: SessionContext = field(default_factory=SessionContext)
+    """The token estimate's calibration from the responses' usage, and the last figures `::context` shows."""
 
 
 class LiveSessions:

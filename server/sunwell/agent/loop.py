@@ -1,7 +1,8 @@
 """The tool loop: stream a response, run the calls it makes, feed the results back, until the model answers.
 
 Every failure of a call is data the model reads; provider faults end the turn with status `error`; cancellation
-ends it with status `cancelled`. Whatever happens, the turn emits exactly one `done`, last, and leaves the session
+ends it with status `cancelled`. Every request is fitted to the context window first (agent/context_keeper.py); a
+refusal for length corrects the window and is retried once, made smaller, never blindly. Whatever happens, the turn emits exactly one `done`, last, and leaves the session
 valid for every provider (each call answered by one result).
 """
 
@@ -10,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-import json_repair
-
+from sunwell.agent.compaction import Summariser
+from sunwell.agent.context import BYTES_PER_TOKEN, PROJECT_MAX_TOKENS, Budget, ContextFull, SessionContext
+from sunwell.agent.context_keeper import ContextKeeper
 from sunwell.agent.events import (
     DoneEvent,
     NoticeEvent,
@@ -32,14 +35,19 @@ from sunwell.agent.prompts import (
     LIMIT_REACHED,
     answer_from_results,
     named_files,
+    project_instructions,
     system_prompt,
     workspace_files,
 )
 from sunwell.agent.turn import TurnLog
 from sunwell.messages import (
     AssistantMessage,
+    AssistantPart,
     Message,
+    TextPart,
+    ThinkingPart,
     ToolCall,
+    ToolCallPart,
     ToolError,
     ToolResultMessage,
     ToolSpec,
@@ -47,7 +55,8 @@ from sunwell.messages import (
     UserMessage,
 )
 from sunwell.models import base as stream
-from sunwell.models.base import ModelRequest, Provider, ProviderError
+from sunwell.models.arguments import parse_arguments
+from sunwell.models.base import ContextOverflow, ModelRequest, Provider, ProviderError
 from sunwell.models.retry import stream_with_retries
 from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.executor import execute, failed
@@ -91,15 +100,48 @@ class TurnConfig:
     """Sent with every request; None leaves the server's default."""
     turn_notices: list[NoticeEvent] = field(default_factory=list)
     """Shown once at the start of the turn (e.g. shell running without a sandbox, tools fitted to the window)."""
+    context_window: int = 128_000
+    """The model's context window in tokens: every request is fitted to it."""
+    window_source: str = "registry"
+    """Where `context_window` came from: "config", "server (…)", "registry", "refusal"."""
+    on_window_learned: Callable[[int], None] | None = None
+    """Called with the corrected window when a length refusal teaches it (the engine keeps it for the session)."""
+    compact_at: float = 0.8
+    """Make room when the next request would pass this fraction of the window (config `compact_at`)."""
+    compaction: Summariser | None = None
+    """Who summarises when history is compacted (config `compaction_model`); None: this turn's provider and model."""
+    context: SessionContext = field(default_factory=SessionContext)
+    """The session's calibration of the token estimate (LiveSession.context), kept across turns."""
 
 
 @dataclass
 class _Response:
-    text: str = ""
-    thinking: str = ""
-    signature: str | None = None
-    calls: list[ToolCall] = field(default_factory=list)
+    """One response as it streams: its parts in order (the parts of the assistant message it becomes)."""
+
+    parts: list[AssistantPart] = field(default_factory=list)
     usage: Usage | None = None
+    request: ModelRequest | None = None
+    """What was sent (after room was made)."""
+
+    def add_text(self, delta: str) -> None:
+        if self.parts and isinstance(last := self.parts[-1], TextPart):
+            last.text += delta
+        elif delta:
+            self.parts.append(TextPart(text=delta))
+
+    def add_thinking(self, delta: str, signature: str | None) -> None:
+        last = self.parts[-1] if self.parts else None
+        if not (isinstance(last, ThinkingPart) and last.signature is None):  # a signature closes its block
+            if not (delta or signature):
+                return
+            last = ThinkingPart(text="")
+            self.parts.append(last)
+        last.text += delta
+        last.signature = signature or last.signature
+
+    @property
+    def text(self) -> str:
+        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
 
 
 class Turn:
@@ -114,6 +156,10 @@ class Turn:
         self._ran: list[tuple[ToolCall, ToolResultMessage]] = []  # every call run this turn, in order
         self._answer_now = False  # a small model going round in circles: its next request is for the answer
         self._request = ""
+        budget = Budget(config.context_window, config.max_tokens, config.compact_at, config.context)
+        summariser = config.compaction or Summariser(config.provider, config.model, config.context_window,
+                                                     config.provider_attempts, config.context)
+        self.keeper = ContextKeeper(budget, config.window_source, summariser, log, history, config.on_window_learned)
 
     async def run(self, text: str) -> DoneEvent:
         self._request = text
@@ -123,7 +169,7 @@ class Turn:
         try:
             status = await self._loop()
             return self._done(status)
-        except ProviderError as exc:
+        except (ProviderError, ContextFull) as exc:
             self._answer_unanswered("interrupted", "the model's response broke off before this call could run")
             return self._done("error", str(exc))
         except LoopGuardTripped as exc:
@@ -140,39 +186,67 @@ class Turn:
         if cfg.small_model:
             files = await asyncio.to_thread(workspace_files, cfg.tool_ctx.jail)
             named = await asyncio.to_thread(named_files, cfg.tool_ctx.jail, self._request)
-        system = cfg.system or system_prompt(root, cfg.extra_instructions, cfg.small_model, files, named)
+        # AGENTS.md and .sunwell/instructions.md, read again every turn: words for the model, never settings
+        budget = int(min(PROJECT_MAX_TOKENS, cfg.context_window // 10) * BYTES_PER_TOKEN)
+        project, _ = await asyncio.to_thread(project_instructions, cfg.tool_ctx.jail, budget)
+        if cfg.system:
+            system = "\n\n".join([cfg.system, *project])
+        else:
+            system = system_prompt(root, [*project, *cfg.extra_instructions], cfg.small_model, files, named)
+        tools = list(cfg.specs) if cfg.specs is not None else [tool.spec for tool in cfg.tools]
         for round_no in range(cfg.max_tool_turns + 1):
             limit = round_no == cfg.max_tool_turns
             final = limit or self._answer_now
             if final and cfg.small_model and self._ran:
-                request = self._answer_request()
+                response = await self._send(self._answer_request, system, tools)
             else:
                 if limit:
                     self._add(UserMessage(text=LIMIT_REACHED.format(n=cfg.max_tool_turns)))
-                request = ModelRequest(
-                    model=cfg.model,
-                    system=system,
-                    messages=list(self.history),
-                    tools=list(cfg.specs) if cfg.specs is not None else [tool.spec for tool in cfg.tools],
-                    tool_choice="none" if final else "auto",
-                    max_tokens=cfg.max_tokens,
-                    temperature=cfg.temperature,
-                )
-            response = await self._stream(request)
+                response = await self._send(partial(self._history_request, system, tools, final), system, tools)
             # a call made despite tool_choice none is not run
-            calls = [] if final else [self._repair(call) for call in response.calls]
+            parts = [(ToolCallPart(call=self._repair(p.call)) if isinstance(p, ToolCallPart) else p)
+                     for p in response.parts if not (final and isinstance(p, ToolCallPart))]
+            calls = [part.call for part in parts if isinstance(part, ToolCallPart)]
             if not (calls or final or response.text.strip()) and cfg.small_model and self._ran:
                 self._enough("the model answered nothing")  # and the empty answer is not kept
+                self.keeper.measured(response.request, response.usage, response.parts)
                 continue
-            self._add(AssistantMessage(text=response.text, thinking=response.thinking,
-                                       thinking_signature=response.signature, tool_calls=calls))
+            self._add(AssistantMessage(parts=parts))
+            # after the answer's row, so that a replayed session shows the meter where the stream had it
+            self.keeper.measured(response.request, response.usage, response.parts)
             if not calls:
                 return "limitReached" if limit else "completed"
             results = await self._run_calls(calls)
-            for result in results:
+            for result in self.keeper.fit_new_results(system, tools, results):
                 self._add_result(result)
             self._guard(calls, results)
         raise AssertionError("unreachable")
+
+    def _history_request(self, system: str, tools: list[ToolSpec], final: bool) -> ModelRequest:
+        """The next request: the history as it is now (after any room was made), the answer's reserve."""
+        return ModelRequest(model=self.config.model, system=system, messages=list(self.history), tools=tools,
+                            tool_choice="none" if final else "auto", max_tokens=self.keeper.budget.reserve,
+                            temperature=self.config.temperature)
+
+    async def _send(self, build: Callable[[], ModelRequest], system: str, tools: list[ToolSpec]) -> _Response:
+        """Make room, then send the request `build` makes. A refusal for length is retried once, smaller, with the
+        window corrected; a second one ends the turn (`ContextFull`)."""
+        keeper = self.keeper
+        await keeper.make_room(system, tools)
+        request = build()
+        try:
+            response = await self._stream(request)
+        except ContextOverflow as exc:
+            keeper.refused(exc, request)
+            await keeper.make_room(system, tools)
+            request = build()
+            try:
+                response = await self._stream(request)
+            except ContextOverflow as again:
+                raise keeper.cannot_fit(f"the server refused the request for length again after making room "
+                                        f"({again})") from again
+        response.request = request
+        return response
 
     def _guard(self, calls: list[ToolCall], results: list[ToolResultMessage]) -> None:
         """The same call failing the same way: told to change approach at 3, the turn stopped at 5 (a small model is
@@ -197,20 +271,19 @@ class Turn:
         async for ev in stream_with_retries(self.config.provider, request, attempts=self.config.provider_attempts):
             match ev:
                 case stream.TextDelta(text=delta):
-                    out.text += delta
+                    out.add_text(delta)
                     emit(TextEvent(delta=delta))
                 case stream.ThinkingDelta(text=delta, signature=signature):
-                    out.thinking += delta
-                    out.signature = signature or out.signature
+                    out.add_thinking(delta, signature)
                     if delta:
                         emit(ThinkingEvent(delta=delta))
                 case stream.ToolCallStarted(call_id=call_id, name=name):
                     emit(ToolCallStartEvent(call_id=call_id, name=name))
                 case stream.ToolCallArgs(call_id=call_id, delta=delta):
                     emit(ToolCallDeltaEvent(call_id=call_id, args_delta=delta))
-                case stream.ToolCallDone(call_id=call_id, name=name, arguments=raw):
-                    call = self._parse_call(call_id, name, raw)
-                    out.calls.append(call)
+                case stream.ToolCallDone(call_id=call_id, name=name, arguments=raw, parsed=parsed):
+                    call = self._parse_call(call_id, name, raw, parsed)
+                    out.parts.append(ToolCallPart(call=call))
                     self.tool_calls += 1
                     self._unanswered[call.id] = call
                     emit(ToolCallEvent(call_id=call.id, name=call.name, arguments=call.arguments, raw=call.raw))
@@ -225,17 +298,15 @@ class Turn:
                         self.usage = usage if self.usage is None else self.usage + usage
         return out
 
-    def _parse_call(self, call_id: str, name: str, raw: str) -> ToolCall:
-        text = raw.strip() or "{}"
-        try:
-            arguments = json.loads(text)
-        except ValueError:
-            arguments = json_repair.loads(text)
-            if isinstance(arguments, dict) and arguments:
-                self.log.emit(NoticeEvent(level="info", code="repaired_arguments",
-                                          message=f"repaired malformed JSON arguments of {name}"))
-        if not isinstance(arguments, dict) or (not arguments and text not in ("{}", "")):
+    def _parse_call(self, call_id: str, name: str, raw: str, parsed: dict[str, Any] | None) -> ToolCall:
+        if parsed is not None:  # found in text and read there (its repairs were notices of the stream)
+            return ToolCall(id=call_id, name=name, arguments=parsed)
+        arguments, repairs = parse_arguments(raw)
+        if arguments is None:
             return ToolCall(id=call_id, name=name, arguments={}, raw=raw)
+        if repairs:
+            self.log.emit(NoticeEvent(level="info", code="repaired_arguments",
+                                      message=f"repaired malformed JSON arguments of {name}"))
         return ToolCall(id=call_id, name=name, arguments=arguments)
 
     def _repair(self, call: ToolCall) -> ToolCall:
@@ -327,9 +398,10 @@ class Turn:
         results = [(f"{call.name}({json.dumps(call.arguments, ensure_ascii=False)})",
                     f"returned:\n{result.output}" if result.ok else f"failed: {result.content_for_model()}")
                    for call, result in ran]
+        budget = min(8000, self.keeper.answer_chars(ANSWER_FROM_RESULTS + self._request))
         return ModelRequest(model=self.config.model, system=ANSWER_FROM_RESULTS, tool_choice="none",
-                            messages=[UserMessage(text=answer_from_results(self._request, results))],
-                            max_tokens=self.config.max_tokens, temperature=self.config.temperature)
+                            messages=[UserMessage(text=answer_from_results(self._request, results, budget))],
+                            max_tokens=self.keeper.budget.reserve, temperature=self.config.temperature)
 
     def _check(self, call: ToolCall) -> ToolError | None:
         tool = self._offered(call.name)
@@ -380,6 +452,9 @@ class Turn:
                 self._add(result)
 
     def _done(self, status: str, error: str | None = None) -> DoneEvent:
-        event = DoneEvent(status=status, tool_calls=self.tool_calls, usage=self.usage, error=error)
+        usage = self.usage
+        if self.keeper.usage is not None:  # summarising spent tokens too
+            usage = self.keeper.usage if usage is None else usage + self.keeper.usage
+        event = DoneEvent(status=status, tool_calls=self.tool_calls, usage=usage, error=error)
         self.log.emit(event)
         return event

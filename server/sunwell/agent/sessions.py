@@ -2,7 +2,9 @@
 
 Every event of a turn is one row: a `kind` ("message" for a canonical message, else an event type such as
 "toolCall"), a one-line human-readable `content`, and JSON `data`: enough to rebuild the exact provider
-request.
+request. Two kinds change what the model is sent from then on without removing anything from the log: an
+"elision" (old tool outputs replaced by one line each) and a "compaction" (the history so far replaced by a summary
+and the messages kept verbatim); `messages` applies them, `messages(original=True)` and `export` show everything.
 Each append is committed before it returns, so an acknowledged event survives the process being killed.
 """
 
@@ -27,9 +29,13 @@ from pydantic_core import from_json
 from sunwell.errors import SunwellError
 from sunwell.messages import (
     AssistantMessage,
+    AssistantPart,
     Message,
     SystemMessage,
+    TextPart,
+    ThinkingPart,
     ToolCall,
+    ToolCallPart,
     ToolError,
     ToolResultMessage,
     UserMessage,
@@ -133,9 +139,24 @@ class SessionStore:
         payload = None if data is None else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         self._insert(session, turn, seq, kind, content, payload)
 
+    def append_elision(self, session: str, turn: str, seq: int, outputs: dict[str, str], tokens: int) -> None:
+        """Old tool results replaced from now on: {call id: the line that stands for its output}."""
+        line = f"elided {len(outputs)} old tool result{'' if len(outputs) == 1 else 's'} (~{tokens:,} tokens)"
+        self.append(session, turn, seq, "elision", line, {"outputs": outputs, "tokens": tokens})
+
+    def append_compaction(self, session: str, turn: str, seq: int, summary: Message, kept: list[Message],
+                          replaced: int, tokens_before: int, tokens_after: int) -> None:
+        """The history from now on: `summary` (of `replaced` older messages) and `kept`, verbatim."""
+        self.append(session, turn, seq, "compaction",
+                    f"compacted {replaced} messages (~{tokens_before:,} → ~{tokens_after:,} tokens)",
+                    {"summary": _stored(summary), "kept": [_stored(m) for m in kept], "replaced": replaced,
+                     "tokensBefore": tokens_before, "tokensAfter": tokens_after})
+
     def append_message(self, session: str, turn: str, seq: int, message: Message) -> None:
-        # model_dump_json is the JSON text of model_dump(mode="json"), without the detour through a dict
-        self._insert(session, turn, seq, "message", message_line(message), message.model_dump_json())
+        # model_dump_json is the JSON text of model_dump(mode="json"), without the detour through a dict. What is
+        # read from a message (an assistant message's text, thinking and tool_calls: its parts) is not stored.
+        data = message.model_dump_json(exclude=set(type(message).model_computed_fields))
+        self._insert(session, turn, seq, "message", message_line(message), data)
 
     def set_title(self, session: str, title: str | None) -> None:
         with self._write() as db:
@@ -159,19 +180,31 @@ class SessionStore:
         # jiter (pydantic_core.from_json) parses the JSON twice as fast as json.loads: restores are bound by it
         return [EventRow(*head, None if data is None else from_json(data), ts) for *head, data, ts in rows]
 
-    def messages(self, session: str) -> list[Message]:
-        """The canonical history, repaired so that every provider accepts it (see `repair_history`)."""
-        query = "SELECT id, data FROM events WHERE session = ? AND kind = 'message' ORDER BY id"
+    def messages(self, session: str, *, original: bool = False) -> list[Message]:
+        """The canonical history as the model is sent it (elisions and compactions applied), repaired so that
+        every provider accepts it (see `repair_history`). `original`: every message as it was, each compaction's
+        summary where it was made (a transcript)."""
+        query = ("SELECT id, kind, data FROM events WHERE session = ? AND kind IN ('message', 'elision', "
+                 "'compaction') ORDER BY id")
         with self._read() as db:
             rows = db.execute(query, (session,)).fetchall()
         if not rows and not self.exists(session):
             raise SessionNotFound(session)
         history: list[Message] = []
-        for row_id, data in rows:
+        for row_id, kind, data in rows:
             try:
-                history.append(_MESSAGE.validate_json(data))
-            except ValidationError as exc:  # e.g. a message type of a newer Sunwell: skip it, repair the rest
-                log.warning("session %s: event %d is not a message I can read (%s)", session, row_id, exc)
+                if kind == "message":
+                    history.append(_MESSAGE.validate_json(data))
+                elif kind == "compaction":
+                    change = from_json(data)
+                    summary = _MESSAGE.validate_python(change["summary"])
+                    kept = [_MESSAGE.validate_python(m) for m in change["kept"]]
+                    history = [*history, summary] if original else [summary, *kept]
+                elif not original:
+                    apply_elision(history, from_json(data)["outputs"])
+            except (ValidationError, ValueError, KeyError, TypeError) as exc:
+                # e.g. a row of a newer Sunwell: skip it, repair the rest
+                log.warning("session %s: event %d is not a %s I can read (%s)", session, row_id, kind, exc)
         return repair_history(history)
 
     def export(self, session: str) -> dict[str, Any]:
@@ -326,6 +359,18 @@ def repair_history(history: list[Message]) -> list[Message]:
     return repaired
 
 
+def _stored(message: Message) -> dict[str, Any]:
+    """A message as its row stores it (what is read from an assistant message's parts is left out)."""
+    return message.model_dump(mode="json", exclude=set(type(message).model_computed_fields))
+
+
+def apply_elision(history: list[Message], outputs: dict[str, str]) -> None:
+    """Replace, in place, the output of each tool result whose call id is in `outputs` by the line given there."""
+    for index, message in enumerate(history):
+        if isinstance(message, ToolResultMessage) and message.call_id in outputs:
+            history[index] = message.model_copy(update={"output": outputs[message.call_id]})
+
+
 def _interrupted(call: ToolCall) -> ToolResultMessage:
     error = ToolError(code="interrupted", message="the tool did not finish: the turn was interrupted")
     return ToolResultMessage(call_id=call.id, name=call.name, output="", ok=False, error=error)
@@ -345,8 +390,9 @@ def message_line(message: Message) -> str:
         case SystemMessage() | UserMessage():
             return _one_line(f"{message.role}: {message.text}")
         case AssistantMessage():
-            parts = ([message.text] if message.text else []) + [call_line(c) for c in message.tool_calls]
-            return _one_line("assistant: " + ("; ".join(parts) or ("(thinking)" if message.thinking else "")))
+            said = [_part_line(part) for part in message.parts]
+            return _one_line("assistant: " + ("; ".join(filter(None, said)) or
+                                              ("(thinking)" if message.thinking else "")))
         case ToolResultMessage():
             if message.error is not None:
                 return _one_line(f"✘ {message.name} {message.error.code}: {message.error.message}")
@@ -354,6 +400,18 @@ def message_line(message: Message) -> str:
             return _one_line(f"✔ {message.name} {lines} line{'' if lines == 1 else 's'}")
         case _:
             assert_never(message)
+
+
+def _part_line(part: AssistantPart) -> str:
+    match part:
+        case TextPart():
+            return part.text
+        case ThinkingPart():
+            return ""  # said only when nothing else was
+        case ToolCallPart():
+            return call_line(part.call)
+        case _:
+            assert_never(part)
 
 
 def _one_line(text: str, limit: int = 200) -> str:

@@ -17,7 +17,7 @@ from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.shell import command_preview, run_command
 
 Complete = Callable[[str, str], Awaitable[str]]
-"""(system instructions, user text) -> the model's answer, with no tools: `ctx.extra["complete"]`."""
+"""(system instructions, user text) -> the model's answer, with no tools: `ctx.complete`."""
 
 NO_PARAMETERS = {"type": "object", "properties": {}, "additionalProperties": False}
 
@@ -60,7 +60,7 @@ def _command_preview(template: str):
 
 def _nested_handler(lens: Lens, skill: Skill):
     async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
-        complete: Complete | None = ctx.extra.get("complete")
+        complete: Complete | None = ctx.complete
         if complete is None:
             raise ToolFailure("execution", f"skill {skill.name} needs a model to run")
         system = "\n\n".join(part for part in (lens.instructions, skill.instructions or skill.description) if part)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sunwell.commands_spec import CHAT_COMMANDS, CommandDoc
+from sunwell.vocabulary import TRUST_NAMES
 
 __all__ = ["CHAT_COMMANDS", "CORE_TOOLS", "CORE_TOOL_DOCS", "TRUST_DOCS", "TRUST_LEVELS", "CommandDoc", "ToolDoc",
            "trust_markdown"]
@@ -50,7 +51,8 @@ TRUST_DOCS: dict[str, str] = {
     "shell": "`workspace` + run shell commands in the sandbox.",
     "full": "`shell` + network tools.",
 }
-TRUST_LEVELS: tuple[str, ...] = tuple(TRUST_DOCS)
+TRUST_LEVELS = TRUST_NAMES
+assert tuple(TRUST_DOCS) == TRUST_NAMES, "a trust level without its doc"
 
 
 def trust_markdown(level: str) -> str:

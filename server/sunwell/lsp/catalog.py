@@ -21,7 +21,7 @@ from sunwell.lsp.protocol import (
 )
 
 if TYPE_CHECKING:
-    from sunwell.config import Settings
+    from sunwell.agent.engine import Engine
     from sunwell.lsp.server import SunwellServer
 
 
@@ -29,11 +29,11 @@ def setup(server: SunwellServer) -> None:
     @server.feature(TOOLS)
     def tools(ls: SunwellServer, params: Any) -> dict[str, Any]:
         from sunwell.agent.engine import SetupError
-        from sunwell.lsp.sessions import _engine
+        from sunwell.lsp.sessions import engine_or_fail
         from sunwell.tools.base import Trust
 
         request = ls.parse(ToolsParams, params, TOOLS)
-        engine = _engine(ls)
+        engine = engine_or_fail(ls)
         try:
             lens = engine.lens(request.lens) if request.lens else None
         except SetupError as exc:
@@ -45,10 +45,10 @@ def setup(server: SunwellServer) -> None:
 
     @server.feature(MODELS)
     def models(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.lsp.sessions import _engine
+        from sunwell.lsp.sessions import engine_or_fail
 
         ls.parse(EmptyParams, params, MODELS)
-        return model_catalog(_engine(ls).settings).wire()
+        return model_catalog(engine_or_fail(ls)).wire()
 
     @server.feature(COMMANDS)
     def commands(ls: SunwellServer, params: Any) -> dict[str, Any]:
@@ -59,26 +59,8 @@ def setup(server: SunwellServer) -> None:
                                         for c in commands_catalog()]).wire()
 
 
-def model_catalog(settings: Settings) -> ModelsResult:
+def model_catalog(engine: Engine) -> ModelsResult:
     """The configured model and every model with a capability override, each with its capabilities."""
-    from sunwell.models.capabilities import default_provider, describe
-    from sunwell.models.spec import parse_model_string
-
-    overrides = {key: override.model_dump() for key, override in settings.models.items()}
-    seen: dict[str, ModelInfo] = {}
-    current = None
-    for index, text in enumerate([settings.model or "", *settings.models]):
-        try:
-            spec = parse_model_string(text)
-            provider, model = spec.provider, spec.model
-        except ValueError:
-            if index == 0 or not text:
-                continue  # no (valid) model configured: `current` stays null
-            provider, model = default_provider(text) or "openai-compatible", text
-        model_string = f"{provider}:{model}"
-        if index == 0:
-            current = model_string
-        if model_string not in seen:
-            capabilities = describe(model, provider, overrides)["capabilities"]
-            seen[model_string] = ModelInfo(id=model_string, provider=provider, capabilities=capabilities)
-    return ModelsResult(current=current, models=list(seen.values()))
+    catalog = engine.model_catalog()
+    return ModelsResult(current=catalog.current, models=[
+        ModelInfo(id=model.id, provider=model.provider, capabilities=model.capabilities) for model in catalog.models])

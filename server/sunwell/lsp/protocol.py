@@ -9,12 +9,14 @@ types are generated from.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sunwell.agent.events import Event
+from sunwell.approval_request import ApprovalRequest
 from sunwell.messages import Message, Usage, WireModel
-from sunwell.vocabulary import TrustName
+from sunwell.vocabulary import ApprovalMode, Decision, TrustName, TurnStatus
 
 CHAT = "sunwell/chat"
 CHAT_EVENT = "sunwell/chatEvent"
@@ -36,10 +38,6 @@ INVALID_PARAMS = -32602
 REQUEST_FAILED = -32803
 """LSP RequestFailed: the request was well-formed but could not be served (e.g. the data dir is unusable)."""
 
-Status = Literal["completed", "cancelled", "limitReached", "error"]
-Decision = Literal["allow", "deny", "allowSession"]
-
-
 class Params(WireModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -51,7 +49,7 @@ class InitializationOptions(Params):
     """Sessions, audit log and checkpoints (VS Code passes its workspace storage); wins over SUNWELL_DATA_DIR."""
     model: str | None = None
     trust: TrustName | None = None
-    approval: Literal["ask", "auto", "deny"] | None = None
+    approval: ApprovalMode | None = None
     """`ask` (the default) sends `sunwell/approve` to the client; `auto` and `deny` answer without asking."""
     max_tool_turns: int | None = None
     dry_run: bool | None = None
@@ -73,7 +71,7 @@ class ChatParams(Params):
 class ChatResult(WireModel):
     session: str
     turn: str
-    status: Status
+    status: TurnStatus
     tool_calls: int
     usage: Usage | None
     error: str | None = None
@@ -95,9 +93,28 @@ class SessionParams(Params):
     session: str = Field(min_length=1)
 
 
+class UserMessageEvent(WireModel):
+    """The line a user sent, which starts a turn. Only a replay carries it (`SessionResult.events`): the live
+    stream has no need, the client sent the line itself. Its `type` is the client's own action for a sent line."""
+
+    session: str = ""
+    turn: str = ""
+    seq: int = 0
+    type: Literal["userMessage"] = "userMessage"
+    text: str
+
+
+SessionEvent = Annotated[UserMessageEvent | Event, Field(discriminator="type")]
+"""An event of a stored session, as `sunwell/session` replays it."""
+
+
 class SessionResult(WireModel):
     session: str
     messages: list[Message]
+    events: list[SessionEvent]
+    """The session's turns as events, in order, for a client to rebuild its transcript with the same code that
+    draws the live stream: each turn is a `userMessage`, the events the log kept (an answer's text comes whole,
+    where the stream had deltas), and one `done` (a turn the sidecar never finished ends with status `error`)."""
 
 
 class UndoParams(Params):
@@ -160,17 +177,6 @@ class CommandsResult(WireModel):
     commands: list[CommandInfo]
 
 
-class ApproveParams(WireModel):
-    session: str
-    turn: str
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    risk: Literal["write", "shell", "network"]
-    preview: dict[str, Any]
-    """`{kind: "diff", path, before, after}` (`before` null for a new file) or `{kind: "command", command, cwd}`."""
-
-
 class ApproveResult(WireModel):
     decision: Decision
 
@@ -187,7 +193,7 @@ REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     TOOLS: (ToolsParams, ToolsResult),
     MODELS: (EmptyParams, ModelsResult),
     COMMANDS: (EmptyParams, CommandsResult),
-    APPROVE: (ApproveParams, ApproveResult),
+    APPROVE: (ApprovalRequest, ApproveResult),
 }
 """Every custom request: method -> (params, result)."""
 

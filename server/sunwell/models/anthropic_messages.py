@@ -13,7 +13,17 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from sunwell.messages import AssistantMessage, SystemMessage, ToolResultMessage, Usage, UserMessage
+from sunwell.messages import (
+    AssistantMessage,
+    AssistantPart,
+    SystemMessage,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from sunwell.models.base import (
     Finished,
     ModelRequest,
@@ -25,7 +35,8 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
-from sunwell.models.retry import fault_for_status, one_line
+from sunwell.models.retry import StreamCut, fault_for_status, one_line
+from sunwell.models.window import length_refusal
 
 # An `error` event inside a 200 stream carries only a type; it means what this HTTP status would.
 _ERROR_TYPE_STATUS = {
@@ -51,12 +62,13 @@ class AnthropicMessages:
         from anthropic import AnthropicError, APIConnectionError
 
         reducer = MessagesStreamReducer()
-        streaming = False
+        streaming = began = False
         try:
             response = await self._client.messages.create(**self._params(request))
             async with response:
                 streaming = True
                 async for event in response:
+                    began = True
                     for out in reducer.feed(event):
                         yield out
         except (APIConnectionError, *_transport_errors()) as exc:
@@ -64,7 +76,7 @@ class AnthropicMessages:
         except AnthropicError as exc:
             raise self._map_error(exc) from exc
         if not reducer.stopped:
-            raise ProviderError("the anthropic stream ended before the answer was complete", retryable=True)
+            raise StreamCut("the anthropic stream ended before the answer was complete", began=began)
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         system, messages = map_conversation(request)
@@ -101,8 +113,8 @@ class AnthropicMessages:
             if status < 400:  # an `error` event mid-stream
                 status = _ERROR_TYPE_STATUS.get(str(error.get("type")), 500)
             detail = error.get("message") if isinstance(error.get("message"), str) else exc.message
-            return fault_for_status(self.name, status, detail, key_env=self._key_env,
-                                    headers=exc.response.headers)
+            return length_refusal(self.name, status, detail, str(error.get("type") or "")) or fault_for_status(
+                self.name, status, detail, key_env=self._key_env, headers=exc.response.headers)
         return ProviderError(f"anthropic client error: {one_line(str(exc))}")
 
 
@@ -148,15 +160,7 @@ def map_conversation(request: ModelRequest) -> tuple[str, list[dict[str, Any]]]:
             case UserMessage():
                 add("user", [{"type": "text", "text": msg.text}] if msg.text else [])
             case AssistantMessage():
-                blocks: list[dict[str, Any]] = []
-                if msg.thinking and msg.thinking_signature:  # unsigned thinking is rejected
-                    blocks.append({"type": "thinking", "thinking": msg.thinking,
-                                   "signature": msg.thinking_signature})
-                if msg.text:
-                    blocks.append({"type": "text", "text": msg.text})
-                blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                           for c in msg.tool_calls]
-                add("assistant", blocks)
+                add("assistant", [block for part in msg.parts if (block := _assistant_block(part)) is not None])
             case ToolResultMessage():
                 block: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg.call_id,
                                          "is_error": not msg.ok}
@@ -166,6 +170,21 @@ def map_conversation(request: ModelRequest) -> tuple[str, list[dict[str, Any]]]:
             case _:
                 assert_never(msg)
     return "\n\n".join(system), turns
+
+
+def _assistant_block(part: AssistantPart) -> dict[str, Any] | None:
+    """One part of an assistant message as a content block, in the order the model gave them (each thinking block
+    with its own signature); None for a part that must not go back."""
+    match part:
+        case TextPart(text=text):
+            return {"type": "text", "text": text} if text else None  # an empty text block is a 400
+        case ThinkingPart(text=text, signature=signature):
+            # Unsigned thinking (another provider's, or cut off) is rejected.
+            return {"type": "thinking", "thinking": text, "signature": signature} if text and signature else None
+        case ToolCallPart(call=call):
+            return {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        case _:
+            assert_never(part)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from sunwell.messages import Message, ToolSpec, Usage
 
@@ -38,6 +38,7 @@ class TextDelta:
 class ThinkingDelta:
     text: str
     signature: str | None = None
+    """Anthropic's comes last in its thinking block: it closes that block (the next thinking is another part)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,10 @@ class ToolCallDone:
     call_id: str
     name: str
     arguments: str
-    """The complete argument JSON text, exactly as streamed (parsing and repair happen in the loop)."""
+    """The complete argument text, exactly as streamed."""
+    parsed: dict[str, Any] | None = None
+    """The arguments object when the sender has read it already (a call found in text, with its repairs told in
+    `Notice`s); None: the loop reads `arguments` (`arguments.parse_arguments`)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,16 @@ class ProviderError(Exception):
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
+
+
+class ContextOverflow(ProviderError):
+    """The provider refused the request for length (models/window.py reads its message); `limit` is the window it
+    stated, None when it stated none (llama.cpp) or when a stream ended before its first token right after a
+    request that was likely too long (llama-cpp-python says nothing else)."""
+
+    def __init__(self, message: str, *, limit: int | None = None, status: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.limit = limit
 
 
 class Provider(Protocol):

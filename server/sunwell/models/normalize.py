@@ -3,9 +3,9 @@
 Small local models rarely return native `tool_calls`; they write the call into their text, in whatever format
 their training favoured (models/README.md). `SpanScanner` splits text into prose and call candidates (fenced
 blocks, bare JSON, `<tool_call>`, `<|python_tag|>`, `<function=…>`, `[TOOL_CALLS]`, the XML emulation format);
-`parse_span` reads one candidate. A reply that is nothing but Python calls (`read_file(path="a.txt")`) is read by
-`pythonic.py`. Both the one-shot `extract_tool_calls` and the streaming detector in
-`emulation.py` use them, so a text yields the same calls however it was chunked.
+`parse_span` reads one candidate, its arguments with `arguments.parse_arguments`. A reply that is nothing but Python
+calls (`read_file(path="a.txt")`) is read by `pythonic.py`. The one-shot `extract_tool_calls` and the streaming
+`CallDetector` (both in `call_detector.py`) use them, so a text yields the same calls however it was chunked.
 
 What counts as a call (a JSON value inside a candidate):
 - an object naming an offered tool under `name`/`tool`/`tool_name`/`function`, or OpenAI's own shapes
@@ -29,7 +29,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Self
 
-import json_repair
+from sunwell.models.arguments import load_json, parse_arguments
 
 NAME_KEYS = ("name", "tool", "tool_name", "function")
 ARGUMENT_KEYS = ("arguments", "args", "parameters", "input", "params")
@@ -83,10 +83,9 @@ class Extraction:
     repairs: list[str] = field(default_factory=list)
 
 
-def extract_tool_calls(text: str, tool_names: Collection[str]) -> Extraction:
-    from sunwell.models.pythonic import pythonic_calls  # it builds on this module's types
-
-    return pythonic_calls(text, tool_names) or _extract(text, frozenset(tool_names), explicit=False)
+def span_calls(text: str, tool_names: Collection[str]) -> Extraction:
+    """The calls in `text`, read candidate span by candidate span (a reply of Python calls is `pythonic.py`'s)."""
+    return _extract(text, frozenset(tool_names), explicit=False)
 
 
 def _extract(text: str, names: frozenset[str], explicit: bool) -> Extraction:
@@ -296,7 +295,7 @@ def _between(span: str, opener: str, closer: str) -> str:
 def _json_calls(text: str, names: frozenset[str], explicit: bool) -> Extraction | None:
     if not explicit and not (_CALLISH.search(text) or any(name in text for name in names)):
         return None
-    loaded = _load_json(text.strip())
+    loaded = load_json(text.strip())
     if loaded is None:
         return None
     value, repair = loaded
@@ -306,22 +305,6 @@ def _json_calls(text: str, names: frozenset[str], explicit: bool) -> Extraction 
     calls = [call for call, _ in found]
     repairs = [f"{', '.join(c.name for c in calls)}: {repair}"] if repair else []
     return Extraction(calls=calls, repairs=repairs + [note for _, notes in found for note in notes])
-
-
-def _load_json(text: str) -> tuple[Any, str | None] | None:
-    """The JSON value in `text` and, if it had to be repaired (by `json_repair`), what was done."""
-    try:
-        return json.loads(text), None
-    except ValueError:
-        pass
-    try:
-        value, log = json_repair.loads(text, logging=True)
-    except Exception:  # noqa: BLE001 - a repair library failing on garbage means "not JSON", nothing more
-        return None
-    if not isinstance(value, dict | list) or not value:
-        return None
-    details = list(dict.fromkeys(entry.get("text", "") for entry in log if isinstance(entry, dict)))
-    return value, "repaired malformed JSON" + (f" ({'; '.join(details[:3])})" if details else "")
 
 
 def _calls_from_value(value: Any, names: frozenset[str], explicit: bool) -> list[tuple[FoundCall, list[str]]]:
@@ -362,12 +345,12 @@ def _is_schema(value: Any) -> bool:
 def _arguments(name: str, value: Any) -> tuple[dict[str, Any], str | None, list[str]]:
     notes: list[str] = []
     if isinstance(value, str):
-        loaded = _load_json(value) if value.strip() else ({}, None)
-        if loaded is None or not isinstance(loaded[0], dict):
+        parsed, repairs = parse_arguments(value)
+        if parsed is None:
             return {}, value, [f"{name}: arguments are not a JSON object; passed on as raw"]
-        value, repair = loaded
+        value = parsed
         notes.append(f"{name}: decoded arguments given as a JSON string")
-        notes += [f"{name}: {repair}"] if repair else []
+        notes += [f"{name}: {repair}" for repair in repairs]
     if value is None:
         return {}, None, notes
     if not isinstance(value, dict):
@@ -381,10 +364,12 @@ def _arguments(name: str, value: Any) -> tuple[dict[str, Any], str | None, list[
 def _single_call(name: str, body: str) -> Extraction:
     """`<function=name>…</function>`, `<tool name="name">…</tool>`, `<name>…</name>`: JSON or XML params."""
     if body.strip().startswith("{"):
-        loaded = _load_json(body.strip())
-        args, raw, notes = _arguments(name, loaded[0] if loaded else body.strip())
-        notes = [f"{name}: {loaded[1]}", *notes] if loaded and loaded[1] else notes
-        return Extraction(calls=[FoundCall(name, args, raw)], repairs=notes)
+        parsed, repairs = parse_arguments(body)
+        if parsed is None:
+            return Extraction(calls=[FoundCall(name, {}, body.strip())],
+                              repairs=[f"{name}: arguments are not a JSON object; passed on as raw"])
+        args, raw, notes = _arguments(name, parsed)
+        return Extraction(calls=[FoundCall(name, args, raw)], repairs=[*(f"{name}: {r}" for r in repairs), *notes])
     params = {m[1] or m[2] or m[3]: _xml_value(m[4]) for m in _XML_PARAM.finditer(body)}
     return Extraction(calls=[FoundCall(name, params)])
 
@@ -395,6 +380,6 @@ def _xml_value(text: str) -> Any:
     if value[:1] in "{[" and value:
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     return value

@@ -12,7 +12,17 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, assert_never
 
-from sunwell.messages import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, Usage, UserMessage
+from sunwell.messages import (
+    AssistantMessage,
+    SystemMessage,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolCallPart,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from sunwell.models.base import (
     Finished,
     ModelRequest,
@@ -24,7 +34,8 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
-from sunwell.models.retry import fault_for_status, one_line
+from sunwell.models.retry import StreamCut, fault_for_status, one_line
+from sunwell.models.window import length_refusal
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionChunk
@@ -55,7 +66,7 @@ class OpenAIChat:
         reducer = ChatStreamReducer()
         streaming = False
         try:
-            response = await self._client.chat.completions.create(**self._params(request))
+            response = await self._create(self._params(request))
             async with response:
                 streaming = True
                 async for chunk in response:
@@ -67,6 +78,19 @@ class OpenAIChat:
             raise self._map_error(exc) from exc
         for event in reducer.finish(self.name):
             yield event
+
+    async def _create(self, params: dict[str, Any]) -> Any:
+        from openai import APIConnectionError
+
+        try:
+            return await self._client.chat.completions.create(**params)
+        except APIConnectionError as exc:
+            if type(exc.__cause__).__name__ not in _STALE_CONNECTION:
+                raise
+        # The server closed the kept-alive connection this request went out on before answering: llama-cpp-python
+        # closes it just after a stream it cut (a request too long for it), and the next request, sent at once,
+        # finds it dead. Once more, at once, on a fresh connection.
+        return await self._client.chat.completions.create(**params)
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -101,11 +125,26 @@ class OpenAIChat:
                                      retryable=True)
             return ProviderError(f"cannot reach {self.base_url}: {reason}", retryable=True)
         if isinstance(exc, APIStatusError):
-            return fault_for_status(self.name, exc.status_code, _detail(exc.body, exc.message),
-                                    key_env=self._key_env, headers=exc.response.headers)
+            detail = _detail(exc.body, exc.message)
+            return length_refusal(self.name, exc.status_code, detail, _code(exc.body)) or fault_for_status(
+                self.name, exc.status_code, detail, key_env=self._key_env, headers=exc.response.headers)
         # An `error` object inside the stream (no HTTP status): the server failed while answering.
-        detail = one_line(_detail(getattr(exc, "body", None), str(exc)))
-        return ProviderError(f"{self.name} failed mid-answer: {detail}", retryable=True)
+        body = getattr(exc, "body", None)
+        detail = one_line(_detail(body, str(exc)))
+        return length_refusal(self.name, None, detail, _code(body)) or ProviderError(
+            f"{self.name} failed mid-answer: {detail}", retryable=True)
+
+
+_STALE_CONNECTION = ("ReadError", "RemoteProtocolError")
+"""What httpx raises when a kept-alive connection turns out closed before any answer."""
+
+
+def _code(body: object) -> str:
+    """The error's `code` and `type` (`context_length_exceeded`, `invalid_request_error`), when the body has them."""
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return ""
+    return " ".join(str(error[key]) for key in ("code", "type") if error.get(key))
 
 
 def _detail(body: object, fallback: str) -> str:
@@ -136,22 +175,38 @@ def map_messages(request: ModelRequest) -> list[dict[str, Any]]:
             case UserMessage():
                 out.append({"role": "user", "content": msg.text})
             case AssistantMessage():
-                # Thinking is dropped: Chat Completions has no way to send it back.
-                if not msg.text and not msg.tool_calls:
-                    continue  # nothing to say; an empty assistant message is a 400
-                wire: dict[str, Any] = {"role": "assistant", "content": msg.text or None}
-                if msg.tool_calls:
-                    wire["tool_calls"] = [
-                        {"id": call.id, "type": "function", "function": {"name": call.name,
-                                                                         "arguments": _arguments_text(call)}}
-                        for call in msg.tool_calls
-                    ]
-                out.append(wire)
+                if wire := _assistant(msg):
+                    out.append(wire)
             case ToolResultMessage():
                 out.append({"role": "tool", "tool_call_id": msg.call_id, "content": msg.content_for_model()})
             case _:
                 assert_never(msg)
     return out
+
+
+def _assistant(msg: AssistantMessage) -> dict[str, Any] | None:
+    """One assistant message: its text parts as `content`, its calls as `tool_calls`; None when it has neither (an
+    empty assistant message is a 400)."""
+    text: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for part in msg.parts:
+        match part:
+            case TextPart():
+                text.append(part.text)
+            case ThinkingPart():
+                pass  # Chat Completions has no way to send thinking back
+            case ToolCallPart(call=call):
+                calls.append({"id": call.id, "type": "function",
+                              "function": {"name": call.name, "arguments": _arguments_text(call)}})
+            case _:
+                assert_never(part)
+    content = "".join(text)
+    if not content and not calls:
+        return None
+    wire: dict[str, Any] = {"role": "assistant", "content": content or None}
+    if calls:
+        wire["tool_calls"] = calls
+    return wire
 
 
 def _arguments_text(call: ToolCall) -> str:
@@ -174,8 +229,10 @@ class ChatStreamReducer:
     calls: dict[int, _Call] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: Usage | None = None
+    chunks: int = 0
 
     def feed(self, chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
+        self.chunks += 1
         if chunk.usage is not None:
             self.usage = Usage(input_tokens=chunk.usage.prompt_tokens or 0,
                                output_tokens=chunk.usage.completion_tokens or 0)
@@ -235,6 +292,14 @@ class ChatStreamReducer:
         """The stream ended without a transport error. It is complete if the choice finished or the closing
         usage chunk came (the SDK hides `[DONE]`); otherwise it was cut and open calls are not complete."""
         if self.finish_reason is None and self.usage is None:
-            raise ProviderError(f"the {provider} stream ended before the answer was complete", retryable=True)
+            raise self._cut(provider)
         yield from self._close_calls()
         yield Finished(usage=self.usage, stop_reason=self.finish_reason)
+
+    def _cut(self, provider: str) -> StreamCut:
+        if not self.chunks:
+            return StreamCut(f"the {provider} server ended the stream before its first token", began=False)
+        why = "" if provider == "openai" else (
+            ": the server stopped answering, as llama-cpp-python does when another client's request interrupts this "
+            "one (let one client use it at a time, or start it with --interrupt_requests false)")
+        return StreamCut(f"the {provider} stream ended before the answer was complete{why}", began=True)

@@ -1,8 +1,9 @@
 """A reply that is nothing but Python calls: `Read_file(path="a.txt")`, Llama 3.2's `[f(a=1), g(b=2)]`.
 
 Read with `ast` and `ast.literal_eval` only when the whole reply is such calls of offered tools with literal keyword
-arguments; nothing is ever evaluated. The streaming detector (`emulation.CallDetector`) holds a reply that begins
-like one (`PYTHONIC_OPEN`) to its end, because prose may also start with `print(`.
+arguments; nothing is ever evaluated. The streaming detector (`call_detector.CallDetector`) holds a reply that begins
+like one (`PYTHONIC_OPEN`) to its end, because prose may also start with `print(`. The calls carry their arguments
+as objects: there is no JSON text to parse (`arguments.parse_arguments`) in a Python call.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def pythonic_calls(text: str, tool_names: Collection[str]) -> Extraction | None:
             return None  # not a tool, a positional argument (which parameter?) or **kwargs
         try:
             arguments = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
-            json.dumps(arguments)
+            # the JSON values the literals stand for: a tuple is an array (a set or bytes is no JSON value)
+            arguments = json.loads(json.dumps(arguments))
         except (ValueError, TypeError, SyntaxError, RecursionError):
             return None  # not a literal (never evaluated), or no JSON value (a set, bytes)
         calls.append(FoundCall(name, arguments))

@@ -14,9 +14,20 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from email.utils import parsedate_to_datetime
 
-from sunwell.models.base import ModelRequest, Provider, ProviderError, Retrying, StreamEvent
+from sunwell.models.base import ContextOverflow, ModelRequest, Provider, ProviderError, Retrying, StreamEvent
 
 _MAX_DETAIL = 300
+
+
+class StreamCut(ProviderError):
+    """A stream that ended without a transport error but before its answer was complete (no finish reason, no
+    closing event). `began`: any chunk came at all. llama-cpp-python ends a stream this way when the request is too
+    long for it (before any chunk: models/window.py `WindowedProvider` reads that) and when another client's request
+    interrupts it (after some chunks)."""
+
+    def __init__(self, message: str, *, began: bool) -> None:
+        super().__init__(message, retryable=True)
+        self.began = began
 
 
 def one_line(text: str, limit: int = _MAX_DETAIL) -> str:
@@ -93,7 +104,8 @@ async def stream_with_retries(
     """`provider.stream(request)`, sent again on a retryable fault before anything was streamed.
 
     Each retry is announced by a `Retrying` event (its `attempt` is the number of the try about to start, so 2
-    for the first retry) before the wait. `attempts` counts all tries. Any other fault propagates.
+    for the first retry) before the wait. `attempts` counts all tries. Any other fault propagates, and a
+    `ContextOverflow` always does: the same request would be refused again (the caller shortens it).
     """
     for attempt in range(1, attempts + 1):
         streamed = False
@@ -104,7 +116,7 @@ async def stream_with_retries(
                 yield event
             return
         except ProviderError as error:
-            if streamed or not error.retryable or attempt == attempts:
+            if streamed or not error.retryable or isinstance(error, ContextOverflow) or attempt == attempts:
                 raise
             delay = backoff_delay(attempt, error, base_delay=base_delay, max_delay=max_delay)
             reason = str(error)

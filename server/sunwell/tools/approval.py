@@ -8,6 +8,9 @@ Rules judge what will run, never an argument's name: for shell, the preview's `c
 template, not the model's argument that happens to be called `command`). A call marked `always_ask` (a write to
 configuration the host executes) skips the allowlist and session rules and the `auto` mode: a person answers it,
 or, with no one to ask, it is denied.
+
+The request is the wire model of `sunwell/approve` (sunwell.approval_request), re-exported here for the policy's
+users.
 """
 
 from __future__ import annotations
@@ -16,40 +19,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, Literal
 
-Decision = Literal["allow", "deny", "allowSession"]
-DECISIONS: tuple[str, ...] = ("allow", "deny", "allowSession")
+from sunwell.approval_request import ApprovalRequest
+from sunwell.vocabulary import DECISIONS, ApprovalMode, DecidedBy, Decision
+
+__all__ = ["ApprovalPolicy", "ApprovalRequest", "Asker"]
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ApprovalRequest:
-    session: str
-    turn: str
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    risk: Literal["write", "shell", "network"]
-    preview: dict[str, Any]
-    """`{kind: "diff", path, before, after}` or `{kind: "command", command, cwd}`."""
-
-    def wire(self) -> dict[str, Any]:
-        return {"session": self.session, "turn": self.turn, "callId": self.call_id, "name": self.name,
-                "arguments": self.arguments, "risk": self.risk, "preview": self.preview}
-
-    @property
-    def command(self) -> str | None:
-        """The command line a shell call will run, as its preview shows it; None for other calls, or unknown."""
-        command = self.preview.get("command") if self.risk == "shell" else None
-        return command if isinstance(command, str) else None
-
-    def session_rule(self) -> tuple[str, str, str] | None:
-        """What allow-for-session remembers: the exact tool, and for shell the exact command line (none known:
-        nothing is remembered, the answer counts for this call only)."""
-        if self.risk != "shell":
-            return self.session, self.name, ""
-        return None if self.command is None else (self.session, self.name, self.command)
 
 
 Asker = Callable[[ApprovalRequest], Awaitable[str]]
@@ -58,14 +33,14 @@ Asker = Callable[[ApprovalRequest], Awaitable[str]]
 
 @dataclass
 class ApprovalPolicy:
-    mode: Literal["ask", "auto", "deny"] = "deny"
+    mode: ApprovalMode = "deny"
     ask: Asker | None = None
     timeout: float = 600.0
     is_allowlisted: Callable[[str], bool] = lambda command: False
     _session_rules: set[tuple[str, str, str]] = field(default_factory=set)
 
     async def decide(self, request: ApprovalRequest, *,
-                     always_ask: bool = False) -> tuple[Decision, Literal["user", "policy"]]:
+                     always_ask: bool = False) -> tuple[Decision, DecidedBy]:
         rule = request.session_rule()
         if not always_ask:
             if rule is not None and rule in self._session_rules:

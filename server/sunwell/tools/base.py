@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from sunwell.messages import ToolError, ToolSpec
@@ -27,13 +27,31 @@ class ToolContext:
     jail: Any  # sunwell.tools.jail.Jail (kept loose to avoid an import cycle in handlers' typing)
     max_output_bytes: int = 100_000
     ripgrep_path: str | None = None
+    """The rg executable for search_files; "" means none (the Python search), None: `rg` on PATH."""
+    sandbox: Literal["auto", "off"] = "auto"
+    """run_command in bubblewrap (and refuse without it), or `off`: unsandboxed, with a warning every turn."""
+    network: bool = False
+    """Whether commands may use the network: only at trust level `full`."""
+    max_timeout: float = 600.0
+    """Cap, in seconds, on the `timeout` the model may ask of run_command (at most 3600)."""
+    bwrap_path: str | None = None
+    """The bwrap executable (None: `bwrap` on PATH); a path that does not exist means "no bwrap"."""
+    sandbox_ro_paths: Sequence[str] | str = ()
+    """Extra host paths shown read-only in the sandbox (toolchains such as ~/.pyenv), never credentials."""
+    search_timeout: float | None = None
+    """Deadline of one search_files call (None: the tool's default)."""
+    checkpoint: Callable[[Any, str], None] | None = None
+    """Called with (real path, workspace-relative path) before a write changes a file: undo keeps what it was."""
+    after_write: Callable[[Any, str, bytes], None] | None = None
+    """Called with (real path, relative path, the bytes written) after a write: undo can tell later edits."""
+    complete: Callable[[str, str], Awaitable[str]] | None = None
+    """(system instructions, user text) -> the model's answer with no tools: a skill's nested model call."""
     env_passthrough: tuple[str, ...] = ()
     """Variables of Sunwell's environment commands may see besides the base allowlist (tools/environment.py)."""
     quarantine_dir: Any = None
     """Where what a command planted under a blocked or protected name is moved (a Path), else the temp dir."""
     secrets: Any = None
     """A sunwell.tools.environment.EnvSecrets masking results before the model or a log sees them, or None."""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]

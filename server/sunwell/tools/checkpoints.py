@@ -35,8 +35,8 @@ from typing import Any
 
 from sunwell.errors import SunwellError
 from sunwell.tools.base import ToolFailure
-from sunwell.tools.edits import WriteTarget, prepare_write, read_existing, remove_target, write_target
 from sunwell.tools.jail import Jail
+from sunwell.tools.safe_write import WriteTarget, prepare_write, read_existing, remove_target, write_target
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _SHA = re.compile(r"[0-9a-f]{64}")

@@ -19,6 +19,9 @@ MIN_SECRET_LENGTH = 8  # shorter values ("1", "true", "root") would redact half 
 # lists (PWD, VIRTUAL_ENV, SSH_AUTH_SOCK) and plain words (COLORTERM=truecolor, DEBIAN_FRONTEND=noninteractive).
 # Redacting those would blank every path and common word in a transcript.
 _NOT_A_SECRET = re.compile(r"(/[\w.+@-]*)+(:(/[\w.+@-]*)+)*/?|[a-z]+([-_][a-z]+)*")
+# Endpoints are not secrets (an error that says which server failed must name it), unless they carry a password.
+_ENDPOINT_NAME = re.compile(r"_(BASE_URL|HOST|API_BASE|ENDPOINT)$")
+_PLAIN_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^@\s]*|[\w.-]+(:\d+)?", re.IGNORECASE)
 # Names that say "secret" are redacted even when the user passes them through to commands.
 _SECRET_NAME = re.compile(
     r"API_?KEY|TOKEN(?!IZER)|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|COOKIE|AUTH(?!OR)|ACCESS_?KEY"
@@ -44,7 +47,8 @@ def secret_values(environ: Mapping[str, str], passthrough: Iterable[str] = ()) -
     found = {
         value for name, value in environ.items()
         if len(value) >= MIN_SECRET_LENGTH
-        and (_SECRET_NAME.search(name) or not (passes(name, allowed) or _NOT_A_SECRET.fullmatch(value)))
+        and (_SECRET_NAME.search(name) or not (passes(name, allowed) or _NOT_A_SECRET.fullmatch(value)
+                                               or (_ENDPOINT_NAME.search(name) and _PLAIN_URL.fullmatch(value))))
     }  # fmt: skip
     return sorted(found, key=len, reverse=True)
 

@@ -5,7 +5,7 @@ searched and .gitignore is not read; symlinks are not followed; blocked paths ar
 anywhere is binary and contributes nothing (ripgrep reports that only at the file's end, so hits of a file are kept
 only once the file is done); files are visited in sorted path order so the first 500 matches are the same ones.
 
-A search ends within `ctx.extra["search_timeout"]` seconds (default 50, under the tool's own 60) with a `timeout`
+A search ends within `ctx.search_timeout` seconds (default 50, under the tool's own 60) with a `timeout`
 failure: the Python engine runs model-supplied regexes, which can backtrack for ever, so it runs in a child process
 that is killed then.
 """
@@ -87,7 +87,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
         )
     path = string_arg(args, "path", ".") or "."
     glob = string_arg(args, "glob") or None
-    timeout = _seconds(ctx.extra.get("search_timeout")) or DEFAULT_TIMEOUT
+    timeout = _seconds(ctx.search_timeout) or DEFAULT_TIMEOUT
     top = ctx.jail.resolve(path)
     if not (top.is_dir() or top.is_file()):  # ripgrep would block forever on a named pipe
         raise ToolFailure("unsupported", f"{path} is not a folder or a regular file")

@@ -1,12 +1,7 @@
 """run_command: `bash -c COMMAND` in the workspace, sandboxed, time-limited, its output capped while it is read.
 
-Settings come from `ctx.extra`:
-- `sandbox`: "auto" (default: bubblewrap, and refuse to run without it) or "off" (run unsandboxed; the loop shows
-  `sandbox_warning` every turn).
-- `network`: True lets the command use the network; the engine sets it only at trust level `full`. Default False.
-- `max_timeout`: cap, in seconds, on the `timeout` the model asks for (default 600, at most 3600).
-- `bwrap_path`: the bwrap executable (default: `bwrap` on PATH); a path that does not exist means "no bwrap".
-- `sandbox_ro_paths`: extra host paths shown read-only in the sandbox (e.g. ["~/.pyenv"]); default none.
+Its settings are ToolContext fields: `sandbox`, `network`, `max_timeout`, `bwrap_path`, `sandbox_ro_paths`,
+`env_passthrough` and `quarantine_dir` (see tools/base.py).
 
 The command runs in its own process group (unsandboxed) or PID namespace (sandboxed). When it ends, times out or the
 turn is cancelled, the whole group gets SIGTERM, then SIGKILL after KILL_GRACE s: nothing it started outlives it.
@@ -49,7 +44,7 @@ MORE_HINT = (
 
 def sandbox_warning(ctx: ToolContext) -> str | None:
     """The warning to show each turn while run_command runs unsandboxed, else None."""
-    if ctx.extra.get("sandbox") == "off":
+    if ctx.sandbox == "off":
         return (
             "run_command runs WITHOUT a sandbox (sandbox: off): commands can read and change anything your user "
             "can, outside the workspace too. Remove `sandbox: off` from the config to turn the sandbox back on."
@@ -70,8 +65,8 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
     env = command_env(os.environ, ctx.env_passthrough)
     argv = ["bash", "-c", command]
     entries = await asyncio.to_thread(guarded_entries, ctx.jail)
-    if ctx.extra.get("sandbox") != "off":
-        bwrap = bwrap_available(ctx.extra.get("bwrap_path"))
+    if ctx.sandbox != "off":
+        bwrap = bwrap_available(ctx.bwrap_path)
         if bwrap is None:
             raise ToolFailure("permission", INSTALL_HINT)
         probe = await probe_bwrap(bwrap)
@@ -79,8 +74,8 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
             raise ToolFailure("permission", f"{INSTALL_HINT}; {probe.problem}")
         env.pop("TMPDIR", None)  # the host's temp dir is not in the sandbox; its own /tmp is
         prefix = await asyncio.to_thread(
-            bwrap_argv, ctx.jail.root, cwd, ctx.jail, network=ctx.extra.get("network") is True, bwrap=bwrap,
-            home=env.get("HOME"), ro_paths=ctx.extra.get("sandbox_ro_paths") or (), userns_flags=probe.userns_flags, entries=entries,
+            bwrap_argv, ctx.jail.root, cwd, ctx.jail, network=ctx.network, bwrap=bwrap,
+            home=env.get("HOME"), ro_paths=ctx.sandbox_ro_paths, userns_flags=probe.userns_flags, entries=entries,
         )  # fmt: skip
         argv = prefix + argv
     try:
@@ -115,7 +110,7 @@ def _seconds(value: object) -> float | None:
 
 
 def _max_timeout(ctx: ToolContext) -> float:
-    return min(_seconds(ctx.extra.get("max_timeout")) or DEFAULT_MAX_TIMEOUT, TIMEOUT_CEILING)
+    return min(_seconds(ctx.max_timeout) or DEFAULT_MAX_TIMEOUT, TIMEOUT_CEILING)
 
 
 def _timeout(value: object, ctx: ToolContext) -> float:

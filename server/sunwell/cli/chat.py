@@ -13,10 +13,6 @@ import asyncio
 import contextlib
 import logging
 import math
-import os
-import re
-import select
-import shutil
 import signal
 import sys
 import threading
@@ -24,40 +20,30 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from sunwell.agent.events import Event
+from sunwell.cli.exit_codes import EXIT_CANCELLED, EXIT_OK, UsageError
+from sunwell.cli.options import tool_names, turn_settings
+from sunwell.cli.rendering import DIM, RED, RESET, JsonLines, Transcript, render_markdown, visible
+from sunwell.cli.terminal_input import History, StdinLines, prompt_text, repaint_command
 from sunwell.commands_spec import parse_command
-from sunwell.terminal_text import visible
 
 if TYPE_CHECKING:
     from sunwell.agent.commands import ChatState
     from sunwell.agent.engine import Engine
+    from sunwell.agent.events import Event
 
 log = logging.getLogger(__name__)
-EXIT_OK, EXIT_INTERRUPTED = 0, 130
 DOUBLE_PRESS_SEC = 2.0
 """A Ctrl-C at the prompt this soon after one that cancelled a turn leaves, as a second one during the turn does."""
-BOLD_CYAN, CYAN, BOLD, DIM, RED, RESET = "\x1b[1;36m", "\x1b[36m", "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[0m"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `sunwell chat`: those of `sunwell run`, without the prompt."""
-    from sunwell.cli import _turn_options
-
-    parser.add_argument("--lens", help="activate a lens (name or path); ::lens changes it")
-    _turn_options(parser)
-
-
-def main(args: argparse.Namespace) -> int:
-    """`sunwell chat [options]` (see `add_arguments`); raises the CLI's UsageError for usage and setup problems."""
+def cmd_chat(args: argparse.Namespace) -> int:
+    """`sunwell chat [options]`; raises UsageError for usage and setup problems."""
     from sunwell.agent.commands import ChatState
     from sunwell.agent.engine import Engine, SetupError
     from sunwell.agent.lens_commands import LensCommandError, activate_lens
-    from sunwell.cli import UsageError, _settings, _tool_names
-    from sunwell.prompt_approval import TerminalAsker
+    from sunwell.cli.approvals import TerminalAsker
 
-    workspace, settings = _settings(args, model=args.model, trust=args.trust, base_url=args.base_url,
-                                    max_tool_turns=args.max_tool_turns, approval=args.approve,
-                                    dry_run=args.dry_run)
+    workspace, settings = turn_settings(args)
     if sys.stdin is None:
         raise UsageError("sunwell chat reads its lines from stdin, and there is none")
     interactive = sys.stdin.isatty()
@@ -66,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
     lines = StdinLines(sys.stdin.fileno())
     asker = TerminalAsker(stdin=lines, out=sys.stderr, color=sys.stderr.isatty()) if settings.approval == "ask" \
         else None
-    state = ChatState(session=args.session, tool_names=_tool_names(args), terminal=True)
+    state = ChatState(session=args.session, tool_names=tool_names(args), terminal=True)
     try:
         engine = Engine(settings, workspace, asker=asker)
         if args.session and not engine.store.exists(args.session):
@@ -82,8 +68,6 @@ def main(args: argparse.Namespace) -> int:
 class Chat:
     def __init__(self, engine: Engine, state: ChatState, lines: StdinLines, *, interactive: bool, color: bool,
                  json: bool = False, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
-        from sunwell.transcript import JsonLines, Transcript
-
         self.engine, self.state, self.lines = engine, state, lines
         self.interactive, self.color, self.out, self.err = interactive, color and not json, out, err
         self.transcript = JsonLines(out) if json else Transcript(out=out, color=color)
@@ -93,7 +77,7 @@ class Chat:
 
     def run(self) -> int:
         loop = asyncio.new_event_loop()
-        history = _History(Path(self.engine.data_dir) / "chat_history") if self.interactive else None
+        history = History(Path(self.engine.data_dir) / "chat_history") if self.interactive else None
         self._banner()
         threading.Thread(target=self._warm_up, daemon=True).start()
         try:
@@ -102,8 +86,8 @@ class Chat:
                     if self._step(loop):
                         return EXIT_OK
                 except KeyboardInterrupt:  # pressed again while the first press was being answered
-                    return EXIT_INTERRUPTED
-            return EXIT_INTERRUPTED
+                    return EXIT_CANCELLED
+            return EXIT_CANCELLED
         finally:
             previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # leaving: more presses must not break this
             self.lines.abort()
@@ -133,12 +117,12 @@ class Chat:
             line = self.lines.readline()
             return line.rstrip("\r\n") if line else None
         try:
-            line = input("" if self.json else _prompt(self.color and self.out.isatty()))
+            line = input("" if self.json else prompt_text(self.color and self.out.isatty()))
         except EOFError:
             self.out.write("\n")
             return None
         if self.color and parse_command(line) is not None:
-            _repaint(self.out, line)
+            repaint_command(self.out, line)
         return line
 
     def _handle(self, loop: asyncio.AbstractEventLoop, line: str) -> bool:
@@ -218,125 +202,3 @@ class Chat:
         if self.state.session:
             self._status(f"session {self.state.session} (sunwell run --session {self.state.session} "
                          "continues it)", DIM)
-
-
-class StdinLines:
-    """Lines of a file descriptor for the prompt and the approval questions alike, and a read that can be abandoned.
-
-    Reading the descriptor (not `sys.stdin`'s buffer) keeps one order of lines for both readers. `abort` wakes a
-    `readline` blocked in another thread: it returns "" (an approval then counts as denied)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._buffer = b""
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        self._busy = threading.Lock()
-
-    def readline(self) -> str:
-        with self._busy:
-            with contextlib.suppress(BlockingIOError):
-                while os.read(self._wake_r, 64):  # a wake-up meant for a read that had already returned
-                    pass
-            while b"\n" not in self._buffer:
-                ready, _, _ = select.select([self.fd, self._wake_r], [], [])
-                if self._wake_r in ready:
-                    return ""
-                chunk = os.read(self.fd, 65536)
-                if not chunk:
-                    rest, self._buffer = self._buffer, b""
-                    return rest.decode(errors="replace")
-                self._buffer += chunk
-            line, _, self._buffer = self._buffer.partition(b"\n")
-            return line.decode(errors="replace") + "\n"
-
-    def abort(self) -> None:
-        if self._busy.locked():
-            os.write(self._wake_w, b"x")
-            with self._busy:  # wait until that read has returned
-                pass
-
-
-_INLINE = re.compile(r"`([^`]+)`|\*\*([^*]+)\*\*|(?<![\w:])(::[a-zA-Z][\w-]*)")
-
-
-def render_markdown(text: str, color: bool) -> str:
-    """Command output for a terminal: `::commands` bold cyan, code cyan, strong bold; the markdown as is without
-    color (it reads well enough)."""
-    if not color:
-        return text
-
-    def paint(match: re.Match[str]) -> str:
-        code, strong, command = match.groups()
-        if code is not None:
-            return highlight_command(code) if parse_command(code) else f"{CYAN}{code}{RESET}"
-        return f"{BOLD}{strong}{RESET}" if strong is not None else f"{BOLD_CYAN}{command}{RESET}"
-
-    lines, fenced = [], False
-    for line in text.splitlines():
-        if line.startswith("```"):
-            fenced = not fenced
-        else:
-            lines.append(f"{DIM}{line}{RESET}" if fenced else _INLINE.sub(paint, line))
-    return "\n".join(lines)
-
-
-def highlight_command(line: str) -> str:
-    """`::name args` with the name in bold cyan, as the editor grammars mark it."""
-    if (command := parse_command(line)) is None:
-        return line
-    start = line.index("::")
-    end = start + 2 + len(command.name)
-    return f"{line[:start]}{BOLD_CYAN}{line[start:end]}{RESET}{line[end:]}"
-
-
-def _prompt(color: bool) -> str:
-    # \001 and \002 tell readline that the escape codes between them take no room on the line
-    return f"\001{BOLD_CYAN}\002›\001{RESET}\002 " if color else "› "
-
-
-def _repaint(out: TextIO, line: str) -> None:
-    """Draw the command just entered again, highlighted, over the line readline echoed."""
-    if len(line) + 2 >= shutil.get_terminal_size().columns:
-        return  # it wrapped: moving up one row would paint over the wrong line
-    out.write(f"\x1b[1A\r\x1b[2K{_prompt(False)}{highlight_command(line)}\n")
-    out.flush()
-
-
-class _History:
-    """readline history in the data dir, when readline is there; a history that cannot be saved is no error."""
-
-    def __init__(self, path: Path) -> None:
-        try:
-            import readline
-        except ImportError:
-            self.readline = None
-            return
-        self.readline, self.path = readline, path
-        readline.set_history_length(1000)
-        with contextlib.suppress(OSError):
-            readline.read_history_file(path)
-        _complete_commands(readline)
-
-    def save(self) -> None:
-        if self.readline is not None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.readline.write_history_file(self.path)
-            except OSError as exc:
-                log.debug("chat history not saved: %s", exc)
-
-
-def _complete_commands(readline) -> None:
-    from sunwell.agent.commands import commands_catalog
-
-    names = [f"::{doc.name} " for doc in commands_catalog(terminal=True)]
-
-    def complete(text: str, index: int) -> str | None:
-        matches = [name for name in names if name.startswith(text.lower())] if text.startswith("::") else []
-        return matches[index] if index < len(matches) else None
-
-    readline.set_completer(complete)
-    readline.set_completer_delims(" \t\n")
-    binding = "bind ^I rl_complete" if "libedit" in (readline.__doc__ or "") else "tab: complete"
-    readline.parse_and_bind(binding)

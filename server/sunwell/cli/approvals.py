@@ -10,10 +10,10 @@ import asyncio
 import difflib
 import re
 import sys
-from typing import TextIO
+from typing import TextIO, assert_never
 
-from sunwell.terminal_text import visible
-from sunwell.tools.approval import ApprovalRequest
+from sunwell.approval_request import ApprovalRequest, CommandPreview, DiffPreview
+from sunwell.cli.rendering import visible
 
 ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
            "a": "allowSession", "always": "allowSession", "s": "allowSession"}
@@ -21,14 +21,14 @@ ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
 
 def render_preview(request: ApprovalRequest, color: bool = False) -> str:
     preview = request.preview
-    if preview.get("kind") == "command":
-        return f"$ {_shown_command(preview['command'])}\n  (in {visible(preview.get('cwd', '.'))})"
-    if preview.get("kind") == "diff":
+    if isinstance(preview, CommandPreview):
+        return f"$ {_shown_command(preview.command)}\n  (in {visible(preview.cwd or '.')})"
+    if isinstance(preview, DiffPreview):
         # escaped before splitting, so that only a newline starts a diff line (not a \r, \f or \x1c)
-        before = visible(preview.get("before") or "").splitlines(keepends=True)
-        after = visible(preview.get("after") or "").splitlines(keepends=True)
-        path = visible(preview["path"])
-        label = path + ("" if preview.get("before") is not None else " (new file)")
+        before = visible(preview.before or "").splitlines(keepends=True)
+        after = visible(preview.after).splitlines(keepends=True)
+        path = visible(preview.path)
+        label = path + ("" if preview.before is not None else " (new file)")
         lines = difflib.unified_diff(before, after, f"a/{path}", f"b/{label}")
         return "".join(_paint(line, color) for line in _ensure_newlines(lines))
     return visible(f"{request.name}({request.arguments})")
@@ -57,7 +57,17 @@ class TerminalAsker:
 
 
 def _verb(request: ApprovalRequest) -> str:
-    return {"shell": "run a command", "write": "change a file", "network": "use the network"}[request.risk]
+    match request.risk:
+        case "shell":
+            return "run a command"
+        case "write":
+            return "change a file"
+        case "network":
+            return "use the network"
+        case "mcp":
+            return "call a tool of an MCP server"
+        case other:
+            assert_never(other)
 
 
 def _ensure_newlines(lines):

@@ -1,0 +1,5 @@
+"""The `sunwell` command (PROTOCOL.md "CLI"): `main` parses and dispatches, one module per group of commands."""
+
+from sunwell.cli.main import main
+
+__all__ = ["main"]

@@ -1,0 +1,83 @@
+"""`sunwell`: the arguments, which module runs each command, and how a failure becomes an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from sunwell.cli import chat, run, views
+from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_USAGE, UsageError
+from sunwell.cli.options import add_turn_options
+from sunwell.cli.rendering import visible
+from sunwell.config import ConfigError
+
+COMMANDS = {"run": run.cmd_run, "apply": run.cmd_run, "chat": chat.cmd_chat, "sessions": views.cmd_sessions,
+            "models": views.cmd_models, "undo": views.cmd_undo, "audit": views.cmd_audit, "lens": views.cmd_lens}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sunwell", description="An agentic chat for your workspace.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run_ = sub.add_parser("run", help="one turn, headless")
+    apply = sub.add_parser("apply", help="one turn with a lens: sunwell apply LENS PROMPT")
+    apply.add_argument("lens", help="lens name or path")
+    apply.add_argument("prompt", nargs="?", help="the user line (else read from stdin)")
+    run_.add_argument("prompt", nargs="?", help="the user line (else read from stdin)")
+    run_.add_argument("--lens", help="activate a lens (name or path)")
+    add_turn_options(run_)
+    add_turn_options(apply)
+    sessions = sub.add_parser("sessions", help="stored sessions")
+    sessions.add_argument("action", choices=["list", "show", "export"])
+    sessions.add_argument("id", nargs="?")
+    sessions.add_argument("--workspace", type=Path, default=None)
+
+    chat_ = sub.add_parser("chat", help="interactive chat: ::commands, streaming, approvals at the prompt")
+    chat_.add_argument("--lens", help="activate a lens (name or path); ::lens changes it")
+    add_turn_options(chat_)
+    serve = sub.add_parser("serve", help="the VS Code sidecar: LSP over stdio (--tcp --port N for debugging)",
+                           add_help=False)
+    serve.add_argument("args", nargs=argparse.REMAINDER)
+
+    undo = sub.add_parser("undo", help="put back the files the last turn changed")
+    undo.add_argument("--session", help="the session (default: the latest one in this workspace that changed files)")
+    undo.add_argument("--force", action="store_true", help="also overwrite files changed since the turn")
+    undo.add_argument("--workspace", type=Path, default=None)
+
+    audit = sub.add_parser("audit", help="recent tool calls from the audit log")
+    audit.add_argument("--since", help="e.g. 30m, 2h, 1d, 2026-11-22 (default: everything)")
+    audit.add_argument("--limit", type=int, default=50)
+
+    lens = sub.add_parser("lens", help="lens files")
+    lens_sub = lens.add_subparsers(dest="lens_command", required=True)
+    check = lens_sub.add_parser("check", help="print diagnostics; exit 1 if any error")
+    check.add_argument("files", nargs="+", type=Path)
+
+    models = sub.add_parser("models", help="parsed spec and capabilities of model ids")
+    models.add_argument("ids", nargs="*")
+    models.add_argument("--json", action="store_true", help="one JSON object per model")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:  # its options belong to the sidecar's own parser
+        from sunwell.lsp.server import main as serve
+
+        return serve([arg for arg in argv[1:] if arg != "--stdio"])  # clients may add --stdio: the default
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return COMMANDS[args.command](args)
+    except (UsageError, ConfigError) as exc:
+        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR

@@ -1,0 +1,136 @@
+"""How Sunwell reads in a terminal: model text made safe to print, a turn's events as a transcript or JSON lines,
+and the markdown of command output with the colors the editor grammars use.
+
+A model (or a file it read) can put escape sequences in a command, a file's content or its answer; printed raw they
+would move the cursor, erase lines, retitle the window or reorder text, so that an approval prompt shows something
+other than what will run. Everything the terminal shows from a model goes through `visible` before we add our own
+colors; `--json` is escaped by JSON itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from sunwell.commands_spec import parse_command
+
+if TYPE_CHECKING:
+    from sunwell.agent.events import Event
+
+BOLD_CYAN, CYAN, BOLD, DIM, RED, RESET = "\x1b[1;36m", "\x1b[36m", "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[0m"
+
+# C0 controls but tab and newline (multi-line text keeps its shape), DEL, the C1 controls (U+009B is a one-character
+# "ESC ["), and the bidi embeddings, overrides and isolates that reorder what is read (Trojan Source)
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "\r":
+        return r"\r"
+    # C0 the way a shell user reads it (\x1b); the rest as \uXXXX, which JSON reads too, so that `sessions export`
+    # on a terminal stays valid JSON
+    return f"\\x{ord(char):02x}" if char < "\x7f" else f"\\u{ord(char):04x}"
+
+
+def visible(text: str) -> str:
+    """`text` with every terminal control character written out as an escape (`\\x1b`, `\\r`, `\\u202e`)."""
+    return _UNSAFE.sub(_escape, text)
+
+
+class JsonLines:
+    """`--json`: every event as one JSON line, flushed as it happens."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self.out = out
+
+    def __call__(self, event: Event) -> None:
+        self.out.write(json.dumps(event.wire(), ensure_ascii=False) + "\n")
+        self.out.flush()
+
+
+class Transcript:
+    """A turn as it reads in a terminal: assistant text as it arrives, one line per tool call and per result."""
+
+    def __init__(self, out: TextIO = sys.stdout, color: bool = False) -> None:
+        self.out, self.color = out, color
+        self.at_line_start = True
+
+    def __call__(self, event: Event) -> None:
+        match event.type:
+            case "text":
+                self._write(visible(event.delta))  # per character: a sequence split over deltas is caught too
+            case "thinking":
+                self._write(self._style(visible(event.delta), "2"))
+            case "toolCall":
+                # imported here, not at the top: every command needs `visible`, only a turn needs the agent
+                from sunwell.agent.turn import format_arguments
+
+                self._line(self._style(visible(f"↪ {event.name}({format_arguments(event.arguments)})"), "36"))
+            case "approval" if event.decision == "deny":
+                self._line(self._style(f"  denied by {event.by}", "33"))
+            case "toolResult":
+                self._line(result_line(event, self._style))
+            case "notice" if event.code == "compacted":  # one line per compaction, read as a divider
+                self._line(self._style(visible(f"── conversation compacted: {event.message} ──"), "2"))
+            case "notice":
+                self._line(self._style(visible(f"! {event.message}"), "33" if event.level != "info" else "2"))
+            case "commandOutput":
+                self._line(visible(event.output))
+            case "done":
+                if not self.at_line_start:
+                    self._write("\n")
+        self.out.flush()
+
+    def _write(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.at_line_start = text.endswith("\n")
+
+    def _line(self, text: str) -> None:
+        self._write(("" if self.at_line_start else "\n") + text + "\n")
+
+    def _style(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+
+def result_line(event, style=lambda text, code: text) -> str:
+    if event.ok:
+        lines = event.output.count("\n") + (1 if event.output and not event.output.endswith("\n") else 0)
+        return style(f"  ✔ {lines} line{'s' if lines != 1 else ''} · {event.duration_ms} ms", "32")
+    return style(visible(f"  ✘ {event.error.code}: {event.error.message}"), "31")
+
+
+_INLINE = re.compile(r"`([^`]+)`|\*\*([^*]+)\*\*|(?<![\w:])(::[a-zA-Z][\w-]*)")
+
+
+def render_markdown(text: str, color: bool) -> str:
+    """Command output for a terminal: `::commands` bold cyan, code cyan, strong bold; the markdown as is without
+    color (it reads well enough)."""
+    if not color:
+        return text
+
+    def paint(match: re.Match[str]) -> str:
+        code, strong, command = match.groups()
+        if code is not None:
+            return highlight_command(code) if parse_command(code) else f"{CYAN}{code}{RESET}"
+        return f"{BOLD}{strong}{RESET}" if strong is not None else f"{BOLD_CYAN}{command}{RESET}"
+
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        else:
+            lines.append(f"{DIM}{line}{RESET}" if fenced else _INLINE.sub(paint, line))
+    return "\n".join(lines)
+
+
+def highlight_command(line: str) -> str:
+    """`::name args` with the name in bold cyan, as the editor grammars mark it."""
+    if (command := parse_command(line)) is None:
+        return line
+    start = line.index("::")
+    end = start + 2 + len(command.name)
+    return f"{line[:start]}{BOLD_CYAN}{line[start:end]}{RESET}{line[end:]}"

@@ -1,0 +1,64 @@
+"""`sunwell run` and `sunwell apply`: one turn, headless, its events on stdout and its status as the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from sunwell.cli.exit_codes import EXIT_ERROR, STATUS_EXIT, UsageError
+from sunwell.cli.options import tool_names, turn_settings
+from sunwell.cli.rendering import visible
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from sunwell.agent.engine import Engine, SetupError
+    from sunwell.agent.sessions import SessionStoreError
+    from sunwell.cli.approvals import TerminalAsker
+    from sunwell.cli.rendering import JsonLines, Transcript
+
+    workspace, settings = turn_settings(args)
+    prompt = args.prompt if args.prompt is not None else _read_stdin()
+    if not prompt or not prompt.strip():
+        raise UsageError("no prompt: pass it as an argument or on stdin")
+    names = tool_names(args)
+    sink = JsonLines() if args.json else Transcript(color=sys.stdout.isatty())
+    if settings.approval is None:
+        settings.approval = "ask" if sys.stdin is not None and sys.stdin.isatty() else "deny"
+    # answers are read from stdin, so there is no one to ask when the prompt itself came from there
+    can_ask = settings.approval == "ask" and args.prompt is not None and sys.stdin is not None
+    asker = TerminalAsker(color=sys.stderr.isatty()) if can_ask else None
+    try:
+        engine = Engine(settings, workspace, asker=asker)
+        done = _run_cancellable(engine.run_turn(prompt, sink, session=args.session, tool_names=names,
+                                                lens=args.lens))
+    except SetupError as exc:
+        raise UsageError(str(exc)) from None
+    except SessionStoreError as exc:
+        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+    if done.status == "error":  # the provider's message, which may quote the model
+        print(f"sunwell: {visible(done.error or '')}", file=sys.stderr)
+    elif done.status == "cancelled" and not args.json:
+        print("sunwell: cancelled", file=sys.stderr)
+    return STATUS_EXIT[done.status]
+
+
+def _run_cancellable(coro):
+    """Run a turn; Ctrl-C (or SIGTERM) cancels it cleanly and the turn still ends with its `done` event."""
+
+    async def runner():
+        task = asyncio.ensure_future(coro)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        return await task
+
+    return asyncio.run(runner())
+
+
+def _read_stdin() -> str | None:
+    if sys.stdin is None or sys.stdin.isatty():
+        return None
+    return sys.stdin.read()

@@ -1,0 +1,119 @@
+"""`sunwell sessions`, `models`, `audit`, `lens check` and `undo`: what the engine has stored or knows, printed
+(and, for `undo`, put back). Every line may quote a model, so it is printed through `visible`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_OK, UsageError
+from sunwell.cli.options import settings_for
+from sunwell.cli.rendering import visible
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from sunwell.agent.sessions import SessionNotFound, SessionStore
+
+    _, settings = settings_for(args)
+    store = SessionStore(Path(settings.data_dir) / "sessions.db")
+    if args.action == "list":
+        for info in store.list():
+            print(visible(f"{info.id}  {_when(info.updated_at)}  {info.turns:>3} turn(s)  {info.title or ''}"))
+        return EXIT_OK
+    if not args.id:
+        raise UsageError(f"sessions {args.action} needs a session id")
+    try:
+        if args.action == "export":
+            text = json.dumps(store.export(args.id), ensure_ascii=False, indent=2)
+            # JSON escapes C0 controls but not C1 or bidi ones; `visible` writes those as \uXXXX, still JSON.
+            # Piped, the export is data and stays exact.
+            print(visible(text) if sys.stdout.isatty() else text)
+        else:
+            for row in store.events(args.id):  # summaries of model text: tool names, errors, answers
+                print(visible(f"{row.turn} {row.seq:>3} {row.kind:<12} {row.content}"))
+    except SessionNotFound as exc:
+        raise UsageError(exc.args[0]) from None
+    return EXIT_OK
+
+
+def _when(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
+
+
+def cmd_undo(args: argparse.Namespace) -> int:
+    from sunwell.agent.engine import Engine, SetupError
+    from sunwell.tools.checkpoints import UndoError
+
+    workspace, settings = settings_for(args)
+    try:
+        result = Engine(settings, workspace).undo(args.session, force=args.force)
+    except SetupError as exc:
+        raise UsageError(str(exc)) from None
+    except UndoError as exc:
+        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+    if result.turn is None:
+        print("nothing to undo")
+    # the paths are names the model chose
+    for path in result.restored:
+        print(f"restored {visible(str(path))}")
+    for path in result.deleted:
+        print(f"deleted {visible(str(path))} (created by the turn)")
+    for path in result.conflicts:
+        print(f"overwrote {visible(str(path))} (it had changed since; --force)")
+    return EXIT_OK
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from sunwell.tools.audit import AuditLog, format_entry, parse_since
+
+    _, settings = settings_for(argparse.Namespace(workspace=None))
+    try:
+        since = parse_since(args.since) if args.since else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    for entry in AuditLog(Path(settings.data_dir)).recent(since, limit=args.limit):
+        print(visible(format_entry(entry)))  # the model's calls: names and arguments
+    return EXIT_OK
+
+
+def cmd_lens(args: argparse.Namespace) -> int:
+    from sunwell.lens.check import check_files
+    from sunwell.tools.registry import CORE_TOOLS
+
+    lines, had_error = check_files(args.files, known_tools=[tool.name for tool in CORE_TOOLS])
+    for line in lines:
+        print(visible(line))  # diagnostics quote the lens file, which a model may have written
+    return EXIT_ERROR if had_error else EXIT_OK
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from sunwell.agent.engine import Engine, SetupError
+
+    workspace, settings = settings_for(argparse.Namespace(workspace=None))
+    names = args.ids or ([settings.model] if settings.model else [])
+    if not names:
+        raise UsageError("no model given: sunwell models PROVIDER:MODEL ...")
+    try:
+        catalog = Engine(settings, workspace).model_catalog(names, ask_servers=True)
+    except SetupError as exc:
+        raise UsageError(str(exc)) from None
+    for model in catalog.models:
+        if args.json:
+            print(json.dumps({"id": model.model, "provider": model.provider, "parsed": model.parsed,
+                              "capabilities": model.capabilities, "window": model.window,
+                              "windowSource": model.window_source}))
+            continue
+        caps, parsed = model.capabilities, model.parsed
+        mode = "native" if caps["nativeTools"] else f"emulated ({caps['emulation']})"
+        size = parsed["size"]
+        temperature = "server default" if caps["temperature"] is None else caps["temperature"]
+        print(f"{model.name}\n  provider {model.provider} · family {parsed['family']} "
+              f"· version {parsed['version'] or '-'} · size {f'{size}B' if size else '-'}"
+              f"\n  tools {mode} · parallel {caps['parallelCalls']} · reasoning {caps['reasoning']}"
+              f" · small {caps['small']} · temperature {temperature}"
+              f"\n  context window {model.window:,} tokens, from {visible(model.window_source)}")
+    return EXIT_OK
