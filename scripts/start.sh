@@ -96,8 +96,10 @@ else
     say "a model server already answers at $BASE_URL: using it"
   else
     LLAMA_LOG=${TMPDIR:-/tmp}/sunwell-llama.log
+    # --interrupt_requests False: requests queue; by default a second client (the chat and a `sunwell run`) cuts the
+    # answer the first one is streaming.
     setsid .venv/bin/python -m llama_cpp.server --model "$GGUF" --n_threads "$(nproc 2>/dev/null || echo 2)" \
-      --n_ctx "$LLAMA_N_CTX" --host 127.0.0.1 --port "$LLAMA_PORT" >"$LLAMA_LOG" 2>&1 &
+      --n_ctx "$LLAMA_N_CTX" --interrupt_requests False --host 127.0.0.1 --port "$LLAMA_PORT" >"$LLAMA_LOG" 2>&1 &
     GROUPS_STARTED+=($!)
     for _ in $(seq 120); do curl -fs "$BASE_URL/models" >/dev/null 2>&1 && break; sleep 0.5; done
     curl -fs "$BASE_URL/models" >/dev/null 2>&1 || die "the local model server did not start; last lines of $LLAMA_LOG:$(echo; tail -5 "$LLAMA_LOG")"

@@ -34,6 +34,18 @@ if [ "${SUNWELL_SLOW:-1}" != 0 ]; then
   fi
 fi
 
+# The MCP servers from npm that tests/test_mcp_npm.py runs (sandboxed); without npm or the registry those tests are
+# skipped with the reason.
+export SUNWELL_MCP_SERVERS_DIR=${SUNWELL_MCP_SERVERS_DIR:-$HOME/.cache/sunwell-mcp-servers}
+mcp_bin="$SUNWELL_MCP_SERVERS_DIR/node_modules/.bin"
+if [ ! -x "$mcp_bin/mcp-server-filesystem" ] || [ ! -x "$mcp_bin/mcp-server-everything" ]; then
+  if ! command -v npm >/dev/null || ! timeout 300 npm install --prefix "$SUNWELL_MCP_SERVERS_DIR" --ignore-scripts \
+      --no-audit --no-fund --loglevel=error @modelcontextprotocol/server-filesystem@2026.8.31 \
+      @modelcontextprotocol/server-everything@2026.8.31 >/dev/null 2>&1; then
+    echo "mcp: npm could not install the MCP servers into $SUNWELL_MCP_SERVERS_DIR; their tests will be skipped" >&2
+  fi
+fi
+
 .venv/bin/python -m pytest -q -rs "$@"
 bash tests/grammar/run.sh
 

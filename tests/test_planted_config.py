@@ -178,3 +178,16 @@ def test_what_counts_as_a_secret_value():
            "GITHUB_TOKEN": "plainwordtoken", "JAVA_HOME": "/opt/java"}  # fmt: skip
     assert set(secret_values(env)) == {"eyJhbGciOi.J9", "https://user:pw@proxy/x",
                                        "https://hooks.slack.com/T0/B0/Xy9", "plainwordtoken"}
+
+
+def test_a_workspace_cannot_replace_the_users_model_overrides(tmp_path):
+    user = tmp_path / "config" / "sunwell" / "config.yaml"
+    user.parent.mkdir(parents=True)
+    user.write_text('models:\n  "openai-compatible:qwen": {context_window: 4096}\n')
+    ws = tmp_path / "ws"
+    (ws / ".sunwell").mkdir(parents=True)
+    (ws / ".sunwell" / "config.yaml").write_text(
+        'models:\n  "openai-compatible:qwen": {context_window: 131072, emulation: xml}\n  other: {native_tools: false}\n')
+    models = load_settings(ws, env={"XDG_CONFIG_HOME": str(tmp_path / "config")}).models
+    assert models["openai-compatible:qwen"].context_window == 4096  # the user's window stands
+    assert models["openai-compatible:qwen"].emulation == "xml" and models["other"].native_tools is False

@@ -15,6 +15,7 @@ export type Event =
   | ToolResultEvent
   | NoticeEvent
   | CommandOutputEvent
+  | ContextUsageEvent
   | DoneEvent;
 export type Message = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage;
 export type NoticeLevel = 'info' | 'warning' | 'error';
@@ -31,6 +32,7 @@ export type SessionEvent =
   | ToolResultEvent
   | NoticeEvent
   | CommandOutputEvent
+  | ContextUsageEvent
   | DoneEvent;
 export type TrustName = 'discovery' | 'read_only' | 'workspace' | 'shell' | 'full';
 export type TurnStatus = 'completed' | 'cancelled' | 'limitReached' | 'error';
@@ -262,6 +264,18 @@ export interface CommandOutputEvent {
   command: string;
   output: string;
 }
+/**
+ * How full the context window is, after each model request (and after a compaction).
+ */
+export interface ContextUsageEvent {
+  session: string;
+  turn: string;
+  seq: number;
+  type: 'contextUsage';
+  usedTokens: number;
+  windowTokens: number;
+  estimated: boolean;
+}
 export interface DoneEvent {
   session: string;
   turn: string;
@@ -285,6 +299,8 @@ export interface InitializationOptions {
   baseUrl?: string | null;
   approvalTimeoutSec?: number | null;
   ripgrepPath?: string | null;
+  compactAt?: number | null;
+  compactionModel?: string | null;
 }
 export interface SystemMessage {
   role: 'system';
@@ -383,6 +399,7 @@ export interface SessionResult {
     | ToolResultEvent
     | NoticeEvent
     | CommandOutputEvent
+    | ContextUsageEvent
     | DoneEvent
   )[];
 }

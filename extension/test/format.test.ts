@@ -1,8 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { diffStat, formatDuration, formatUsage, relativeTime, toolTarget, toolTitle } from '../src/common/format';
+import { diffStat, formatContext, formatDuration, formatUsage, relativeTime, toolTarget, toolTitle } from '../src/common/format';
 
 describe('display helpers', () => {
+  it('show the context meter as a share of the window, marked when estimated', () => {
+    assert.equal(formatContext(null), null);
+    assert.equal(formatContext({ used: 10, window: 0, estimated: false }), null);
+    const exact = formatContext({ used: 1536, window: 4096, estimated: false })!;
+    assert.deepEqual([exact.text, exact.percent], ['38% of 4.1k', 38]);
+    const estimate = formatContext({ used: 9000, window: 8192, estimated: true })!;
+    assert.deepEqual([estimate.text, estimate.percent], ['≈100% of 8.2k', 100]);
+    assert.match(estimate.title, /estimated/);
+  });
+
   it('name a call by its path or command, also while its arguments stream', () => {
     assert.equal(toolTarget('run_command', { command: 'npm   test\n--watch' }, ''), 'npm test --watch');
     assert.equal(toolTarget('read_file', null, '{"path": "src/a.py", "off'), 'src/a.py');

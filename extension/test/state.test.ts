@@ -214,6 +214,20 @@ describe('notices, commands and sessions', () => {
     assert.equal(notice.kind === 'notice' && notice.code, 'provider_retry');
   });
 
+  it('contextUsage fills the meter after each request; a compaction is a notice; a new session empties the meter', () => {
+    let state = turn('read it all', [
+      { ...base, seq: 0, type: 'contextUsage', usedTokens: 1200, windowTokens: 4096, estimated: true },
+      { ...base, seq: 1, type: 'notice', level: 'info', code: 'compacted', message: 'summarised 12 messages (3,100 tokens)' },
+      { ...base, seq: 2, type: 'contextUsage', usedTokens: 900, windowTokens: 4096, estimated: false },
+      { ...base, seq: 3, type: 'done', status: 'completed', toolCalls: 0, usage: null },
+    ]);
+    assert.deepEqual(state.context, { used: 900, window: 4096, estimated: false });
+    assert.deepEqual(kinds(state), ['user', 'notice', 'turnEnd']);
+    assert.equal(state.items[1].kind === 'notice' && state.items[1].code, 'compacted');
+    state = reduce(state, { type: 'newSession' });
+    assert.equal(state.context, null);
+  });
+
   it('events of another session are ignored', () => {
     const state = turn('go', [{ ...base, seq: 0, type: 'text', delta: 'a' }]);
     const same = reduce(state, { session: 'other', turn: 'x', seq: 0, type: 'text', delta: 'b' });

@@ -10,6 +10,7 @@ boundary (sunwell.agent.gate).
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
@@ -108,7 +109,9 @@ class ApprovalRequest(WireModel):
 
     def session_rule(self) -> tuple[str, str, str] | None:
         """What allow-for-session remembers: the exact tool, and for shell the exact command line (none known:
-        nothing is remembered, the answer counts for this call only)."""
+        nothing is remembered, the answer counts for this call only); for an MCP tool the exact arguments too."""
+        if self.risk == "mcp":
+            return self.session, self.name, json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)
         if self.risk != "shell":
             return self.session, self.name, ""
         return None if self.command is None else (self.session, self.name, self.command)

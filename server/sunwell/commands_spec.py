@@ -68,6 +68,8 @@ COMMAND_DOCS: tuple[CommandDoc, ...] = (
     CommandDoc("undo", "::undo [--force]", "Undo the file changes of the last turn of this conversation."),
     CommandDoc("run", "::run <skill> [args]",
                "Run a skill of the active lens; args as a JSON object or `key=value` pairs."),
+    CommandDoc("mcp", "::mcp",
+               "List the MCP servers, their state (stopped, running, failed and why, awaiting approval) and tools."),
     CommandDoc("exit", "::exit", "Leave the chat.", terminal_only=True),
 )
 

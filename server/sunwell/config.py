@@ -11,12 +11,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from sunwell.errors import ConfigError, first_problem
 from sunwell.vocabulary import TRUST_NAMES, ApprovalMode, TrustName
 
-__all__ = ["ConfigError", "Settings", "load_settings"]
+__all__ = ["ConfigError", "McpServerConfig", "Settings", "load_settings"]
 
 
 class ModelOverride(BaseModel):
@@ -36,6 +44,55 @@ class RateLimits(BaseModel):
     writes_per_min: int = 10
     shell_per_min: int = 5
     bytes_written: int = 10_000_000
+
+
+class McpSandbox(BaseModel):
+    """What a sandboxed stdio MCP server may do besides reading the system and the workspace."""
+
+    model_config = ConfigDict(extra="forbid")
+    write: bool = False
+    """The workspace writable (else read-only)."""
+    network: bool = False
+
+
+class McpServerConfig(BaseModel):
+    """One MCP server (PROTOCOL.md "Config keys"): a `command` run over stdio, or a streamable HTTP `url`."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        return "off" if value is False else value
+
+    command: str | None = Field(None, min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables the server gets on top of the allowlisted environment commands get."""
+    cwd: str | None = None
+    """Where the server runs, relative to the workspace (default: the workspace)."""
+    url: str | None = Field(None, pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+    trust: TrustName | None = None
+    """The trust level its tools need; default `shell` for a command, `full` for a url."""
+    approval: Literal["ask", "auto"] = "ask"
+    tools: list[str] | None = None
+    """Allowlist of the server's tool names; None offers all."""
+    disabled_tools: list[str] = Field(default_factory=list, alias="disabledTools")
+    timeout: float = Field(60, gt=0, le=3600)
+    """Seconds one request (a start, a listing, a call) may take."""
+    sandbox: McpSandbox | Literal["off"] = Field(default_factory=McpSandbox)
+    """A command runs in bubblewrap like run_command; `off` runs it as you (user config only)."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either `command` (a stdio server) or `url` (a streamable HTTP server)")
+        return self
+
+    @property
+    def needs(self) -> TrustName:
+        return self.trust or ("shell" if self.command else "full")
 
 
 class Settings(BaseModel):
@@ -86,12 +143,21 @@ class Settings(BaseModel):
     session's model."""
     env_passthrough: list[str] = Field(default_factory=list)
     """Variables commands may see besides PATH, HOME, LANG/LC_*, TERM, USER, SHELL, TMPDIR, TZ."""
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """MCP servers whose tools become Sunwell tools named `SERVER__TOOL` (README "Tools from outside")."""
     _ignored: list[str] = PrivateAttr(default_factory=list)
+    _proposed_mcp: dict[str, McpServerConfig] = PrivateAttr(default_factory=dict)
 
     @property
     def ignored_workspace_keys(self) -> list[str]:
         """Keys the workspace config tried to set but may not (WORKSPACE_MAY_NOT_SET, or a widening value)."""
         return self._ignored
+
+    @property
+    def proposed_mcp_servers(self) -> dict[str, McpServerConfig]:
+        """MCP servers the workspace config proposes: never merged into `mcp_servers`, started only once the user
+        approved that exact command (tools/mcp/consent.py); narrowed to the defaults (ask, sandboxed)."""
+        return self._proposed_mcp
 
 
 # The workspace config is written by whoever wrote the repository, or by a command the model ran: it may only
@@ -131,16 +197,20 @@ def load_settings(workspace: Path | None, flags: Mapping[str, Any] | None = None
     merged = _read_yaml(user_config_path(env))
     _validate(merged, str(user_config_path(env)))
     ignored: list[str] = []
+    proposed: dict[str, McpServerConfig] = {}
     if workspace is not None:
         path = workspace / ".sunwell" / "config.yaml"
-        merged, ignored = narrowed(merged, _read_yaml(path))
+        values = _read_yaml(path)
+        merged, ignored = narrowed(merged, values)
         _validate(merged, str(path))
+        proposed = proposed_servers(values.get("mcp_servers"), str(path), ignored)
     for source, values in (("environment", {key: env[var] for var, key in ENV_VARS.items() if env.get(var)}),
                            ("command line", {k: v for k, v in (flags or {}).items() if v is not None})):
         merged = {**merged, **values}
         _validate(merged, source)
     settings = _validate(merged, "settings")
     settings._ignored = ignored
+    settings._proposed_mcp = {name: server for name, server in proposed.items() if name not in settings.mcp_servers}
     if settings.data_dir is None:
         settings.data_dir = default_data_dir(env)
     return settings
@@ -153,6 +223,8 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any]) -> tuple[dict[str,
     defaults = Settings()
     for key, value in workspace.items():
         current = merged.get(key, getattr(defaults, key, None))
+        if key == "mcp_servers":
+            continue  # proposals, never merged: see proposed_servers
         if key in WORKSPACE_MAY_NOT_SET:
             ignored.append(key)
         elif key == "trust":
@@ -163,6 +235,11 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any]) -> tuple[dict[str,
         elif (key == "dry_run" and value is not True and current is True) or (
                 key in CEILINGS and _is_number(value) and _is_number(current) and value > current):
             ignored.append(key)
+        elif key == "models" and isinstance(value, dict) and isinstance(current, dict):
+            # per model and per field, the user's own overrides win (a repository cannot undo the window
+            # start.sh wrote, or claim a larger one); the workspace may add what the user left unset
+            merged[key] = {name: {**(value.get(name) or {}), **(current.get(name) or {})}
+                           for name in {*current, *value}}  # fmt: skip
         elif key == "blocked_paths" and isinstance(value, list):
             merged[key] = [*(current or []), *value]
         elif key == "rate_limits" and isinstance(value, dict):
@@ -175,6 +252,30 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any]) -> tuple[dict[str,
     return merged, ignored
 
 
+def proposed_servers(raw: Any, source: str, ignored: list[str]) -> dict[str, McpServerConfig]:
+    """The MCP servers a workspace config proposes, validated, with what would widen dropped (and named in
+    `ignored`): `approval` other than ask, any `sandbox` setting, a `trust` below the default."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: invalid setting 'mcp_servers': expected a mapping of server names")
+    proposed: dict[str, McpServerConfig] = {}
+    for name, values in raw.items():
+        try:
+            server = McpServerConfig.model_validate(values)
+        except ValidationError as exc:
+            key, problem = first_problem(exc)
+            raise ConfigError(f"{source}: invalid setting 'mcp_servers.{name}.{key}': {problem}") from None
+        dropped = [key for key in ("approval", "sandbox") if key in server.model_fields_set]
+        default = "shell" if server.command else "full"
+        if server.trust is not None and TRUST_NAMES.index(server.trust) < TRUST_NAMES.index(default):
+            dropped.append("trust")
+        ignored += [f"mcp_servers.{name}.{key}" for key in dropped]
+        proposed[str(name)] = server.model_copy(update={"approval": "ask", "sandbox": McpSandbox(),
+                                                        **({"trust": None} if "trust" in dropped else {})})
+    return proposed
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -183,6 +284,8 @@ def apply_changes(settings: Settings, changes: Mapping[str, Any], source: str) -
     """A copy of `settings` with `changes` validated on top (initializationOptions, didChangeConfiguration)."""
     changed = _validate({**settings.model_dump(exclude_unset=True), **changes}, source)
     changed._ignored = settings.ignored_workspace_keys
+    changed._proposed_mcp = {name: server for name, server in settings.proposed_mcp_servers.items()
+                             if name not in changed.mcp_servers}
     return changed
 
 

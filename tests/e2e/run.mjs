@@ -304,6 +304,10 @@ async function main() {
     check((await chat().locator('.message.assistant strong').last().innerText()) === 'Sunwell', 'markdown was not rendered');
     check(await chat().locator('.message.assistant pre code').count() >= 1, 'no code block in the answer');
     await waitTurnEnd(ends, 'completed');
+    const meter = byTest('context-meter');
+    await until(async () => (await meter.isVisible()) && /% of /.test(await meter.innerText()),
+      { timeoutMs: 10_000, every: 100, message: 'the context meter did not show after the turn' });
+    log(`  context meter: ${await meter.innerText()} (${await meter.getAttribute('title')})`);
     await shot('streamed-answer');
   });
 

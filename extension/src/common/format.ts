@@ -49,6 +49,20 @@ export function formatTokens(n: number): string {
   return n < 1000 ? String(n) : n < 100_000 ? `${(n / 1000).toFixed(1)}k` : `${Math.round(n / 1000)}k`;
 }
 
+/** The context meter: "38% of 32k" (≈ when the figure is Sunwell's estimate) and its tooltip. */
+export function formatContext(meter: { used: number; window: number; estimated: boolean } | null | undefined):
+  { text: string; title: string; percent: number } | null {
+  if (!meter || meter.window <= 0) return null;
+  const percent = Math.min(100, Math.round((meter.used / meter.window) * 100));
+  const about = meter.estimated ? '≈' : '';
+  return {
+    text: `${about}${percent}% of ${formatTokens(meter.window)}`,
+    title: `Context: ${about}${formatTokens(meter.used)} of ${formatTokens(meter.window)} tokens used`
+      + `${meter.estimated ? ' (estimated: the server reports no usage)' : ''}. ::compact makes room; ::context shows what is in it.`,
+    percent,
+  };
+}
+
 export function formatUsage(usage: Usage | null): string {
   if (!usage) return '';
   return `${formatTokens(usage.inputTokens)} in · ${formatTokens(usage.outputTokens)} out`;

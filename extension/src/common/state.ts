@@ -101,6 +101,13 @@ export interface TurnEndItem {
 
 export type Item = UserItem | AssistantItem | ThinkingItem | ToolItem | NoticeItem | CommandItem | TurnEndItem;
 
+export interface ContextMeter {
+  used: number;
+  window: number;
+  /** No usage from the server: `used` is Sunwell's estimate. */
+  estimated: boolean;
+}
+
 export type SidecarStatus = 'starting' | 'ready' | 'stopped' | 'notInstalled' | 'error';
 
 export interface ChatState {
@@ -113,6 +120,8 @@ export interface ChatState {
   turn: { id: string | null; stopping: boolean } | null;
   /** Usage of the last finished turn. */
   usage: Usage | null;
+  /** How full the model's context window is, after the last model request (`contextUsage`). */
+  context: ContextMeter | null;
   settings: { model: string | null; trust: string | null; lens: string | null };
   sessions: SessionInfo[];
   commands: CommandInfo[];
@@ -144,6 +153,7 @@ export function initialState(): ChatState {
     nextId: 0,
     turn: null,
     usage: null,
+    context: null,
     settings: { model: null, trust: null, lens: null },
     sessions: [],
     commands: [],
@@ -169,7 +179,7 @@ export function findTool(state: ChatState, callId: string): ToolItem | undefined
 
 const EVENT_TYPES = new Set<string>([
   'text', 'thinking', 'toolCallStart', 'toolCallDelta', 'toolCall', 'approval', 'toolResult', 'notice',
-  'commandOutput', 'done',
+  'commandOutput', 'contextUsage', 'done',
 ]);
 
 export function isChatEvent(action: ChatAction): action is ChatEvent {
@@ -221,7 +231,7 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
     case 'sessionLoaded':
       return replay(state, action.session, action.events);
     case 'newSession':
-      return { ...state, session: null, items: [], turn: null, usage: null };
+      return { ...state, session: null, items: [], turn: null, usage: null, context: null };
     case 'problem': {
       const item: NoticeItem = { kind: 'notice', id: `i${state.nextId}`, level: 'warning', code: action.code, message: action.message };
       return { ...state, items: [...state.items, item], nextId: state.nextId + 1 };
@@ -314,6 +324,8 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
       const closed = closeStreams(next);
       return { ...closed, items: [...closed.items, item], nextId: next.nextId + 1 };
     }
+    case 'contextUsage':
+      return { ...next, context: { used: ev.usedTokens, window: ev.windowTokens, estimated: ev.estimated } };
     case 'done':
       return endTurn(next, ev.turn, { status: ev.status, toolCalls: ev.toolCalls, usage: ev.usage, error: ev.error ?? null });
     default:
@@ -367,7 +379,7 @@ function pretty(value: unknown): string {
  * `done`) through the same reducer as the live chat.
  */
 export function replay(state: ChatState, session: string, events: readonly SessionEvent[]): ChatState {
-  let next: ChatState = { ...state, session, items: [], turn: null, usage: null };
+  let next: ChatState = { ...state, session, items: [], turn: null, usage: null, context: null };
   for (const event of events) next = reduce(next, event);
   // The sidecar ends every turn it replays; should one be open, the chat must not stay busy.
   return next.turn ? reduce(next, { type: 'turnFinished', status: 'error' }) : next;

@@ -2,7 +2,7 @@
 // what changed, at most once per frame. The transcript is the host's (it keeps the one copy); what the webview
 // saves with setState is its own: the draft and which cards are open.
 import type { HostToWebview, WebviewToHost } from '../common/messages';
-import { formatUsage, relativeTime } from '../common/format';
+import { formatContext, formatUsage, relativeTime } from '../common/format';
 import { initialState, isBusy, reduce, type ChatState, type Item } from '../common/state';
 import { h, icon } from './dom';
 import { ChatInput } from './input';
@@ -49,13 +49,15 @@ const modelChip = chip('model', 'sparkle', 'Select model');
 const trustChip = chip('trust', 'shield', 'Set trust level');
 const lensChip = chip('lens', 'eye', 'Use lens');
 const usage = h('span', { className: 'usage', 'data-testid': 'usage', title: 'Tokens used by the last turn' });
+const contextMeter = h('span', { className: 'context-meter', 'data-testid': 'context-meter', hidden: true },
+  h('span', { className: 'context-bar' }, h('span', { className: 'context-fill' })), h('span', { className: 'context-label' }));
 const sendButton = h('button', { className: 'icon-button send', id: 'send', 'data-testid': 'send-button', 'data-action': 'send',
   title: 'Send (Enter)', 'aria-label': 'Send' }, icon('send'));
 const stopButton = h('button', { className: 'icon-button stop', id: 'stop', 'data-testid': 'stop-button', 'data-action': 'stop',
   title: 'Stop (Escape)', 'aria-label': 'Stop', hidden: true }, icon('debug-stop'));
 const composer = h('footer', { className: 'composer', 'data-testid': 'composer' },
   input.element,
-  h('div', { className: 'composer-bar' }, modelChip, trustChip, lensChip, h('span', { className: 'spacer' }), usage, sendButton, stopButton));
+  h('div', { className: 'composer-bar' }, modelChip, trustChip, lensChip, h('span', { className: 'spacer' }), contextMeter, usage, sendButton, stopButton));
 document.getElementById('app')!.append(banner, scroller, composer);
 
 // ---- rendering ----------------------------------------------------------------------------------------------
@@ -122,6 +124,14 @@ function renderChrome(): void {
   setChip(lensChip, state.settings.lens ?? 'No lens');
   lensChip.classList.toggle('inactive', !state.settings.lens);
   usage.textContent = formatUsage(state.usage);
+  const meter = formatContext(state.context);
+  contextMeter.hidden = !meter;
+  if (meter) {
+    contextMeter.title = meter.title;
+    contextMeter.querySelector<HTMLElement>('.context-label')!.textContent = meter.text;
+    contextMeter.querySelector<HTMLElement>('.context-fill')!.style.width = `${meter.percent}%`;
+    contextMeter.classList.toggle('full', meter.percent >= 80);
+  }
   renderBanner();
   renderWelcome();
 }

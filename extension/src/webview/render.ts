@@ -34,6 +34,10 @@ export function renderItem(item: Item, ctx: RenderContext): HTMLElement {
     case 'tool':
       return renderTool(item, ctx);
     case 'notice':
+      if (item.code === 'compacted') {  // older turns were summarised: a divider in the conversation
+        return h('div', { className: 'compacted', 'data-testid': 'compacted', 'data-id': item.id, role: 'separator', title: item.message },
+          h('span', {}, 'Conversation compacted'), h('span', { className: 'compacted-detail' }, item.message));
+      }
       return h('div', { className: `notice notice-${item.level}`, 'data-testid': 'notice', 'data-code': item.code, 'data-id': item.id },
         icon(item.level === 'error' ? 'error' : item.level === 'warning' ? 'warning' : 'info'),
         h('span', {}, item.message));

@@ -309,6 +309,22 @@ async def _run(engine: Engine, state: ChatState, args: str) -> CommandResult:
     return CommandResult("", prompt=skill_prompt(lens, args, offered, catalogue, level))
 
 
+@command("mcp")
+async def _mcp(engine: Engine, state: ChatState, args: str) -> str:
+    rows = engine.mcp.status()
+    if not rows:
+        return "No MCP servers are configured: add them under `mcp_servers` in your user config."
+    lines = []
+    for row in rows:
+        lines.append(f"- **{row.name}** — {row.state} · `{row.launch}` · {row.source} config · trust {row.trust} · "
+                     f"approval {row.approval} · sandbox {row.sandbox}")
+        if row.state == "awaiting approval":
+            lines.append(f"  approve it with `sunwell mcp approve {row.name}`")
+        if row.tools:
+            lines.append("  tools: " + ", ".join(f"`{name}`" for name in row.tools))
+    return "**MCP servers** (started when a turn may use their tools)\n\n" + "\n".join(lines)
+
+
 @command("exit")
 async def _exit(engine: Engine, state: ChatState, args: str) -> CommandResult:
     return CommandResult("Bye.", exit=True)

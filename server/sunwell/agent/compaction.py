@@ -118,9 +118,9 @@ def last_request(history: Sequence[Message]) -> int | None:
 
 async def summarise(older: Sequence[Message], summariser: Summariser, max_tokens: int,
                     hint: str) -> tuple[str, Usage | None, str | None]:
-    """(summary, usage, None), the conversation read in as many requests as its size needs (each carries the
-    summary so far); a provider fault or an empty answer gives the digest of `digest` and the reason instead, so
-    compaction can never be what stops a session."""
+    """(summary, usage, None): the model's summary, the conversation read in as many requests as its size needs
+    (each carries the summary so far). A provider fault or an empty answer gives (`digest`, usage, the reason):
+    compaction is never what stops a session."""
     lines = transcript_lines(older)
     scale = Budget(summariser.window, max_tokens, 1.0, summariser.context or SessionContext())
     spent: list[Usage] = []

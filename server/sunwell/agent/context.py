@@ -66,12 +66,18 @@ class SessionContext:
     estimated: bool = True
     """`used` is our estimate: the server reported no usage."""
 
-    def observe(self, estimated: int, reported: int) -> None:
-        """Learn from a response's usage: `reported` input tokens for a request estimated at `estimated` (raw)."""
-        sample = min(max(reported / max(estimated, 1), 0.25), 4.0)
+    def observe(self, estimated: int, reported: int) -> bool:
+        """Learn from a response's usage: `reported` input tokens for a request estimated at `estimated` (raw).
+        False when the figure is not believable as a count of the whole request: under half the estimate, which
+        tokenizers never are apart, but a server that counts only what its prompt cache did not hold is (Ollama)."""
+        sample = reported / max(estimated, 1)
+        if sample < 0.5:
+            return False
+        sample = min(max(sample, 0.7), 3.0)
         # The next request is mostly the last one again: its ratio is the best guess, the older ones smooth it.
         self.ratio = sample if not self.calibrated else 0.25 * self.ratio + 0.75 * sample
         self.calibrated = True
+        return True
 
 
 def text_tokens(text: str) -> int:

@@ -52,16 +52,31 @@ class ContextKeeper:
         self.history, self.on_window_learned = history, on_window_learned
         self.usage: Usage | None = None
         """What summarising cost this turn."""
+        self._sizes: dict[int, tuple[Message, int]] = {}
+        """Raw tokens of each message seen this turn, by identity: a long history is counted once, not each round
+        (about 15 ms a megabyte)."""
+        self._fixed: tuple[str, Sequence[ToolSpec], int] | None = None
         self._ceiling: int | None = None
         """After a refusal: the most a request (its input and the answer's reserve) may take."""
         budget.context.window, budget.context.source = budget.window, source
 
     def fixed(self, system: str, tools: Sequence[ToolSpec]) -> int:
-        """The raw tokens of what every request carries besides the history."""
-        return request_tokens(system, tools, [])
+        """The raw tokens of what every request carries besides the history (the same each round: counted once)."""
+        if self._fixed is None or self._fixed[0] is not system or self._fixed[1] is not tools:
+            self._fixed = (system, tools, request_tokens(system, tools, []))
+        return self._fixed[2]
 
     def used(self, fixed: int) -> int:
-        return self.budget.tokens(fixed + sum(map(message_tokens, self.history)))
+        return self.budget.tokens(fixed + self._raw(self.history))
+
+    def _raw(self, messages: Sequence[Message]) -> int:
+        total = 0
+        for message in messages:
+            known = self._sizes.get(id(message))
+            if known is None or known[0] is not message:
+                known = self._sizes[id(message)] = (message, message_tokens(message))
+            total += known[1]
+        return total
 
     def _limits(self) -> tuple[int, int]:
         """(make room above this, fail above this): input tokens."""
@@ -74,14 +89,15 @@ class ContextKeeper:
         limit, hard_limit = self._limits()
         if self.used(fixed) <= limit:
             return
-        history_raw = sum(map(message_tokens, self.history))
+        history_raw = self._raw(self.history)
         outputs, saved = elisions(self.history, fixed + history_raw - budget.raw(int(limit * ELIDE_TO)))
         self._elide(outputs, saved)
         if self.used(fixed) > limit:
             done = await compact(self.history, fixed, budget, self.summariser, force=self.used(fixed) > hard_limit)
             if done is not None:
                 self.history[:] = done.history
-                self.usage = done.usage if self.usage is None or done.usage is None else self.usage + done.usage
+                if done.usage is not None:
+                    self.usage = done.usage if self.usage is None else self.usage + done.usage
                 self.log.store.append_compaction(self.log.session, self.log.turn, self.log.seq, done.summary,
                                                  done.kept, done.replaced, done.tokens_before, done.tokens_after)
                 self.log.emit(NoticeEvent(level="info", code="compacted", message=done.notice()))
@@ -115,9 +131,8 @@ class ContextKeeper:
     def measured(self, request: ModelRequest, usage: Usage | None, parts: Sequence[AssistantPart]) -> None:
         """After a response: calibrate the estimate by the usage it reported, and say how full the window is."""
         context, budget = self.budget.context, self.budget
-        sent = request_tokens(request.system, request.tools, request.messages)
-        if usage is not None and usage.input_tokens > 0:
-            context.observe(sent, usage.input_tokens)
+        sent = self.fixed(request.system, request.tools) + self._raw(request.messages)
+        if usage is not None and context.observe(sent, usage.input_tokens):
             used, estimated = usage.input_tokens + usage.output_tokens, False
         else:
             said = sum(text_tokens(p.text) for p in parts if isinstance(p, TextPart | ThinkingPart))
@@ -129,7 +144,7 @@ class ContextKeeper:
         """A refusal for length: correct the window (the engine keeps it for the session), say so, and make the
         retry smaller than what was refused."""
         budget = self.budget
-        sent = budget.tokens(request_tokens(request.system, request.tools, request.messages))
+        sent = budget.tokens(self.fixed(request.system, request.tools) + self._raw(request.messages))
         old = budget.window
         if exc.limit is not None:
             if exc.limit >= old:  # the window was right and the estimate short: count higher from now on
@@ -142,6 +157,8 @@ class ContextKeeper:
             total = sent + request.max_tokens
             new = min(max((2**k for k in range(11, 21) if 2**k < total), default=max(total * 3 // 4, 512)), old)
         budget.window = new
+        if self.summariser.context is budget.context:  # the session's own model summarises: the same window
+            self.summariser.window = min(self.summariser.window, new)
         self.source = "refusal" if exc.limit is not None else "refusal (no limit stated: guessed)"
         budget.context.window, budget.context.source = new, self.source
         if self.on_window_learned is not None:
@@ -168,7 +185,8 @@ class ContextKeeper:
         """Cut the newest results (already logged whole) to what is left; recorded as an elision of them."""
         start = protected_from(self.history)
         newest = [m for m in self.history[start:] if isinstance(m, ToolResultMessage)]
-        room = limit - self.budget.tokens(fixed + sum(map(message_tokens, self.history[:start])))
+        others = [m for m in self.history[start:] if not isinstance(m, ToolResultMessage)]  # the user line, the calls
+        room = limit - self.budget.tokens(fixed + self._raw(self.history[:start]) + self._raw(others))
         fitted = fit_results(newest, max(room, 0), self.budget)
         outputs = {after.call_id: after.output for before, after in zip(newest, fitted, strict=True)
                    if after is not before}

@@ -41,6 +41,7 @@ from sunwell.tools.base import ToolContext, Trust
 from sunwell.tools.checkpoints import Checkpoints, UndoResult
 from sunwell.tools.environment import EnvSecrets
 from sunwell.tools.jail import Jail
+from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.ratelimit import RateLimiter, stricter
 from sunwell.tools.registry import CORE_TOOLS, select_tools
 from sunwell.tools.shell import sandbox_warning
@@ -66,11 +67,13 @@ class Engine:
                                        timeout=settings.approval_timeout_sec)
         self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
                                  on_release=lambda session: self.approval.forget([session]))
+        self.mcp = McpHub(self._mcp_surroundings(settings))
         self.reconfigure(settings)
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings for the next turn; allow-for-session rules and rate-limit windows are kept."""
         self.settings = settings
+        self.mcp.configure(settings.mcp_servers, settings.proposed_mcp_servers, self._mcp_surroundings(settings))
         self.approval.mode = settings.approval or "deny"
         self.approval.timeout = settings.approval_timeout_sec
         self.approval.is_allowlisted = lambda command: False
@@ -96,7 +99,7 @@ class Engine:
     def lenses(self) -> LensRegistry:
         if self._lenses is None:
             self._lenses = LensRegistry(self.workspace, user_config_path().parent / "lenses",
-                                        known_tools=[tool.name for tool in CORE_TOOLS])
+                                        known_tools=[*(tool.name for tool in CORE_TOOLS), *self.mcp.tool_patterns()])
         return self._lenses
 
     def lens(self, name_or_path: str) -> Lens:
@@ -221,7 +224,7 @@ class Engine:
 
     def tools(self, trust: Trust, names: Sequence[str] | None = None, lens: Lens | None = None):
         """(offered tools, catalogue, effective trust): a lens can only narrow what the user granted."""
-        catalogue = [*CORE_TOOLS, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else [])]
+        catalogue = [*CORE_TOOLS, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []), *self.mcp.tools()]
         trust, allowed = narrow(lens.tool_policy if lens else None, trust, names)
         return select_tools(catalogue, trust, None if allowed is None else sorted(allowed)), catalogue, trust
 
@@ -293,8 +296,15 @@ class Engine:
         log = TurnLog(self.store, session, sink, secrets=secrets)
         ctx = self._tool_context(session, log.turn, level, active_lens, provider, spec.model)
         ctx.secrets = secrets
+        ctx.notify = lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message))
         warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in tools) else None
         notices = [NoticeEvent(level="warning", code="sandbox_off", message=warning)] if warning else []
+        if self.mcp.servers:  # started lazily, once a turn may use their tools: then their tools join the catalogue
+            await self.mcp.start(level, narrow(active_lens.tool_policy if active_lens else None, level, tool_names)[1],
+                                 lambda lv, code, text: notices.append(NoticeEvent(level=lv, code=code, message=text)),
+                                 ask=self.approval.ask if self.approval.mode == "ask" else None,
+                                 ask_timeout=self.settings.approval_timeout_sec, session=session, turn=log.turn)
+            tools, catalogue, level = self.tools(Trust[trust or self.settings.trust], tool_names, active_lens)
         if active_lens and active_lens.tool_policy and active_lens.tool_policy.command_allowlist:
             notices.append(NoticeEvent(level="warning", code="workspace_config_ignored",
                                        message=f"the lens {active_lens.name} may only narrow what you allowed; "
@@ -338,6 +348,14 @@ class Engine:
             context=live.context,
         )
         return await Turn(config, log, history).run(text)
+
+    async def aclose(self) -> None:
+        """Stop what the engine started (MCP servers); front ends call it before their event loop ends."""
+        await self.mcp.close()
+
+    def _mcp_surroundings(self, settings: Settings) -> Surroundings:
+        return Surroundings(self.workspace, Path(settings.data_dir or "."), tuple(settings.blocked_paths),
+                            tuple(settings.env_passthrough), quarantine_dir=Path(settings.data_dir or ".") / "quarantine")
 
     async def summariser(self, session: str | None, own: Summariser) -> Summariser:
         """Who writes summaries when a session's history is compacted: `compaction_model` when configured, else

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import json
 import re
 import sys
 from typing import TextIO, assert_never
 
-from sunwell.approval_request import ApprovalRequest, CommandPreview, DiffPreview
+from sunwell.approval_request import ApprovalRequest, CommandPreview, DiffPreview, ToolPreview
 from sunwell.cli.rendering import visible
 
 ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
@@ -31,6 +32,9 @@ def render_preview(request: ApprovalRequest, color: bool = False) -> str:
         label = path + ("" if preview.before is not None else " (new file)")
         lines = difflib.unified_diff(before, after, f"a/{path}", f"b/{label}")
         return "".join(_paint(line, color) for line in _ensure_newlines(lines))
+    if isinstance(preview, ToolPreview) and preview.server:
+        arguments = json.dumps(preview.arguments, ensure_ascii=False, indent=2)
+        return visible(f"{preview.tool} on the MCP server {preview.server}, with:\n{arguments}")
     return visible(f"{request.name}({request.arguments})")
 
 

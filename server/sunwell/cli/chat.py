@@ -94,6 +94,7 @@ class Chat:
             if history is not None:
                 history.save()
             self._goodbye()
+            loop.run_until_complete(self.engine.aclose())  # MCP servers
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
             signal.signal(signal.SIGINT, previous)

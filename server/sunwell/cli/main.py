@@ -14,7 +14,8 @@ from sunwell.cli.rendering import visible
 from sunwell.config import ConfigError
 
 COMMANDS = {"run": run.cmd_run, "apply": run.cmd_run, "chat": chat.cmd_chat, "sessions": views.cmd_sessions,
-            "models": views.cmd_models, "undo": views.cmd_undo, "audit": views.cmd_audit, "lens": views.cmd_lens}
+            "models": views.cmd_models, "undo": views.cmd_undo, "audit": views.cmd_audit, "lens": views.cmd_lens,
+            "mcp": views.cmd_mcp}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
     lens_sub = lens.add_subparsers(dest="lens_command", required=True)
     check = lens_sub.add_parser("check", help="print diagnostics; exit 1 if any error")
     check.add_argument("files", nargs="+", type=Path)
+
+    mcp = sub.add_parser("mcp", help="MCP servers: list them and their tools, approve one a workspace proposes")
+    mcp_sub = mcp.add_subparsers(dest="mcp_command", required=True)
+    mcp_list = mcp_sub.add_parser("list", help="servers, their state and tools (starts those you configured)")
+    mcp_list.add_argument("--json", action="store_true", help="one JSON object per server")
+    approve = mcp_sub.add_parser("approve", help="let a server the workspace config proposes start from now on")
+    approve.add_argument("name")
+    approve.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    for parser_ in (mcp_list, approve):
+        parser_.add_argument("--workspace", type=Path, default=None)
 
     models = sub.add_parser("models", help="parsed spec and capabilities of model ids")
     models.add_argument("ids", nargs="*")

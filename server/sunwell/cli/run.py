@@ -31,8 +31,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     asker = TerminalAsker(color=sys.stderr.isatty()) if can_ask else None
     try:
         engine = Engine(settings, workspace, asker=asker)
-        done = _run_cancellable(engine.run_turn(prompt, sink, session=args.session, tool_names=names,
-                                                lens=args.lens))
+        done = _run_cancellable(_then_close(engine, engine.run_turn(prompt, sink, session=args.session,
+                                                                   tool_names=names, lens=args.lens)))
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     except SessionStoreError as exc:
@@ -56,6 +56,14 @@ def _run_cancellable(coro):
         return await task
 
     return asyncio.run(runner())
+
+
+async def _then_close(engine, turn):
+    """The turn, then what the engine started (MCP servers) stopped, on the same event loop."""
+    try:
+        return await turn
+    finally:
+        await engine.aclose()
 
 
 def _read_stdin() -> str | None:

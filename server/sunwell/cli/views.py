@@ -1,5 +1,6 @@
-"""`sunwell sessions`, `models`, `audit`, `lens check` and `undo`: what the engine has stored or knows, printed
-(and, for `undo`, put back). Every line may quote a model, so it is printed through `visible`."""
+"""`sunwell sessions`, `models`, `audit`, `lens check`, `mcp` and `undo`: what the engine has stored or knows,
+printed (and, for `undo`, put back; for `mcp approve`, remembered). Every line may quote a model or a server, so it
+is printed through `visible`."""
 
 from __future__ import annotations
 
@@ -81,10 +82,17 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_lens(args: argparse.Namespace) -> int:
+    from sunwell.config import ConfigError, load_settings
     from sunwell.lens.check import check_files
+    from sunwell.tools.mcp.naming import server_prefix
     from sunwell.tools.registry import CORE_TOOLS
 
-    lines, had_error = check_files(args.files, known_tools=[tool.name for tool in CORE_TOOLS])
+    try:  # the user's MCP servers: a lens may name their tools (`docs__*`)
+        servers = list(load_settings(None).mcp_servers)
+    except ConfigError:
+        servers = []
+    lines, had_error = check_files(args.files, known_tools=[*(tool.name for tool in CORE_TOOLS),
+                                                             *(server_prefix(name) + "*" for name in servers)])
     for line in lines:
         print(visible(line))  # diagnostics quote the lens file, which a model may have written
     return EXIT_ERROR if had_error else EXIT_OK
@@ -116,4 +124,64 @@ def cmd_models(args: argparse.Namespace) -> int:
               f"\n  tools {mode} · parallel {caps['parallelCalls']} · reasoning {caps['reasoning']}"
               f" · small {caps['small']} · temperature {temperature}"
               f"\n  context window {model.window:,} tokens, from {visible(model.window_source)}")
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """`sunwell mcp list [--json]` and `sunwell mcp approve NAME [--yes]`."""
+    import asyncio
+
+    from sunwell.agent.engine import Engine, SetupError
+
+    workspace, settings = settings_for(args)
+    try:
+        engine = Engine(settings, workspace)
+    except SetupError as exc:
+        raise UsageError(str(exc)) from None
+    if args.mcp_command == "approve":
+        return _approve_mcp(engine, args.name, args.yes)
+    rows = asyncio.run(_started_status(engine))
+    if not rows:
+        print("no MCP servers configured (mcp_servers in your user config; see the README, \"Tools from outside\")")
+    for row in rows:
+        if args.json:
+            print(json.dumps(row.wire()))
+            continue
+        print(visible(f"{row.name}  {row.state}\n  {row.launch}\n  from the {row.source} config · trust "
+                      f"{row.trust} · approval {row.approval} · sandbox {row.sandbox}"))
+        if row.state == "awaiting approval":
+            print(f"  approve it with: sunwell mcp approve {visible(row.name)}")
+        if row.tools:
+            print(visible(f"  tools: {', '.join(row.tools)}"))
+    return EXIT_OK
+
+
+async def _started_status(engine):
+    """Start every server that may start (to list its tools), note their state, stop them."""
+    from sunwell.tools.base import Trust
+
+    try:
+        await engine.mcp.start(Trust.full, None, lambda level, code, message: None)
+        return engine.mcp.status()
+    finally:
+        await engine.aclose()
+
+
+def _approve_mcp(engine, name: str, yes: bool) -> int:
+    server = engine.mcp.servers.get(name)
+    if server is None or not server.proposed:
+        proposed = [s.name for s in engine.mcp.servers.values() if s.proposed]
+        raise UsageError(f"the workspace config proposes no MCP server '{name}' (it proposes: "
+                         f"{', '.join(proposed) or 'none'})")
+    line = next(row.launch for row in engine.mcp.status() if row.name == name)
+    print(visible(f"{name} connects to {line}" if server.config.url else
+                  f"{name} runs: {line}\n  in {engine.workspace}, sandboxed (the workspace read-only, no network)"))
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("pass --yes to approve without a terminal")
+        if input("Approve it? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("not approved")
+            return EXIT_OK
+    engine.mcp.approve(name)
+    print("approved: it starts when a turn may use its tools; a change to its command asks again")
     return EXIT_OK

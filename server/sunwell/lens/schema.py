@@ -160,7 +160,9 @@ class Problem:
 
 
 def lens_problems(data: Mapping[str, Any], known_tools: Iterable[str] = ()) -> list[Problem]:
-    """Duplicate skill names (at the second one) and unknown names in `allowed_tools`, on raw lens data."""
+    """Duplicate skill names (at the second one) and unknown names in `allowed_tools`, on raw lens data. A known
+    name ending in `*` stands for every name it starts (`docs__*`: the tools of the MCP server docs, known only
+    once it runs)."""
     problems: list[Problem] = []
     skills = data.get("skills")
     names: list[str] = []
@@ -178,7 +180,8 @@ def lens_problems(data: Mapping[str, Any], known_tools: Iterable[str] = ()) -> l
     if isinstance(tools, list):
         known = [*CORE_TOOLS, *names, *known_tools]
         for index, tool in enumerate(tools):
-            if isinstance(tool, str) and tool not in known:
+            if isinstance(tool, str) and tool not in known and not any(
+                    k.endswith("*") and tool.startswith(k[:-1]) for k in known):
                 problems.append(Problem(("tool_policy", "allowed_tools", index), "unknown-tool",
                                         f"Unknown tool '{tool}'{did_you_mean(tool, known)}; "
                                         f"known: {', '.join(dict.fromkeys(known))}"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
@@ -20,6 +21,8 @@ from sunwell.lsp.protocol import (
     ToolsResult,
 )
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
     from sunwell.agent.engine import Engine
     from sunwell.lsp.server import SunwellServer
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
 
 def setup(server: SunwellServer) -> None:
     @server.feature(TOOLS)
-    def tools(ls: SunwellServer, params: Any) -> dict[str, Any]:
+    async def tools(ls: SunwellServer, params: Any) -> dict[str, Any]:
         from sunwell.agent.engine import SetupError
         from sunwell.lsp.sessions import engine_or_fail
         from sunwell.tools.base import Trust
@@ -38,7 +41,11 @@ def setup(server: SunwellServer) -> None:
             lens = engine.lens(request.lens) if request.lens else None
         except SetupError as exc:
             raise JsonRpcInvalidParams(f"{TOOLS}: {exc}") from None
-        offered, _, _ = engine.tools(Trust[request.trust or engine.settings.trust], None, lens)
+        trust = Trust[request.trust or engine.settings.trust]
+        _, _, level = engine.tools(trust, None, lens)
+        # MCP servers list their tools once started: the ones this trust allows start now (none is asked about)
+        await engine.mcp.start(level, None, lambda _level, _code, message: log.info("%s", message))
+        offered, _, _ = engine.tools(trust, None, lens)
         return ToolsResult(tools=[ToolInfo(name=tool.name, description=tool.description, source=tool.source,
                                            policy=tool.approval, min_trust=tool.min_trust.name)
                                   for tool in offered]).wire()

@@ -7,6 +7,8 @@ dropped (the rest still apply); a data dir that cannot be used is reported once,
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +21,9 @@ from pygls.uris import to_fs_path
 from sunwell.errors import ConfigError, SetupError, first_problem
 from sunwell.lsp.failures import Unavailable
 from sunwell.lsp.protocol import CONFIG_SECTION, InitializationOptions
+
+SHUTDOWN_GRACE = 10.0
+"""Seconds `shutdown` waits for MCP servers to stop."""
 
 if TYPE_CHECKING:
     from sunwell.config import Settings
@@ -55,8 +60,11 @@ def setup(server: SunwellServer) -> None:
         apply_settings(ls)
 
     @server.feature(types.SHUTDOWN)
-    def shutdown(ls: SunwellServer, params: None) -> None:
+    async def shutdown(ls: SunwellServer, params: None) -> None:
         ls.stop()
+        if ls.has_engine:  # its MCP servers, before the client says `exit`
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ls.engine.aclose(), SHUTDOWN_GRACE)
 
 
 def workspace_root(params: types.InitializeParams) -> Path:
@@ -149,6 +157,8 @@ def apply_settings(ls: SunwellServer) -> None:
             engine.reconfigure(settings)
         else:
             ls.set_engine(Engine(settings, ls.root, asker=ClientAsker(ls)))
+            if engine is not None:
+                ls.run_task(engine.aclose())  # the old engine's MCP servers
     except (SetupError, ValueError) as exc:  # a bad workspace; a setting only the engine can judge
         ls.show_message(f"cannot apply the settings: {exc}", types.MessageType.Error)
         if engine is None:

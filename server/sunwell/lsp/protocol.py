@@ -56,6 +56,10 @@ class InitializationOptions(Params):
     base_url: str | None = None
     approval_timeout_sec: float | None = None
     ripgrep_path: str | None = None
+    compact_at: float | None = None
+    """Compact when the next request would pass this fraction of the context window (0 < x <= 1)."""
+    compaction_model: str | None = None
+    """A model string used to summarise older history; default: the session's model."""
 
 
 class ChatParams(Params):

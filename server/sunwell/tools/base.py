@@ -52,6 +52,8 @@ class ToolContext:
     """Where what a command planted under a blocked or protected name is moved (a Path), else the temp dir."""
     secrets: Any = None
     """A sunwell.tools.environment.EnvSecrets masking results before the model or a log sees them, or None."""
+    notify: Callable[[str, str, str], None] | None = None
+    """(level, code, message) -> a `notice` event of the running turn (an MCP server failed or restarted)."""
 
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
@@ -67,7 +69,7 @@ class Tool:
     handler: Handler
     min_trust: Trust = Trust.read_only
     approval: Literal["auto", "ask"] = "auto"
-    risk: Literal["write", "shell", "network"] | None = None
+    risk: Literal["write", "shell", "network", "mcp"] | None = None
     read_only: bool = True
     """Read-only calls of one response may run concurrently; the others run in order."""
     source: str = "core"

@@ -1,0 +1,32 @@
+"""What the MCP bridge's modules share without importing the SDK (importing `mcp` takes over half a second, which
+a turn with no MCP server configured should not pay)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sunwell.tools.jail import Jail
+
+Notify = Callable[[str, str, str], None]
+"""(level, code, message): a `notice` event of the running turn."""
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """What every server of a workspace starts with (from the engine's settings)."""
+
+    workspace: Path
+    data_dir: Path
+    blocked_paths: tuple[str, ...] = ()
+    env_passthrough: tuple[str, ...] = ()
+    bwrap_path: str | None = None
+    quarantine_dir: Path | None = None
+
+    def jail(self) -> Jail:
+        return Jail(self.workspace, self.blocked_paths)
+
+
+class ServerDown(Exception):
+    """The server cannot be used now; the message says why (for the model and the user alike)."""
