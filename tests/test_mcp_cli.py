@@ -193,11 +193,13 @@ def test_a_proposed_server_is_approved_at_the_terminal_once(env, workspace, fake
 
 def test_the_mcp_chat_command(env, workspace, config_home):
     write_user_config(config_home, mcp_servers={"box": toolbox(sandbox="off", tools=["echo"])})
+    propose(workspace, theirs=toolbox())
     proc = subprocess.run([sys.executable, "-m", "sunwell", "chat", "--model", OPENAI, "--trust", "shell"],
                           input="::mcp\n::help mcp\n", cwd=workspace, env=env, capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert "box" in proc.stdout and "stopped" in proc.stdout and "toolbox.py" in proc.stdout
+    assert "**box** — stopped" in proc.stdout and "toolbox.py" in proc.stdout  # a chat command starts nothing
+    assert "**theirs** — awaiting approval" in proc.stdout and "sunwell mcp approve theirs" in proc.stdout
     assert "::mcp" in proc.stdout
 
 

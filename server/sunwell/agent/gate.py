@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sunwell.agent.events import ApprovalEvent
+from sunwell.errors import first_problem
 from sunwell.messages import ToolCall, ToolError
 from sunwell.tools.approval import ApprovalPolicy, ApprovalRequest
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
@@ -54,7 +55,7 @@ class Gate:
                                       arguments=call.arguments, risk=tool.risk or "write", preview=preview)
         except ValidationError as exc:  # a tool's bug: nobody can be asked about what cannot be shown
             return Verdict(ToolError(code="execution", message=f"{tool.name} could not show what it would do, so "
-                                     f"it was not run ({_first_problem(exc)})"))
+                                     f"it was not run ({_problem_line(exc)})"))
         decision, by = await self.approval.decide(request, always_ask=protected)
         emit(ApprovalEvent(call_id=call.id, decision=decision, by=by))
         if decision == "deny":
@@ -68,14 +69,14 @@ class Gate:
         return Verdict(None, decision, by)
 
 
+def _problem_line(exc: ValidationError) -> str:
+    where, problem = first_problem(exc)
+    return f"{where}: {problem}"
+
+
 def _tool_preview(tool: Tool, call: ToolCall) -> dict[str, Any]:
     """For a tool with no preview of its own: the call itself."""
     return {"kind": "tool", "server": "", "tool": tool.name, "arguments": call.arguments}
-
-
-def _first_problem(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    return f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
 
 
 def _protected(arguments: dict[str, Any], ctx: ToolContext) -> bool:

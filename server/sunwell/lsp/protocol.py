@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sunwell.agent.events import Event
 from sunwell.approval_request import ApprovalRequest
+from sunwell.errors import first_problem
 from sunwell.messages import Message, Usage, WireModel
 from sunwell.vocabulary import ApprovalMode, Decision, TrustName, TurnStatus
 
@@ -217,9 +218,8 @@ def parse(model: type[P], params: Any, method: str) -> P:
     try:
         return model.model_validate(params)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(part) for part in err["loc"]) or "params"
-        raise InvalidParams(f"{method}: invalid params: '{where}': {err['msg']}") from None
+        where, problem = first_problem(exc, top="params")
+        raise InvalidParams(f"{method}: invalid params: '{where}': {problem}") from None
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

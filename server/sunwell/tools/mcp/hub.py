@@ -84,6 +84,8 @@ class McpHub:
             if name in self.servers:
                 continue
             server = McpServer(name, config, around, proposed=is_proposed)
+            if is_proposed and not self.consents.approved(around.workspace, name, config):
+                server.wait_for_approval(f"proposed by the workspace config; {_how_to_approve(name)}")
             if (other := prefixes.setdefault(server_prefix(name), name)) != name:
                 server.failures, server.state = 2, "failed"
                 server.reason = f"its tool names would clash with the server {other}'s: rename one of them"
@@ -132,7 +134,7 @@ class McpHub:
             server.approved()
             return
         line = launch_line(server.config)
-        how = f"approve it with `sunwell mcp approve {server.name}`"
+        how = _how_to_approve(server.name)
         server.wait_for_approval(f"proposed by the workspace config; {how}")
         if ask is not None and key not in self._refused:
             async with self._asking:
@@ -208,3 +210,7 @@ class McpHub:
         await asyncio.gather(*(server.close() for server in self.servers.values()), *self._retired,
                              return_exceptions=True)
 
+
+
+def _how_to_approve(name: str) -> str:
+    return f"approve it with `sunwell mcp approve {name}`"
