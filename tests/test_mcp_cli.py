@@ -139,6 +139,7 @@ def test_mcp_list_shows_servers_states_and_tools(sunwell, config_home, workspace
     assert rows["bad"]["state"] == "failed: exited while starting" and rows["bad"]["tools"] == []
     assert rows["theirs"]["state"] == "awaiting approval" and rows["theirs"]["source"] == "workspace"
     assert rows["theirs"]["sandbox"] == "on" and "toolbox.py" in rows["theirs"]["launch"]
+    assert {row["transport"] for row in rows.values()} == {"stdio"}
     text = sunwell("mcp", "list")
     assert "approve it with: sunwell mcp approve theirs" in text.stdout and "tools: box__echo, box__add" in text.stdout
 

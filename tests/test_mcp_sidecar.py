@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from fake_provider import Call, Reply
 from mcp_support import toolbox, write_user_config
@@ -60,3 +61,29 @@ async def test_a_proposed_server_is_asked_about_once_and_refused(sidecar, fake, 
     assert not any(t["function"]["name"].startswith("theirs__") for t in fake.requests[0].body["tools"])
     await sidecar.chat("again", trust="shell", session=first["session"])
     assert len(sidecar.approvals) == 1  # a refusal holds while the sidecar runs
+
+
+async def test_sunwell_mcp_shows_servers_and_restart_starts_one(sidecar, env, workspace):
+    write_user_config(Path(env["XDG_CONFIG_HOME"]), mcp_servers={
+        "box": toolbox(sandbox="off", tools=["echo", "add"]), "bad": toolbox("--crash-at-start", sandbox="off")})
+    (workspace / ".sunwell").mkdir()
+    (workspace / ".sunwell" / "config.yaml").write_text(yaml.safe_dump({"mcp_servers": {"theirs": toolbox()}}))
+    listing = await sidecar.request(protocol.MCP, {})
+    servers = {server["name"]: server for server in listing["servers"]}
+    assert servers["box"] == {"name": "box", "state": "stopped", "transport": "stdio", "tools": []}  # listing starts none
+    assert servers["theirs"]["state"] == "awaiting approval"
+
+    assert await sidecar.request(protocol.MCP_RESTART, {"name": "box"}) == {"state": "running"}
+    assert await sidecar.request(protocol.MCP_RESTART, {"name": "bad"}) == {"state": "failed: exited while starting"}
+    servers = {server["name"]: server for server in (await sidecar.request(protocol.MCP, {}))["servers"]}
+    assert servers["box"]["state"] == "running" and servers["box"]["tools"] == ["box__echo", "box__add"]
+    assert servers["bad"]["state"] == "failed: exited while starting"
+    assert await sidecar.request(protocol.MCP_RESTART, {"name": "box"}) == {"state": "running"}  # again
+
+    with pytest.raises(JsonRpcException, match="sunwell mcp approve theirs") as caught:
+        await sidecar.request(protocol.MCP_RESTART, {"name": "theirs"})
+    assert caught.value.code == protocol.REQUEST_FAILED
+    with pytest.raises(JsonRpcInvalidParams, match="no MCP server 'nope'"):
+        await sidecar.request(protocol.MCP_RESTART, {"name": "nope"})
+    with pytest.raises(JsonRpcInvalidParams, match="name"):
+        await sidecar.request(protocol.MCP_RESTART, {})

@@ -119,7 +119,7 @@ def test_times_are_iso_utc():
 def test_every_method_has_a_json_schema_with_camel_case_keys():
     schemas = protocol.json_schemas()
     assert set(schemas) == {protocol.CHAT, protocol.SESSIONS, protocol.SESSION, protocol.UNDO, protocol.TOOLS,
-                            protocol.MODELS, protocol.COMMANDS, protocol.APPROVE}
+                            protocol.MODELS, protocol.COMMANDS, protocol.MCP, protocol.MCP_RESTART, protocol.APPROVE}
     assert "toolCalls" in schemas[protocol.CHAT]["result"]["properties"]
     assert "callId" in schemas[protocol.APPROVE]["params"]["properties"]
     assert schemas[protocol.CHAT]["params"]["required"] == ["text"]

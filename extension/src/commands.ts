@@ -6,6 +6,7 @@ import type { ChatController } from './chatController';
 import { CHAT_VIEW_ID } from './chatView';
 import { API_KEYS, type KeyProvider } from './common/settings';
 import { DiffPreviews } from './diffPreview';
+import { showMcpServers } from './mcpServers';
 import { Vocabulary, type Decision, type TrustName } from './protocol';
 import type { ApiKeyStore } from './secrets';
 import type { Sidecar } from './sidecar';
@@ -61,6 +62,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     register('sunwell.showAuditLog', () => showAuditLog(sidecar)),
     register('sunwell.restartSidecar', () => sidecar.restart('asked by the user')),
     register('sunwell.showSessions', () => showSessions(controller, sidecar)),
+    register('sunwell.mcpServers', () => showMcpServers(sidecar)),
     register('sunwell.installPythonPackage', () => sidecar.installAndStart()),
     register('sunwell.showLog', () => deps.log.show()),
     register('sunwell.approval.allow', answerFromDiff('allow')),

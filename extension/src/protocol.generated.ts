@@ -57,6 +57,10 @@ export interface SunwellProtocol {
   Event?: Event;
   FileChange?: FileChange;
   InitializationOptions?: InitializationOptions;
+  McpRestartParams?: McpRestartParams;
+  McpRestartResult?: McpRestartResult;
+  McpResult?: McpResult;
+  McpServerInfo?: McpServerInfo;
   Message?: Message;
   ModelInfo?: ModelInfo;
   ModelsResult?: ModelsResult;
@@ -302,6 +306,21 @@ export interface InitializationOptions {
   compactAt?: number | null;
   compactionModel?: string | null;
 }
+export interface McpRestartParams {
+  name: string;
+}
+export interface McpRestartResult {
+  state: string;
+}
+export interface McpResult {
+  servers: McpServerInfo[];
+}
+export interface McpServerInfo {
+  name: string;
+  state: string;
+  transport: 'stdio' | 'http';
+  tools: string[];
+}
 export interface SystemMessage {
   role: 'system';
   text: string;
@@ -438,6 +457,8 @@ export const Method = {
   chat: 'sunwell/chat',
   chatEvent: 'sunwell/chatEvent',
   commands: 'sunwell/commands',
+  mcp: 'sunwell/mcp',
+  mcpRestart: 'sunwell/mcpRestart',
   models: 'sunwell/models',
   session: 'sunwell/session',
   sessions: 'sunwell/sessions',
@@ -450,6 +471,8 @@ export interface Requests {
   'sunwell/approve': { params: ApprovalRequest; result: ApproveResult };
   'sunwell/chat': { params: ChatParams; result: ChatResult };
   'sunwell/commands': { params: EmptyParams; result: CommandsResult };
+  'sunwell/mcp': { params: EmptyParams; result: McpResult };
+  'sunwell/mcpRestart': { params: McpRestartParams; result: McpRestartResult };
   'sunwell/models': { params: EmptyParams; result: ModelsResult };
   'sunwell/session': { params: SessionParams; result: SessionResult };
   'sunwell/sessions': { params: EmptyParams; result: SessionsResult };

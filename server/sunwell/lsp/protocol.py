@@ -28,6 +28,8 @@ UNDO = "sunwell/undo"
 TOOLS = "sunwell/tools"
 MODELS = "sunwell/models"
 COMMANDS = "sunwell/commands"
+MCP = "sunwell/mcp"
+MCP_RESTART = "sunwell/mcpRestart"
 APPROVE = "sunwell/approve"
 """Server -> client request."""
 
@@ -190,6 +192,29 @@ class EmptyParams(Params):
     pass
 
 
+class McpServerInfo(WireModel):
+    name: str
+    state: str
+    """`stopped`, `starting`, `running`, `failed: REASON` or `awaiting approval` (as `sunwell mcp list`)."""
+    transport: Literal["stdio", "http"]
+    tools: list[str]
+    """The Sunwell names of its tools (`SERVER__TOOL`); empty until it has started once."""
+
+
+class McpResult(WireModel):
+    servers: list[McpServerInfo]
+
+
+class McpRestartParams(Params):
+    name: str
+    """A configured server (not a workspace proposal awaiting approval)."""
+
+
+class McpRestartResult(WireModel):
+    state: str
+    """Its state after the restart: `running`, or `failed: REASON`."""
+
+
 REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     CHAT: (ChatParams, ChatResult),
     SESSIONS: (EmptyParams, SessionsResult),
@@ -198,6 +223,8 @@ REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     TOOLS: (ToolsParams, ToolsResult),
     MODELS: (EmptyParams, ModelsResult),
     COMMANDS: (EmptyParams, CommandsResult),
+    MCP: (EmptyParams, McpResult),
+    MCP_RESTART: (McpRestartParams, McpRestartResult),
     APPROVE: (ApprovalRequest, ApproveResult),
 }
 """Every custom request: method -> (params, result)."""

@@ -56,6 +56,7 @@ FEATURES: tuple[str, ...] = (
     "sunwell.lsp.sessions",
     "sunwell.lsp.catalog",
     "sunwell.lsp.lens_features",
+    "sunwell.lsp.mcp",
 )
 """Modules with a `setup(server)`, loaded in this order."""
 

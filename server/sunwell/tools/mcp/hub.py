@@ -36,6 +36,8 @@ class ServerStatus:
     """`stopped`, `starting`, `running`, `failed: REASON` or `awaiting approval` (PROTOCOL.md `sunwell mcp list`)."""
     launch: str
     """The command line (with the variables it sets), or the url."""
+    transport: str
+    """`stdio` (a command) or `http` (a url)."""
     source: str
     """`user` (the user's config) or `workspace` (proposed by the workspace config)."""
     trust: str
@@ -46,7 +48,8 @@ class ServerStatus:
     reason: str | None
 
     def wire(self) -> dict[str, object]:
-        return {"name": self.name, "state": self.state, "launch": self.launch, "source": self.source,
+        return {"name": self.name, "state": self.state, "launch": self.launch,
+                "transport": self.transport, "source": self.source,
                 "trust": self.trust, "approval": self.approval, "sandbox": self.sandbox, "tools": self.tools}
 
 
@@ -192,11 +195,30 @@ class McpHub:
             sandbox = ("-" if config.command is None else "off" if config.sandbox == "off" else
                        "on" + "".join(f", {what}" for what in ("write", "network") if getattr(config.sandbox, what)))
             rows.append(ServerStatus(
-                name=server.name, state=state, launch=launch_line(config), source="workspace" if server.proposed
+                name=server.name, state=state, launch=launch_line(config),
+                transport="stdio" if config.command else "http", source="workspace" if server.proposed
                 else "user", trust=config.needs, approval=config.approval, sandbox=sandbox,
                 tools=[tool.name for tool in server.tools], reason=server.reason))
         return rows
 
+    def status_of(self, name: str) -> ServerStatus:
+        """One server's row of `status`. Raises KeyError."""
+        return {row.name: row for row in self.status()}[name]
+
+    async def restart(self, name: str, notify: Notify) -> ServerStatus:
+        """Stop one server and start it again with a clean slate (failures forgotten): the user's Restart.
+        Raises KeyError for an unknown name, ServerDown when it may not start (a proposal awaiting approval, a
+        name clash); a start that fails is not raised, it shows in the state."""
+        server = self.servers[name]
+        if server.state == "awaiting approval":
+            raise ServerDown(f"{name} waits for your approval: {_how_to_approve(name)}")
+        first = next(other for other in self.servers if server_prefix(other) == server_prefix(name))
+        if first != name:  # `configure` keeps the first server of a prefix; this one stays down
+            raise ServerDown(server.reason or f"its tool names would clash with the server {first}'s")
+        await server.stop()
+        server.failures, server.state, server.reason = 0, "stopped", None
+        await self._ensure(server, notify)
+        return self.status_of(name)
 
     def approve(self, name: str) -> McpServer:
         """Remember the user's approval of a proposed server (`sunwell mcp approve NAME`). Raises KeyError."""

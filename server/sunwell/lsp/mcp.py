@@ -1,0 +1,56 @@
+"""`sunwell/mcp` and `sunwell/mcpRestart`: the configured MCP servers as `sunwell mcp list` shows them, and the
+user's Restart of one (VS Code's "Sunwell: MCP Servers")."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+
+from sunwell.lsp.failures import RequestFailed
+from sunwell.lsp.protocol import (
+    MCP,
+    MCP_RESTART,
+    EmptyParams,
+    McpRestartParams,
+    McpRestartResult,
+    McpResult,
+    McpServerInfo,
+)
+
+if TYPE_CHECKING:
+    from sunwell.lsp.server import SunwellServer
+    from sunwell.tools.mcp.hub import ServerStatus
+
+log = logging.getLogger(__name__)
+
+
+def setup(server: SunwellServer) -> None:
+    @server.feature(MCP)
+    def servers(ls: SunwellServer, params: Any) -> dict[str, Any]:
+        from sunwell.lsp.sessions import engine_or_fail
+
+        ls.parse(EmptyParams, params, MCP)
+        # The state as it is: a server that no turn has needed yet is `stopped` (listing does not start it)
+        return McpResult(servers=[server_info(row) for row in engine_or_fail(ls).mcp.status()]).wire()
+
+    @server.feature(MCP_RESTART)
+    async def restart(ls: SunwellServer, params: Any) -> dict[str, Any]:
+        from sunwell.lsp.sessions import engine_or_fail
+        from sunwell.tools.mcp.surroundings import ServerDown
+
+        request = ls.parse(McpRestartParams, params, MCP_RESTART)
+        hub = engine_or_fail(ls).mcp
+        try:
+            row = await hub.restart(request.name, lambda _level, _code, message: log.info("%s", message))
+        except KeyError:
+            raise JsonRpcInvalidParams(f"{MCP_RESTART}: no MCP server '{request.name}' is configured "
+                                       f"(configured: {', '.join(hub.servers) or 'none'})") from None
+        except ServerDown as exc:
+            raise RequestFailed(f"MCP server {request.name} cannot be restarted: {exc}") from None
+        return McpRestartResult(state=row.state).wire()
+
+
+def server_info(row: ServerStatus) -> McpServerInfo:
+    return McpServerInfo(name=row.name, state=row.state, transport=row.transport, tools=row.tools)
