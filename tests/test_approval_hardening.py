@@ -184,3 +184,15 @@ def test_a_protected_path_is_asked_even_after_allow_for_session(env, workspace, 
     events = [json.loads(line) for line in out.splitlines()]
     assert approvals(events) == [("allowSession", "user"), ("deny", "user"), ("allow", "policy")]
     assert not (workspace / ".vscode").exists() and (workspace / "other.txt").exists()
+
+
+def test_a_write_that_changes_nothing_is_answered_without_asking(sunwell, fake, workspace):
+    before = (workspace / "a.txt").stat().st_mtime_ns
+    same = json.dumps({"path": "a.txt", "content": (workspace / "a.txt").read_text()})
+    fake.script(Reply(tool_calls=[Call("write_file", same)]), Reply(text="It already says that."))
+    run = sunwell("run", "make a.txt say hello", "--model", "openai:gpt-4o", "--approve", "deny", "--json")
+    assert run.code == 0, run.stderr
+    assert not [e for e in run.events if e["type"] == "approval"]  # no card for "+0 -0"
+    result = next(e for e in run.events if e["type"] == "toolResult")
+    assert result["ok"] and result["output"].startswith("unchanged: a.txt")
+    assert (workspace / "a.txt").stat().st_mtime_ns == before

@@ -58,7 +58,7 @@ export function formatContext(meter: { used: number; window: number; estimated: 
   return {
     text: `${about}${percent}% of ${formatTokens(meter.window)}`,
     title: `Context: ${about}${formatTokens(meter.used)} of ${formatTokens(meter.window)} tokens used`
-      + `${meter.estimated ? ' (estimated: the server reports no usage)' : ''}. ::compact makes room; ::context shows what is in it.`,
+      + `${meter.estimated ? ' (estimated: the server reported no usable count)' : ''}. ::compact makes room; ::context shows what is in it.`,
     percent,
   };
 }

@@ -50,6 +50,8 @@ class Gate:
             preview = tool.preview(call.arguments, ctx) if tool.preview else _tool_preview(tool, call)
         except ToolFailure as failure:  # the call would fail anyway: answer it without bothering the user
             return Verdict(failure.error)
+        if preview.get("kind") == "diff" and preview.get("before") == preview.get("after") and not protected:
+            return Verdict()  # a write that changes nothing needs no one's yes (the tool says it is unchanged)
         try:  # the tool's dict becomes the wire model here, at the approval boundary
             request = ApprovalRequest(session=session, turn=turn, call_id=call.id, name=tool.name,
                                       arguments=call.arguments, risk=tool.risk or "write", preview=preview)

@@ -76,8 +76,15 @@ def _encode(text: str, name: str) -> bytes:
 async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     data = _encode(_required(args, "content"), "content")
     target = prepare_write(ctx.jail, _required(args, "path"))
+    if await asyncio.to_thread(_holds, target, data):  # nothing would change: nothing to write, ask or undo
+        return f"unchanged: {target.rel} already has exactly this content ({len(data)} bytes); nothing was written"
     created = await asyncio.to_thread(commit, ctx, target, data)
     return f"wrote {len(data)} bytes to {target.rel} ({'created' if created else 'replaced'})"
+
+
+def _holds(target: WriteTarget, data: bytes) -> bool:
+    st = inspect(target)
+    return st is not None and st.st_size == len(data) and read_existing(target) == data
 
 
 def preview_write(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
