@@ -253,3 +253,14 @@ def test_corrupt_session_database_is_reported_and_kept(sunwell, fake, tmp_path):
     assert run.code == 1 and "sessions.db" in run.stderr and len(run.stderr.splitlines()) == 1
     assert db.read_bytes() == b"not a database at all" * 100
     assert fake.requests == []
+
+
+def test_an_empty_answer_ends_the_turn_visibly(sunwell, fake):
+    fake.script(Reply(text=""))
+    run = sunwell("run", "hi", "--model", OPENAI, "--json")
+    assert run.code == 0, run.stderr
+    check_stream_rules(run.events)
+    notice = next(e for e in run.events if e["type"] == "notice")
+    assert (notice["code"], notice["message"]) == ("empty_answer", "The model returned no answer.")
+    fake.script(Reply(text=""))
+    assert "The model returned no answer." in sunwell("run", "hi", "--model", OPENAI).stdout  # the terminal too

@@ -215,6 +215,9 @@ class Turn:
             # after the answer's row, so that a replayed session shows the meter where the stream had it
             self.keeper.measured(response.request, response.usage, response.parts)
             if not calls:
+                if not response.text.strip():  # the turn must visibly end, not just stop
+                    self.log.emit(NoticeEvent(level="warning", code="empty_answer",
+                                              message="The model returned no answer."))
                 return "limitReached" if limit else "completed"
             results = await self._run_calls(calls)
             for result in self.keeper.fit_new_results(system, tools, results):
