@@ -67,7 +67,10 @@ def test_a_repeated_read_ends_in_an_answer_from_the_results(sunwell, fake):
     assert run.code == 0, run.stderr
     check_stream_rules(run.events)
     results = [e for e in run.events if e["type"] == "toolResult"]
-    assert [r["ok"] for r in results] == [True, True] and "already made this exact call" in results[1]["output"]
+    # the card shows the tool's output; the steering text is for the model, and the user gets a notice instead
+    assert [r["ok"] for r in results] == [True, True] and results[1]["output"] == results[0]["output"]
+    assert all("[Sunwell]" not in r["output"] for r in results)
+    assert any(e["type"] == "notice" and e["code"] == "repeated_call" for e in run.events)
     [notice] = [e for e in run.events if e["type"] == "notice" and e["code"] == "answer_from_results"]
     assert "read_file" in notice["message"]
     assert len(fake.requests) == 3

@@ -356,7 +356,10 @@ class Turn:
         if verdict.error is None and tool.read_only and key in self._answered:
             result = self._repeat(call, self._answered[key])
             self._enough(f"the model asked {call.name} again for a result it already has")
-            self._emit_result(result, 0)
+            # the card shows what the tool returns; the nudge to the model is said to the user as a notice
+            self.log.emit(NoticeEvent(level="info", code="repeated_call", message=(
+                f"the model repeated {call.name} with the same arguments; it was given the earlier result again")))
+            self._emit_result(self._answered[key].model_copy(update={"call_id": call.id}), 0)
             self._finished[call.id] = result
             return result
         if verdict.error is None and self.config.gate is not None:
