@@ -142,6 +142,18 @@ describe('approvals', () => {
     assert.equal(tool.status, 'ok');
   });
 
+  it('Stop while a card waits says Stopped, not "no answer in time"', () => {
+    let state = turn('write b.txt', events.slice(0, callIndex + 1));
+    state = reduce(state, { type: 'approvalRequested', params: request });
+    state = reduce(state, { type: 'stopRequested' });
+    state = run(events.slice(callIndex + 1), state);  // the engine's policy deny arrives while stopping
+    assert.equal(tools(state)[0].approval?.state, 'stopped');
+    let other = turn('write b.txt', events.slice(0, callIndex + 1));
+    other = reduce(other, { type: 'approvalRequested', params: request });
+    other = reduce(other, { type: 'turnFinished', status: 'cancelled' });
+    assert.equal(tools(other)[0].approval?.state, 'stopped');
+  });
+
   it('an unanswered card expires when the turn ends', () => {
     let state = turn('write b.txt', events.slice(0, callIndex + 1));
     state = reduce(state, { type: 'approvalRequested', params: request });

@@ -44,7 +44,8 @@ export interface ThinkingItem {
 export interface ApprovalCard {
   risk: ApprovalRequest['risk'];
   preview: Preview;
-  state: 'pending' | 'answered' | 'expired';
+  /** expired: no answer in time (denied by policy); stopped: the turn was stopped while it waited. */
+  state: 'pending' | 'answered' | 'expired' | 'stopped';
   decision: Decision | null;
   by: DecidedBy | null;
 }
@@ -298,7 +299,7 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
       if (!tool) return next;
       const decision = { decision: ev.decision, by: ev.by };
       const approval: ApprovalCard | null = tool.approval
-        ? { ...tool.approval, state: tool.approval.state === 'pending' && ev.by === 'policy' ? 'expired' : 'answered',
+        ? { ...tool.approval, state: tool.approval.state === 'pending' && ev.by === 'policy' ? unanswered(next) : 'answered',
             decision: ev.decision, by: ev.by }
         : null;
       return replaceItem(next, tool, { ...tool, decision, approval });
@@ -312,7 +313,7 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
       };
       const tool = findTool(next, ev.callId);
       if (!tool) return appendTool(closeStreams(next), ev.callId, ev.turn, ev.name, fields);
-      const approval = tool.approval?.state === 'pending' ? { ...tool.approval, state: 'expired' as const } : tool.approval;
+      const approval = tool.approval?.state === 'pending' ? { ...tool.approval, state: unanswered(next) } : tool.approval;
       return replaceItem(next, tool, { ...tool, ...fields, name: tool.name || ev.name, approval });
     }
     case 'notice': {
@@ -333,6 +334,11 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
   }
 }
 
+/** How a card nobody answered ends: stopped with its turn, or denied for want of an answer. */
+function unanswered(state: ChatState): 'stopped' | 'expired' {
+  return state.turn?.stopping ? 'stopped' : 'expired';
+}
+
 /** The turn is over: streams stop, calls that never completed are marked, unanswered approvals expire. */
 function endTurn(state: ChatState, turn: string,
   end: { status: TurnStatus; toolCalls: number; usage: Usage | null; error: string | null }): ChatState {
@@ -343,7 +349,9 @@ function endTurn(state: ChatState, turn: string,
     else if (item.status === 'running' && end.status !== 'completed') {
       next = { ...next, status: 'error', error: { code: 'interrupted', message: 'The turn ended before this call finished.' } };
     }
-    if (item.approval?.state === 'pending') next = { ...next, approval: { ...item.approval, state: 'expired' } };
+    if (item.approval?.state === 'pending') {
+      next = { ...next, approval: { ...item.approval, state: end.status === 'cancelled' ? 'stopped' : 'expired' } };
+    }
     return next;
   });
   const endItem: TurnEndItem = { kind: 'turnEnd', id: `i${state.nextId}`, turn, ...end };

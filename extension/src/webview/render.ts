@@ -138,14 +138,14 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
  * An answered question: one line says how. Also for a call of a replayed session that a person answered (the
  * log keeps the decision, not the question).
  */
-function renderAnswered(state: 'answered' | 'expired', decision: ApprovalCard['decision'], by: ApprovalCard['by'],
+function renderAnswered(state: 'answered' | 'expired' | 'stopped', decision: ApprovalCard['decision'], by: ApprovalCard['by'],
   showDiff: HTMLElement | null): HTMLElement {
-  const text = state === 'expired'
-    ? 'No answer in time: denied'
+  const text = state === 'stopped' ? 'Stopped'
+    : state === 'expired' ? 'No answer in time: denied'
     : `${DECISION_TEXT[decision ?? 'deny']}${by === 'policy' ? ' by policy' : ''}`;
   return h('div', { className: `approval approval-${state}`, 'data-testid': 'approval-card', 'data-state': state },
     h('div', { className: 'approval-result', 'data-testid': 'approval-result' },
-      icon(state === 'expired' || decision === 'deny' ? 'circle-slash' : 'check'), ` ${text}`, showDiff ? ' · ' : '', showDiff));
+      icon(state === 'stopped' ? 'debug-stop' : state === 'expired' || decision === 'deny' ? 'circle-slash' : 'check'), ` ${text}`, showDiff ? ' · ' : '', showDiff));
 }
 
 const END_TEXT: Record<TurnEndItem['status'], string> = {
