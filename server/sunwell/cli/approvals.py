@@ -11,6 +11,7 @@ import difflib
 import json
 import re
 import sys
+import threading
 from typing import TextIO, assert_never
 
 from sunwell.approval_request import ApprovalRequest, CommandPreview, DiffPreview, ToolPreview
@@ -52,7 +53,7 @@ class TerminalAsker:
             while True:
                 self.out.write("Allow? [y]es / [n]o / [a]llow for this session: ")
                 self.out.flush()
-                line = await asyncio.to_thread(self.stdin.readline)
+                line = await _read_answer(self.stdin)
                 if not line:  # end of input: nobody is there to say yes
                     return "deny"
                 answer = ANSWERS.get(line.strip().lower())
@@ -92,3 +93,17 @@ def _shown_command(command: str) -> str:
     text = visible(command)
     text = re.sub(r"[ \t]{40,}", lambda m: f" ⟨{len(m.group())} spaces⟩ ", text)
     return re.sub(r"\n(?:[ \t]*\n){2,}", lambda m: f"\n⟨{m.group().count(chr(10)) - 1} blank lines⟩\n", text)
+
+
+async def _read_answer(stdin) -> str:
+    """One line from `stdin`, given up when the turn is cancelled: the thread may not even have started reading yet
+    (under load), and must then not take the next line the user types at the prompt."""
+    if not hasattr(stdin, "abort"):  # a plain text stream (tests, pipes)
+        return await asyncio.to_thread(stdin.readline)
+    gone = threading.Event()
+    try:
+        return await asyncio.to_thread(stdin.readline, gone)
+    except asyncio.CancelledError:
+        gone.set()
+        stdin.abort()
+        raise

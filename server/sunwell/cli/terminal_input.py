@@ -30,11 +30,14 @@ class StdinLines:
         os.set_blocking(self._wake_r, False)
         self._busy = threading.Lock()
 
-    def readline(self) -> str:
+    def readline(self, gone: threading.Event | None = None) -> str:
+        """The next line; "" at once when `gone` is set (the question it answered was abandoned)."""
         with self._busy:
             with contextlib.suppress(BlockingIOError):
                 while os.read(self._wake_r, 64):  # a wake-up meant for a read that had already returned
                     pass
+            if gone is not None and gone.is_set():  # before the buffer: typeahead belongs to the prompt
+                return ""
             while b"\n" not in self._buffer:
                 ready, _, _ = select.select([self.fd, self._wake_r], [], [])
                 if self._wake_r in ready:
