@@ -33,6 +33,7 @@ def test_precedence(tmp_path):
     ("trust: everything\n", "'trust'"),
     ("max_tool_turns: many\n", "'max_tool_turns'"),
     ("models:\n  qwen:\n    emulation: yaml\n", "'models.qwen.emulation'"),
+    ("models:\n  qwen: 5\n", "'models.qwen'"),
     ("- a list\n", "mapping"),
     ("model: [unclosed\n", "not valid YAML"),
 ])

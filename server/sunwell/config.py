@@ -235,7 +235,7 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any]) -> tuple[dict[str,
         elif (key == "dry_run" and value is not True and current is True) or (
                 key in CEILINGS and _is_number(value) and _is_number(current) and value > current):
             ignored.append(key)
-        elif key == "models" and isinstance(value, dict) and isinstance(current, dict):
+        elif key == "models" and _mapping_of_mappings(value) and _mapping_of_mappings(current):
             # per model and per field, the user's own overrides win (a repository cannot undo the window
             # start.sh wrote, or claim a larger one); the workspace may add what the user left unset
             merged[key] = {name: {**(value.get(name) or {}), **(current.get(name) or {})}
@@ -274,6 +274,10 @@ def proposed_servers(raw: Any, source: str, ignored: list[str]) -> dict[str, Mcp
         proposed[str(name)] = server.model_copy(update={"approval": "ask", "sandbox": McpSandbox(),
                                                         **({"trust": None} if "trust" in dropped else {})})
     return proposed
+
+
+def _mapping_of_mappings(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(entry, dict) for entry in value.values())
 
 
 def _is_number(value: Any) -> bool:
