@@ -512,15 +512,21 @@ async function main() {
     const editor = page.locator('.editor-instance .monaco-editor').first();
     const squiggle = editor.locator('.squiggly-error, .squiggly-warning').first();
     await squiggle.waitFor({ timeout: 30_000 });
-    const box = await squiggle.boundingBox();
-    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    // The code lens above the first line shifts the text when it appears: wait for it, then hover where the
+    // squiggle is now, again if it moved under the mouse.
+    const codeLens = editor.locator('.codelens-decoration').filter({ hasText: 'Use this lens' }).first();
+    await codeLens.waitFor({ timeout: 10_000 }).catch(() => log('  note: no "Use this lens" code lens within 10s'));
     const hover = page.locator('.monaco-hover:not(.hidden)').filter({ hasText: 'instructionz' }).first();
-    await hover.waitFor({ timeout: 10_000 });
+    await until(async () => {
+      const box = await squiggle.boundingBox();
+      if (!box) return false;
+      await page.mouse.move(5, 400);
+      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+      return hover.waitFor({ timeout: 3_000 }).then(() => true, () => false);
+    }, { timeoutMs: 20_000, every: 100, message: 'no hover explains the diagnostic' });
     const hoverText = await hover.innerText();
     check(/unknown key/i.test(hoverText), `the hover does not explain the problem: ${hoverText}`);
     log(`  diagnostic: ${hoverText.split('\n')[0]}`);
-    const codeLens = editor.locator('.codelens-decoration').filter({ hasText: 'Use this lens' }).first();
-    await codeLens.waitFor({ timeout: 10_000 }).catch(() => log('  note: no "Use this lens" code lens within 10s'));
     log(`  code lenses: ${(await editor.locator('.codelens-decoration').allInnerTexts()).join(' | ') || '(none)'}`);
     await shot('lens-diagnostic');
     await page.mouse.move(5, 400);
