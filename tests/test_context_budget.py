@@ -207,8 +207,8 @@ async def test_one_result_larger_than_the_room_is_cut_with_the_usual_hint(fake, 
 
 
 async def test_a_read_larger_than_a_window_learned_mid_turn_is_cut_to_fit(fake, workspace, make_engine):
-    """The registry says 32k, the server has 4k: the refusal comes with the big result already in the turn, and
-    the retry cuts it to what is left once the turn's own user line and call are counted too."""
+    """The registry says 32k, the server has 4k: the refusal comes with the big result already in the turn and a
+    long user line, and the one retry still fits the learned window, the result cut with the usual hint."""
     fake.context_limit = 4096
     (workspace / "big.py").write_text("".join(f"def func_{i}():\n    return {i}\n" for i in range(1000)))  # 25 KB
     engine, state = make_engine(workspace, window=32768), ChatState()

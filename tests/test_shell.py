@@ -19,8 +19,9 @@ import pytest
 from conftest import SERVER
 from sunwell.tools.base import ToolContext, ToolFailure
 from sunwell.tools.environment import command_env
+from sunwell.tools.guarded import guarded_entries
 from sunwell.tools.jail import Jail
-from sunwell.tools.sandbox import blocked_entries, bwrap_available, probe_bwrap
+from sunwell.tools.sandbox import bwrap_available, probe_bwrap
 from sunwell.tools.shell import RUN_COMMAND, run_command, sandbox_warning
 
 CANARY = "canary-7f3a9c"
@@ -411,7 +412,7 @@ def test_blocked_entries_are_found_outermost_first(ws: Path) -> None:
     jail = Jail(ws, blocked=["config/prod.yaml"])
     (ws / "config").mkdir()
     (ws / "config" / "prod.yaml").write_text("x")
-    found = [(jail.relative(path), is_dir) for path, is_dir in blocked_entries(jail)]
+    found = [(e.rel, e.is_dir) for e in guarded_entries(jail) if not e.protected and not e.is_link]
     assert found == [
         (".Env.Production", False),
         (".env", False),

@@ -50,8 +50,6 @@ PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHR
                 "SUNWELL_BASE_URL", "SUNWELL_API_KEY")  # what create_provider reads
 
 
-
-
 class Engine:
     def __init__(self, settings: Settings, workspace: Path, *, asker: Asker | None = None) -> None:
         if not workspace.is_dir():

@@ -176,10 +176,3 @@ def _hideable_home(home: str, workspace: Path) -> bool:
     if home_path == Path("/") or home_path.is_relative_to(workspace):
         return False
     return home_path.is_dir() or not any(home_path.is_relative_to(d) for d in SYSTEM_DIRS)
-
-
-def blocked_entries(jail: Jail) -> list[tuple[Path, bool]]:
-    """Every blocked file and directory in the workspace as (path, is_dir), outermost only: a blocked directory is
-    not entered (node_modules and .git cost one entry each). Symlinks are neither masked nor followed: their target
-    is masked under its own name if it is blocked, and targets outside the workspace are not in the sandbox."""
-    return [(e.path, e.is_dir) for e in guarded_entries(jail) if not e.protected and not e.is_link]

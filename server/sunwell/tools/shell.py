@@ -80,8 +80,10 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
         argv = prefix + argv
     try:
         code, out, err = await _run(argv, str(cwd), env, timeout, ctx.max_output_bytes)
-    finally:  # also when the turn is cancelled: nothing planted may stay for the host to run
-        moved, folder = quarantine_planted(ctx.jail, {e.rel for e in entries}, ctx.quarantine_dir)
+    finally:  # also when the turn is cancelled: nothing planted may stay for the host to run (the thread finishes
+        # the move even if this await is cancelled; the walk stays off the event loop)
+        moved, folder = await asyncio.to_thread(quarantine_planted, ctx.jail, {e.rel for e in entries},
+                                                ctx.quarantine_dir)
     planted = _planted_note(moved, folder)
     if code is None:
         partial = render(out, err, f"[stopped after {timeout:g} s]", ctx.max_output_bytes)
