@@ -87,3 +87,10 @@ async def test_sunwell_mcp_shows_servers_and_restart_starts_one(sidecar, env, wo
         await sidecar.request(protocol.MCP_RESTART, {"name": "nope"})
     with pytest.raises(JsonRpcInvalidParams, match="name"):
         await sidecar.request(protocol.MCP_RESTART, {})
+
+
+async def test_the_client_can_configure_servers_in_its_options(sidecar_factory):
+    sidecar = await sidecar_factory({"mcpServers": {"box": toolbox(sandbox="off", tools=["echo"])}})
+    listing = await sidecar.request(protocol.MCP, {})
+    assert listing["servers"] == [{"name": "box", "state": "stopped", "transport": "stdio", "tools": []}]
+    assert await sidecar.request(protocol.MCP_RESTART, {"name": "box"}) == {"state": "running"}

@@ -305,6 +305,11 @@ export interface InitializationOptions {
   ripgrepPath?: string | null;
   compactAt?: number | null;
   compactionModel?: string | null;
+  mcpServers?: {
+    [k: string]: {
+      [k: string]: unknown;
+    };
+  } | null;
 }
 export interface McpRestartParams {
   name: string;

@@ -63,6 +63,8 @@ class InitializationOptions(Params):
     """Compact when the next request would pass this fraction of the context window (0 < x <= 1)."""
     compaction_model: str | None = None
     """A model string used to summarise older history; default: the session's model."""
+    mcp_servers: dict[str, dict[str, Any]] | None = None
+    """MCP servers as in the user config (PROTOCOL.md `mcp_servers`), from the client's user-level settings."""
 
 
 class ChatParams(Params):
