@@ -165,13 +165,35 @@ async def test_auto_and_deny_modes_send_no_request(sidecar_factory, fake, tmp_pa
     assert (approval_event(events)["decision"], approval_event(events)["by"]) == (decision, "policy")
 
 
-async def test_shell_call_asks_with_the_command_and_cwd(sidecar, fake, workspace):
-    sidecar.answer = lambda params: {"decision": "allow"}
-    fake.script(Reply(tool_calls=[Call("run_command", '{"command": "echo hi", "cwd": "src"}')]), Reply(text="ok"))
+async def test_shell_call_asks_with_its_effects_and_applies_them_on_allow(sidecar, fake, workspace):
+    seen = []
+
+    def answer(params):  # asked once the command ran staged: nothing may be in the workspace yet
+        seen.append((workspace / "src" / "made.txt").exists())
+        return {"decision": "allow"}
+
+    sidecar.answer = answer
+    command = "echo made > made.txt && echo hi"
+    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": command, "cwd": "src"}))]),
+                Reply(text="ok"))
     result, events = await sidecar.chat("say hi", trust="shell")
     check_turn(events, result)
     [asked] = sidecar.approvals
-    assert asked["risk"] == "shell"
+    assert asked["risk"] == "shell" and seen == [False]
+    assert asked["preview"] == {"kind": "effects", "command": command, "cwd": "src", "exitCode": 0,
+                                "output": "hi\n[exit code: 0]", "truncated": False,
+                                "changes": [{"path": "src/made.txt", "change": "added", "before": None,
+                                             "after": "made\n", "binary": False}]}
+    assert "hi" in tool_result(events)["output"] and "applied 1 file change" in tool_result(events)["output"]
+    assert (workspace / "src" / "made.txt").read_text() == "made\n"
+
+
+async def test_with_the_network_a_command_is_asked_before_it_runs(sidecar, fake, workspace):
+    sidecar.answer = lambda params: {"decision": "allow"}
+    fake.script(Reply(tool_calls=[Call("run_command", '{"command": "echo hi", "cwd": "src"}')]), Reply(text="ok"))
+    result, events = await sidecar.chat("say hi", trust="full")
+    check_turn(events, result)
+    [asked] = sidecar.approvals
     assert asked["preview"] == {"kind": "command", "command": "echo hi", "cwd": "src"}
     assert "hi" in tool_result(events)["output"]
 

@@ -46,6 +46,14 @@ class RateLimits(BaseModel):
     bytes_written: int = 10_000_000
 
 
+class Staging(BaseModel):
+    """What one command may change in its staging overlay before its changes are refused (tools/effects.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_bytes: int = Field(500_000_000, ge=0)
+    max_files: int = Field(20_000, ge=0)
+
+
 class McpSandbox(BaseModel):
     """What a sandboxed stdio MCP server may do besides reading the system and the workspace."""
 
@@ -132,6 +140,7 @@ class Settings(BaseModel):
     max_command_timeout_sec: float = Field(600, gt=0, le=3600)
     """Cap on the `timeout` a model may ask of run_command."""
     rate_limits: RateLimits = Field(default_factory=RateLimits)
+    staging: Staging = Field(default_factory=Staging)
     models: dict[str, ModelOverride] = Field(default_factory=dict)
     system_prompt: str | None = None
     """Replaces the built-in system instructions."""
@@ -242,10 +251,10 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any]) -> tuple[dict[str,
                            for name in {*current, *value}}  # fmt: skip
         elif key == "blocked_paths" and isinstance(value, list):
             merged[key] = [*(current or []), *value]
-        elif key == "rate_limits" and isinstance(value, dict):
-            limits = {**defaults.rate_limits.model_dump(), **(current if isinstance(current, dict) else {})}
+        elif key in ("rate_limits", "staging") and isinstance(value, dict):
+            limits = {**getattr(defaults, key).model_dump(), **(current if isinstance(current, dict) else {})}
             wider = [k for k, v in value.items() if _is_number(v) and _is_number(limits.get(k)) and v > limits[k]]
-            ignored += [f"rate_limits.{k}" for k in wider]
+            ignored += [f"{key}.{k}" for k in wider]
             merged[key] = {**limits, **{k: v for k, v in value.items() if k not in wider}}
         else:
             merged[key] = value

@@ -386,6 +386,10 @@ class Engine:
             network=trust >= Trust.full,
             max_timeout=self.settings.max_command_timeout_sec,
             checkpoint=lambda path, rel: checkpoints.save(session, turn, path, rel),
+            checkpoint_changes=lambda files: checkpoints.save_changes(session, turn, files),
+            staging_dir=self.data_dir / "staging",
+            staging_max_bytes=self.settings.staging.max_bytes,
+            staging_max_files=self.settings.staging.max_files,
             after_write=lambda path, rel, data: checkpoints.record_after(session, turn, rel, data),
             complete=complete,
         )

@@ -7,17 +7,18 @@ really reach (resolved through the jail, symlinks followed), before anything tha
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from sunwell.agent.events import ApprovalEvent
+from sunwell.agent.events import ApprovalEvent, NoticeEvent
 from sunwell.errors import first_problem
 from sunwell.messages import ToolCall, ToolError
 from sunwell.tools.approval import ApprovalPolicy, ApprovalRequest
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
+from sunwell.tools.shell import staging_problem
 
 
 @dataclass
@@ -25,6 +26,8 @@ class Verdict:
     error: ToolError | None = None
     decision: str | None = None
     by: str | None = None
+    review: Callable[[dict[str, Any]], Awaitable[ToolError | None]] | None = None
+    """For a command that runs staged first: asks about its effects, and fills in decision and by."""
 
 
 @dataclass
@@ -33,9 +36,11 @@ class Gate:
     dry_run: bool = False
     limiter: Any = None
     """A sunwell.tools.ratelimit.RateLimiter kept per session, or None."""
+    _told: bool = False
+    """Whether the turn was told that commands cannot be staged here."""
 
     async def admit(self, tool: Tool, call: ToolCall, ctx: ToolContext, session: str, turn: str,
-                    emit: Callable[[ApprovalEvent], Any]) -> Verdict:
+                    emit: Callable[[Any], Any]) -> Verdict:
         if self.dry_run:
             return Verdict(ToolError(code="dry_run", message=f"dry run: {tool.name} was not executed"))
         if self.limiter is not None:
@@ -46,6 +51,15 @@ class Gate:
         protected = tool.risk == "write" and _protected(call.arguments, ctx)
         if tool.approval != "ask" and not protected:
             return Verdict()
+        if tool.staged and not ctx.network:  # no network: all it can do is change files, so ask about those
+            problem = await staging_problem(ctx)
+            if problem is None:
+                return self._after(tool, call, session, turn, emit)
+            if not self._told:
+                self._told = True
+                emit(NoticeEvent(level="info", code="effects_unavailable", message=(
+                    f"commands are asked before they run: their effects cannot be previewed here ({problem}); "
+                    "undo still puts back what they change")))
         try:
             preview = tool.preview(call.arguments, ctx) if tool.preview else _tool_preview(tool, call)
         except ToolFailure as failure:  # the call would fail anyway: answer it without bothering the user
@@ -60,15 +74,31 @@ class Gate:
                                      f"it was not run ({_problem_line(exc)})"))
         decision, by = await self.approval.decide(request, always_ask=protected)
         emit(ApprovalEvent(call_id=call.id, decision=decision, by=by))
-        if decision == "deny":
-            who = ("the user" if by == "user" else
-                   "policy: a change to configuration the editor or shell runs (.vscode/, .idea/, .devcontainer/, "
-                   ".envrc) is always asked, and no one could be asked" if protected else
-                   "policy (approval mode deny, or no answer in time)")
-            return Verdict(ToolError(code="denied", message=f"{tool.name} was denied by {who}",
-                                     suggestion="do not repeat this call; explain what you wanted to do, "
-                                                "or find another way"), decision, by)
-        return Verdict(None, decision, by)
+        return Verdict(_denied(tool, by, protected) if decision == "deny" else None, decision, by)
+
+    def _after(self, tool: Tool, call: ToolCall, session: str, turn: str,
+               emit: Callable[[Any], Any]) -> Verdict:
+        """A verdict whose question comes once the command ran in its staging overlay, with what it changed."""
+        verdict = Verdict()
+
+        async def review(preview: dict[str, Any]) -> ToolError | None:
+            request = ApprovalRequest(session=session, turn=turn, call_id=call.id, name=tool.name,
+                                      arguments=call.arguments, risk=tool.risk or "shell", preview=preview)
+            verdict.decision, verdict.by = await self.approval.decide(request)
+            emit(ApprovalEvent(call_id=call.id, decision=verdict.decision, by=verdict.by))
+            return _denied(tool, verdict.by, False) if verdict.decision == "deny" else None
+
+        verdict.review = review
+        return verdict
+
+
+def _denied(tool: Tool, by: str, protected: bool) -> ToolError:
+    who = ("the user" if by == "user" else
+           "policy: a change to configuration the editor or shell runs (.vscode/, .idea/, .devcontainer/, "
+           ".envrc) is always asked, and no one could be asked" if protected else
+           "policy (approval mode deny, or no answer in time)")
+    return ToolError(code="denied", message=f"{tool.name} was denied by {who}",
+                     suggestion="do not repeat this call; explain what you wanted to do, or find another way")
 
 
 def _problem_line(exc: ValidationError) -> str:

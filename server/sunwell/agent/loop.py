@@ -12,7 +12,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -368,7 +368,8 @@ class Turn:
         if verdict.error is not None:
             result = failed(call, verdict.error)
         else:
-            result = await execute(tool, call, self.config.tool_ctx)
+            ctx = self.config.tool_ctx
+            result = await execute(tool, call, ctx if verdict.review is None else replace(ctx, review=verdict.review))
         duration_ms = int((time.monotonic() - started) * 1000)
         self._emit_result(result, duration_ms)
         self._finished[call.id] = result

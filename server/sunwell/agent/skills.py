@@ -36,7 +36,7 @@ def skill_tools(lens: Lens, taken: Collection[str]) -> list[Tool]:
             tools.append(Tool(name=name, description=description, parameters=parameters,
                               handler=_command_handler(skill.command), preview=_command_preview(skill.command),
                               min_trust=Trust.shell, approval="ask", risk="shell", read_only=False,
-                              source=f"lens:{lens.name}", timeout=3700))
+                              source=f"lens:{lens.name}", timeout=3700, staged=True))
         else:
             tools.append(Tool(name=name, description=description, parameters=parameters,
                               handler=_nested_handler(lens, skill), min_trust=Trust.read_only,

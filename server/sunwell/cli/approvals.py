@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import TextIO, assert_never
 
-from sunwell.approval_request import ApprovalRequest, CommandPreview, DiffPreview, ToolPreview
+from sunwell.approval_request import ApprovalRequest, CommandPreview, DiffPreview, EffectsPreview, ToolPreview
 from sunwell.cli.rendering import visible
 
 ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
@@ -26,17 +26,55 @@ def render_preview(request: ApprovalRequest, color: bool = False) -> str:
     if isinstance(preview, CommandPreview):
         return f"$ {_shown_command(preview.command)}\n  (in {visible(preview.cwd or '.')})"
     if isinstance(preview, DiffPreview):
-        # escaped before splitting, so that only a newline starts a diff line (not a \r, \f or \x1c)
-        before = visible(preview.before or "").splitlines(keepends=True)
-        after = visible(preview.after).splitlines(keepends=True)
-        path = visible(preview.path)
-        label = path + ("" if preview.before is not None else " (new file)")
-        lines = difflib.unified_diff(before, after, f"a/{path}", f"b/{label}")
-        return "".join(_paint(line, color) for line in _ensure_newlines(lines))
+        return _diff(preview.path, preview.before, preview.after, color)
+    if isinstance(preview, EffectsPreview):
+        return _effects(preview, color)
     if isinstance(preview, ToolPreview) and preview.server:
         arguments = json.dumps(preview.arguments, ensure_ascii=False, indent=2)
         return visible(f"{preview.tool} on the MCP server {preview.server}, with:\n{arguments}")
     return visible(f"{request.name}({request.arguments})")
+
+
+def _diff(path: str, before: str | None, after: str | None, color: bool) -> str:
+    # escaped before splitting, so that only a newline starts a diff line (not a \r, \f or \x1c)
+    old, new = (visible(text or "").splitlines(keepends=True) for text in (before, after))
+    shown = visible(path)
+    label = shown + ("" if before is not None else " (new file)")
+    lines = difflib.unified_diff(old, new, f"a/{shown}", "/dev/null" if after is None else f"b/{label}")
+    return "".join(_paint(line, color) for line in _ensure_newlines(lines))
+
+
+EFFECT_MARKS = {"added": "A", "modified": "M", "deleted": "D", "mode": "M (mode)"}
+
+
+def _effects(preview: EffectsPreview, color: bool) -> str:
+    """A command that already ran staged: the command, its output and exit code, a stat of the files it changed,
+    then each file's diff. Nothing is in the workspace yet."""
+    where = visible(preview.cwd or ".")
+    out = [(f"$ {_shown_command(preview.command)}\n  (in {where}; it ran in a staging copy and exited with "
+            f"{preview.exit_code}; nothing has reached the workspace yet)\n")]
+    if preview.output.strip():
+        out.append("".join(f"  | {line}\n" for line in visible(preview.output).splitlines()))
+    if not preview.changes:
+        out.append("It changed no files.\n")
+    for change in preview.changes:
+        size = "" if change.path.endswith("/") else _stat(change.before, change.after)
+        note = " (binary)" if change.binary else ""
+        out.append(f"  {EFFECT_MARKS[change.change]:9} {visible(change.path)}{size}{note}\n")
+    if preview.truncated:
+        out.append("  ... and more files (not listed)\n")
+    for change in preview.changes:
+        if change.change != "mode" and (change.before is not None or change.after is not None):
+            out.append(_diff(change.path, change.before, change.after, color))
+    return "".join(out).rstrip("\n")
+
+
+def _stat(before: str | None, after: str | None) -> str:
+    old, new = (text.splitlines() if text else [] for text in (before, after))
+    diff = list(difflib.unified_diff(old, new, lineterm="", n=0))
+    added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
+    return f"  +{added} -{removed}" if diff else ""
 
 
 class TerminalAsker:
@@ -64,7 +102,7 @@ class TerminalAsker:
 def _verb(request: ApprovalRequest) -> str:
     match request.risk:
         case "shell":
-            return "run a command"
+            return "apply what a command did" if isinstance(request.preview, EffectsPreview) else "run a command"
         case "write":
             return "change a file"
         case "network":

@@ -44,6 +44,16 @@ class ToolContext:
     """Called with (real path, workspace-relative path) before a write changes a file: undo keeps what it was."""
     after_write: Callable[[Any, str, bytes], None] | None = None
     """Called with (real path, relative path, the bytes written) after a write: undo can tell later edits."""
+    checkpoint_changes: Callable[[list[tuple[Any, str, str | None]]], None] | None = None
+    """Called with [(prior file, relative path, sha256 of the new content or None for a deletion)] before a
+    command's changes are applied (tools/effects.py): undo puts them back like writes."""
+    staging_dir: Any = None
+    """Where a command's changes are staged before they are shown (a Path), else the temp dir."""
+    staging_max_bytes: int = 500_000_000
+    staging_max_files: int = 20_000
+    review: Callable[[dict[str, Any]], Awaitable[ToolError | None]] | None = None
+    """Set for a call whose approval waits for its effects: asked with the `effects` preview once the command ran
+    staged; None applies them, an error (denied) discards them. Unset: the call was approved before it ran."""
     complete: Callable[[str, str], Awaitable[str]] | None = None
     """(system instructions, user text) -> the model's answer with no tools: a skill's nested model call."""
     env_passthrough: tuple[str, ...] = ()
@@ -75,6 +85,8 @@ class Tool:
     source: str = "core"
     timeout: float = 60.0
     preview: Preview | None = None
+    staged: bool = False
+    """A command whose file changes can be staged and shown before they are applied (tools/overlay.py)."""
 
     @property
     def spec(self) -> ToolSpec:

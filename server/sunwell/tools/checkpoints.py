@@ -3,13 +3,14 @@
 Layout under the root (`<data dir>/checkpoints/`), one directory per session:
 
     <session>/meta.json        {"version": 1, "turns": [{"turn", "time", "undone", "files": [
-                                    {"rel", "existed", "sha256", "mode", "after"}]}]}
+                                    {"rel", "existed", "sha256", "mode", "after", "removed"}]}]}
     <session>/blobs/<sha256>   the prior content of a file, named by its hash (shared by identical contents)
     <session>/.lock            flock'ed by every writer of meta.json (threads, processes)
 
 Turns appear in meta.json in the order of their first change; `time` is the time of their last save. A file's
 entry is made once per turn, before its first change (`sha256` and `mode` of the prior content, or `existed`
-false); `after` is the sha256 of what the tool last wrote in that turn (null if the write never happened).
+false); `after` is the sha256 of what the tool last wrote in that turn (null if the write never happened), and
+`removed` true when a command of the turn deleted the file (`save_changes`, for a command's staged changes).
 
 Undo treats meta.json as untrusted: every path goes through the jail and the same safe writer as write_file, blob
 names must be hashes and the blob must still match its hash, and a restored mode keeps only the permission bits.
@@ -93,6 +94,28 @@ class Checkpoints:
             entry["files"].append({"rel": rel, "after": None, **_copy_prior(path, blobs)})
             self._store(session, meta)
 
+    def save_changes(self, session: str, turn: str, files: list[tuple[Path, str, str | None]]) -> None:
+        """Record many files at once before a command's staged changes are applied (tools/effects.py): for each,
+        (where its prior content is now, rel, sha256 of what will be written or None when it will be deleted).
+        One write of meta.json for all of them; a file already recorded in this turn keeps its first state."""
+        with self._locked(session):
+            meta = self._load(session)
+            entry = _find_turn(meta, turn)
+            if entry is None:
+                entry = {"turn": turn, "time": 0.0, "undone": False, "files": []}
+                meta["turns"].append(entry)
+            entry["time"] = time.time()
+            known = {f["rel"]: f for f in entry["files"]}
+            blobs = self._dir(session) / "blobs"
+            blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for path, rel, after in files:
+                f = known.get(rel)
+                if f is None:
+                    f = known[rel] = {"rel": rel, **_copy_prior(path, blobs)}
+                    entry["files"].append(f)
+                f["after"], f["removed"] = after, after is None
+            self._store(session, meta)
+
     def record_after(self, session: str, turn: str, rel: str, data: bytes) -> None:
         """Remember the hash of what the tool wrote to `rel`, so undo can tell whether someone changed it since."""
         with self._locked(session):
@@ -100,7 +123,7 @@ class Checkpoints:
             entry = _find_turn(meta, turn)
             for f in entry["files"] if entry else []:
                 if f["rel"] == rel:
-                    f["after"] = hashlib.sha256(data).hexdigest()
+                    f["after"], f["removed"] = hashlib.sha256(data).hexdigest(), False
                     self._store(session, meta)
                     break
 
@@ -167,10 +190,11 @@ class Checkpoints:
         except ToolFailure as failure:
             raise UndoError(f"refusing to undo {rel!r}: {failure.error.message}; nothing was undone") from None
         current_sha = None if current is None else hashlib.sha256(current).hexdigest()
-        if current_sha == prior_sha:
+        if current_sha == prior_sha and (not existed or _mode(target.path) == f["mode"] & 0o777):
             result.unchanged.append(rel)
             return None
-        if current_sha != (after if after is not None else prior_sha):
+        expected = None if f.get("removed") is True else after if after is not None else prior_sha
+        if current_sha != expected:
             result.conflicts.append(rel)
         if not existed:
             return target, None, None
@@ -237,6 +261,13 @@ def last_session(root_dir: Path) -> str | None:
         if newest is not None and (best is None or (newest, meta_file.parent.name) > best):
             best = (newest, meta_file.parent.name)
     return best[1] if best else None
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return stat.S_IMODE(os.lstat(path).st_mode) & 0o777
+    except OSError:
+        return None
 
 
 def _find_turn(meta: dict[str, Any], turn: str) -> dict[str, Any] | None:

@@ -15,14 +15,22 @@ import logging
 import math
 import os
 import signal
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.effects import apply, assess
+from sunwell.tools.effects import preview as effects_preview
 from sunwell.tools.environment import command_env
 from sunwell.tools.files import string_arg
 from sunwell.tools.guarded import guarded_entries, quarantine_planted
 from sunwell.tools.output import char_boundary, truncate
-from sunwell.tools.sandbox import bwrap_argv, bwrap_available, probe_bwrap
+from sunwell.tools.overlay import UNSAFE_IN_OPTIONS, Stage, probe_overlay
+from sunwell.tools.sandbox import BwrapProbe, bwrap_argv, bwrap_available, probe_bwrap
+from sunwell.tools.snapshot import BUDGET as SNAPSHOT_BUDGET
+from sunwell.tools.snapshot import Snapshot
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_TIMEOUT = 600.0
@@ -30,6 +38,7 @@ TIMEOUT_CEILING = 3600.0
 KILL_GRACE = 2.0  # between SIGTERM and SIGKILL
 DRAIN_GRACE = 2.0  # reading what is left in the pipes once the process is gone
 CHUNK = 1 << 16
+WATCH_EVERY = 0.5  # s between two looks at a staged command's size
 log = logging.getLogger(__name__)
 NOTICE_ROOM = 400  # bytes kept under the cap for the section header, the truncation notice and the exit line
 INSTALL_HINT = (
@@ -66,35 +75,130 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
     argv = ["bash", "-c", command]
     entries = await asyncio.to_thread(guarded_entries, ctx.jail)
     if ctx.sandbox != "off":
-        bwrap = bwrap_available(ctx.bwrap_path)
-        if bwrap is None:
-            raise ToolFailure("permission", INSTALL_HINT)
-        probe = await probe_bwrap(bwrap)
-        if probe.problem:
-            raise ToolFailure("permission", f"{INSTALL_HINT}; {probe.problem}")
+        bwrap, probe = await _bwrap(ctx)
         env.pop("TMPDIR", None)  # the host's temp dir is not in the sandbox; its own /tmp is
         prefix = await asyncio.to_thread(
             bwrap_argv, ctx.jail.root, cwd, ctx.jail, network=ctx.network, bwrap=bwrap,
             home=env.get("HOME"), ro_paths=ctx.sandbox_ro_paths, userns_flags=probe.userns_flags, entries=entries,
         )  # fmt: skip
         argv = prefix + argv
+        if await staging_problem(ctx) is None:
+            return await _run_staged(argv, command, cwd, env, timeout, ctx)
+    snapshot = None
+    if ctx.checkpoint_changes is not None:  # no overlay here: undo from a copy taken before
+        budget = min(ctx.staging_max_bytes, SNAPSHOT_BUDGET)
+        snapshot = await asyncio.to_thread(Snapshot.take, ctx.jail, _staging_parent(ctx), budget)
     try:
-        code, out, err = await _run(argv, str(cwd), env, timeout, ctx.max_output_bytes)
-    finally:  # also when the turn is cancelled: nothing planted may stay for the host to run (the thread finishes
-        # the move even if this await is cancelled; the walk stays off the event loop)
-        moved, folder = await asyncio.to_thread(quarantine_planted, ctx.jail, {e.rel for e in entries},
-                                                ctx.quarantine_dir)
-    planted = _planted_note(moved, folder)
+        try:
+            code, out, err = await _run(argv, str(cwd), env, timeout, ctx.max_output_bytes)
+        finally:  # also when the turn is cancelled: nothing planted may stay for the host to run (the thread
+            # finishes the move even if this await is cancelled; the walk stays off the event loop)
+            moved, folder = await asyncio.to_thread(quarantine_planted, ctx.jail, {e.rel for e in entries},
+                                                    ctx.quarantine_dir)
+            lost = await asyncio.to_thread(snapshot.record, ctx.checkpoint_changes) if snapshot else []
+    finally:
+        if snapshot is not None:
+            snapshot.discard()
+    notes = _planted_note(moved, folder) + _lost_note(lost)
     if code is None:
         partial = render(out, err, f"[stopped after {timeout:g} s]", ctx.max_output_bytes)
         raise ToolFailure(
             "timeout",
             f"the command did not finish within {timeout:g} s and was stopped (its whole process group was "
-            f"killed). Output so far:\n{partial}{planted}",
+            f"killed). Output so far:\n{partial}{notes}",
             f"pass a larger timeout (at most {_max_timeout(ctx):g} s) or make the command do less; "
             "servers and watchers that never exit cannot run here",
         )
-    return render(out, err, f"[exit code: {code}]", ctx.max_output_bytes) + planted
+    return render(out, err, f"[exit code: {code}]", ctx.max_output_bytes) + notes
+
+
+async def _bwrap(ctx: ToolContext) -> tuple[str, BwrapProbe]:
+    bwrap = bwrap_available(ctx.bwrap_path)
+    if bwrap is None:
+        raise ToolFailure("permission", INSTALL_HINT)
+    probe = await probe_bwrap(bwrap)
+    if probe.problem:
+        raise ToolFailure("permission", f"{INSTALL_HINT}; {probe.problem}")
+    return bwrap, probe
+
+
+async def staging_problem(ctx: ToolContext) -> str | None:
+    """Why this context's commands cannot run staged (sandbox off, no bwrap, no unprivileged overlayfs), or None."""
+    if ctx.sandbox == "off":
+        return "the sandbox is off"
+    bwrap = bwrap_available(ctx.bwrap_path)
+    if bwrap is None:
+        return "bubblewrap is not installed"
+    probe = await probe_bwrap(bwrap)
+    if probe.problem:
+        return probe.problem
+    if any(c in str(ctx.jail.root) for c in UNSAFE_IN_OPTIONS):
+        return "the workspace path has a character an overlay mount cannot take (, : \\ or a quote)"
+    return await probe_overlay(_staging_parent(ctx), bwrap, probe.userns_flags)
+
+
+def _staging_parent(ctx: ToolContext) -> Path:
+    return Path(ctx.staging_dir) if ctx.staging_dir is not None else Path(tempfile.gettempdir()) / "sunwell-staging"
+
+
+async def _run_staged(argv: list[str], command: str, cwd: Path, env: dict[str, str], timeout: float,
+                      ctx: ToolContext) -> str:
+    """Run in an overlay, show what it did (ctx.review), and apply it only on yes (tools/effects.py)."""
+    stage = await asyncio.to_thread(Stage.create, _staging_parent(ctx))
+    try:
+        cap = _Cap(stage, ctx.staging_max_bytes, ctx.staging_max_files)
+        code, out, err = await _run(stage.wrap(argv, ctx.jail.root), str(cwd), env, timeout, ctx.max_output_bytes,
+                                    over=cap.over)
+        if cap.reason is None:
+            cap.reason = await asyncio.to_thread(cap.over)
+        if cap.reason is not None:
+            raise ToolFailure("limit", f"the command changed {cap.reason}, more than a command may change at once "
+                              "(the staging limit); nothing was applied to the workspace",
+                              "make it change less (build into a folder outside the workspace, clean first), or "
+                              "raise staging.max_bytes / staging.max_files in the user config")  # fmt: skip
+        if code is None:
+            partial = render(out, err, f"[stopped after {timeout:g} s]", ctx.max_output_bytes)
+            raise ToolFailure("timeout", f"the command did not finish within {timeout:g} s and was stopped; nothing "
+                              f"it changed was applied. Output so far:\n{partial}",
+                              f"pass a larger timeout (at most {_max_timeout(ctx):g} s) or make the command do less")
+        output = render(out, err, f"[exit code: {code}]", ctx.max_output_bytes)
+        if ctx.secrets is not None:
+            output = ctx.secrets.mask(output)
+        found = await asyncio.to_thread(assess, stage, ctx.jail)
+        if ctx.review is not None:
+            shown = await asyncio.to_thread(effects_preview, found, ctx.jail, command=command,
+                                            cwd=ctx.jail.relative(cwd), exit_code=code, output=output)
+            refusal = await ctx.review(shown)
+            if refusal is not None:
+                raise ToolFailure(refusal.code, refusal.message + "; nothing it changed was applied",
+                                  refusal.suggestion)
+        applied = await asyncio.to_thread(apply, found, ctx.jail, ctx.checkpoint_changes)
+        return output + applied.note(found)
+    finally:
+        await asyncio.to_thread(stage.discard)
+
+
+class _Cap:
+    """The staging limit, checked while the command runs (every WATCH_EVERY s) and once after it."""
+
+    def __init__(self, stage: Stage, max_bytes: int, max_files: int) -> None:
+        self.stage, self.max_bytes, self.max_files = stage, max_bytes, max_files
+        self.reason: str | None = None
+
+    def over(self) -> str | None:
+        size, count = self.stage.usage()
+        if size > self.max_bytes:
+            self.reason = f"{size:,} bytes of files (limit {self.max_bytes:,})"
+        elif count > self.max_files:
+            self.reason = f"{count:,} files and folders (limit {self.max_files:,})"
+        return self.reason
+
+
+def _lost_note(lost: list[str]) -> str:
+    if not lost:
+        return ""
+    return (f"\n[Sunwell: undo cannot restore {', '.join(lost[:10])}{' and more' if len(lost) > 10 else ''}: "
+            "too large to copy before the command ran]")
 
 
 def _planted_note(moved: list[str], folder: object) -> str:
@@ -189,9 +293,11 @@ def render(out: Capture, err: Capture, last_line: str, max_bytes: int) -> str:
 
 
 async def _run(
-    argv: list[str], cwd: str, env: dict[str, str], timeout: float, keep: int
+    argv: list[str], cwd: str, env: dict[str, str], timeout: float, keep: int,
+    over: Callable[[], str | None] | None = None,
 ) -> tuple[int | None, Capture, Capture]:
-    """Run argv; (exit code or None on timeout, stdout, stderr). On cancellation the group is killed first."""
+    """Run argv; (exit code or None on timeout, stdout, stderr). On cancellation the group is killed first, and
+    as soon as `over()` (asked every WATCH_EVERY s, in a thread) says a limit was passed."""
     # Our own pipes, not asyncio's: Python 3.11's Process.wait() also waits for the pipes to close, which a
     # backgrounded grandchild can keep open for ever.
     out_r, out_w = os.pipe()
@@ -213,7 +319,7 @@ async def _run(
     code: int | None = None
     try:
         with contextlib.suppress(TimeoutError):
-            code = await asyncio.wait_for(proc.wait(), timeout)
+            code = await asyncio.wait_for(_wait(proc, over), timeout)
     finally:
         try:
             await _stop_group(proc)
@@ -222,6 +328,17 @@ async def _run(
     if code is not None and code < 0:  # killed by a signal: report it the way a shell does
         code = 128 - code
     return code, out, err
+
+
+async def _wait(proc: asyncio.subprocess.Process, over: Callable[[], str | None] | None) -> int:
+    if over is None:
+        return await proc.wait()
+    while True:
+        with contextlib.suppress(TimeoutError):
+            return await asyncio.wait_for(asyncio.shield(proc.wait()), WATCH_EVERY)
+        if await asyncio.to_thread(over) is not None:
+            _signal_group(proc.pid, signal.SIGKILL)
+            return await proc.wait()
 
 
 async def _read(fd: int, capture: Capture) -> None:
@@ -304,5 +421,6 @@ RUN_COMMAND = Tool(
     approval="ask",
     risk="shell",
     read_only=False,
+    staged=True,
     timeout=TIMEOUT_CEILING + 2 * KILL_GRACE + DRAIN_GRACE + 10,  # the handler enforces its own limit
 )
