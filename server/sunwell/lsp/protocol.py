@@ -45,6 +45,13 @@ class Params(WireModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class StagingOptions(Params):
+    """What one command may change before its staged changes are refused (PROTOCOL.md `staging`)."""
+
+    max_bytes: int | None = Field(None, ge=0)
+    max_files: int | None = Field(None, ge=0)
+
+
 class InitializationOptions(Params):
     """`initializationOptions`, and the `sunwell` section of `workspace/didChangeConfiguration`. All optional."""
 
@@ -65,6 +72,7 @@ class InitializationOptions(Params):
     """A model string used to summarise older history; default: the session's model."""
     mcp_servers: dict[str, dict[str, Any]] | None = None
     """MCP servers as in the user config (PROTOCOL.md `mcp_servers`), from the client's user-level settings."""
+    staging: StagingOptions | None = None
 
 
 class ChatParams(Params):

@@ -93,7 +93,7 @@ def _refusal(change: Change, jail: Jail) -> str | None:
     if jail.is_protected(change.rel):
         return "configuration the editor or shell runs"
     if change.is_link:
-        return "a symbolic link; links made by commands are not applied"
+        return "a symbolic link: Sunwell does not make links for a command"
     return None
 
 
