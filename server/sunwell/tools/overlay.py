@@ -83,34 +83,32 @@ class Stage:
 _probes: dict[str, str | None] = {}
 
 
-async def probe_overlay(staging_parent: Path, bwrap: str, userns_flags: Sequence[str]) -> str | None:
-    """Why commands cannot be staged here (no unshare, no unprivileged overlayfs, bwrap refusing inside the
-    namespace), or None when they can. Tried once per staging folder and bwrap with a real sandboxed write."""
-    key = f"{staging_parent}\0{bwrap}"
+async def probe_overlay(staging_parent: Path, workspace: Path, bwrap: str,
+                        userns_flags: Sequence[str]) -> str | None:
+    """Why commands in `workspace` cannot be staged (no unshare, no unprivileged overlayfs, a workspace filesystem
+    overlayfs cannot use as its lower layer, bwrap refusing inside the namespace), or None when they can. Tried
+    once per staging folder, workspace and bwrap with a real sandboxed command; cached."""
+    key = f"{staging_parent}\0{workspace}\0{bwrap}"
     if key not in _probes:
-        _probes[key] = await _probe(Path(staging_parent), bwrap, userns_flags)
+        _probes[key] = await _probe(Path(staging_parent), workspace, bwrap, userns_flags)
     return _probes[key]
 
 
-async def _probe(staging_parent: Path, bwrap: str, userns_flags: Sequence[str]) -> str | None:
+async def _probe(staging_parent: Path, workspace: Path, bwrap: str, userns_flags: Sequence[str]) -> str | None:
     if shutil.which("unshare") is None or shutil.which("mount") is None:
         return "the unshare and mount commands (util-linux) are missing"
-    with tempfile.TemporaryDirectory(prefix="sunwell-overlay-probe-") as tmp:
-        lower = Path(os.path.realpath(tmp))
-        (lower / "kept").write_text("kept")
-        try:
-            stage = Stage.create(staging_parent)
-        except OSError as exc:
-            return f"cannot create the staging folder {staging_parent}: {exc.strerror or exc}"
-        try:
-            jail = Jail(lower)
-            sandbox = bwrap_argv(lower, lower, jail, network=False, bwrap=bwrap, userns_flags=userns_flags)
-            problem = await _try(stage.wrap([*sandbox, "sh", "-c", "echo ok > new && rm kept"], lower), lower)
-            if problem is None and not ((stage.upper / "new").is_file() and (lower / "kept").exists()):
-                problem = "the overlay did not stage the probe's write"
-            return None if problem is None else f"overlayfs cannot be mounted here ({problem})"
-        finally:
-            stage.discard()
+    try:
+        stage = Stage.create(staging_parent)
+    except OSError as exc:
+        return f"cannot create the staging folder {staging_parent}: {exc.strerror or exc}"
+    try:
+        with tempfile.TemporaryDirectory(prefix="sunwell-overlay-probe-") as tmp:
+            jail = Jail(Path(os.path.realpath(tmp)))  # an empty sandbox: the probe needs only the mount
+            sandbox = bwrap_argv(jail.root, jail.root, jail, network=False, bwrap=bwrap, userns_flags=userns_flags)
+            problem = await _try(stage.wrap([*sandbox, "true"], workspace), workspace)
+        return None if problem is None else f"overlayfs cannot be mounted here ({problem})"
+    finally:
+        stage.discard()
 
 
 async def _try(argv: list[str], cwd: Path) -> str | None:

@@ -134,7 +134,7 @@ async def staging_problem(ctx: ToolContext) -> str | None:
         return probe.problem
     if any(c in str(ctx.jail.root) for c in UNSAFE_IN_OPTIONS):
         return "the workspace path has a character an overlay mount cannot take (, : \\ or a quote)"
-    return await probe_overlay(_staging_parent(ctx), bwrap, probe.userns_flags)
+    return await probe_overlay(_staging_parent(ctx), ctx.jail.root, bwrap, probe.userns_flags)
 
 
 def _staging_parent(ctx: ToolContext) -> Path:
