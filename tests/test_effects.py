@@ -240,3 +240,21 @@ def test_the_terminal_card_escapes_what_the_command_wrote(sunwell, fake, ws):
     run = ask(sunwell, "n")
     assert run.code == 0, run.stderr
     assert "x\\x1b[31m.txt" in run.stderr and "ok\\x1b[2J" in run.stderr and "\x1b[2J" not in run.stderr
+
+
+@needs_overlay
+def test_dependencies_are_copied_in_whole_and_caches_dropped(ws, tmp_path):
+    shown: list[dict] = []
+
+    async def review(preview: dict) -> ToolError | None:
+        shown.append(preview)
+        return None
+
+    command = ("mkdir -p node_modules/pkg/lib node_modules/tmp __pycache__ && echo x > node_modules/pkg/lib/i.js && "
+               "echo t > node_modules/tmp/t && rm -r node_modules/tmp && ln -s lib/i.js node_modules/pkg/main.js && "
+               "echo c > __pycache__/m.pyc")
+    output = asyncio.run(run_command({"command": command}, context(ws, tmp_path / "data", review=review)))
+    assert "node_modules/ copied in (2 files)" in output
+    assert (ws / "node_modules" / "pkg" / "lib" / "i.js").read_text() == "x\n"
+    assert os.readlink(ws / "node_modules" / "pkg" / "main.js") == "lib/i.js"
+    assert not (ws / "__pycache__").exists() and shown[0]["changes"] == []

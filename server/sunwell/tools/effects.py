@@ -106,8 +106,9 @@ def preview(effects: Effects, jail: Jail, *, command: str, cwd: str, exit_code: 
     budget = TEXT_BUDGET
     changes = []
     for change in listed[:MAX_LISTED]:
-        if isinstance(change, str):  # a folder summary
-            changes.append({"path": change, "change": "added", "before": None, "after": None, "binary": False})
+        if isinstance(change, tuple):  # a folder summary: its most common kind of change
+            folder, kind = change
+            changes.append({"path": folder, "change": kind, "before": None, "after": None, "binary": False})
             continue
         before = None if change.kind == "added" else _bytes(jail.root / change.rel)
         after = None if change.kind == "deleted" else _bytes(change.staged)
@@ -124,26 +125,24 @@ def preview(effects: Effects, jail: Jail, *, command: str, cwd: str, exit_code: 
             "changes": changes, "truncated": len(listed) > MAX_LISTED}
 
 
-def _group(files: Sequence[Change]) -> tuple[list[Change | str], list[str]]:
-    """Files in place, except that a folder with many changes becomes one `folder/` entry and one line of counts."""
+def _group(files: Sequence[Change]) -> tuple[list[Change | tuple[str, str]], list[str]]:
+    """Files in order, except that a folder with many changes (by its first two levels) becomes one entry,
+    `(folder/, its most common kind of change)`, and one line of counts."""
     counts = Counter(_folder(c.rel) for c in files if not c.is_dir)
     big = {folder for folder, n in counts.items() if folder and n > FOLDER_SUMMARY_AT}
+    kinds: dict[str, Counter[str]] = {folder: Counter() for folder in big}
     listed: list[Change | str] = []
-    kinds: dict[str, Counter[str]] = {}
-    for change in files:
-        folder = next((f for f in big if change.rel == f or change.rel.startswith(f + "/")), None)
-        if folder is None:
-            if not change.is_dir:
-                listed.append(change)
+    for change in (c for c in files if not c.is_dir):
+        folder = _folder(change.rel)
+        if folder not in big:
+            listed.append(change)
             continue
-        if folder not in kinds:
-            kinds[folder] = Counter()
-            listed.append(folder + "/")
-        if not change.is_dir:
-            kinds[folder][change.kind] += 1
-    summaries = [f"{folder}/: " + ", ".join(f"{n:,} {kind}" for kind, n in sorted(k.items()))
-                 for folder, k in kinds.items()]  # fmt: skip
-    return listed, summaries
+        if not kinds[folder]:
+            listed.append(folder)  # where the folder's first file was
+        kinds[folder][change.kind] += 1
+    summaries = [f"{folder}/: " + ", ".join(f"{n:,} {kind}" for kind, n in sorted(kinds[folder].items()))
+                 for folder in sorted(big)]  # fmt: skip
+    return [(e + "/", kinds[e].most_common(1)[0][0]) if isinstance(e, str) else e for e in listed], summaries
 
 
 def _folder(rel: str) -> str:
@@ -185,6 +184,7 @@ def _text(data: bytes | None) -> str | None:
 class Applied:
     changed: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
 
     def note(self, effects: Effects) -> str:
         """What the model is told, after the command's own output."""
@@ -196,6 +196,8 @@ class Applied:
         lines += [f"{folder}/ copied in ({count:,} files)" for folder, _, count in effects.trees]
         if self.conflicts:
             lines.append("not applied, changed by someone else while the command ran: " + ", ".join(self.conflicts))
+        if self.failed:
+            lines.append("could not be applied: " + ", ".join(self.failed))
         if effects.refused:
             lines.append("not applied (commands may not change these): " + ", ".join(effects.refused))
         return "".join(f"\n[Sunwell: {line}]" for line in lines)
@@ -216,11 +218,16 @@ def apply(effects: Effects, jail: Jail, record: Record | None) -> Applied:
         record([(targets[c.rel].path, c.rel, None if c.kind == "deleted" else _sha(c.staged)) for c in ready])
     for change in ready:
         target = targets[change.rel]
-        if change.kind == "deleted":
-            remove_target(target)
-        else:
-            assert change.staged is not None
-            write_target(target, change.staged.read_bytes(), mode=stat.S_IMODE(os.lstat(change.staged).st_mode) & 0o777)
+        try:
+            if change.kind == "deleted":
+                remove_target(target)
+            else:
+                assert change.staged is not None
+                data, mode = change.staged.read_bytes(), stat.S_IMODE(os.lstat(change.staged).st_mode) & 0o777
+                write_target(target, data, mode=mode)
+        except ToolFailure as failure:  # e.g. a file with other hard links: left alone, said, the rest applied
+            applied.failed.append(f"{change.rel} ({failure.error.message})")
+            continue
         applied.changed.append(change.rel)
     for change in effects.files:
         if change.is_dir and change.kind == "added":
@@ -247,7 +254,12 @@ def _copy_tree(jail: Jail, folder: str, staged: Path) -> None:
     dest = parent / name
     if dest.is_symlink():
         raise ToolFailure("permission", f"{folder} is a symbolic link; the command's changes to it were not applied")
-    shutil.copytree(staged, dest, symlinks=True, dirs_exist_ok=True)
+    shutil.copytree(staged, dest, symlinks=True, dirs_exist_ok=True, ignore=_whiteouts)
+
+
+def _whiteouts(folder: str, names: list[str]) -> set[str]:
+    """What overlayfs left for deleted entries (character devices 0,0): nothing to copy."""
+    return {name for name in names if stat.S_ISCHR(os.lstat(os.path.join(folder, name)).st_mode)}
 
 
 def _sha(path: Path | None) -> str | None:
