@@ -40,7 +40,8 @@ def _diff(path: str, before: str | None, after: str | None, color: bool) -> str:
     old, new = (visible(text or "").splitlines(keepends=True) for text in (before, after))
     shown = visible(path)
     label = shown + ("" if before is not None else " (new file)")
-    lines = difflib.unified_diff(old, new, f"a/{shown}", "/dev/null" if after is None else f"b/{label}")
+    lines = difflib.unified_diff(old, new, "/dev/null" if before is None else f"a/{shown}",
+                                 "/dev/null" if after is None else f"b/{label}")
     return "".join(_paint(line, color) for line in _ensure_newlines(lines))
 
 
