@@ -6,6 +6,7 @@ import asyncio
 import os
 import shutil
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,21 @@ async def test_a_huge_pattern_is_refused_clearly(ws: Path, rg: str | None) -> No
 async def test_ordinary_searches_still_agree_after_the_move(ws: Path, rg: str | None) -> None:
     out = await asyncio.wait_for(search_files({"pattern": r"^a+!$"}, context(ws, rg)), GUARD)
     assert out == f"runaway.txt:1:{'a' * 60}!"
+
+
+@pytest.mark.parametrize("rg", ENGINES)
+async def test_a_pattern_found_everywhere_keeps_memory_bounded(tmp_path: Path, rg: str | None) -> None:
+    for n in range(1_000):  # 200,000 hits, in more files than ripgrep's unordered search keeps
+        folder = tmp_path / f"d{n % 10}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"f{n:04d}.txt").write_text("hit " + "x" * 100 + "\n" + "hit y\n" * 199)
+    tracemalloc.start()
+    try:
+        out = await asyncio.wait_for(search_files({"pattern": "hit"}, context(tmp_path, rg)), GUARD)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    lines = out.splitlines()
+    assert lines[0] == "d0/f0000.txt:1:hit " + "x" * 100 and lines[200] == "d0/f0010.txt:1:hit " + "x" * 100
+    assert len(lines) == 501 and lines[-1].startswith("[showing the first 500 matches;")
+    assert peak < 10_000_000  # about 1 MB; ripgrep's JSON about every hit would be some 60 MB

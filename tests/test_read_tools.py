@@ -16,7 +16,7 @@ from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.files import LIST_FILES, READ_FILE, compile_glob, list_files, read_file
 from sunwell.tools.jail import Jail
 from sunwell.tools.output import truncate
-from sunwell.tools.search import SEARCH_FILES, search_files
+from sunwell.tools.search import MAX_MATCHES, SEARCH_FILES, Hits, search_files
 
 RG = shutil.which("rg")
 ENGINES = [
@@ -400,6 +400,76 @@ async def test_ripgrep_and_python_give_identical_results(ws: Path) -> None:
         without = await search_files(dict(args), context(ws, ""))
         assert with_rg == without, args
     assert "odd/bom.txt:1:needle bom" in await search_files({"pattern": "needle"}, context(ws, ""))
+
+
+def spread_hits(root: Path, files: int, per_file: int) -> list[str]:
+    """`files` files in nested folders, written in an order unlike path order, each with `per_file` hits; returns
+    every hit as search_files shows it, in path order."""
+    names = [f"{'zyx'[n % 3]}/{n % 7}/f{n:03d}.txt" for n in range(files)]
+    for n, name in enumerate(reversed(names)):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("".join(f"hit {n}.{i}\nmiss\n" for i in range(per_file)))
+    shown = {
+        name: [f"{name}:{2 * i + 1}:hit {n}.{i}" for i in range(per_file)]
+        for n, name in enumerate(reversed(names))
+    }
+    return [line for name in sorted(names, key=lambda rel: rel.split("/")) for line in shown[name]]
+
+
+@pytest.mark.parametrize("rg", ENGINES)
+@pytest.mark.parametrize(("files", "per_file"), [(60, 10), (400, 10)], ids=["some", "dense"])
+async def test_search_shows_the_first_matches_in_path_order_whatever_order_files_are_found_in(
+    tmp_path: Path, rg: str | None, files: int, per_file: int
+) -> None:
+    # 600 hits stay under DENSE_MATCHES (ripgrep's unordered search only); 4,000 go over it (searched again in
+    # path order): the same answer either way.
+    every = spread_hits(tmp_path, files, per_file)
+    lines = (await search_files({"pattern": "hit"}, context(tmp_path, rg))).splitlines()
+    assert lines[:-1] == every[:500]
+    assert lines[-1].startswith("[showing the first 500 matches;")
+
+
+def test_hits_keep_the_first_in_path_order_in_bounded_memory(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    rels = [f"d{n % 13}/f{n:05d}" for n in range(3_000)]
+    for rel in rels[:50]:  # the jail sees files that exist; the ones never kept need not
+        (root / rel).parent.mkdir(exist_ok=True)
+        (root / rel).write_text("x\n")
+    ordered = sorted(rels, key=lambda rel: rel.split("/"))
+    for rel in ordered[:120]:
+        (root / rel).parent.mkdir(exist_ok=True)
+        (root / rel).write_text("x\n")
+    hits = Hits(Jail(root), lambda rel: True)
+    for rel in reversed(rels):
+        hits.add_file(rel, [(line, "x") for line in range(1, 8)], binary=False)
+        assert len(hits.items) <= 2 * (MAX_MATCHES + 1)
+    expected = [(rel, line) for rel in ordered for line in range(1, 8)][: MAX_MATCHES + 1]
+    assert [(h.rel, h.lineno) for h in hits.items][: MAX_MATCHES + 1] == expected
+
+
+def test_hits_check_each_file_against_the_jail(ws: Path) -> None:
+    (ws / "config").mkdir()
+    (ws / "config" / "prod.yaml").write_text("x\n")
+    (ws / "src" / "pkg" / "link.py").symlink_to(ws / ".env")
+    hits = Hits(Jail(ws, ("config/prod.yaml",)), lambda rel: True)
+    for rel in ("notes.txt", "escape/leak.txt", "escape.txt", "config/prod.yaml", "src/pkg/link.py",
+                "srclink/app.py", "src/app.py", "src/pkg/util.py", "missing.txt"):  # fmt: skip
+        hits.add_file(rel, [(1, "x")], binary=False)
+    assert [h.rel for h in hits.items] == ["src/app.py", "src/pkg/util.py", "srclink/app.py"]
+    # Per folder, then per name: the same verdict as resolving each path whole.
+    everything = [Path(top, name).relative_to(ws).as_posix()
+                  for top, dirs, files in os.walk(ws, followlinks=True) for name in dirs + files]  # fmt: skip
+    jail = Jail(ws, ("config/prod.yaml",))
+    for rel in everything:
+        one = Hits(jail, lambda rel: True)
+        one.add_file(rel, [(1, "x")], binary=False)
+        try:
+            jail.resolve(rel)
+            allowed = True
+        except ToolFailure:
+            allowed = False
+        assert bool(one.items) == allowed, rel
 
 
 @pytest.mark.skipif(os.name != "posix", reason="uses a shell script as a stand-in for ripgrep")

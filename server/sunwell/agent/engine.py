@@ -4,6 +4,10 @@ The CLI and the sidecar are thin faces over this class: they pick a session, han
 for events, and render what comes back. Per-session state (allow-for-session rules, rate limits, the emulation
 fallback, the chat state) lives here, in `live` (agent/live.py), so a long-lived front end (the sidecar,
 `sunwell chat`) keeps it across turns and releases it when a session is cleared.
+
+What only a turn needs (the loop, the gate, lenses, tool fitting, emulation) is imported when a turn or a tool list
+is first asked for: the sidecar builds an Engine before it can answer its first request, and those modules (with
+jsonschema and the lens schema) would make up half of that wait.
 """
 
 from __future__ import annotations
@@ -12,39 +16,32 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from sunwell.agent.compaction import Summariser
 from sunwell.agent.events import DoneEvent, NoticeEvent
-from sunwell.agent.gate import Gate
 from sunwell.agent.live import LiveSessions
-from sunwell.agent.loop import Turn, TurnConfig
 from sunwell.agent.sessions import SessionStore
-from sunwell.agent.skills import skill_tools
 from sunwell.agent.turn import Sink, TurnLog
 from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
 from sunwell.config import Settings, user_config_path
 from sunwell.errors import SetupError
-from sunwell.lens.registry import LensRegistry, narrow
-from sunwell.lens.schema import Lens
 from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
-from sunwell.models.emulation import EmulatedProvider, RecoveringProvider
 from sunwell.models.factory import create_provider
-from sunwell.models.fallback import ToolFallbackProvider
-from sunwell.models.fitting import fit_tools
 from sunwell.models.spec import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.window import WindowedProvider
 from sunwell.tools.approval import ApprovalPolicy, Asker
-from sunwell.tools.audit import AuditLog
 from sunwell.tools.base import ToolContext, Trust
 from sunwell.tools.checkpoints import Checkpoints, UndoResult
 from sunwell.tools.environment import EnvSecrets
 from sunwell.tools.jail import Jail
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.ratelimit import RateLimiter, stricter
-from sunwell.tools.registry import CORE_TOOLS, select_tools
-from sunwell.tools.shell import sandbox_warning
+
+if TYPE_CHECKING:
+    from sunwell.agent.compaction import Summariser
+    from sunwell.lens.registry import LensRegistry
+    from sunwell.lens.schema import Lens
 
 PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST",
                 "SUNWELL_BASE_URL", "SUNWELL_API_KEY")  # what create_provider reads
@@ -96,6 +93,9 @@ class Engine:
     @property
     def lenses(self) -> LensRegistry:
         if self._lenses is None:
+            from sunwell.lens.registry import LensRegistry
+            from sunwell.tools.registry import CORE_TOOLS
+
             self._lenses = LensRegistry(self.workspace, user_config_path().parent / "lenses",
                                         known_tools=[*(tool.name for tool in CORE_TOOLS), *self.mcp.tool_patterns()])
         return self._lenses
@@ -170,6 +170,9 @@ class Engine:
     def tool_calling_provider(self, spec: ModelSpec, session: str, inner: Provider | None = None,
                               window: int | None = None) -> Provider:
         """The provider wrapped for how this model calls tools: native, recovered from text, or emulated."""
+        from sunwell.models.emulation import EmulatedProvider, RecoveringProvider
+        from sunwell.models.fallback import ToolFallbackProvider
+
         inner = inner or self.provider(spec)
         caps = self.capabilities(spec)
         window = window or caps.context_window
@@ -222,6 +225,10 @@ class Engine:
 
     def tools(self, trust: Trust, names: Sequence[str] | None = None, lens: Lens | None = None):
         """(offered tools, catalogue, effective trust): a lens can only narrow what the user granted."""
+        from sunwell.agent.skills import skill_tools
+        from sunwell.lens.registry import narrow
+        from sunwell.tools.registry import CORE_TOOLS, select_tools
+
         catalogue = [*CORE_TOOLS, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []), *self.mcp.tools()]
         trust, allowed = narrow(lens.tool_policy if lens else None, trust, names)
         return select_tools(catalogue, trust, None if allowed is None else sorted(allowed)), catalogue, trust
@@ -276,6 +283,14 @@ class Engine:
                        trust: str | None = None, tool_names: Sequence[str] | None = None,
                        lens: str | None = None, instructions: Sequence[str] = ()) -> DoneEvent:
         """Run one user line to its `done` event. Raises SetupError before the turn starts, never after."""
+        from sunwell.agent.compaction import Summariser
+        from sunwell.agent.gate import Gate
+        from sunwell.agent.loop import Turn, TurnConfig
+        from sunwell.lens.registry import narrow
+        from sunwell.models.fitting import fit_tools
+        from sunwell.tools.audit import AuditLog
+        from sunwell.tools.shell import sandbox_warning
+
         spec = self.model_spec(model)
         inner = self.provider(spec)  # a missing key or bad endpoint is a setup error, before any session exists
         active_lens = self.lens(lens) if lens else None
@@ -358,6 +373,8 @@ class Engine:
     async def summariser(self, session: str | None, own: Summariser) -> Summariser:
         """Who writes summaries when a session's history is compacted: `compaction_model` when configured, else
         `own` (the session's model)."""
+        from sunwell.agent.compaction import Summariser
+
         if not self.settings.compaction_model:
             return own
         spec = self.model_spec(self.settings.compaction_model)

@@ -2,7 +2,8 @@
 
 Each feature module has a `setup(server)` that registers its handlers (esbonio's pattern); the server object only
 holds what they share: the settings, the engine, the lens registry and the background tasks. The engine, YAML and
-the SDKs are imported after `initialize` is answered, because the editor waits for that answer.
+the SDKs are imported after `initialize` is answered, because the editor waits for that answer; what the engine's
+hooks start (the SDK import, lens discovery) waits a moment more, until the client's first requests are answered.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ FEATURES: tuple[str, ...] = (
 """Modules with a `setup(server)`, loaded in this order."""
 
 Hook = Callable[[], Awaitable[None] | None]
+
+ENGINE_HOOKS_DELAY = 0.3
+"""Seconds from a new engine to its hooks. They start work in threads (the SDK import, the lens files' discovery)
+that would hold the GIL while the client's first requests, sent right after `initialized`, wait for answers."""
 
 
 class SunwellProtocol(LanguageServerProtocol):
@@ -178,6 +183,7 @@ class SunwellServer(LanguageServer):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._engine_hooks: list[Hook] = []
         self._shutdown_hooks: list[Hook] = []
+        self._stopped = False
 
     # -- what the feature modules share
 
@@ -194,7 +200,15 @@ class SunwellServer(LanguageServer):
     def set_engine(self, engine: Engine | None, error: str | None = None) -> None:
         changed = engine is not None and engine is not self._engine
         self._engine, self._engine_error = engine, error
-        if changed:
+        if not changed:
+            return
+        try:
+            asyncio.get_running_loop().call_later(ENGINE_HOOKS_DELAY, self._engine_hooks_for, engine)
+        except RuntimeError:  # no event loop (a test building the server by hand): now
+            self._engine_hooks_for(engine)
+
+    def _engine_hooks_for(self, engine: Engine) -> None:
+        if engine is self._engine and not self._stopped:  # not replaced or shut down in the meantime
             self.run_hooks(self._engine_hooks)
 
     def parse(self, model: type[M], params: Any, method: str) -> M:
@@ -228,6 +242,7 @@ class SunwellServer(LanguageServer):
                 self.run_task(outcome)
 
     def stop(self) -> None:
+        self._stopped = True
         self.run_hooks(self._shutdown_hooks)
 
     def run_task(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
