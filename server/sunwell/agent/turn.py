@@ -30,11 +30,14 @@ class TurnLog:
         """A sunwell.tools.environment.EnvSecrets: no event carries a value of Sunwell's environment."""
 
     def emit(self, event: Event) -> Event:
+        # Written into the model's __dict__ (pydantic keeps fields there): its __setattr__ would cost more than the
+        # rest of a text delta's way to the client, and these values need no validation.
+        fields = event.__dict__
         if self.secrets is not None:
-            for name, value in event.__dict__.items():
-                if isinstance(value, str | dict | list):
-                    setattr(event, name, self.secrets.mask(value))
-        event.session, event.turn, event.seq = self.session, self.turn, self.seq
+            for name, value in fields.items():
+                if isinstance(value, str | dict | list) and (masked := self.secrets.mask(value)) is not value:
+                    fields[name] = masked
+        fields.update(session=self.session, turn=self.turn, seq=self.seq)
         self.seq += 1
         if event.type not in _NOT_LOGGED:
             self.store.append(self.session, self.turn, event.seq, event.type, _summary(event), event.wire())
