@@ -38,6 +38,7 @@ SOURCES: list[tuple[str, str]] = [
     ("sunwell.messages", "ToolError"),
     ("sunwell.lsp.protocol", "*"),
     ("sunwell.lsp.protocol", "SessionEvent"),
+    ("sunwell.agent.usage", "SessionUsage"),
 ]
 
 

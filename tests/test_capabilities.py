@@ -178,7 +178,7 @@ def test_override_accepts_camel_case_and_ignores_unset():
     overrides = {"qwen3": {"nativeTools": False, "contextWindow": 4096, "parallelCalls": None,
                            "emulation": None}}
     c = caps("qwen3", "ollama", overrides)
-    assert (c.native_tools, c.context_window, c.emulation) == (False, 4096, "json")
+    assert (c.native_tools, c.context_window, c.emulation) == (False, 4096, "hermes")  # qwen's own format
 
 
 @pytest.mark.parametrize(("override", "message"), [

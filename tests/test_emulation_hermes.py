@@ -90,4 +90,4 @@ def test_the_registry_picks_hermes_for_small_qwen_coder_only():
     small = capabilities_for("qwen2.5-coder-0.5b", "openai-compatible")
     assert (small.native_tools, small.emulation) == (False, "hermes")
     assert capabilities_for("qwen2.5-coder:7b", "ollama").native_tools
-    assert capabilities_for("qwen3", "ollama").emulation == "json"
+    assert capabilities_for("qwen3", "ollama").emulation == "hermes"  # issue 16: every Qwen falls back to hermes

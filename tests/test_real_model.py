@@ -1,7 +1,7 @@
 """The slow tier: `sunwell run` against a real small model (Qwen2.5-Coder-0.5B) served by llama-cpp-python.
 
 Skipped, with the reason, when the model file (in `$SUNWELL_MODELS_DIR`, default `~/.cache/sunwell-models`;
-../shared/models/README.md has the download script) or `llama_cpp` is absent. Run it with `pytest -m slow -rs`.
+scripts/fetch-models.sh fetches them) or `llama_cpp` is absent. Run it with `pytest -m slow -rs`.
 The server starts once for the module on a free port; a turn is bounded by `--max-tool-turns`, so the whole file
 takes about a minute on two idle cores. llama-cpp-python's server interrupts a request when another one arrives:
 these tests must not share a server with anything else.
@@ -54,7 +54,7 @@ def llama(tmp_path_factory):
     """The server: (its /v1 URL, its log file)."""
     path = _model_path()
     if not path.is_file():
-        pytest.skip(f"model file not found: {path} (set SUNWELL_MODELS_DIR, see ../shared/models/README.md)")
+        pytest.skip(f"model file not found: {path} (set SUNWELL_MODELS_DIR, or run scripts/fetch-models.sh)")
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama_cpp is not installed: pip install 'llama-cpp-python[server]==0.3.36'")
     port = _free_port()

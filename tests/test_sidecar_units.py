@@ -11,7 +11,7 @@ from lsprotocol import types
 from sunwell.agent.engine import Engine
 from sunwell.config import Settings
 from sunwell.lsp import protocol
-from sunwell.lsp.approvals import decision_of
+from sunwell.lsp.approvals import answer_of
 from sunwell.lsp.catalog import model_catalog
 from sunwell.lsp.configuration import data_dir_problem, read_options, resolve_settings, workspace_root
 from sunwell.lsp.protocol import ChatParams, InvalidParams, parse
@@ -104,12 +104,14 @@ def test_model_catalogue_lists_the_current_model_and_the_overridden_ones(tmp_pat
     assert model_catalog(Engine(Settings(), tmp_path)).wire() == {"current": None, "models": []}
 
 
-@pytest.mark.parametrize("answer,decision", [
-    ({"decision": "allow"}, "allow"), ({"decision": "allowSession"}, "allowSession"), ({"decision": 1}, ""),
-    ("allow", ""), (None, ""), ({}, ""), ({"decision": "maybe"}, "maybe"),  # the policy denies unknown ones
+@pytest.mark.parametrize("answer,decision,note", [
+    ({"decision": "allow"}, "allow", None), ({"decision": "allowSession"}, "allowSession", None),
+    ({"decision": 1}, "", None), ("allow", "", None), (None, "", None), ({}, "", None),
+    ({"decision": "maybe"}, "maybe", None),  # the policy denies unknown ones
+    ({"decision": "deny", "note": "not main"}, "deny", "not main"), ({"decision": "deny", "note": 7}, "deny", None),
 ])
-def test_decision_of_an_answer(answer, decision):
-    assert decision_of(answer) == decision
+def test_decision_and_note_of_an_answer(answer, decision, note):
+    assert answer_of(answer) == (decision, note)
 
 
 def test_times_are_iso_utc():
@@ -119,7 +121,8 @@ def test_times_are_iso_utc():
 def test_every_method_has_a_json_schema_with_camel_case_keys():
     schemas = protocol.json_schemas()
     assert set(schemas) == {protocol.CHAT, protocol.SESSIONS, protocol.SESSION, protocol.UNDO, protocol.TOOLS,
-                            protocol.MODELS, protocol.COMMANDS, protocol.MCP, protocol.MCP_RESTART, protocol.APPROVE}
+                            protocol.MODELS, protocol.COMMANDS, protocol.MCP, protocol.MCP_RESTART, protocol.APPROVE,
+                            protocol.USAGE}
     assert "toolCalls" in schemas[protocol.CHAT]["result"]["properties"]
     assert "callId" in schemas[protocol.APPROVE]["params"]["properties"]
     assert schemas[protocol.CHAT]["params"]["required"] == ["text"]

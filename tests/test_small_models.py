@@ -83,6 +83,18 @@ def test_a_repeated_read_ends_in_an_answer_from_the_results(sunwell, fake):
     assert "".join(e["delta"] for e in run.events if e["type"] == "text") == "a.txt says hello from a."
 
 
+def test_the_same_write_again_runs_and_then_asks_for_the_answer(sunwell, fake, workspace):
+    write = {"path": "b.txt", "content": "HELLO WORLD"}
+    fake.script(hermes("write_file", write), hermes("write_file", write), Reply(text="I wrote b.txt."))
+    run = small(sunwell, fake, "Write HELLO WORLD to b.txt", "--yes")
+    assert run.code == 0, run.stderr
+    assert [e["ok"] for e in run.events if e["type"] == "toolResult"] == [True, True]
+    [notice] = [e for e in run.events if e["type"] == "notice" and e["code"] == "answer_from_results"]
+    assert "same write_file" in notice["message"]
+    assert len(fake.requests) == 3 and fake.requests[2].body["messages"][0]["content"] == ANSWER_FROM_RESULTS
+    assert (workspace / "b.txt").read_text() == "HELLO WORLD"
+
+
 def test_the_same_content_again_with_other_arguments_also_ends_it(sunwell, fake):
     fake.script(hermes("read_file", {"path": "a.txt"}), hermes("read_file", {"path": "a.txt", "offset": 1}),
                 Reply(text="hello from a"))

@@ -5,10 +5,12 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ApprovalBroker } from './common/approvals';
+import type { MentionRef } from './common/mentions';
 import type { HostToWebview } from './common/messages';
 import { forStorage, initialState, isBusy, reduce, type ChatAction, type ChatState } from './common/state';
 import { ChatTurns } from './common/turns';
 import { REQUEST_CANCELLED, type ApprovalRequest, type ApproveResult, type ChatEvent, type Decision } from './protocol';
+import type { MentionSources } from './mentionSources';
 import type { Sidecar } from './sidecar';
 
 const TRANSCRIPT_KEY = 'sunwell.transcript';
@@ -34,6 +36,7 @@ export class ChatController implements vscode.Disposable {
     readonly approvals: ApprovalBroker,
     private readonly memento: vscode.Memento,
     private readonly log: vscode.LogOutputChannel,
+    private readonly mentionSources: MentionSources,
   ) {
     // After a window reload: the transcript as this window last stored it (nothing runs in a new window).
     const stored = memento.get<ChatState>(TRANSCRIPT_KEY);
@@ -75,14 +78,17 @@ export class ChatController implements vscode.Disposable {
     if (this.view === view) this.view = undefined;
   }
 
-  async send(text: string): Promise<void> {
+  async send(text: string, mentionRefs: readonly MentionRef[] = []): Promise<void> {
     text = text.trim();
     if (!text) return;
     if (isBusy(this.state)) {
+      this.log.info(`not sent, a turn is running (${JSON.stringify(this.state.turn)}): ${text.slice(0, 80)}`);
       void vscode.window.showInformationMessage('Sunwell is still working on the last message. Stop it first, or wait.');
       return;
     }
-    this.dispatch({ type: 'userMessage', text });
+    this.lastLine = { text, mentions: mentionRefs };
+    const mentions = this.mentionSources.resolve(mentionRefs);
+    this.dispatch({ type: 'userMessage', text, ...(mentions.length ? { mentions: mentions.map((m) => m.label) } : {}) });
     const cancellation = new vscode.CancellationTokenSource();
     const turn = this.turns.begin(() => cancellation.cancel());
     try {
@@ -92,6 +98,7 @@ export class ChatController implements vscode.Disposable {
         session: this.state.session ?? undefined,
         text,
         lens: this.lens ?? undefined,
+        ...(mentions.length ? { mentions } : {}),
       }, cancellation.token);
       if (!turn.left) this.dispatch({ type: 'turnFinished', status: result.status, result });
     } catch (err) {
@@ -107,6 +114,54 @@ export class ChatController implements vscode.Disposable {
       this.turns.end(turn);
       cancellation.dispose();
       void this.refreshSessions();
+      void this.refreshUsage();
+    }
+  }
+
+  /** Sends the last line the user sent in this chat again (a failed turn's Retry), with what it had attached. */
+  async retry(): Promise<void> {
+    const last = this.lastLine;
+    if (last) await this.send(last.text, last.mentions);
+  }
+
+  private lastLine: { text: string; mentions: readonly MentionRef[] } | undefined;
+
+  /** The workspace's files, for the `@` picker. */
+  async listFiles(): Promise<void> {
+    try {
+      this.view?.post({ type: 'files', files: await this.mentionSources.files() });
+    } catch (err) {
+      this.log.warn(`listing the workspace's files: ${err}`);
+    }
+  }
+
+  /** The Undo button of a turn: puts back the files of the session's newest turn not undone yet. */
+  async undoTurn(turn: string): Promise<void> {
+    const session = this.state.session;
+    if (!session || isBusy(this.state)) return;
+    try {
+      const result = await this.sidecar.request('sunwell/undo', { session });
+      this.dispatch({ type: 'turnUndone', turn: result.turn ?? turn });
+      const restored = result.restored.filter((p) => !(result.deleted ?? []).includes(p));
+      const parts = [restored.length ? `restored ${restored.join(', ')}` : '',
+        result.deleted?.length ? `deleted ${result.deleted.join(', ')} (created by the turn)` : ''].filter(Boolean);
+      void vscode.window.showInformationMessage(parts.length ? `Sunwell ${parts.join('; ')}.` : 'Sunwell: the turn changed no files.');
+    } catch (err) {
+      // A conflict (files changed since the turn) undoes nothing: the palette's Undo Last Turn can force it.
+      void vscode.window.showWarningMessage(`Sunwell could not undo the turn: ${(err as Error).message ?? err}`, 'Undo Anyway')
+        .then((choice) => choice && vscode.commands.executeCommand('sunwell.undoLastTurn'));
+    }
+  }
+
+  /** Tokens and cost of the open session, per turn and in total (the footer, the turns' ends). */
+  async refreshUsage(): Promise<void> {
+    const session = this.state.session;
+    if (!session || this.sidecar.status !== 'ready') return;
+    try {
+      const usage = await this.sidecar.request('sunwell/usage', { session });
+      this.dispatch({ type: 'usageReported', session, usage });
+    } catch (err) {
+      this.log.warn(`sunwell/usage: ${err}`); // an older sidecar: the turns' own figures still show
     }
   }
 
@@ -139,8 +194,8 @@ export class ChatController implements vscode.Disposable {
     this.applySettings();
   }
 
-  answer(callId: string, decision: Decision): boolean {
-    return this.approvals.answer(callId, decision);
+  answer(callId: string, decision: Decision, note?: string): boolean {
+    return this.approvals.answer(callId, decision, note);
   }
 
   focusInput(): void {
@@ -191,13 +246,17 @@ export class ChatController implements vscode.Disposable {
       else await vscode.commands.executeCommand('sunwell.chatView.focus');
       void this.notify(params);
     }
-    return { decision: await pending };
+    const decision = await pending;
+    const note = this.approvals.takeNote(params.callId);
+    return note ? { decision, note } : { decision };
   }
 
   private async notify(params: ApprovalRequest): Promise<void> {
     const preview = params.preview;
     const target = preview.kind === 'diff' ? `write ${preview.path}`
-      : preview.kind === 'command' ? `run \`${preview.command}\`` : `use ${params.name}`;
+      : preview.kind === 'command' ? `run \`${preview.command}\``
+      : preview.kind === 'effects' ? `keep what \`${preview.command}\` changed (${preview.changes.length} file${preview.changes.length === 1 ? '' : 's'})`
+      : `use ${params.name}`;
     const choices = preview.kind === 'diff' ? ['Allow', 'Deny', 'Show Diff'] : ['Allow', 'Deny', 'Show in Chat'];
     const choice = await vscode.window.showInformationMessage(`Sunwell wants to ${target}.`, ...choices);
     if (choice === 'Allow') this.approvals.answer(params.callId, 'allow');
@@ -229,6 +288,7 @@ export class ChatController implements vscode.Disposable {
       if (load !== this.loads || this.turns.running) return; // the user moved on meanwhile
       this.dispatch({ type: 'sessionLoaded', session, events });
       this.persist();
+      void this.refreshUsage();
     } catch (err) {
       if (load !== this.loads) return;
       this.dispatch({ type: 'problem', code: 'session', message: `Could not load session ${session}: ${(err as Error).message ?? err}` });

@@ -9,7 +9,8 @@ import { isWebviewMessage, type HostToWebview, type WebviewToHost } from './comm
 export { CHAT_VIEW_ID } from './common/ids';
 
 export interface ChatViewActions {
-  showDiff(callId: string): void;
+  /** A write's diff; for a command's effects, the diff of one of the files it changed. */
+  showDiff(callId: string, path?: string): void;
   pick(target: 'model' | 'trust' | 'lens'): void;
   installPythonPackage(): void;
   showLog(): void;
@@ -45,16 +46,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
         this.controller.attachView(port);
         break;
       case 'send':
-        void this.controller.send(message.text);
+        void this.controller.send(message.text, message.mentions ?? []);
+        break;
+      case 'listFiles':
+        void this.controller.listFiles();
         break;
       case 'stop':
         this.controller.stop();
         break;
       case 'approve':
-        this.controller.answer(message.callId, message.decision);
+        this.controller.answer(message.callId, message.decision, message.note);
         break;
       case 'showDiff':
-        this.actions.showDiff(message.callId);
+        this.actions.showDiff(message.callId, message.path);
         break;
       case 'newSession':
         this.controller.newSession();
@@ -79,6 +83,18 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
         break;
       case 'showLog':
         this.actions.showLog();
+        break;
+      case 'retry':
+        void this.controller.retry();
+        break;
+      case 'undoTurn':
+        void this.controller.undoTurn(message.turn);
+        break;
+      case 'setApiKey':
+        void vscode.commands.executeCommand('sunwell.setApiKey');
+        break;
+      case 'openSetting':
+        void vscode.commands.executeCommand('workbench.action.openSettings', message.key);
         break;
     }
   }

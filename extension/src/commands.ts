@@ -60,7 +60,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     register('sunwell.undoLastTurn', () => undoLastTurn(controller, sidecar)),
     register('sunwell.setApiKey', () => setApiKey(deps.keys)),
     register('sunwell.showAuditLog', () => showAuditLog(sidecar)),
-    register('sunwell.restartSidecar', () => sidecar.restart('asked by the user')),
+    register('sunwell.restartSidecar', () => sidecar.restart('asked by the user', true)),
     register('sunwell.showSessions', () => showSessions(controller, sidecar)),
     register('sunwell.mcpServers', () => showMcpServers(sidecar)),
     register('sunwell.installPythonPackage', () => sidecar.installAndStart()),

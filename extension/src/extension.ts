@@ -5,6 +5,7 @@ import { CHAT_VIEW_ID, ChatViewProvider } from './chatView';
 import { pick, registerCommands } from './commands';
 import { ApprovalBroker } from './common/approvals';
 import { DiffPreviews } from './diffPreview';
+import { MentionSources } from './mentionSources';
 import { PythonEnvironments } from './python';
 import { ApiKeyStore } from './secrets';
 import { Sidecar } from './sidecar';
@@ -17,16 +18,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   sidecar = new Sidecar(context, log, new PythonEnvironments(context, log), keys);
   const approvals = new ApprovalBroker();
   const diffs = new DiffPreviews(approvals);
-  const controller = new ChatController(sidecar, approvals, context.workspaceState, log);
+  const mentions = new MentionSources();
+  const controller = new ChatController(sidecar, approvals, context.workspaceState, log, mentions);
   const view = new ChatViewProvider(context.extensionUri, controller, {
-    showDiff: (callId) => void diffs.show(callId),
+    showDiff: (callId, file) => void diffs.show(callId, file),
     pick,
     installPythonPackage: () => void vscode.commands.executeCommand('sunwell.installPythonPackage'),
     showLog: () => log.show(),
   });
 
   context.subscriptions.push(
-    log, keys, sidecar, diffs, controller,
+    log, keys, sidecar, diffs, mentions, controller,
     vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, view),
     ...registerCommands({ controller, sidecar, keys, diffs, log }),
   );

@@ -61,6 +61,7 @@ export interface SunwellProtocol {
   McpRestartResult?: McpRestartResult;
   McpResult?: McpResult;
   McpServerInfo?: McpServerInfo;
+  Mention?: Mention;
   Message?: Message;
   ModelInfo?: ModelInfo;
   ModelsResult?: ModelsResult;
@@ -72,7 +73,9 @@ export interface SunwellProtocol {
   SessionInfo?: SessionInfo;
   SessionParams?: SessionParams;
   SessionResult?: SessionResult;
+  SessionUsage?: SessionUsage;
   SessionsResult?: SessionsResult;
+  StagingOptions?: StagingOptions;
   ToolError?: ToolError;
   ToolInfo?: ToolInfo;
   ToolPreview?: ToolPreview;
@@ -83,6 +86,7 @@ export interface SunwellProtocol {
   UndoParams?: UndoParams;
   UndoResult?: UndoResult;
   Usage?: Usage;
+  UsageParams?: UsageParams;
   UserMessageEvent?: UserMessageEvent;
 }
 /**
@@ -151,6 +155,7 @@ export interface ToolPreview {
 }
 export interface ApproveResult {
   decision: 'allow' | 'deny' | 'allowSession';
+  note?: string | null;
 }
 export interface ChatParams {
   session?: string | null;
@@ -158,6 +163,17 @@ export interface ChatParams {
   lens?: string | null;
   model?: string | null;
   trust?: ('discovery' | 'read_only' | 'workspace' | 'shell' | 'full') | null;
+  mentions?: Mention[];
+}
+/**
+ * Something the user attached to the line with `@` (sunwell.agent.mentions): a workspace file (read by the
+ * sidecar, through the jail), or what only the editor knows, as text.
+ */
+export interface Mention {
+  kind: 'file' | 'selection' | 'problems' | 'terminal';
+  label: string;
+  path?: string | null;
+  text?: string | null;
 }
 export interface ChatResult {
   session: string;
@@ -310,6 +326,19 @@ export interface InitializationOptions {
       [k: string]: unknown;
     };
   } | null;
+  prices?: {
+    [k: string]: {
+      [k: string]: number;
+    };
+  } | null;
+  staging?: StagingOptions | null;
+}
+/**
+ * What one command may change before its staged changes are refused (PROTOCOL.md `staging`).
+ */
+export interface StagingOptions {
+  maxBytes?: number | null;
+  maxFiles?: number | null;
 }
 export interface McpRestartParams {
   name: string;
@@ -399,6 +428,7 @@ export interface UserMessageEvent {
   seq: number;
   type: 'userMessage';
   text: string;
+  mentions?: string[];
 }
 export interface SessionInfo {
   id: string;
@@ -426,6 +456,21 @@ export interface SessionResult {
     | ContextUsageEvent
     | DoneEvent
   )[];
+}
+export interface SessionUsage {
+  model: string | null;
+  turns?: TurnUsage[];
+  inputTokens: number;
+  outputTokens: number;
+  estimated: boolean;
+  cost?: number | null;
+}
+export interface TurnUsage {
+  turn: string;
+  inputTokens: number;
+  outputTokens: number;
+  estimated: boolean;
+  cost?: number | null;
 }
 export interface SessionsResult {
   sessions: SessionInfo[];
@@ -455,6 +500,9 @@ export interface UndoResult {
   deleted?: string[];
   conflicts?: string[];
 }
+export interface UsageParams {
+  session: string;
+}
 
 /** Every custom method name of the sidecar (sunwell.lsp.protocol). */
 export const Method = {
@@ -469,6 +517,7 @@ export const Method = {
   sessions: 'sunwell/sessions',
   tools: 'sunwell/tools',
   undo: 'sunwell/undo',
+  usage: 'sunwell/usage',
 } as const;
 
 /** Request method -> its params and result types. */
@@ -483,6 +532,7 @@ export interface Requests {
   'sunwell/sessions': { params: EmptyParams; result: SessionsResult };
   'sunwell/tools': { params: ToolsParams; result: ToolsResult };
   'sunwell/undo': { params: UndoParams; result: UndoResult };
+  'sunwell/usage': { params: UsageParams; result: SessionUsage };
 }
 
 /** The values of each word of the shared vocabulary (sunwell.vocabulary), in order. */

@@ -8,10 +8,13 @@ import {
   CloseAction, DidChangeConfigurationNotification, ErrorAction, LanguageClient, State,
   type LanguageClientOptions, type ServerOptions,
 } from 'vscode-languageclient/node';
-import { initializationOptions, needsRestart, readSettings, sidecarConfiguration, sidecarEnvironment, type Settings } from './common/settings';
+import { interpreterKey } from './common/launch';
+import {
+  initializationOptions, keepUnaffected, needsRestart, readSettings, sidecarConfiguration, sidecarEnvironment, type Settings,
+} from './common/settings';
 import type { SidecarStatus } from './common/state';
 import { Method, type ApprovalRequest, type ApproveResult, type ChatEvent, type Requests } from './protocol';
-import type { PythonEnvironments } from './python';
+import type { Launch, PythonEnvironments, Resolution } from './python';
 import type { ApiKeyStore } from './secrets';
 
 const CRASH_WINDOW_MS = 3 * 60_000;
@@ -27,6 +30,9 @@ export class Sidecar implements vscode.Disposable {
   private crashed = false;
   private running = false;
   private settings: Settings;
+  /** The launch that last started, and the interpreter settings it was resolved from: a restart for any other
+   *  reason (an endpoint, a key) starts exactly this again, without asking anew which Python to use. */
+  private launched: { key: string; launch: Launch } | undefined;
   private readonly disposables: vscode.Disposable[] = [];
 
   private readonly eventEmitter = new vscode.EventEmitter<ChatEvent>();
@@ -53,7 +59,7 @@ export class Sidecar implements vscode.Disposable {
     this.settings = this.readSettings();
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (e.affectsConfiguration('sunwell')) void this.configurationChanged();
+        if (e.affectsConfiguration('sunwell')) void this.configurationChanged((key) => e.affectsConfiguration(`sunwell.${key}`));
       }),
       keys.onDidChange(() => void this.restart('an API key changed')),
     );
@@ -91,8 +97,10 @@ export class Sidecar implements vscode.Disposable {
     }
   }
 
-  async restart(reason: string): Promise<void> {
+  /** `fresh`: look for the interpreter again (the user asked: a Python may have been installed meanwhile). */
+  async restart(reason: string, fresh = false): Promise<void> {
     this.log.info(`restarting the sidecar: ${reason}`);
+    if (fresh) this.launched = undefined;
     this.crashes = [];
     await this.stop();
     await this.start();
@@ -127,9 +135,12 @@ export class Sidecar implements vscode.Disposable {
     this.setStatus('starting');
     const keys = await this.keys.all();
     const env = sidecarEnvironment(this.settings, keys, process.env);
-    let resolution;
+    const key = interpreterKey(this.settings);
+    let resolution: Resolution;
     try {
-      resolution = await this.python.resolve(this.settings, env);
+      resolution = this.launched?.key === key && fs.existsSync(this.launched.launch.command)
+        ? { kind: 'ready', launch: this.launched.launch }
+        : await this.python.resolve(this.settings, env);
     } catch (err) {
       this.setStatus('error', String((err as Error).message ?? err));
       return;
@@ -152,6 +163,7 @@ export class Sidecar implements vscode.Disposable {
       return;
     }
     const { launch } = resolution;
+    this.launched = { key, launch };
     this.log.info(`starting the sidecar: ${launch.command} ${launch.args.join(' ')} [${launch.source}]`);
     // No `transport`: with TransportKind.stdio the client appends `--stdio` to the command line, which
     // `sunwell serve` does not take; without it the process simply speaks on its stdin/stdout.
@@ -217,7 +229,7 @@ export class Sidecar implements vscode.Disposable {
       const message = `Sunwell’s engine stopped ${this.crashes.length} times in 3 minutes and was not restarted.`;
       this.setStatus('error', message);
       void vscode.window.showErrorMessage(message, 'Restart', 'Show Log').then((a) => {
-        if (a === 'Restart') void this.restart('asked by the user');
+        if (a === 'Restart') void this.restart('asked by the user', true);
         else if (a) this.log.show();
       });
       return { action: CloseAction.DoNotRestart, handled: true };
@@ -229,9 +241,10 @@ export class Sidecar implements vscode.Disposable {
     return { action: CloseAction.Restart, handled: true };
   }
 
-  private async configurationChanged(): Promise<void> {
+  private async configurationChanged(affects: (key: string) => boolean): Promise<void> {
     const before = this.settings;
-    this.settings = this.readSettings();
+    // Only what the event says changed: a setting it does not name keeps the value the engine runs with.
+    this.settings = keepUnaffected(before, this.readSettings(), affects);
     if (needsRestart(before, this.settings)) {
       await this.restart('its settings changed');
     } else if (this.client?.state === State.Running) {

@@ -1,7 +1,7 @@
 // `::commands` in the chat input: what is highlighted and what completes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { applyCompletion, completionContext, matchCommands, segments } from '../src/common/commandline';
+import { applyCompletion, completionContext, isCompleteCommand, matchCommands, segments } from '../src/common/commandline';
 
 const commands = [
   { name: 'help', usage: '::help', description: 'List commands' },
@@ -49,5 +49,18 @@ describe('completion', () => {
     assert.deepEqual(applyCompletion('::le', ctx, commands[1]), { text: '::lens ', caret: 7 });
     const mid = completionContext('::hxyz rest', 3)!;
     assert.deepEqual(applyCompletion('::hxyz rest', mid, commands[0]), { text: '::help rest', caret: 7 });
+  });
+});
+
+describe('a command typed out in full', () => {
+  const commands = [{ name: 'help', usage: '::help', description: '' }, { name: 'context', usage: '::context', description: '' },
+    { name: 'compact', usage: '::compact', description: '' }];
+  it('is complete: Enter sends it instead of completing it again (issue 17, bug 3)', () => {
+    assert.equal(isCompleteCommand(commands, 'help'), true);
+    assert.equal(isCompleteCommand(commands, 'Context'), true);
+  });
+  it('is not when only a prefix was typed, or nothing', () => {
+    assert.equal(isCompleteCommand(commands, 'co'), false);
+    assert.equal(isCompleteCommand(commands, ''), false);
   });
 });

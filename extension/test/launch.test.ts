@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { findSunwellWheel, markerIsCurrent, parseProbe, pipInstallAttempts, PROBE_SCRIPT, pythonIsRecentEnough, SERVE_ARGS, venvPython } from '../src/common/launch';
+import { findSunwellWheel, interpreterKey, markerIsCurrent, parseProbe, pipInstallAttempts, PROBE_SCRIPT, pythonIsRecentEnough, SERVE_ARGS, venvPython } from '../src/common/launch';
 import { ROOT } from './helpers';
 
 describe('the interpreter probe', () => {
@@ -59,5 +59,14 @@ describe('the private environment', () => {
     assert.equal(markerIsCurrent({ version: '0.1.0' }, '0.1.0'), true);
     assert.equal(markerIsCurrent({ version: '0.0.9' }, '0.1.0'), false);
     assert.equal(markerIsCurrent(null, '0.1.0'), false);
+  });
+});
+
+describe('the launch a restart reuses', () => {
+  it('is keyed by the interpreter settings alone', () => {
+    const key = interpreterKey({ python: '/work/.venv/bin/python', serverCommand: [] });
+    assert.equal(interpreterKey({ python: '/work/.venv/bin/python', serverCommand: [] }), key);
+    assert.notEqual(interpreterKey({ python: '', serverCommand: [] }), key);
+    assert.notEqual(interpreterKey({ python: '/work/.venv/bin/python', serverCommand: ['x'] }), key);
   });
 });

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  DEFAULTS, initializationOptions, needsRestart, readSettings, sidecarConfiguration, sidecarEnvironment,
+  DEFAULTS, initializationOptions, keepUnaffected, needsRestart, readSettings, sidecarConfiguration, sidecarEnvironment,
 } from '../src/common/settings';
 
 const lookup = (values: Record<string, unknown>) => (key: string) => values[key];
@@ -53,7 +53,16 @@ describe('initializationOptions and configuration changes', () => {
       maxToolTurns: 12,
       dryRun: false,
       baseUrl: 'http://127.0.0.1:9/v1',
+      prices: null,
     });
+  });
+
+  it('pass prices (USD per million tokens) as the sidecar\'s `prices`, and name a wrong one', () => {
+    const prices = { 'openai-compatible:qwen': { input: 0.1, output: 0.2 } };
+    assert.deepEqual(sidecarConfiguration(readSettings(lookup({ prices })).settings).prices, prices);
+    const { settings, problems } = readSettings(lookup({ prices: { 'gpt-4o': { input: 'cheap' } } }));
+    assert.deepEqual(settings.prices, {});
+    assert.match(problems[0], /^sunwell\.prices: /);
   });
 
   it('send null for an empty setting, so clearing it hands the value back to Sunwell\'s config', () => {
@@ -93,5 +102,22 @@ describe('the sidecar environment', () => {
     assert.equal(needsRestart(base, { ...base, python: '/p' }), true);
     assert.equal(needsRestart(base, { ...base, openaiBaseUrl: 'http://o' }), true);
     assert.equal(needsRestart(base, { ...base, serverCommand: ['x'] }), true);
+  });
+});
+
+describe('a configuration change', () => {
+  it('moves only the settings it affects: a new endpoint never drops the interpreter (issue 17, bug 2)', () => {
+    const before = { ...DEFAULTS, python: '/work/.venv/bin/python', baseUrl: 'http://127.0.0.1:8080/v1' };
+    // a read in the middle of the change that lost the interpreter (machine-scoped, from another settings file)
+    const read = { ...DEFAULTS, python: '', baseUrl: 'http://127.0.0.1:9090/v1' };
+    const after = keepUnaffected(before, read, (key) => key === 'baseUrl');
+    assert.equal(after.python, '/work/.venv/bin/python');
+    assert.equal(after.baseUrl, 'http://127.0.0.1:9090/v1');
+    assert.equal(needsRestart(before, after), true);
+  });
+
+  it('takes a cleared interpreter when the change is the interpreter\'s', () => {
+    const before = { ...DEFAULTS, python: '/work/.venv/bin/python' };
+    assert.equal(keepUnaffected(before, DEFAULTS, (key) => key === 'python').python, '');
   });
 });

@@ -24,7 +24,7 @@ from pydantic import (
 from sunwell.errors import ConfigError, first_problem
 from sunwell.vocabulary import TRUST_NAMES, ApprovalMode, TrustName
 
-__all__ = ["ConfigError", "McpServerConfig", "Settings", "load_settings"]
+__all__ = ["ConfigError", "McpServerConfig", "Price", "Settings", "load_settings"]
 
 
 class ModelOverride(BaseModel):
@@ -32,10 +32,14 @@ class ModelOverride(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     native_tools: bool | None = Field(None, alias="nativeTools")
-    emulation: Literal["json", "xml"] | None = None
+    emulation: Literal["json", "xml", "hermes", "llama3", "mistral", "harmony"] | None = None
+    """How tools are taught to a model without native calls: json or xml, or a family's own format."""
     context_window: int | None = Field(None, alias="contextWindow", gt=0)
     parallel_calls: bool | None = Field(None, alias="parallelCalls")
     temperature: float | None = Field(None, ge=0, le=2)
+    constrained: bool | None = None
+    """Constrained decoding for emulated tool calls (models/constrained.py); on by default, a workspace may only
+    turn it off."""
 
 
 class RateLimits(BaseModel):
@@ -103,6 +107,14 @@ class McpServerConfig(BaseModel):
         return self.trust or ("shell" if self.command else "full")
 
 
+class Price(BaseModel):
+    """What a model costs, in USD per million tokens (PROTOCOL.md `prices:`), for the cost display only."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -152,6 +164,8 @@ class Settings(BaseModel):
     session's model."""
     env_passthrough: list[str] = Field(default_factory=list)
     """Variables commands may see besides PATH, HOME, LANG/LC_*, TERM, USER, SHELL, TMPDIR, TZ."""
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Per million tokens, keyed by model string or model id; on top of the defaults (sunwell.agent.usage)."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """MCP servers whose tools become Sunwell tools named `SERVER__TOOL` (README "Tools from outside")."""
     _ignored: list[str] = PrivateAttr(default_factory=list)
@@ -249,6 +263,16 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any]) -> tuple[dict[str,
             # start.sh wrote, or claim a larger one); the workspace may add what the user left unset
             merged[key] = {name: {**(value.get(name) or {}), **(current.get(name) or {})}
                            for name in {*current, *value}}  # fmt: skip
+            # except constrained decoding, which a workspace may only turn off, never on
+            for name, entry in value.items():
+                wanted = (entry or {}).get("constrained")
+                if wanted is False:
+                    merged[key][name]["constrained"] = False
+                elif wanted is not None:
+                    ignored.append(f"models.{name}.constrained")
+                    merged[key][name].pop("constrained", None)
+                    if (current.get(name) or {}).get("constrained") is not None:
+                        merged[key][name]["constrained"] = current[name]["constrained"]
         elif key == "blocked_paths" and isinstance(value, list):
             merged[key] = [*(current or []), *value]
         elif key in ("rate_limits", "staging") and isinstance(value, dict):

@@ -12,9 +12,13 @@ function) and dots in function names become `_`.
 provider wrapped exactly as `Engine.tool_calling_provider` wraps it for this model, and the dry-run gate, so
 nothing runs: the first call that passes validation is the answer (the turn is stopped there). A call that fails
 validation is answered with the loop's own error and the model may correct itself, for up to `--rounds` calls.
-`naive` mode is a client that sends the same question and tools natively with the raw `openai` SDK and reads only
-`tool_calls`. Both sample at the temperature Sunwell sends for the model (0 for a small one) unless
-`--temperature` says otherwise.
+`sunwell-free` is the same with constrained decoding turned off for the model (`constrained: false`), as the
+product runs on a server that takes no schema. `naive` mode is a client that sends the same question and tools
+natively with the raw `openai` SDK and reads only `tool_calls`. `anchor` mode is the model's own ceiling: the same
+request as `naive` (the server's chat template for the model, with the tools in it), read leniently: native
+`tool_calls`, else every JSON object with a `name` and `arguments` in the reply's text; its first call is the
+answer. All sample at the temperature Sunwell sends for the model (0 for a small one) unless `--temperature` says
+otherwise. `--compare` lists the cases the anchor gets right and Sunwell does not, each with a class of miss.
 
 The checker follows BFCL's AST checker, without its dependencies: the function name must match; every required
 parameter must be present; each given parameter must be known and its value among the possible answers (strings
@@ -245,7 +249,8 @@ class SunwellClient:
     """Real turns of the product: Engine's provider wrapping, the loop, validation, the dry-run gate."""
 
     def __init__(self, base_url: str, model: str, rounds: int, data: Path,
-                 overrides: dict[str, Any] | None = None) -> None:
+                 overrides: dict[str, Any] | None = None, mode: str = "sunwell") -> None:
+        self.mode = mode
         self.settings = Settings(model=f"openai-compatible:{model}", base_url=base_url, dry_run=True,
                                  approval="deny", max_tool_turns=rounds, data_dir=data / "data",
                                  models={model: overrides} if overrides else {})
@@ -255,7 +260,7 @@ class SunwellClient:
         self.rounds = rounds
 
     async def run(self, case: Case) -> Outcome:
-        outcome = Outcome(case.id, case.set, "sunwell", next(iter(case.answers[0])))
+        outcome = Outcome(case.id, case.set, self.mode, next(iter(case.answers[0])))
         calls: dict[str, dict[str, Any]] = {}
         task: asyncio.Task | None = None
         answered = 0
@@ -313,6 +318,88 @@ class SunwellClient:
             temperature=caps.temperature,
         )
         return await Turn(config, log, engine.store.messages(session)).run(case.question)
+
+
+class AnchorClient:
+    """The model's own ceiling: its chat template with the tools in the request, and a lenient reading of the reply
+    (native `tool_calls`, else each JSON object with `name` and `arguments` in the text)."""
+
+    def __init__(self, base_url: str, model: str, temperature: float | None = None) -> None:
+        from openai import AsyncOpenAI
+
+        self.client = AsyncOpenAI(base_url=base_url, api_key="sk-no-key", max_retries=0)
+        self.model = model
+        self.sampling = {} if temperature is None else {"temperature": temperature}
+
+    async def run(self, case: Case) -> Outcome:
+        outcome = Outcome(case.id, case.set, "anchor", next(iter(case.answers[0])))
+        tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                    "parameters": t.parameters}} for t in case.tools]
+        response = await self.client.chat.completions.create(
+            model=self.model, messages=[{"role": "user", "content": case.question}], tools=tools, max_tokens=512,
+            **self.sampling)
+        message = response.choices[0].message
+        outcome.text = message.content or ""
+        for call in message.tool_calls or []:
+            outcome.calls.append({"name": call.function.name, "arguments": _object(call.function.arguments),
+                                  "raw": None})
+        if not outcome.calls:
+            outcome.calls = json_calls(outcome.text)
+        return judge(case, outcome)
+
+
+def _object(text: str | None) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def json_calls(text: str) -> list[dict[str, Any]]:
+    """Every JSON object in `text` with a string `name` and object (or JSON text) `arguments`, outermost first."""
+    calls, decoder, at = [], json.JSONDecoder(), 0
+    while (start := text.find("{", at)) != -1:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            at = start + 1
+            continue
+        arguments = value.get("arguments") if isinstance(value, dict) else None
+        if isinstance(arguments, str):
+            arguments = _object(arguments)
+        if isinstance(value, dict) and isinstance(value.get("name"), str) and isinstance(arguments, dict):
+            calls.append({"name": value["name"], "arguments": arguments, "raw": None})
+            at = end
+        else:
+            at = start + 1
+    return calls
+
+
+def classify(sunwell: Outcome, case: Case) -> str:
+    """Why Sunwell missed a case the anchor got right."""
+    if not sunwell.calls:
+        return "format: no call found" if "{" in sunwell.text or "<" in sunwell.text else "model: answered in prose"
+    call = sunwell.answer or sunwell.calls[-1]
+    if call.get("raw") is not None or call.get("arguments") is None:
+        return "format: arguments unreadable"
+    if not sunwell.selected:
+        return "model reading: function"
+    declared = next(f for f in case.functions if f["name"] == call["name"])["parameters"].get("properties", {})
+    if set(call["arguments"]) - set(declared):
+        return "prompt steering: parameter not in the schema"
+    return "model reading: arguments"
+
+
+def compare(outcomes: list[Outcome], cases: dict[str, Case], mode: str = "sunwell") -> list[dict[str, Any]]:
+    """The cases the anchor gets right and `mode` does not, classified."""
+    anchor = {o.id: o for o in outcomes if o.mode == "anchor"}
+    rows = []
+    for o in outcomes:
+        if o.mode == mode and not o.correct and o.id in anchor and anchor[o.id].correct:
+            rows.append({"id": o.id, "class": classify(o, cases[o.id]), "sunwell": o.answer or o.calls[-1:] or o.text,
+                         "anchor": anchor[o.id].answer, "why": o.why})
+    return rows
 
 
 class NaiveClient:
@@ -391,7 +478,10 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
     # Both clients sample alike: what Sunwell sends for this model (0 for a small one) unless --temperature says.
     temperature = capabilities_for(args.model, "openai-compatible", {args.model: overrides}).temperature
     clients = {"sunwell": lambda: SunwellClient(args.base_url, args.model, args.rounds, tmp, overrides),
-               "naive": lambda: NaiveClient(args.base_url, args.model, temperature)}
+               "sunwell-free": lambda: SunwellClient(args.base_url, args.model, args.rounds, tmp,
+                                                     {**overrides, "constrained": False}, "sunwell-free"),
+               "naive": lambda: NaiveClient(args.base_url, args.model, temperature),
+               "anchor": lambda: AnchorClient(args.base_url, args.model, temperature)}
     outcomes: list[Outcome] = []
     summary: dict[str, dict[str, Any]] = {}
     for name in args.sets:
@@ -440,6 +530,21 @@ def rejudge(path: Path, root: Path) -> dict[str, Any]:
     return {**results, "summary": summary, "cases": [asdict(o) for o in outcomes]}
 
 
+def print_misses(results: dict[str, Any], root: Path) -> None:
+    """Per Sunwell mode, the cases the anchor gets right and it does not, by class, then each case."""
+    outcomes = [Outcome(**row) for row in results["cases"]]
+    cases = {c.id: c for name in {o.set for o in outcomes} for c in load_cases(root, name, None)}
+    for mode in sorted({o.mode for o in outcomes} & {"sunwell", "sunwell-free"}):
+        rows = compare(outcomes, cases, mode)
+        classes: dict[str, int] = {}
+        for row in rows:
+            classes[row["class"]] = classes.get(row["class"], 0) + 1
+        print(f"\n{mode}: {len(rows)} cases the anchor gets right and it does not: {classes}")
+        for row in rows:
+            print(f"  {row['id']}: {row['class']}: {row['why']} | sunwell {json.dumps(row['sunwell'])[:160]} "
+                  f"| anchor {json.dumps(row['anchor'])[:160]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:18090/v1")
@@ -457,19 +562,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--temperature", type=float,
                         help="sample at this temperature (default: what Sunwell sends for the model, 0 for a small one)")
     parser.add_argument("--rejudge", metavar="RESULTS", help="score a results file again, run no model")
+    parser.add_argument("--compare", action="store_true",
+                        help="list the cases the anchor gets right and Sunwell does not, classified")
     args = parser.parse_args(argv)
     args.limit = args.limit or None
     if args.rejudge:
         results = rejudge(Path(args.rejudge), data_dir(args.data))
         Path(args.out).write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
         print(table(results["summary"]))
+        if args.compare:
+            print_misses(results, data_dir(args.data))
         return 0
-    unknown = set(args.modes) - {"sunwell", "naive"}
+    unknown = set(args.modes) - {"sunwell", "sunwell-free", "naive", "anchor"}
     if unknown:
         parser.error(f"unknown mode(s): {', '.join(sorted(unknown))}")
     results = asyncio.run(run_all(args))
     Path(args.out).write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
     print(table(results["summary"]))
+    if args.compare:
+        print_misses(results, data_dir(args.data))
     print(f"\nresults: {args.out}")
     return 0
 

@@ -19,6 +19,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,12 @@ SLOW_TEXT = "Counting slowly, stop me whenever you like: " + ", ".join(str(n) fo
 def _after_denial(body: dict) -> Reply:
     """The model's answer once it has been told its write was denied."""
     return Reply(text="Understood: you denied the change, so I left `src/app.py` as it is.", chunk=12)
+
+
+def _after_a_pause(body: dict) -> Reply:
+    """A local model on a CPU: seconds pass before its first token."""
+    time.sleep(4.5)
+    return Reply(text="Thought about it: **here** is the answer.", chunk=6, delay=0.03)
 
 
 SCENARIOS: dict[str, list[Any]] = {
@@ -74,6 +81,26 @@ SCENARIOS: dict[str, list[Any]] = {
     "slow": [Reply(text=SLOW_TEXT, chunk=6, delay=0.25)],
     # nothing may reach the model
     "none": [],
+    # a server that reports no usage (llama.cpp): the chat shows Sunwell's estimate
+    "no-usage": [Reply(text="Counted by Sunwell, since this server reports no usage.", chunk=8, send_usage=False)],
+    # a slow first token
+    "slow-start": [_after_a_pause],
+    # a denial with a note: the model reads the note with the denial
+    "write-deny-note": [
+        Reply(tool_calls=[Call("write_file", json.dumps({"path": "src/app.py", "content": "def main():\n    return 1\n"}))],
+              chunk=16),
+        Reply(text="Understood: I will keep `main` returning 42.", chunk=12),
+    ],
+    # a command that runs staged: the approval shows what it did (issue 15's effects preview)
+    "effects": [
+        Reply(tool_calls=[Call("run_command", json.dumps({"command": "echo hi > new.txt"}))], chunk=16),
+        Reply(text="Wrote `new.txt`.", chunk=8),
+    ],
+    # a file the turn creates, for the turn's Undo button
+    "write-undo": [
+        Reply(tool_calls=[Call("write_file", json.dumps({"path": "undo-me.txt", "content": "temporary\n"}))], chunk=16),
+        Reply(text="Created `undo-me.txt`.", chunk=8),
+    ],
 }
 
 

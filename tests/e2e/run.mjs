@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import {
-  chatFrame, check, clearNotifications, json, openFile, quickInput, runCommand, sleep, startGroup, stopAll,
+  chatFrame, check, clearNotifications, descendants, json, openFile, quickInput, runCommand, sleep, startGroup, stopAll,
   until, waitForHttp, waitForWorkbench, withTimeout,
 } from './lib.mjs';
 
@@ -94,6 +94,7 @@ const freePort = () => new Promise((resolve, reject) => {
 let browser;
 let fake;
 let page;
+let codeServer;
 const results = [];
 let shotNumber = 0;
 
@@ -198,6 +199,44 @@ async function waitTurnEnd(before, status, timeoutMs = 30_000) {
   check(got === status, `turn ended "${got}", expected "${status}": ${await last.innerText()}`);
 }
 
+/** The sidecars code-server runs for this test: `[{pid, python}]` (the interpreter is the command's first word). */
+function sidecars() {
+  const out = [];
+  for (const pid of codeServer ? descendants(codeServer.pid) : []) {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      if (args.includes('sunwell') && args.includes('serve')) out.push({ pid, python: args[0] });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** Types a value into a setting of the Settings UI (Preferences: Open Settings (UI)), as a user does. */
+async function setInSettingsUi(key, label, value) {
+  await runCommand(page, 'Preferences: Open Settings (UI)');
+  await page.locator('.settings-editor .settings-header').first().waitFor({ timeout: 10_000 });
+  await page.locator('.settings-editor .suggest-input-container').first().click(); // the search box
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type(key);
+  const item = page.locator('.settings-editor .setting-item-contents').filter({ hasText: `Sunwell: ${label}` }).first();
+  // A machine-scoped setting (endpoints, the interpreter) is not in the User tab of a remote window such as
+  // code-server's: it is under Remote, where the user finds it.
+  if (!(await item.waitFor({ timeout: 3000 }).then(() => true, () => false))) {
+    await page.locator('.settings-editor .settings-tabs-widget .action-label').filter({ hasText: 'Remote' }).first().click();
+  }
+  await item.waitFor({ timeout: 10_000 });
+  const input = item.locator('input').first();
+  await input.click();
+  await input.fill('');
+  // key by key, as a person types: the Settings UI saves as it goes, so the engine sees several changes in a row
+  await page.keyboard.type(value, { delay: 120 });
+  await page.keyboard.press('Tab');
+  // The focus away from the settings' controls (F1 does not open the palette from them), onto the editor's tab.
+  await page.locator('.tabs-container .tab.active').first().click();
+}
+
 // ---- run --------------------------------------------------------------------------------------------------------
 async function main() {
   fake = await startFake();
@@ -232,7 +271,7 @@ async function main() {
 
   await scenario('start-code-server', 60_000, async () => {
     const logFd = openSync(path.join(LOGS, 'code-server.log'), 'w');
-    startGroup('code-server', CODE_SERVER, [...csArgs, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`,
+    codeServer = startGroup('code-server', CODE_SERVER, [...csArgs, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`,
       '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', WS],
     { env: { ...isolated, OPENAI_API_KEY: 'sk-e2e-fake' }, cwd: WS, logFd });
     closeSync(logFd);
@@ -504,6 +543,306 @@ async function main() {
     check(await byTest('send-button').isVisible(), 'the opened session is still busy (no send button)');
     check(await byTest('turn-end').last().getAttribute('data-status') === 'completed', 'the opened session gained a turn end');
     await shot('switched-while-running');
+  });
+
+  // Issue 17 bug 2: a setting changed in the Settings UI restarts the engine with the interpreter `sunwell.python`
+  // names, every time (python3 on PATH has no Sunwell here, as on a fresh machine).
+  await scenario('settings-restart', 120_000, async () => {
+    const python = SIDECAR_PYTHON || path.join(root, '.venv', 'bin', 'python');
+    const ready = async () => !(await byTest('sidecar-banner').isVisible());
+    if (!sidecars().some((s) => s.python === python)) {
+      await setInSettingsUi('sunwell.python', 'Python', python);
+      await until(async () => sidecars().some((s) => s.python === python) && (await ready()),
+        { timeoutMs: 45_000, message: `the engine did not restart with ${python}` });
+    }
+    const [first] = sidecars();
+    log(`  sidecar ${first.pid}: ${first.python}`);
+    await setInSettingsUi('sunwell.baseUrl', 'Base Url', 'http://127.0.0.1:9/v1');
+    await shot('settings-ui-baseurl');
+    await until(async () => {
+      const now = sidecars();
+      return now.length === 1 && now[0].pid !== first.pid && (await ready()) ? now : false;
+    }, { timeoutMs: 45_000, message: 'the engine did not come back after the setting changed' }).catch(async (err) => {
+      throw new Error(`${err.message}; banner: ${await byTest('sidecar-banner').innerText().catch(() => '')}`);
+    });
+    const [second] = sidecars();
+    log(`  restarted sidecar ${second.pid}: ${second.python}`);
+    check(second.python === python, `the engine restarted with ${second.python}, not sunwell.python (${python})`);
+    await clearNotifications(page);
+    await runCommand(page, 'Sunwell: Open Chat');
+    await script('chat');
+    const ends = await count('turn-end');
+    await send('Still there?');
+    await waitTurnEnd(ends, 'completed');
+    await shot('settings-restart-chat');
+    await setInSettingsUi('sunwell.baseUrl', 'Base Url', '');
+    if (!SIDECAR_PYTHON) await setInSettingsUi('sunwell.python', 'Python', ''); // back to the private venv
+    await runCommand(page, 'View: Close All Editors');
+    await sleep(1500);
+    await until(ready, { timeoutMs: 45_000, message: 'the engine did not come back after the settings were restored' });
+  });
+
+  // Issue 17 bug 3: a complete `::command` typed by hand runs on the first Enter (the completion list stays out of
+  // the way); a partial one is still completed by Enter.
+  await scenario('command-enter', 45_000, async () => {
+    await script('none');
+    const outputs = await count('command-output');
+    const input = byTest('chat-input');
+    await input.click();
+    await input.fill('');
+    await page.keyboard.type('::help', { delay: 40 });
+    await byTest('command-completions').waitFor({ state: 'visible', timeout: 5000 });
+    await shot('command-typed');
+    await page.keyboard.press('Enter');
+    await until(async () => (await count('command-output')) > outputs,
+      { timeoutMs: 10_000, message: `one Enter did not run ::help (the input holds "${await input.inputValue()}")` });
+    check((await input.inputValue()) === '', `the input still holds "${await input.inputValue()}"`);
+    check((await byTest('command-output').last().innerText()).includes('::context'), 'the ::help output lists no commands');
+    // A prefix: Enter completes it (and sends nothing).
+    await page.keyboard.type('::cont', { delay: 40 });
+    await byTest('command-completions').waitFor({ state: 'visible', timeout: 5000 });
+    await page.keyboard.press('Enter');
+    await until(async () => (await input.inputValue()) === '::context ', { timeoutMs: 3000, message: 'Enter did not complete ::cont' });
+    check((await count('command-output')) === outputs + 1, 'Enter on a prefix sent it');
+    await page.keyboard.press('Enter');
+    await until(async () => (await count('command-output')) > outputs + 1, { timeoutMs: 10_000, message: '::context did not run' });
+    await shot('command-ran');
+  });
+
+  // Issue 17 bug 6: a server that reports no usage (llama.cpp): the turn and the footer show Sunwell's estimate,
+  // marked as such.
+  await scenario('usage-estimate', 45_000, async () => {
+    await script('no-usage');
+    const ends = await count('turn-end');
+    await send('How many tokens was that?');
+    await waitTurnEnd(ends, 'completed');
+    const footer = byTest('usage');
+    await until(async () => (await footer.innerText()).startsWith('≈'),
+      { timeoutMs: 10_000, message: `the footer shows no estimate: "${await footer.innerText()}"` });
+    check(/estimated/i.test(await footer.getAttribute('title')), `the estimate is not marked: ${await footer.getAttribute('title')}`);
+    const turnUsage = byTest('turn-end').last().locator('[data-testid="turn-usage"]');
+    check(/^≈\d/.test(await turnUsage.innerText()), `the turn shows no estimate: "${await turnUsage.innerText()}"`);
+    log(`  footer: ${await footer.innerText()} (${await footer.getAttribute('title')}); turn: ${await turnUsage.innerText()}`);
+    await shot('usage-estimate');
+  });
+
+  // Issue 17 bug 8: seconds before the first token show "Waiting for the model…" with the time passing, then the answer.
+  await scenario('waiting', 45_000, async () => {
+    await script('slow-start');
+    const ends = await count('turn-end');
+    await send('Take your time');
+    const waiting = byTest('waiting');
+    await waiting.waitFor({ state: 'visible', timeout: 5000 });
+    await until(async () => /Waiting for the model… [2-9] s/.test(await waiting.innerText()),
+      { timeoutMs: 6000, message: 'the waiting line does not count the seconds' });
+    log(`  ${await waiting.innerText()}`);
+    await shot('waiting-for-model');
+    await waitTurnEnd(ends, 'completed');
+    check(await waiting.isHidden(), 'the waiting line stayed after the answer');
+    check((await byTest('assistant-message').last().innerText()).includes('here is the answer'), 'no answer after the wait');
+  });
+
+  // Issue 17 bug 10: a dead endpoint: the error names the URL and offers Retry and where to change it; fixed in the
+  // setting it points to, Retry answers.
+  await scenario('retry-endpoint', 150_000, async () => {
+    const good = `${fake.url}/v1`;
+    const dead = 'http://127.0.0.1:9/v1';
+    const ready = async () => !(await byTest('sidecar-banner').isVisible());
+    const restarted = async (what) => {
+      await sleep(1500);
+      await until(ready, { timeoutMs: 45_000, message: `the engine did not come back after ${what}` });
+    };
+    await setInSettingsUi('sunwell.openaiBaseUrl', 'Openai Base Url', dead);
+    await restarted('the dead endpoint');
+    await runCommand(page, 'View: Close All Editors');
+    await runCommand(page, 'Sunwell: Open Chat');
+    await script('chat');
+    const ends = await count('turn-end');
+    await send('Are you there?');
+    await waitTurnEnd(ends, 'error', 60_000);
+    const end = byTest('turn-end').last();
+    check((await end.locator('[data-testid="failed-url"]').innerText()) === dead, `the error does not name ${dead}: ${await end.innerText()}`);
+    for (const id of ['retry-button', 'fix-model', 'fix-key', 'fix-setting']) {
+      check(await end.locator(`[data-testid="${id}"]`).isVisible(), `no ${id} under the error`);
+    }
+    check((await end.locator('[data-testid="fix-setting"]').innerText()).includes('sunwell.openaiBaseUrl'), 'the fix names another setting');
+    await clearNotifications(page);
+    await shot('endpoint-error');
+    // The setting it points to, in the Settings UI, then Retry.
+    await end.locator('[data-testid="fix-setting"]').click();
+    await page.locator('.settings-editor').first().waitFor({ timeout: 10_000 });
+    await setInSettingsUi('sunwell.openaiBaseUrl', 'Openai Base Url', good);
+    await restarted('the endpoint was fixed');
+    await runCommand(page, 'View: Close All Editors');
+    await runCommand(page, 'Sunwell: Open Chat');
+    const before = await count('turn-end');
+    await byTest('turn-end').last().locator('[data-testid="retry-button"]').click();
+    await waitTurnEnd(before, 'completed');
+    check((await byTest('user-message').last().innerText()) === 'Are you there?', 'Retry did not send the same message');
+    check(await byTest('retry-button').count() === 0, 'Retry is still offered after the answer');
+    await shot('retried');
+  });
+
+  // Usage and cost: tokens per turn and per session, the cost at the model's price (gpt-4o has a default price),
+  // in the footer and in ::context.
+  await scenario('usage-cost', 45_000, async () => {
+    await runCommand(page, 'Sunwell: New Session');
+    await until(async () => (await count('turn-end')) === 0, { timeoutMs: 5000, message: 'New Session did not clear the chat' });
+    for (const line of ['First question', 'Second question']) {
+      await script('chat');
+      const ends = await count('turn-end');
+      await send(line);
+      await waitTurnEnd(ends, 'completed');
+    }
+    const session = byTest('session-usage');
+    await until(async () => /\$\d/.test(await session.innerText()), { timeoutMs: 10_000, message: 'the footer shows no session cost' });
+    const title = await session.getAttribute('title');
+    check(/over 2 turns/.test(title) && /openai:gpt-4o/.test(title), `the session figure says: ${title}`);
+    const turnUsage = await byTest('turn-end').last().locator('[data-testid="turn-usage"]').innerText();
+    check(/in · .* out · \$\d/.test(turnUsage), `the turn shows no cost: ${turnUsage}`);
+    log(`  footer: ${await session.innerText()} (${title}); turn: ${turnUsage}`);
+    await script('none');
+    await send('::context');
+    const context = byTest('command-output').last();
+    await context.waitFor({ timeout: 10_000 });
+    await until(async () => /usage: .*in · .*out.*\$\d.* over 2 turns/.test(await context.innerText()),
+      { timeoutMs: 5000, message: '::context lists no usage and cost' });
+    await shot('usage-cost');
+  });
+
+  // Per-turn Undo on the turn, and Edit & resend of the last message.
+  await scenario('undo-edit', 60_000, async () => {
+    await script('write-undo');
+    const ends = await count('turn-end');
+    await send('Create undo-me.txt');
+    const approval = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await approval.waitFor({ timeout: 20_000 });
+    await approval.locator('[data-testid="approval-allow"]').click();
+    await waitTurnEnd(ends, 'completed');
+    const file = path.join(WS, 'undo-me.txt');
+    check(existsSync(file), 'the file was not written');
+    const undo = byTest('turn-end').last().locator('[data-testid="undo-turn"]');
+    await undo.waitFor({ timeout: 5000 });
+    await shot('undo-button');
+    await undo.click();
+    await until(() => !existsSync(file), { timeoutMs: 10_000, message: 'Undo did not remove the file the turn created' });
+    await byTest('turn-end').last().locator('[data-testid="turn-undone"]').waitFor({ timeout: 5000 });
+    check(await byTest('undo-turn').count() === 0, 'Undo is still offered');
+    await clearNotifications(page);
+    // Edit & resend: the last line comes back into the input, changed, and goes again.
+    await byTest('user-message').last().locator('[data-testid="edit-message"]').click();
+    const input = byTest('chat-input');
+    check((await input.inputValue()) === 'Create undo-me.txt', `the input holds "${await input.inputValue()}"`);
+    await input.fill('Create nothing, just say hello');
+    await script('chat');
+    const again = await count('turn-end');
+    await page.keyboard.press('Enter');
+    await waitTurnEnd(again, 'completed');
+    check((await byTest('user-message').last().innerText()) === 'Create nothing, just say hello', 'the edited line was not sent');
+    await shot('undone-and-resent');
+  });
+
+  // Deny with a note: the words typed beside Deny reach the model with the denial.
+  await scenario('deny-note', 60_000, async () => {
+    const mark = await script('write-deny-note');
+    const ends = await count('turn-end');
+    await send('Make main return 1');
+    const approval = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await approval.waitFor({ timeout: 20_000 });
+    const note = 'keep 42, the tests depend on it';
+    await approval.locator('[data-testid="approval-deny-note"]').fill(note);
+    await shot('deny-note-typed');
+    await approval.locator('[data-testid="approval-deny"]').click();
+    await waitTurnEnd(ends, 'completed');
+    check(readFileSync(path.join(WS, 'src', 'app.py'), 'utf8') === APP_PY, 'Deny did not leave src/app.py untouched');
+    const requests = await requestsSince(mark);
+    const told = requests.at(-1)?.body.messages.filter((m) => m.role === 'tool').at(-1);
+    log(`  the model was told: ${JSON.stringify(told?.content).slice(0, 200)}`);
+    check(told && /denied/i.test(JSON.stringify(told.content)), 'the model was not told of the denial');
+    check(JSON.stringify(told.content).includes(note), `the model did not get the note: ${JSON.stringify(told?.content)}`);
+    await shot('deny-note-sent');
+  });
+
+  // Context mentions: `@` opens a fuzzy picker of workspace files and @selection/@problems/@terminal; each pick is a
+  // removable chip, sent with the line (the model gets the file and the problems), shown on the line, listed by ::context.
+  await scenario('mentions', 60_000, async () => {
+    const mark = await script('chat');
+    const input = byTest('chat-input');
+    await input.click();
+    await input.fill('');
+    await page.keyboard.type('Explain @sapp', { delay: 30 }); // fuzzy: s(rc/)app
+    const first = byTest('mention-option').first();
+    await until(async () => (await first.getAttribute('data-label')) === '@src/app.py',
+      { timeoutMs: 10_000, message: `the picker does not offer src/app.py first: ${JSON.stringify(await byTest('mention-option').allInnerTexts())}` });
+    await shot('mention-picker');
+    await page.keyboard.press('Enter');
+    await until(async () => JSON.stringify(await byTest('mention-chip').allInnerTexts()) === '["@src/app.py"]',
+      { timeoutMs: 3000, message: 'no chip for src/app.py' });
+    check((await input.inputValue()) === 'Explain ', `the @query stayed in the input: "${await input.inputValue()}"`);
+    for (const query of ['@sel', '@prob']) {
+      await page.keyboard.type(query, { delay: 30 });
+      await byTest('mention-option').first().waitFor({ timeout: 5000 });
+      await page.keyboard.press('Enter');
+    }
+    await until(async () => (await byTest('mention-chip').count()) === 3, { timeoutMs: 3000, message: 'three chips expected' });
+    await chat().locator('[data-testid="mention-chip"][data-label="@selection"] [data-testid="mention-remove"]').click();
+    check(JSON.stringify(await byTest('mention-chip').allInnerTexts()) === '["@src/app.py","@problems"]',
+      `after removing @selection: ${JSON.stringify(await byTest('mention-chip').allInnerTexts())}`);
+    await input.click();
+    await page.keyboard.press('End');
+    await page.keyboard.type('what does it return?');
+    await shot('mention-chips');
+    const ends = await count('turn-end');
+    await page.keyboard.press('Enter');
+    await waitTurnEnd(ends, 'completed');
+    check(await byTest('mention-chip').count() === 0, 'the chips stayed after the send');
+    const sent = (await requestsSince(mark)).at(-1).body.messages.filter((m) => m.role === 'user').at(-1).content;
+    check(sent.startsWith('Explain what does it return?'), `the line sent: ${sent.slice(0, 80)}`);
+    check(sent.includes('def main():') && sent.includes('<attachment name="@src/app.py" kind="file"'), 'the model did not get src/app.py');
+    check(sent.includes('<attachment name="@problems" kind="problems"') && !sent.includes('@selection'), 'the problems were not sent, or the removed chip was');
+    log(`  sent: ${JSON.stringify(sent.slice(0, 240))}`);
+    check(JSON.stringify(await byTest('user-message').last().locator('[data-testid="sent-mention"]').allInnerTexts()) === '["@src/app.py","@problems"]',
+      'the line does not show what it had attached');
+    await script('none');
+    await send('::context');
+    await until(async () => /attachments: @src\/app\.py \(file, ~\d+ tokens\), @problems \(problems/.test(await byTest('command-output').last().innerText()),
+      { timeoutMs: 10_000, message: '::context does not list the attachments' });
+    await shot('mentions-sent');
+  });
+
+  // Issue 15's effects card: a command that ran in a staging overlay lists what it changed (new.txt, added) with a
+  // Show diff in VS Code's diff editor, its exit code and its folded output; Allow puts the file in the workspace.
+  await scenario('effects', 90_000, async () => {
+    await runCommand(page, 'Sunwell: Set Trust Level');
+    await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'shell' }).first().click();
+    await sleep(1000); // the setting reaches the engine
+    await runCommand(page, 'Sunwell: Open Chat');
+    await script('effects');
+    const ends = await count('turn-end');
+    await send('Write hi into new.txt with a command');
+    const approval = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await approval.waitFor({ timeout: 30_000 });
+    const change = approval.locator('[data-testid="effect-change"][data-path="new.txt"]');
+    await change.waitFor({ timeout: 5000 }).catch(async () => {
+      throw new Error(`no effects preview (is the overlay sandbox available here?): ${await approval.innerText()}`);
+    });
+    check((await change.getAttribute('data-change')) === 'added', `new.txt is ${await change.getAttribute('data-change')}`);
+    check((await change.locator('[data-testid="effect-badge"]').innerText()) === 'A', 'no A badge');
+    check(/exit code 0/.test(await approval.locator('[data-testid="effect-exit-code"]').innerText()), 'no exit code');
+    check(!(await approval.locator('[data-testid="effect-output"]').getAttribute('open')), 'the output is not folded');
+    check(!existsSync(path.join(WS, 'new.txt')), 'the command reached the workspace before Allow');
+    await clearNotifications(page);
+    await shot('effects-card');
+    await change.locator('[data-testid="effect-show-diff"]').click();
+    const diff = page.locator('.monaco-diff-editor').first();
+    await diff.waitFor({ timeout: 15_000 });
+    await until(async () => nbsp(await diff.innerText()).includes('hi'), { message: 'the diff does not show the new content' });
+    check(/new\.txt/.test(await page.locator('.tabs-container .tab.active').innerText()), 'the diff tab is not new.txt');
+    await shot('effects-diff');
+    await approval.locator('[data-testid="approval-allow"]').click();
+    await waitTurnEnd(ends, 'completed');
+    check(existsSync(path.join(WS, 'new.txt')) && readFileSync(path.join(WS, 'new.txt'), 'utf8') === 'hi\n', 'Allow did not write new.txt');
+    await shot('effects-allowed');
   });
 
   // (g) a lens file: a diagnostic on the misspelt key, and completion of a trust level

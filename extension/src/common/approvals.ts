@@ -15,6 +15,9 @@ interface Pending {
   cancellation?: { dispose(): void };
 }
 
+/** A denial's note is a few words for the model, not a document. */
+export const MAX_NOTE = 500;
+
 export type ApprovalChange =
   | { type: 'requested'; params: ApprovalRequest }
   | { type: 'answered'; callId: string; decision: Decision }
@@ -24,6 +27,8 @@ export class ApprovalBroker {
   private readonly pending = new Map<string, Pending>();
   /** Previews stay readable after the answer, so a diff opened from an answered card still shows. */
   private readonly seen = new Map<string, ApprovalRequest>();
+  /** The words a user gave with a denial, until the answer to the sidecar takes them (`takeNote`). */
+  private readonly notes = new Map<string, string>();
   private readonly listeners = new Set<(change: ApprovalChange) => void>();
 
   onDidChange(listener: (change: ApprovalChange) => void): { dispose(): void } {
@@ -50,10 +55,13 @@ export class ApprovalBroker {
     });
   }
 
-  /** The user's answer; false when nothing is pending under that id (already answered or expired). */
-  answer(callId: string, decision: Decision): boolean {
+  /** The user's answer, with a note for the model when it denies; false when nothing is pending under that id
+   *  (already answered or expired). */
+  answer(callId: string, decision: Decision, note?: string): boolean {
     const entry = this.take(callId);
     if (!entry) return false;
+    const words = decision === 'deny' ? note?.trim().slice(0, MAX_NOTE) : '';
+    if (words) this.notes.set(callId, words);
     entry.resolve(decision);
     this.emit({ type: 'answered', callId, decision });
     return true;
@@ -70,6 +78,13 @@ export class ApprovalBroker {
   /** The sidecar is gone: nobody is waiting for these answers any more. */
   expireAll(): void {
     for (const callId of [...this.pending.keys()]) this.expire(callId);
+  }
+
+  /** The note given with the answer to `callId`, once. */
+  takeNote(callId: string): string | undefined {
+    const note = this.notes.get(callId);
+    this.notes.delete(callId);
+    return note;
   }
 
   isPending(callId: string): boolean {

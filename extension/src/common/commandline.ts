@@ -54,6 +54,12 @@ export function matchCommands(commands: CommandInfo[], prefix: string): CommandI
   return [...starts, ...contains];
 }
 
+/** Whether what was typed after `::` is already the whole name of one of the commands offered. */
+export function isCompleteCommand(commands: CommandInfo[], prefix: string): boolean {
+  const p = prefix.toLowerCase();
+  return p !== '' && commands.some((c) => c.name.replace(/^::/, '').toLowerCase() === p);
+}
+
 /** The text after accepting a completion, and where the caret goes. */
 export function applyCompletion(text: string, ctx: CompletionContext, command: CommandInfo): { text: string; caret: number } {
   const insert = `::${command.name.replace(/^::/, '')} `;

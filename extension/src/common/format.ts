@@ -63,9 +63,49 @@ export function formatContext(meter: { used: number; window: number; estimated: 
   };
 }
 
-export function formatUsage(usage: Usage | null): string {
+export function formatUsage(usage: (Usage & { estimated?: boolean }) | null): string {
   if (!usage) return '';
-  return `${formatTokens(usage.inputTokens)} in · ${formatTokens(usage.outputTokens)} out`;
+  const about = usage.estimated ? '≈' : '';
+  return `${about}${formatTokens(usage.inputTokens)} in · ${about}${formatTokens(usage.outputTokens)} out`;
+}
+
+/** `$0.0123` (a turn of a cheap model costs fractions of a cent); '' when the model has no price. */
+export function formatCost(cost: number | null | undefined): string {
+  if (cost === null || cost === undefined) return '';
+  return cost < 1 ? `$${cost.toFixed(4)}` : `$${cost.toFixed(2)}`;
+}
+
+/** The footer's session figure and its tooltip: every turn's tokens, and what they cost at the model's price. */
+export function formatSessionUsage(usage: { inputTokens: number; outputTokens: number; estimated: boolean; cost?: number | null;
+  model: string | null; turns?: unknown[] } | null): { text: string; title: string } | null {
+  if (!usage || !usage.turns?.length) return null;
+  const about = usage.estimated ? '≈' : '';
+  const tokens = `${about}${formatTokens(usage.inputTokens + usage.outputTokens)} tokens`;
+  const cost = formatCost(usage.cost);
+  const turns = usage.turns.length;
+  return {
+    text: cost ? `${tokens} · ${cost}` : tokens,
+    title: `This session: ${about}${usage.inputTokens.toLocaleString('en')} in, ${about}${usage.outputTokens.toLocaleString('en')} out over `
+      + `${turns} turn${turns === 1 ? '' : 's'}${usage.estimated ? ' (estimated where the server reported no usage)' : ''}`
+      + (cost ? `; ${cost} at ${usage.model}'s price (the \`prices\` config)` : usage.model ? `; no price for ${usage.model}` : ''),
+  };
+}
+
+/** The setting that holds a model's endpoint, from its provider (PROTOCOL.md "Model strings"). */
+export function endpointSetting(model: string | null): string {
+  const provider = model?.includes(':') ? model.slice(0, model.indexOf(':')) : 'openai';
+  return { anthropic: 'sunwell.anthropicBaseUrl', ollama: 'sunwell.ollamaHost', 'openai-compatible': 'sunwell.baseUrl' }[provider]
+    ?? 'sunwell.openaiBaseUrl';
+}
+
+/** The endpoint a failed turn could not reach, from the engine's error ("cannot reach URL: …"). */
+export function unreachableEndpoint(error: string | null): string | null {
+  return /cannot reach (\S+?):? /i.exec(error ?? '')?.[1] ?? null;
+}
+
+/** A failure an API key fixes: the provider refused the key, or none was set. */
+export function needsApiKey(error: string | null): boolean {
+  return /\b401\b|api[ _-]?key|unauthori[sz]ed|authentication/i.test(error ?? '');
 }
 
 /** Lines added and removed between two texts (a line-multiset count: enough for a card's summary). */

@@ -82,3 +82,8 @@ export interface InstallMarker {
 export function markerIsCurrent(marker: InstallMarker | null, extensionVersion: string): boolean {
   return marker !== null && marker.version === extensionVersion;
 }
+
+/** What decides the interpreter: the same key means the same launch (an endpoint or a key change keeps it). */
+export function interpreterKey(settings: { python: string; serverCommand: string[] }): string {
+  return JSON.stringify([settings.python, settings.serverCommand]);
+}

@@ -2,6 +2,7 @@
 // with `ready`; the host answers with a `snapshot` of the transcript it keeps, then streams `action`s that both
 // sides feed to the same reducer (common/state.ts).
 import { Vocabulary, type Decision } from '../protocol';
+import type { MentionRef } from './mentions';
 import type { ChatAction, ChatState } from './state';
 
 export type PickTarget = 'model' | 'trust' | 'lens';
@@ -10,14 +11,15 @@ export type HostToWebview =
   | { type: 'snapshot'; state: ChatState }
   | { type: 'action'; action: ChatAction }
   | { type: 'focusInput' }
-  | { type: 'setDraft'; text: string };
+  | { type: 'setDraft'; text: string }
+  | { type: 'files'; files: string[] };
 
 export type WebviewToHost =
   | { type: 'ready' }
-  | { type: 'send'; text: string }
+  | { type: 'send'; text: string; mentions?: MentionRef[] }
   | { type: 'stop' }
-  | { type: 'approve'; callId: string; decision: Decision }
-  | { type: 'showDiff'; callId: string }
+  | { type: 'approve'; callId: string; decision: Decision; note?: string }
+  | { type: 'showDiff'; callId: string; path?: string }
   | { type: 'newSession' }
   | { type: 'openSession'; session: string }
   | { type: 'refreshSessions' }
@@ -25,7 +27,12 @@ export type WebviewToHost =
   | { type: 'copy'; text: string }
   | { type: 'openLink'; href: string }
   | { type: 'installPythonPackage' }
-  | { type: 'showLog' };
+  | { type: 'showLog' }
+  | { type: 'retry' }
+  | { type: 'undoTurn'; turn: string }
+  | { type: 'setApiKey' }
+  | { type: 'openSetting'; key: string }
+  | { type: 'listFiles' };
 
 /** The string fields each message must carry (the webview is a browser page: check what it sends). */
 const REQUIRED: Record<WebviewToHost['type'], readonly string[]> = {
@@ -42,7 +49,20 @@ const REQUIRED: Record<WebviewToHost['type'], readonly string[]> = {
   openLink: ['href'],
   installPythonPackage: [],
   showLog: [],
+  retry: [],
+  undoTurn: ['turn'],
+  setApiKey: [],
+  openSetting: ['key'],
+  listFiles: [],
 };
+
+const MENTION_KINDS = new Set(['file', 'selection', 'problems', 'terminal']);
+
+function isMentionList(value: unknown): boolean {
+  return Array.isArray(value) && value.length <= 50 && value.every((m) => typeof m === 'object' && m !== null
+    && MENTION_KINDS.has((m as MentionRef).kind) && typeof (m as MentionRef).label === 'string'
+    && ((m as MentionRef).path === undefined || typeof (m as MentionRef).path === 'string'));
+}
 
 const DECISIONS = new Set<string>(Vocabulary.Decision);
 const PICK_TARGETS = new Set(['model', 'trust', 'lens']);
@@ -54,6 +74,10 @@ export function isWebviewMessage(value: unknown): value is WebviewToHost {
   if (!fields || !Object.hasOwn(REQUIRED, message.type as string)) return false;
   if (!fields.every((f) => typeof message[f] === 'string')) return false;
   if (message.type === 'approve' && !DECISIONS.has(message.decision as string)) return false;
+  if (message.type === 'approve' && message.note !== undefined && typeof message.note !== 'string') return false;
   if (message.type === 'pick' && !PICK_TARGETS.has(message.target as string)) return false;
+  if (message.type === 'send' && message.mentions !== undefined && !isMentionList(message.mentions)) return false;
+  if (message.type === 'showDiff' && message.path !== undefined && typeof message.path !== 'string') return false;
+  if (message.type === 'openSetting' && !/^sunwell\.[A-Za-z]+$/.test(message.key as string)) return false;
   return true;
 }

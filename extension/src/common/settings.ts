@@ -15,6 +15,8 @@ export interface Settings {
   baseUrl: string;
   ollamaHost: string;
   dryRun: boolean;
+  /** USD per million tokens by model (the cost display), on top of Sunwell's defaults. */
+  prices: Record<string, { input: number; output: number }>;
 }
 
 export const DEFAULTS: Settings = {
@@ -29,6 +31,7 @@ export const DEFAULTS: Settings = {
   baseUrl: '',
   ollamaHost: '',
   dryRun: false,
+  prices: {},
 };
 
 /** Which secret goes to which variable; each SDK reads its own (PROTOCOL.md "Model strings"). */
@@ -49,7 +52,7 @@ export interface ReadResult {
 /** Reads `sunwell.*` through `get` (a WorkspaceConfiguration's get, or a plain lookup in tests). */
 export function readSettings(get: (key: string) => unknown): ReadResult {
   const problems: string[] = [];
-  const settings: Settings = { ...DEFAULTS, serverCommand: [] };
+  const settings: Settings = { ...DEFAULTS, serverCommand: [], prices: {} };
   const bad = (key: keyof Settings, value: unknown, want: string) => {
     problems.push(`sunwell.${key}: ${JSON.stringify(value)} is not ${want}; using ${JSON.stringify(DEFAULTS[key])}`);
   };
@@ -77,6 +80,13 @@ export function readSettings(get: (key: string) => unknown): ReadResult {
     if (typeof dryRun === 'boolean') settings.dryRun = dryRun;
     else bad('dryRun', dryRun, 'true or false');
   }
+  const prices = get('prices');
+  if (prices !== undefined && prices !== null) {
+    const valid = typeof prices === 'object' && !Array.isArray(prices) && Object.values(prices as object).every((p) =>
+      typeof p === 'object' && p !== null && [p.input, p.output].every((n) => typeof n === 'number' && Number.isFinite(n) && n >= 0));
+    if (valid) settings.prices = prices as Settings['prices'];
+    else bad('prices', prices, 'a map of model to {input, output} (USD per million tokens)');
+  }
   const command = get('serverCommand');
   if (command !== undefined && command !== null) {
     if (Array.isArray(command) && command.every((c) => typeof c === 'string')) settings.serverCommand = command.filter((c) => c !== '');
@@ -99,6 +109,7 @@ export function sidecarConfiguration(s: Settings): InitializationOptions {
     maxToolTurns: s.maxToolTurns,
     dryRun: s.dryRun,
     baseUrl: s.baseUrl || null,
+    prices: Object.keys(s.prices).length ? s.prices : null,
   };
 }
 
@@ -139,4 +150,17 @@ export function needsRestart(before: Settings, after: Settings): boolean {
     before.ollamaHost !== after.ollamaHost ||
     before.baseUrl !== after.baseUrl
   );
+}
+
+/**
+ * The settings after a configuration change: the new value of each key the change affects, the old value of every
+ * other. A change to one setting must never move another, whatever a read in the middle of it returns (the
+ * interpreter above all: a restart for a new endpoint starts the same Python).
+ */
+export function keepUnaffected(before: Settings, after: Settings, affects: (key: keyof Settings) => boolean): Settings {
+  const merged = { ...before };
+  for (const key of Object.keys(after) as (keyof Settings)[]) {
+    if (affects(key)) (merged as Record<string, unknown>)[key] = after[key];
+  }
+  return merged;
 }

@@ -14,6 +14,7 @@ import type {
   Preview,
   SessionEvent,
   SessionInfo,
+  SessionUsage,
   ToolError,
   TurnStatus,
   Usage,
@@ -23,6 +24,8 @@ export interface UserItem {
   kind: 'user';
   id: string;
   text: string;
+  /** The labels of what the line had attached with `@` (`@src/app.py`, `@selection`). */
+  mentions?: string[];
 }
 
 export interface AssistantItem {
@@ -96,8 +99,17 @@ export interface TurnEndItem {
   turn: string;
   status: TurnStatus;
   toolCalls: number;
-  usage: Usage | null;
+  usage: ShownUsage | null;
   error: string | null;
+  /** The user undid this turn's file changes from its Undo button. */
+  undone?: boolean;
+}
+
+/** Tokens as the chat shows them: the server's count, or Sunwell's estimate when the server sent none. */
+export interface ShownUsage extends Usage {
+  estimated?: boolean;
+  /** USD at the model's price (`prices:`); absent when the model has no price. */
+  cost?: number | null;
 }
 
 export type Item = UserItem | AssistantItem | ThinkingItem | ToolItem | NoticeItem | CommandItem | TurnEndItem;
@@ -120,7 +132,9 @@ export interface ChatState {
   /** The running turn; `id` is known from its first event. */
   turn: { id: string | null; stopping: boolean } | null;
   /** Usage of the last finished turn. */
-  usage: Usage | null;
+  usage: ShownUsage | null;
+  /** Tokens and cost of the whole session (`sunwell/usage`, after each turn). */
+  sessionUsage: SessionUsage | null;
   /** How full the model's context window is, after the last model request (`contextUsage`). */
   context: ContextMeter | null;
   settings: { model: string | null; trust: string | null; lens: string | null };
@@ -130,7 +144,7 @@ export interface ChatState {
 }
 
 export type LocalAction =
-  | { type: 'userMessage'; text: string }
+  | { type: 'userMessage'; text: string; mentions?: string[] }
   | { type: 'stopRequested' }
   | { type: 'turnFinished'; status: TurnStatus; result?: ChatResult; error?: string }
   | { type: 'approvalRequested'; params: ApprovalRequest }
@@ -140,6 +154,8 @@ export type LocalAction =
   | { type: 'newSession' }
   | { type: 'problem'; code: string; message: string }
   | { type: 'sessionsListed'; sessions: SessionInfo[] }
+  | { type: 'usageReported'; session: string; usage: SessionUsage }
+  | { type: 'turnUndone'; turn: string }
   | { type: 'commandsListed'; commands: CommandInfo[] }
   | { type: 'settingsChanged'; model?: string | null; trust?: string | null; lens?: string | null }
   | { type: 'sidecarStatus'; status: SidecarStatus; message?: string | null };
@@ -154,6 +170,7 @@ export function initialState(): ChatState {
     nextId: 0,
     turn: null,
     usage: null,
+    sessionUsage: null,
     context: null,
     settings: { model: null, trust: null, lens: null },
     sessions: [],
@@ -193,7 +210,8 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
     case 'userMessage':
       return {
         ...state,
-        items: [...state.items, { kind: 'user', id: `i${state.nextId}`, text: action.text }],
+        items: [...state.items, { kind: 'user', id: `i${state.nextId}`, text: action.text,
+          ...(action.mentions?.length ? { mentions: action.mentions } : {}) }],
         nextId: state.nextId + 1,
         turn: { id: null, stopping: false },
       };
@@ -232,7 +250,23 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
     case 'sessionLoaded':
       return replay(state, action.session, action.events);
     case 'newSession':
-      return { ...state, session: null, items: [], turn: null, usage: null, context: null };
+      return { ...state, session: null, items: [], turn: null, usage: null, sessionUsage: null, context: null };
+    case 'usageReported': {
+      if (action.session !== state.session) return state;
+      const byTurn = new Map(action.usage.turns?.map((t) => [t.turn, t]) ?? []);
+      const shown = (t: { inputTokens: number; outputTokens: number; estimated: boolean; cost?: number | null }): ShownUsage =>
+        ({ inputTokens: t.inputTokens, outputTokens: t.outputTokens, estimated: t.estimated, cost: t.cost ?? null });
+      const items = state.items.map((item) => {
+        const reported = item.kind === 'turnEnd' ? byTurn.get(item.turn) : undefined;
+        return reported && item.kind === 'turnEnd' ? { ...item, usage: shown(reported) } : item;
+      });
+      const last = action.usage.turns?.at(-1);
+      return { ...state, items, sessionUsage: action.usage, usage: last ? shown(last) : state.usage };
+    }
+    case 'turnUndone': {
+      const end = state.items.find((i): i is TurnEndItem => i.kind === 'turnEnd' && i.turn === action.turn);
+      return end ? replaceItem(state, end, { ...end, undone: true }) : state;
+    }
     case 'problem': {
       const item: NoticeItem = { kind: 'notice', id: `i${state.nextId}`, level: 'warning', code: action.code, message: action.message };
       return { ...state, items: [...state.items, item], nextId: state.nextId + 1 };
@@ -334,6 +368,38 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
   }
 }
 
+/**
+ * The turn waits for the model: it runs, nothing streams, and no call is on its way, waiting for an answer or
+ * running (before the first token, and between a tool's result and the model's next words).
+ */
+export function waitingForModel(state: ChatState): boolean {
+  if (!state.turn || state.turn.stopping) return false;
+  for (let i = state.items.length - 1; i >= 0; i--) {
+    const item = state.items[i];
+    if (item.kind === 'user') return true;
+    if ((item.kind === 'assistant' || item.kind === 'thinking') && item.streaming) return false;
+    if (item.kind === 'tool' && (item.status === 'streaming' || item.status === 'running' || item.approval?.state === 'pending')) return false;
+    if (item.kind === 'command') return false;
+  }
+  return true;
+}
+
+/**
+ * The turn whose file changes the Undo button takes back: the session's newest turn that ran a write, an edit or a
+ * command and is not undone yet (`sunwell/undo` undoes the newest not-yet-undone turn, so only that one offers it).
+ */
+export function undoableTurn(state: ChatState): string | null {
+  if (state.turn) return null;
+  const changing = new Set(['write_file', 'edit_file', 'run_command']);
+  const changed = new Set(state.items.filter((i): i is ToolItem => i.kind === 'tool' && changing.has(i.name) && i.status === 'ok')
+    .map((i) => i.turn));
+  for (let i = state.items.length - 1; i >= 0; i--) {
+    const item = state.items[i];
+    if (item.kind === 'turnEnd' && changed.has(item.turn) && !item.undone) return item.turn;
+  }
+  return null;
+}
+
 /** How a card nobody answered ends: stopped with its turn, or denied for want of an answer. */
 function unanswered(state: ChatState): 'stopped' | 'expired' {
   return state.turn?.stopping ? 'stopped' : 'expired';
@@ -387,7 +453,7 @@ function pretty(value: unknown): string {
  * `done`) through the same reducer as the live chat.
  */
 export function replay(state: ChatState, session: string, events: readonly SessionEvent[]): ChatState {
-  let next: ChatState = { ...state, session, items: [], turn: null, usage: null, context: null };
+  let next: ChatState = { ...state, session, items: [], turn: null, usage: null, sessionUsage: null, context: null };
   for (const event of events) next = reduce(next, event);
   // The sidecar ends every turn it replays; should one be open, the chat must not stay busy.
   return next.turn ? reduce(next, { type: 'turnFinished', status: 'error' }) : next;

@@ -1,11 +1,16 @@
 // The chat input: a textarea over a mirror that highlights `::commands` as they are typed, a completion list fed
-// by `sunwell/commands`, Enter to send and Shift+Enter for a new line.
-import { applyCompletion, completionContext, matchCommands, segments, type CompletionContext } from '../common/commandline';
+// by `sunwell/commands`, `@` mentions picked from the same list and shown as removable chips, Enter to send and
+// Shift+Enter for a new line.
+import { applyCompletion, completionContext, isCompleteCommand, matchCommands, segments, type CompletionContext } from '../common/commandline';
+import { matchMentions, mentionContext, removeMentionQuery, type MentionContext, type MentionRef } from '../common/mentions';
 import type { CommandInfo } from '../protocol';
-import { h } from './dom';
+import { h, icon } from './dom';
 
 export interface InputCallbacks {
-  send(text: string): void;
+  send(text: string, mentions: MentionRef[]): void;
+  /** The workspace's files for the `@` picker (empty until the host sent them; `needFiles` asks). */
+  files(): readonly string[];
+  needFiles(): void;
   stop(): void;
   changed(text: string): void;
   commands(): CommandInfo[];
@@ -20,6 +25,11 @@ export class ChatInput {
   private matches: CommandInfo[] = [];
   private selected = 0;
   private context: CompletionContext | null = null;
+  private mentionMatches: (MentionRef & { description?: string })[] = [];
+  private mention: MentionContext | null = null;
+  private readonly chipRow: HTMLElement;
+  /** What the user attached with `@`, sent with the next line. */
+  mentions: MentionRef[] = [];
 
   constructor(private readonly callbacks: InputCallbacks, draft: string) {
     this.textarea = h('textarea', {
@@ -30,7 +40,16 @@ export class ChatInput {
     this.mirror = h('div', { className: 'input-mirror', 'aria-hidden': 'true', 'data-testid': 'input-highlight' });
     this.list = h('div', { id: 'command-completions', className: 'completions', role: 'listbox', hidden: true,
       'data-testid': 'command-completions' });
-    this.element = h('div', { className: 'input-wrap' }, this.list, this.mirror, this.textarea);
+    this.chipRow = h('div', { className: 'mention-chips', 'data-testid': 'mention-chips', hidden: true });
+    this.element = h('div', { className: 'input-area' }, this.chipRow,
+      h('div', { className: 'input-wrap' }, this.list, this.mirror, this.textarea));
+    this.chipRow.addEventListener('click', (e) => {
+      const remove = (e.target as HTMLElement).closest<HTMLElement>('[data-remove]');
+      if (!remove) return;
+      this.mentions.splice(Number(remove.dataset.remove), 1);
+      this.drawChips();
+      this.textarea.focus();
+    });
     this.textarea.value = draft;
     this.textarea.addEventListener('input', () => this.onInput());
     this.textarea.addEventListener('keydown', (e) => this.onKeyDown(e));
@@ -40,9 +59,15 @@ export class ChatInput {
       const option = (e.target as HTMLElement).closest<HTMLElement>('[data-index]');
       if (!option) return;
       e.preventDefault();
-      this.accept(Number(option.dataset.index));
+      if (this.mention) this.acceptMention(Number(option.dataset.index));
+      else this.accept(Number(option.dataset.index));
     });
     this.refresh();
+  }
+
+  /** The files came (or changed): an open `@` list shows them. */
+  filesChanged(): void {
+    if (this.mention) this.updateCompletions();
   }
 
   get value(): string {
@@ -67,6 +92,26 @@ export class ChatInput {
 
   private onKeyDown(e: KeyboardEvent): void {
     if (e.isComposing || e.keyCode === 229) return;
+    if (!this.list.hidden && this.mention && this.mentionMatches.length) {
+      if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        e.preventDefault();
+        const step = e.key === 'ArrowDown' ? 1 : -1;
+        this.selected = (this.selected + step + this.mentionMatches.length) % this.mentionMatches.length;
+        this.drawCompletions();
+        return;
+      }
+      if (e.key === 'Tab' || (e.key === 'Enter' && !e.shiftKey)) {
+        e.preventDefault();
+        this.acceptMention(this.selected);
+        return;
+      }
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        e.stopPropagation();
+        this.closeCompletions();
+        return;
+      }
+    }
     if (!this.list.hidden && this.matches.length) {
       if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
         e.preventDefault();
@@ -75,7 +120,10 @@ export class ChatInput {
         this.drawCompletions();
         return;
       }
-      if (e.key === 'Tab' || (e.key === 'Enter' && !e.shiftKey)) {
+      // Enter on a command typed out in full sends it (the list would only add a space); Tab still completes.
+      const typedOut = e.key === 'Enter' && this.context !== null && isCompleteCommand(this.matches, this.context.prefix);
+      if (typedOut) this.closeCompletions();
+      else if (e.key === 'Tab' || (e.key === 'Enter' && !e.shiftKey)) {
         e.preventDefault();
         this.accept(this.selected);
         return;
@@ -91,8 +139,8 @@ export class ChatInput {
       e.preventDefault();
       const text = this.textarea.value;
       if (!text.trim() || this.callbacks.busy()) return;
-      this.callbacks.send(text);
-      this.value = '';
+      this.callbacks.send(text, this.mentions);
+      this.clear();
       return;
     }
     if (e.key === 'Escape' && this.callbacks.busy()) {
@@ -114,7 +162,26 @@ export class ChatInput {
     this.mirror.scrollTop = this.textarea.scrollTop;
   }
 
+  /** After a send: no text, no chips. */
+  clear(): void {
+    this.mentions = [];
+    this.drawChips();
+    this.value = '';
+  }
+
   private updateCompletions(): void {
+    this.mention = mentionContext(this.textarea.value, this.textarea.selectionStart ?? 0);
+    if (this.mention) {
+      if (!this.callbacks.files().length) this.callbacks.needFiles();
+      this.mentionMatches = matchMentions(this.mention.query, this.callbacks.files(), 30)
+        .filter((m) => !this.mentions.some((c) => c.label === m.label));
+      this.context = null;
+      this.matches = [];
+      this.selected = 0;
+      this.drawCompletions();
+      return;
+    }
+    this.mentionMatches = [];
     this.context = completionContext(this.textarea.value, this.textarea.selectionStart ?? 0);
     this.matches = this.context ? matchCommands(this.callbacks.commands(), this.context.prefix) : [];
     this.selected = 0;
@@ -122,6 +189,21 @@ export class ChatInput {
   }
 
   private drawCompletions(): void {
+    if (this.mention) {
+      if (!this.mentionMatches.length) {
+        this.list.hidden = true;
+        return;
+      }
+      this.list.hidden = false;
+      this.list.replaceChildren(...this.mentionMatches.map((m, i) => h('div', {
+        className: `completion mention-option${i === this.selected ? ' selected' : ''}`, role: 'option', 'data-index': String(i),
+        'aria-selected': i === this.selected ? 'true' : 'false', 'data-testid': 'mention-option', 'data-label': m.label,
+      }, icon(m.kind === 'file' ? 'file' : m.kind === 'selection' ? 'selection' : m.kind === 'problems' ? 'warning' : 'terminal'),
+      h('span', { className: 'completion-name' }, m.label),
+      h('span', { className: 'completion-description' }, m.description ?? ''))));
+      this.list.querySelector('.selected')?.scrollIntoView({ block: 'nearest' });
+      return;
+    }
     if (!this.context || this.matches.length === 0) {
       this.closeCompletions();
       return;
@@ -140,6 +222,30 @@ export class ChatInput {
     this.list.hidden = true;
     this.matches = [];
     this.context = null;
+    this.mentionMatches = [];
+    this.mention = null;
+  }
+
+  private acceptMention(index: number): void {
+    const picked = this.mentionMatches[index];
+    if (!picked || !this.mention) return;
+    const { text, caret } = removeMentionQuery(this.textarea.value, this.mention);
+    this.closeCompletions();
+    this.mentions.push({ kind: picked.kind, label: picked.label, ...(picked.path ? { path: picked.path } : {}) });
+    this.drawChips();
+    this.value = text;
+    this.textarea.setSelectionRange(caret, caret);
+    this.textarea.focus();
+  }
+
+  private drawChips(): void {
+    this.chipRow.hidden = this.mentions.length === 0;
+    this.chipRow.replaceChildren(...this.mentions.map((m, i) => h('span', {
+      className: 'mention-chip', 'data-testid': 'mention-chip', 'data-label': m.label, title: m.path ?? m.label,
+    }, icon(m.kind === 'file' ? 'file' : m.kind === 'selection' ? 'selection' : m.kind === 'problems' ? 'warning' : 'terminal'),
+    h('span', {}, m.label),
+    h('button', { className: 'mention-remove', 'data-remove': String(i), 'data-testid': 'mention-remove', title: `Remove ${m.label}`,
+      'aria-label': `Remove ${m.label}` }, icon('close')))));
   }
 
   private accept(index: number): void {

@@ -2,8 +2,8 @@
 // what changed, at most once per frame. The transcript is the host's (it keeps the one copy); what the webview
 // saves with setState is its own: the draft and which cards are open.
 import type { HostToWebview, WebviewToHost } from '../common/messages';
-import { formatContext, formatUsage, relativeTime } from '../common/format';
-import { initialState, isBusy, reduce, type ChatState, type Item } from '../common/state';
+import { formatContext, formatSessionUsage, formatUsage, relativeTime } from '../common/format';
+import { initialState, isBusy, reduce, undoableTurn, waitingForModel, type ChatState, type Item } from '../common/state';
 import { h, icon } from './dom';
 import { ChatInput } from './input';
 import { createMarkdownRenderer } from './markdown';
@@ -31,9 +31,19 @@ const post = (message: WebviewToHost) => vscode.postMessage(message);
 const banner = h('div', { className: 'banner', id: 'sidecar-banner', 'data-testid': 'sidecar-banner', hidden: true, role: 'status' });
 const welcome = h('div', { className: 'welcome', 'data-testid': 'welcome' });
 const transcript = h('div', { className: 'transcript', id: 'transcript', 'data-testid': 'transcript', role: 'log', 'aria-live': 'polite' });
-const scroller = h('main', { className: 'scroller' }, welcome, transcript);
+const waiting = h('div', { className: 'waiting', 'data-testid': 'waiting', hidden: true, role: 'status' },
+  icon('loading', 'codicon-modifier-spin'), h('span', { className: 'waiting-text' }));
+const scroller = h('main', { className: 'scroller' }, welcome, transcript, waiting);
+let files: string[] = [];
+let filesAsked = false;
 const input = new ChatInput({
-  send: (text) => post({ type: 'send', text }),
+  send: (text, mentions) => post({ type: 'send', text, mentions }),
+  files: () => files,
+  needFiles: () => {
+    if (filesAsked) return;
+    filesAsked = true;
+    post({ type: 'listFiles' });
+  },
   stop: () => post({ type: 'stop' }),
   changed: (text) => {
     ui.draft = text;
@@ -49,6 +59,7 @@ const modelChip = chip('model', 'sparkle', 'Select model');
 const trustChip = chip('trust', 'shield', 'Set trust level');
 const lensChip = chip('lens', 'eye', 'Use lens');
 const usage = h('span', { className: 'usage', 'data-testid': 'usage', title: 'Tokens used by the last turn' });
+const sessionUsage = h('span', { className: 'usage session-usage', 'data-testid': 'session-usage', hidden: true });
 const contextMeter = h('span', { className: 'context-meter', 'data-testid': 'context-meter', hidden: true },
   h('span', { className: 'context-bar' }, h('span', { className: 'context-fill' })), h('span', { className: 'context-label' }));
 const sendButton = h('button', { className: 'icon-button send', id: 'send', 'data-testid': 'send-button', 'data-action': 'send',
@@ -57,7 +68,7 @@ const stopButton = h('button', { className: 'icon-button stop', id: 'stop', 'dat
   title: 'Stop (Escape)', 'aria-label': 'Stop', hidden: true }, icon('debug-stop'));
 const composer = h('footer', { className: 'composer', 'data-testid': 'composer' },
   input.element,
-  h('div', { className: 'composer-bar' }, modelChip, trustChip, lensChip, h('span', { className: 'spacer' }), contextMeter, usage, sendButton, stopButton));
+  h('div', { className: 'composer-bar' }, modelChip, trustChip, lensChip, h('span', { className: 'spacer' }), contextMeter, usage, sessionUsage, sendButton, stopButton));
 document.getElementById('app')!.append(banner, scroller, composer);
 
 // ---- rendering ----------------------------------------------------------------------------------------------
@@ -68,9 +79,45 @@ function scheduleRender(): void {
   if (!frame) frame = requestAnimationFrame(render);
 }
 
+/** What items show besides their own data (Undo, Edit, Retry): an item it concerns is redrawn when it moves. */
+function updateContext(): void {
+  const busy = isBusy(state);
+  const lastUser = [...state.items].reverse().find((i) => i.kind === 'user');
+  const last = state.items.at(-1);
+  const next = {
+    undoable: undoableTurn(state),
+    editable: !busy && lastUser ? lastUser.id : null,
+    lastEnd: !busy && last?.kind === 'turnEnd' ? last.id : null,
+    model: state.settings.model,
+  };
+  const stale = new Set<string | null | undefined>();
+  if (next.editable !== ctx.editable) stale.add(ctx.editable).add(next.editable);
+  if (next.lastEnd !== ctx.lastEnd) stale.add(ctx.lastEnd).add(next.lastEnd);
+  if (next.undoable !== ctx.undoable || next.model !== ctx.model) {
+    for (const item of state.items) if (item.kind === 'turnEnd') stale.add(item.id);
+  }
+  Object.assign(ctx, next);
+  for (const id of stale) if (id) drawn.delete(id);
+  for (const el of [...transcript.children]) if (stale.has((el as HTMLElement).dataset.id)) el.remove();
+}
+
+let waitingSince = 0;
+function renderWaiting(): void {
+  const now = waitingForModel(state);
+  if (now && !waitingSince) waitingSince = Date.now();
+  if (!now) waitingSince = 0;
+  waiting.hidden = !now;
+  if (now) {
+    const seconds = Math.floor((Date.now() - waitingSince) / 1000);
+    waiting.querySelector('.waiting-text')!.textContent = `Waiting for the model… ${seconds} s`;
+  }
+}
+setInterval(() => waitingSince && renderWaiting(), 500);
+
 function render(): void {
   frame = 0;
   const stick = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
+  updateContext();
   const seen = new Set<string>();
   let previous: Element | null = null;
   for (const item of state.items) {
@@ -124,6 +171,14 @@ function renderChrome(): void {
   setChip(lensChip, state.settings.lens ?? 'No lens');
   lensChip.classList.toggle('inactive', !state.settings.lens);
   usage.textContent = formatUsage(state.usage);
+  usage.title = state.usage?.estimated ? 'Tokens of the last turn, estimated by Sunwell: the server reported no usage'
+    : 'Tokens used by the last turn';
+  usage.dataset.estimated = state.usage?.estimated ? 'true' : 'false';
+  const session = formatSessionUsage(state.sessionUsage);
+  sessionUsage.hidden = !session;
+  sessionUsage.textContent = session?.text ?? '';
+  sessionUsage.title = session?.title ?? '';
+  renderWaiting();
   const meter = formatContext(state.context);
   contextMeter.hidden = !meter;
   if (meter) {
@@ -191,8 +246,8 @@ document.addEventListener('click', (e) => {
   switch (actionEl.dataset.action) {
     case 'send':
       if (input.value.trim() && !isBusy(state)) {
-        post({ type: 'send', text: input.value });
-        input.value = '';
+        post({ type: 'send', text: input.value, mentions: input.mentions });
+        input.clear();
       }
       input.focus();
       break;
@@ -201,11 +256,13 @@ document.addEventListener('click', (e) => {
       break;
     case 'allow':
     case 'allowSession':
-    case 'deny':
       if (callId) post({ type: 'approve', callId, decision: actionEl.dataset.action });
       break;
+    case 'deny':
+      if (callId) deny(callId, actionEl);
+      break;
     case 'showDiff':
-      if (callId) post({ type: 'showDiff', callId });
+      if (callId) post(actionEl.dataset.path ? { type: 'showDiff', callId, path: actionEl.dataset.path } : { type: 'showDiff', callId });
       break;
     case 'toggleTool':
       if (callId) {
@@ -241,7 +298,42 @@ document.addEventListener('click', (e) => {
     case 'showLog':
       post({ type: 'showLog' });
       break;
+    case 'retry':
+      if (!isBusy(state)) post({ type: 'retry' });
+      break;
+    case 'undoTurn':
+      if (actionEl.dataset.turn) post({ type: 'undoTurn', turn: actionEl.dataset.turn });
+      break;
+    case 'setApiKey':
+      post({ type: 'setApiKey' });
+      break;
+    case 'openSetting':
+      if (actionEl.dataset.key) post({ type: 'openSetting', key: actionEl.dataset.key });
+      break;
+    case 'editLast': {
+      // Edit & resend: the last line goes back into the input, to change and send again.
+      const last = [...state.items].reverse().find((i) => i.kind === 'user');
+      if (last?.kind === 'user') input.value = last.text;
+      input.focus();
+      break;
+    }
   }
+});
+
+/** Deny, with the words typed in the card's note field, which the model receives with the denial. */
+function deny(callId: string, from: HTMLElement): void {
+  const note = from.closest('[data-testid="approval-card"]')?.querySelector<HTMLInputElement>('.deny-note')?.value.trim();
+  post(note ? { type: 'approve', callId, decision: 'deny', note } : { type: 'approve', callId, decision: 'deny' });
+}
+
+// Enter in a card's note field denies with that note.
+document.addEventListener('keydown', (e) => {
+  const target = e.target as HTMLElement;
+  if (e.key !== 'Enter' || !target.classList.contains('deny-note')) return;
+  const callId = target.closest<HTMLElement>('[data-call-id]')?.dataset.callId;
+  if (!callId) return;
+  e.preventDefault();
+  deny(callId, target);
 });
 
 // ---- host messages ------------------------------------------------------------------------------------------
@@ -260,6 +352,11 @@ window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
     case 'setDraft':
       input.value = message.text;
       input.focus();
+      return;
+    case 'files':
+      files = message.files;
+      filesAsked = false; // asked again next time the picker opens with none (a workspace that was empty)
+      input.filesChanged();
       return;
   }
   scheduleRender();

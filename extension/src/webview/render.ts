@@ -1,7 +1,10 @@
 // Draws transcript items. Each item becomes one element keyed by its id; the reducer gives a changed item a new
 // object, so an item is redrawn only when it changed (a streaming answer redraws itself, not the transcript).
-import { diffStat, formatDuration, formatUsage, toolTarget, toolTitle } from '../common/format';
+import {
+  diffStat, endpointSetting, formatCost, formatDuration, formatUsage, needsApiKey, toolTarget, toolTitle, unreachableEndpoint,
+} from '../common/format';
 import type { ApprovalCard, Item, ToolItem, TurnEndItem } from '../common/state';
+import type { EffectsPreview, FileChange } from '../protocol';
 import { h, icon } from './dom';
 import type { RenderMarkdown } from './markdown';
 
@@ -9,13 +12,28 @@ export interface RenderContext {
   markdown: RenderMarkdown;
   /** Tool cards the user opened. */
   expanded: Set<string>;
+  /** The turn whose Undo button shows (state.undoableTurn), the user message that can be edited and resent, and
+   *  the model in use (which endpoint setting a failure points to). An item they concern is redrawn when they change. */
+  undoable?: string | null;
+  editable?: string | null;
+  model?: string | null;
+  /** The last item when it ends a turn and nothing runs: a failed one offers Retry. */
+  lastEnd?: string | null;
 }
 
 export function renderItem(item: Item, ctx: RenderContext): HTMLElement {
   switch (item.kind) {
     case 'user':
       return h('div', { className: 'message user', 'data-testid': 'user-message', 'data-id': item.id },
-        h('div', { className: 'user-bubble' }, item.text));
+        item.id === ctx.editable
+          ? h('button', { className: 'icon-button edit-message', 'data-action': 'editLast', 'data-testid': 'edit-message',
+            title: 'Edit and resend', 'aria-label': 'Edit and resend' }, icon('edit'))
+          : null,
+        h('div', { className: 'user-bubble' }, item.text,
+          item.mentions?.length
+            ? h('div', { className: 'user-mentions', 'data-testid': 'user-mentions' },
+              ...item.mentions.map((label) => h('span', { className: 'mention-chip', 'data-testid': 'sent-mention' }, label)))
+            : null));
     case 'assistant': {
       const body = h('div', { className: 'markdown' });
       body.innerHTML = ctx.markdown(item.text);
@@ -48,7 +66,7 @@ export function renderItem(item: Item, ctx: RenderContext): HTMLElement {
         h('div', { className: 'command-name' }, icon('terminal'), h('code', {}, item.command)), body);
     }
     case 'turnEnd':
-      return renderTurnEnd(item);
+      return renderTurnEnd(item, ctx);
   }
 }
 
@@ -116,6 +134,8 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
     parts.push(h('div', { className: 'diffstat', 'data-testid': 'approval-diffstat' },
       h('span', { className: 'added' }, `+${stat.added}`), ' ', h('span', { className: 'removed' }, `−${stat.removed}`),
       preview.before === null ? ' (new file)' : ''));
+  } else if (preview.kind === 'effects') {
+    parts.push(...renderEffects(preview));
   } else if (preview.kind === 'command') {
     parts.push(h('div', { className: 'approval-title' }, icon('shield'), ' Run this command?'));
     parts.push(h('pre', { className: 'approval-command', 'data-testid': 'approval-command' }, preview.command));
@@ -128,10 +148,54 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
     h('button', { className: 'button primary', 'data-action': 'allow', 'data-testid': 'approval-allow' }, 'Allow'),
     h('button', { className: 'button secondary', 'data-action': 'allowSession', 'data-testid': 'approval-allow-session',
       title: `Allow ${tool.name} without asking again in this session` }, 'Allow for this session'),
-    h('button', { className: 'button secondary', 'data-action': 'deny', 'data-testid': 'approval-deny' }, 'Deny'),
-    showDiff));
+    h('button', { className: 'button secondary', 'data-action': 'deny', 'data-testid': 'approval-deny',
+      title: 'Deny; the note beside it, if any, goes to the model with the denial' }, 'Deny'),
+    showDiff),
+  h('input', { className: 'deny-note', type: 'text', maxlength: '500', 'data-testid': 'approval-deny-note',
+    placeholder: 'Why not? A note for the model with Deny (optional)', 'aria-label': 'Note for the model with the denial' }));
   return h('div', { className: `approval approval-${card.state}`, 'data-testid': 'approval-card', 'data-state': card.state,
     'data-risk': card.risk, role: 'group', 'aria-label': 'Approval' }, ...parts);
+}
+
+const CHANGE_BADGE: Record<FileChange['change'], [string, string]> = {
+  added: ['A', 'Added'],
+  modified: ['M', 'Modified'],
+  deleted: ['D', 'Deleted'],
+  mode: ['mode', 'Permissions changed'],
+};
+
+/**
+ * A command that already ran in a staging overlay: what it changed (each file with a Show diff), its exit code and
+ * its output (folded), for a decision on what it did rather than on what it says.
+ */
+export function renderEffects(preview: EffectsPreview): HTMLElement[] {
+  const failed = preview.exitCode !== 0;
+  const files = preview.changes.map((change) => {
+    const [badge, label] = CHANGE_BADGE[change.change];
+    return h('li', { className: 'effect-change', 'data-testid': 'effect-change', 'data-path': change.path, 'data-change': change.change },
+      h('span', { className: `change-badge change-${change.change}`, title: label, 'data-testid': 'effect-badge' }, badge),
+      h('code', { className: 'effect-path' }, change.path),
+      change.binary
+        ? h('span', { className: 'effect-binary' }, '(binary)')
+        : change.change === 'mode' ? null
+        : h('button', { className: 'link-button', 'data-action': 'showDiff', 'data-path': change.path, 'data-testid': 'effect-show-diff' },
+          icon('diff'), ' Show diff'));
+  });
+  const lines = preview.output ? preview.output.replace(/\n$/, '').split('\n').length : 0;
+  return [
+    h('div', { className: 'approval-title' }, icon('shield'), ' Keep what this command did?'),
+    h('pre', { className: 'approval-command', 'data-testid': 'approval-command' }, preview.command),
+    h('div', { className: 'approval-cwd', 'data-testid': 'approval-cwd' }, 'ran sandboxed in ', h('code', {}, preview.cwd || '.'),
+      ': nothing reaches the workspace unless you allow it · ',
+      h('span', { className: `exit-code${failed ? ' failed' : ''}`, 'data-testid': 'effect-exit-code' }, `exit code ${preview.exitCode}`)),
+    preview.changes.length
+      ? h('ul', { className: 'effect-changes', 'data-testid': 'effect-changes' }, ...files,
+        preview.truncated ? h('li', { className: 'effect-more', 'data-testid': 'effect-truncated' }, '… and more changes not listed') : null)
+      : h('div', { className: 'effect-none', 'data-testid': 'effect-none' }, 'It changed no files.'),
+    h('details', { className: 'effect-output', 'data-testid': 'effect-output' },
+      h('summary', {}, lines ? `Output (${lines} line${lines === 1 ? '' : 's'})` : 'Output (none)'),
+      h('pre', { className: 'tool-output' }, preview.output || '(no output)')),
+  ];
 }
 
 /**
@@ -155,14 +219,44 @@ const END_TEXT: Record<TurnEndItem['status'], string> = {
   error: 'The turn failed.',
 };
 
-function renderTurnEnd(item: TurnEndItem): HTMLElement {
+function renderTurnEnd(item: TurnEndItem, ctx: RenderContext): HTMLElement {
+  const cost = formatCost(item.usage?.cost);
   const details = [
     item.toolCalls ? `${item.toolCalls} tool call${item.toolCalls === 1 ? '' : 's'}` : '',
     formatUsage(item.usage),
+    cost,
   ].filter(Boolean).join(' · ');
+  const undo = item.turn === ctx.undoable
+    ? h('button', { className: 'link-button', 'data-action': 'undoTurn', 'data-turn': item.turn, 'data-testid': 'undo-turn',
+      title: 'Put back the files this turn changed' }, icon('discard'), ' Undo')
+    : item.undone ? h('span', { className: 'turn-end-undone', 'data-testid': 'turn-undone' }, icon('discard'), ' Undone') : null;
   return h('div', { className: `turn-end status-${item.status}`, 'data-testid': 'turn-end', 'data-status': item.status, 'data-id': item.id },
-    item.status !== 'completed' ? icon(item.status === 'error' ? 'error' : 'debug-stop') : null,
-    END_TEXT[item.status] ? h('span', { className: 'turn-end-status' }, END_TEXT[item.status]) : null,
-    item.error ? h('span', { className: 'turn-end-error' }, item.error) : null,
-    details ? h('span', { className: 'turn-end-details' }, details) : null);
+    h('div', { className: 'turn-end-line' },
+      item.status !== 'completed' ? icon(item.status === 'error' ? 'error' : 'debug-stop') : null,
+      END_TEXT[item.status] ? h('span', { className: 'turn-end-status' }, END_TEXT[item.status]) : null,
+      item.error ? h('span', { className: 'turn-end-error', 'data-testid': 'turn-end-error' }, item.error) : null,
+      details ? h('span', { className: 'turn-end-details', 'data-testid': 'turn-usage',
+        title: item.usage?.estimated ? 'Estimated by Sunwell: the server reported no usage' : 'As the server reported' }, details) : null,
+      undo),
+    item.status === 'error' && item.id === ctx.lastEnd ? renderFailureHelp(item.error, ctx.model ?? null) : null);
+}
+
+/** Under a failed turn: Retry, and when the endpoint or the key is the problem, where to change it. */
+function renderFailureHelp(error: string | null, model: string | null): HTMLElement {
+  const url = unreachableEndpoint(error);
+  const setting = endpointSetting(model);
+  const fixes = url || needsApiKey(error)
+    ? h('div', { className: 'failure-help', 'data-testid': 'failure-help' },
+      url ? h('span', {}, 'Sunwell could not reach ', h('code', { 'data-testid': 'failed-url' }, url),
+        '. Is the server running? To use another endpoint or model: ')
+        : h('span', {}, 'The provider did not accept the API key. '),
+      h('button', { className: 'link-button', 'data-action': 'pick-model', 'data-testid': 'fix-model' }, icon('sparkle'), ' Select Model'),
+      h('button', { className: 'link-button', 'data-action': 'setApiKey', 'data-testid': 'fix-key' }, icon('key'), ' Set API Key'),
+      h('button', { className: 'link-button', 'data-action': 'openSetting', 'data-key': setting, 'data-testid': 'fix-setting' },
+        icon('settings-gear'), ' ', h('code', {}, setting)))
+    : null;
+  return h('div', { className: 'turn-end-actions' },
+    h('button', { className: 'button secondary', 'data-action': 'retry', 'data-testid': 'retry-button', title: 'Send your last message again' },
+      icon('refresh'), ' Retry'),
+    fixes);
 }

@@ -24,7 +24,9 @@ from sunwell.agent.context import (
     tools_tokens,
 )
 from sunwell.agent.events import ContextUsageEvent, Event, NoticeEvent
+from sunwell.agent.mentions import attachments
 from sunwell.agent.prompts import LoadedInstructions, is_summary, project_instructions, system_prompt
+from sunwell.agent.usage import SessionUsage, session_usage, usage_line
 from sunwell.agent.windows import calibrated_estimate
 from sunwell.messages import Message, ToolResultMessage, ToolSpec
 from sunwell.models.fitting import fit_tools
@@ -48,6 +50,8 @@ class SessionView:
     tools: list[ToolSpec]
     loaded: list[LoadedInstructions]
     history: list[Message]
+    usage: SessionUsage | None = None
+    """Tokens and cost of the session's turns so far (None before its first)."""
 
     @property
     def fixed(self) -> int:
@@ -74,8 +78,10 @@ async def session_view(engine: Engine, state: ChatState) -> SessionView:
         system = system_prompt(engine.workspace, [*project, *extra])
     tools, _ = fit_tools([tool.spec for tool in offered], context_window=window, user_text="")
     history = engine.store.messages(state.session) if state.session else []
+    usage = session_usage(engine.store.events(state.session), str(spec), engine.settings.prices) \
+        if state.session else None
     budget = Budget(window, engine.settings.max_tokens, engine.settings.compact_at, context)
-    return SessionView(str(spec), window, source, budget, system, tools, loaded, history)
+    return SessionView(str(spec), window, source, budget, system, tools, loaded, history, usage)
 
 
 def describe_context(view: SessionView) -> list[tuple[str, str]]:
@@ -100,6 +106,9 @@ def describe_context(view: SessionView) -> list[tuple[str, str]]:
                     f"{len(results)} tool results (~{budget.tokens(sum(map(message_tokens, results))):,})"
                     + (" and a summary of earlier ones" if summaries else "")),
         ("largest results", largest),
+        ("attachments", ", ".join(f"`{a.label}` ({a.kind}, ~{budget.tokens(a.tokens):,} tokens)"
+                                  for a in attachments(history)) or "none (attach with @ in the chat)"),
+        ("usage", usage_line(view.usage) if view.usage and view.usage.turns else "no model turns yet"),
     ]
 
 

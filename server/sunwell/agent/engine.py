@@ -177,7 +177,7 @@ class Engine:
         caps = self.capabilities(spec)
         window = window or caps.context_window
         emulated = EmulatedProvider(inner, style=caps.emulation, compact=caps.small or window <= 8192,
-                                    parallel=caps.parallel_calls)
+                                    parallel=caps.parallel_calls, constrained=caps.constrained)
         live = self.live.get(session)
         if not caps.native_tools or live.emulating:
             return emulated

@@ -7,6 +7,7 @@ really reach (resolved through the jail, symlinks followed), before anything tha
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -72,9 +73,9 @@ class Gate:
         except ValidationError as exc:  # a tool's bug: nobody can be asked about what cannot be shown
             return Verdict(ToolError(code="execution", message=f"{tool.name} could not show what it would do, so "
                                      f"it was not run ({_problem_line(exc)})"))
-        decision, by = await self.approval.decide(request, always_ask=protected)
+        decision, by, note = await self.approval.decide(request, always_ask=protected)
         emit(ApprovalEvent(call_id=call.id, decision=decision, by=by))
-        return Verdict(_denied(tool, by, protected) if decision == "deny" else None, decision, by)
+        return Verdict(_denied(tool, by, protected, note) if decision == "deny" else None, decision, by)
 
     def _after(self, tool: Tool, call: ToolCall, session: str, turn: str,
                emit: Callable[[Any], Any]) -> Verdict:
@@ -84,15 +85,18 @@ class Gate:
         async def review(preview: dict[str, Any]) -> ToolError | None:
             request = ApprovalRequest(session=session, turn=turn, call_id=call.id, name=tool.name,
                                       arguments=call.arguments, risk=tool.risk or "shell", preview=preview)
-            verdict.decision, verdict.by = await self.approval.decide(request)
+            verdict.decision, verdict.by, note = await self.approval.decide(request)
             emit(ApprovalEvent(call_id=call.id, decision=verdict.decision, by=verdict.by))
-            return _denied(tool, verdict.by, False) if verdict.decision == "deny" else None
+            return _denied(tool, verdict.by, False, note) if verdict.decision == "deny" else None
 
         verdict.review = review
         return verdict
 
 
-def _denied(tool: Tool, by: str, protected: bool) -> ToolError:
+def _denied(tool: Tool, by: str, protected: bool, note: str | None = None) -> ToolError:
+    if note:  # the user's own words: quoted, so they read as what was said, not as Sunwell's instructions
+        return ToolError(code="denied", message=f"{tool.name} was denied by the user, who said: {json.dumps(note)}",
+                         suggestion="do not repeat this call; follow the user's note")
     who = ("the user" if by == "user" else
            "policy: a change to configuration the editor or shell runs (.vscode/, .idea/, .devcontainer/, "
            ".envrc) is always asked, and no one could be asked" if protected else

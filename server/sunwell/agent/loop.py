@@ -153,6 +153,7 @@ class Turn:
         self._finished: dict[str, ToolResultMessage] = {}
         self._failures: dict[tuple[str, str, str], int] = {}
         self._answered: dict[tuple[str, str], ToolResultMessage] = {}  # successful read-only calls of this turn
+        self._written: set[tuple[str, str]] = set()  # successful writes of this turn
         self._ran: list[tuple[ToolCall, ToolResultMessage]] = []  # every call run this turn, in order
         self._answer_now = False  # a small model going round in circles: its next request is for the answer
         self._request = ""
@@ -379,6 +380,10 @@ class Turn:
                 # e.g. the same file again with the default offset spelt out
                 self._enough(f"the model asked {call.name} again for a result it already has")
             self._answered[key] = result
+        elif result.ok and tool is not None and tool.risk == "write":
+            if key in self._written:  # it ran (a write may restore what something changed since), then: answer
+                self._enough(f"the model made the same {call.name} again")
+            self._written.add(key)
         if self.config.audit is not None:
             self.config.audit.record(session=self.log.session, turn=self.log.turn, tool=call.name, call_id=call.id,
                                      arguments=call.arguments, decision=verdict.decision, by=verdict.by,

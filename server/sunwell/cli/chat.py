@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sunwell.cli.exit_codes import EXIT_CANCELLED, EXIT_OK, UsageError
 from sunwell.cli.options import tool_names, turn_settings
@@ -128,7 +128,6 @@ class Chat:
 
     def _handle(self, loop: asyncio.AbstractEventLoop, line: str) -> bool:
         """Run one line to its end; True when the chat is over (`::exit`)."""
-        from sunwell.agent.commands import handle_line
         from sunwell.agent.engine import SetupError
         from sunwell.agent.sessions import SessionStoreError
 
@@ -145,7 +144,7 @@ class Chat:
                 loop.remove_signal_handler(signal.SIGINT)  # a third Ctrl-C interrupts whatever hangs
 
         loop.add_signal_handler(signal.SIGINT, interrupt)  # before the task exists: no press goes unheard
-        task = loop.create_task(handle_line(self.engine, self.state, line, self._sink))
+        task = loop.create_task(self._line_with_mentions(line))
         try:
             result = loop.run_until_complete(task)
         except (asyncio.CancelledError, KeyboardInterrupt):  # cancelled before the turn began, or a third press
@@ -167,7 +166,32 @@ class Chat:
             self._status(f"error: {result.done.error}", RED)
         elif result.done.status == "limitReached":
             self._status("stopped at the tool-turn limit (--max-tool-turns)", DIM)
+        if self.interactive and not self.json:
+            self._usage(result.done)
         return result.exit
+
+    async def _line_with_mentions(self, line: str) -> Any:
+        """The line, with the workspace files it names as `@path` attached (sunwell.agent.mentions)."""
+        from sunwell.agent.commands import handle_line
+        from sunwell.agent.mentions import mentioned_paths, with_mentions
+
+        if "@" in line and not line.lstrip().startswith("::"):
+            lens = self.engine.lens(self.state.lens) if self.state.lens else None
+            mentions = mentioned_paths(line, self.engine.jail(lens))
+            line = await with_mentions(self.engine, line, mentions, self.state.model, self.state.session, lens)
+        return await handle_line(self.engine, self.state, line, self._sink)
+
+    def _usage(self, done: Any) -> None:
+        """The turn's tokens and cost, dim, under its answer (nothing for a ::command, which asks no model)."""
+        from sunwell.agent.usage import turn_line
+
+        try:
+            line = turn_line(self.engine.store.events(done.session), done.turn,
+                             str(self.engine.model_spec(self.state.model)), self.engine.settings.prices)
+        except Exception:  # noqa: BLE001 - a figure to show, never a reason to end the chat
+            return
+        if line:
+            self._status(line, DIM)
 
     def _sink(self, event: Event) -> None:
         if event.type == "commandOutput" and not self.json:

@@ -31,18 +31,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     asker = TerminalAsker(color=sys.stderr.isatty()) if can_ask else None
     try:
         engine = Engine(settings, workspace, asker=asker)
-        done = _run_cancellable(_then_close(engine, engine.run_turn(prompt, sink, session=args.session,
-                                                                   tool_names=names, lens=args.lens)))
+        done = _run_cancellable(_then_close(engine, _turn(engine, prompt, sink, args, names)))
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     except SessionStoreError as exc:
         print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
+    if not args.json and sys.stderr.isatty():
+        _print_usage(engine, done, settings)
     if done.status == "error":  # the provider's message, which may quote the model
         print(f"sunwell: {visible(done.error or '')}", file=sys.stderr)
     elif done.status == "cancelled" and not args.json:
         print("sunwell: cancelled", file=sys.stderr)
     return STATUS_EXIT[done.status]
+
+
+async def _turn(engine, prompt, sink, args, names):
+    """The turn, with the workspace files the prompt names as `@path` attached (sunwell.agent.mentions)."""
+    from sunwell.agent.mentions import mentioned_paths, with_mentions
+
+    if "@" in prompt:
+        lens = engine.lens(args.lens) if args.lens else None
+        prompt = await with_mentions(engine, prompt, mentioned_paths(prompt, engine.jail(lens)), None, args.session, lens)
+    return await engine.run_turn(prompt, sink, session=args.session, tool_names=names, lens=args.lens)
+
+
+def _print_usage(engine, done, settings) -> None:
+    """Tokens and cost of the turn, dim, for a person watching (never in a pipe, never with --json)."""
+    from sunwell.agent.usage import turn_line
+
+    try:
+        line = turn_line(engine.store.events(done.session), done.turn, str(engine.model_spec()), settings.prices)
+    except Exception:  # noqa: BLE001 - a figure to show, never a reason to fail the run
+        return
+    if line:
+        print(f"\x1b[2m{line}\x1b[0m", file=sys.stderr)
 
 
 def _run_cancellable(coro):

@@ -12,6 +12,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from sunwell.lsp.protocol import APPROVE
+from sunwell.tools.approval import Answer
 
 if TYPE_CHECKING:
     from sunwell.lsp.server import SunwellServer
@@ -22,7 +23,7 @@ class ClientAsker:
     def __init__(self, server: SunwellServer) -> None:
         self.server = server
 
-    async def __call__(self, request: ApprovalRequest) -> str:
+    async def __call__(self, request: ApprovalRequest) -> Answer:
         msg_id = f"approve-{secrets.token_hex(6)}"
         protocol = self.server.protocol
         try:
@@ -30,10 +31,11 @@ class ClientAsker:
         except asyncio.CancelledError:
             protocol.forget_request(msg_id)
             raise
-        return decision_of(answer)
+        return answer_of(answer)
 
 
-def decision_of(answer: Any) -> str:
-    """The decision string of a `{decision}` answer; anything else is "" (which the policy denies)."""
+def answer_of(answer: Any) -> Answer:
+    """The decision and note of a `{decision, note?}` answer; anything else is "" (which the policy denies)."""
     decision = answer.get("decision") if isinstance(answer, dict) else None
-    return decision if isinstance(decision, str) else ""
+    note = answer.get("note") if isinstance(answer, dict) else None
+    return Answer(decision if isinstance(decision, str) else "", note if isinstance(note, str) else None)

@@ -93,6 +93,7 @@ def wire_json(event: Event) -> str:
 
 async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
     from sunwell.agent.commands import ChatState, handle_line
+    from sunwell.agent.mentions import Mention, with_mentions
 
     relay = Relay(ls, request.session)
     try:
@@ -107,7 +108,11 @@ async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
         for key in ("model", "trust", "lens"):
             if (value := getattr(request, key)) is not None:
                 setattr(state, key, value)
-        result = await handle_line(engine, state, request.text, relay)
+        text = request.text
+        if request.mentions:  # attached within the window of the model the turn will use
+            text = await with_mentions(engine, text, [Mention(**m.model_dump()) for m in request.mentions],
+                                       state.model, state.session, engine.lens(state.lens) if state.lens else None)
+        result = await handle_line(engine, state, text, relay)
         if state.session != request.session:  # the turn made a session, or ::clear ended one
             if live is None:
                 ls.new_chat = None

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sunwell.agent.events import Event
+from sunwell.agent.usage import SessionUsage
 from sunwell.approval_request import ApprovalRequest
 from sunwell.errors import first_problem
 from sunwell.messages import Message, Usage, WireModel
@@ -30,6 +31,8 @@ MODELS = "sunwell/models"
 COMMANDS = "sunwell/commands"
 MCP = "sunwell/mcp"
 MCP_RESTART = "sunwell/mcpRestart"
+USAGE = "sunwell/usage"
+"""Tokens per turn and in total of a session, and their cost at the model's price (`prices:`)."""
 APPROVE = "sunwell/approve"
 """Server -> client request."""
 
@@ -72,7 +75,22 @@ class InitializationOptions(Params):
     """A model string used to summarise older history; default: the session's model."""
     mcp_servers: dict[str, dict[str, Any]] | None = None
     """MCP servers as in the user config (PROTOCOL.md `mcp_servers`), from the client's user-level settings."""
+    prices: dict[str, dict[str, float]] | None = None
+    """Per million tokens, `{"openai:gpt-4o": {input: 2.5, output: 10}}`, on top of the defaults (PROTOCOL.md)."""
     staging: StagingOptions | None = None
+
+
+class Mention(WireModel):
+    """Something the user attached to the line with `@` (sunwell.agent.mentions): a workspace file (read by the
+    sidecar, through the jail), or what only the editor knows, as text."""
+
+    kind: Literal["file", "selection", "problems", "terminal"]
+    label: str
+    """As the user saw it: `@src/app.py`, `@selection`."""
+    path: str | None = None
+    """A file: workspace-relative. A selection: the file it is in."""
+    text: str | None = None
+    """A selection, the problems, the terminal's output; none for a file."""
 
 
 class ChatParams(Params):
@@ -83,6 +101,8 @@ class ChatParams(Params):
     """A lens name or path to activate for this turn."""
     model: str | None = None
     trust: TrustName | None = None
+    mentions: list[Mention] = Field(default_factory=list)
+    """Attachments sent with the line, within a quarter of the context window; `::context` lists them."""
 
 
 class ChatResult(WireModel):
@@ -119,6 +139,8 @@ class UserMessageEvent(WireModel):
     seq: int = 0
     type: Literal["userMessage"] = "userMessage"
     text: str
+    mentions: list[str] = Field(default_factory=list)
+    """The labels of what the line had attached (`@src/app.py`); `text` is the line without them."""
 
 
 SessionEvent = Annotated[UserMessageEvent | Event, Field(discriminator="type")]
@@ -149,6 +171,10 @@ class UndoResult(WireModel):
     """Of `restored`, the files the turn had created."""
     conflicts: list[str] = Field(default_factory=list)
     """Files changed since the turn, overwritten because of `force`."""
+
+
+class UsageParams(Params):
+    session: str = Field(min_length=1)
 
 
 class ToolsParams(Params):
@@ -196,6 +222,9 @@ class CommandsResult(WireModel):
 
 class ApproveResult(WireModel):
     decision: Decision
+    note: str | None = None
+    """With `deny`: a few words from the user for the model (why, or what to do instead). Optional: a client that
+    sends none, or a sidecar that reads none, still agree on the decision."""
 
 
 class EmptyParams(Params):
@@ -235,6 +264,7 @@ REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     COMMANDS: (EmptyParams, CommandsResult),
     MCP: (EmptyParams, McpResult),
     MCP_RESTART: (McpRestartParams, McpRestartResult),
+    USAGE: (UsageParams, SessionUsage),
     APPROVE: (ApprovalRequest, ApproveResult),
 }
 """Every custom request: method -> (params, result)."""

@@ -16,10 +16,12 @@ from pydantic import TypeAdapter, ValidationError
 from pygls.exceptions import JsonRpcInvalidParams
 
 from sunwell.agent.events import DoneEvent, Event, TextEvent, ThinkingEvent, ToolCallEvent
+from sunwell.agent.mentions import labels, without_attachments
 from sunwell.lsp.protocol import (
     SESSION,
     SESSIONS,
     UNDO,
+    USAGE,
     EmptyParams,
     SessionEvent,
     SessionInfo,
@@ -28,6 +30,7 @@ from sunwell.lsp.protocol import (
     SessionsResult,
     UndoParams,
     UndoResult,
+    UsageParams,
     UserMessageEvent,
 )
 from sunwell.messages import AssistantMessage, Message, UserMessage
@@ -62,6 +65,17 @@ def setup(server: SunwellServer) -> None:
 
         return (await asyncio.to_thread(_known(request.session, read))).wire()
 
+    @server.feature(USAGE)
+    async def usage(ls: SunwellServer, params: Any) -> dict[str, Any]:
+        from sunwell.agent.usage import session_usage
+
+        request = ls.parse(UsageParams, params, USAGE)
+        engine = engine_or_fail(ls)
+        store = _store(ls)
+        model = session_model(engine, request.session)
+        rows = await asyncio.to_thread(_known(request.session, store.events))
+        return session_usage(rows, model, engine.settings.prices).wire()
+
     @server.feature(UNDO)
     async def undo(ls: SunwellServer, params: Any) -> dict[str, Any]:
         from sunwell.agent.engine import SetupError
@@ -92,7 +106,8 @@ def replay(rows: Iterable[EventRow]) -> list[SessionEvent]:
         if row.kind == "message":
             message = _parse(_MESSAGE, row)
             if isinstance(message, UserMessage) and turn is None:
-                turns.append([UserMessageEvent(session=row.session, turn=row.turn, seq=row.seq, text=message.text)])
+                turns.append([UserMessageEvent(session=row.session, turn=row.turn, seq=row.seq,
+                                               text=without_attachments(message.text), mentions=labels(message.text))])
             elif isinstance(message, AssistantMessage) and turn is not None:
                 ids = {call.id for call in message.tool_calls}
                 at = next((i for i, e in enumerate(turn) if isinstance(e, ToolCallEvent) and e.call_id in ids),
@@ -126,6 +141,18 @@ _EVENT_TYPES = frozenset(model.model_fields["type"].default for model in get_arg
 
 def iso_time(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def session_model(engine: Any, session: str) -> str | None:
+    """The model string a session's turns go to: the one its chat chose (`::model`), else the configured one."""
+    from sunwell.errors import SunwellError
+
+    live = engine.live.get(session) if session in engine.live else None
+    chosen = getattr(getattr(live, "chat", None), "model", None)
+    try:
+        return str(engine.model_spec(chosen))
+    except SunwellError:
+        return None
 
 
 def engine_or_fail(ls: SunwellServer) -> Any:

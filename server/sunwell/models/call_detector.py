@@ -1,46 +1,56 @@
 """Tool calls a model wrote as text: all of them in a finished text (`extract_tool_calls`), or as the text streams
 (`CallDetector`), with the same result however the stream was chunked.
 
-Candidates are found and read by `normalize.py`; a reply that is nothing but Python calls by `pythonic.py`.
+Candidates are found and read by `normalize.py` (each open-model family's markers by `dialects.py`); a reply that
+is nothing but Python calls by `pythonic.py`. Tools are given as names, `ToolSpec`s or an `Offered` mapping; with
+their schemas, arguments written as bare text are typed (`arguments.typed_value`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 
-from sunwell.messages import AssistantMessage, Message
+from sunwell.messages import AssistantMessage, Message, ToolSpec
 from sunwell.models.base import (
     Notice,
     StreamEvent,
     TextDelta,
+    ThinkingDelta,
     ToolCallArgs,
     ToolCallDone,
     ToolCallStarted,
 )
-from sunwell.models.normalize import Extraction, SpanScanner, parse_span, span_calls
+from sunwell.models.found_calls import Extraction, Offered, offered
+from sunwell.models.normalize import settle, span_calls
 from sunwell.models.pythonic import PYTHONIC_OPEN, PYTHONIC_PREFIX, pythonic_calls
+from sunwell.models.span_scanner import SpanScanner
 
 EMULATED_ID_PREFIX = "emu_"
+CUT_OFF_NOTICE = "tool_call_cut_off"
 
 
-def extract_tool_calls(text: str, tool_names: Collection[str]) -> Extraction:
-    """Every call in a finished `text`, and the text without them."""
-    return pythonic_calls(text, tool_names) or span_calls(text, tool_names)
+def extract_tool_calls(text: str, tools: Iterable[str | ToolSpec] | Offered, *,
+                       cut_off: bool = False) -> Extraction:
+    """Every call in a finished `text`, and the text without them. `cut_off`: the reply ended by length (or its
+    stream broke), so a call it ends inside is dropped, not run."""
+    schemas = offered(tools)
+    return pythonic_calls(text, schemas) or span_calls(text, schemas, cut_off=cut_off)
 
 
 class CallDetector:
     """Finds tool calls in streamed text.
 
     Prose flows out as `TextDelta` as soon as it cannot be part of a call; a recognised call becomes
-    `ToolCallStarted`/`ToolCallArgs`/`ToolCallDone` (after a `Notice` per repair), its text never shown.
-    Held text that turns out not to be a call is released as text.
+    `ToolCallStarted`/`ToolCallArgs`/`ToolCallDone` (after a `Notice` per repair), its text never shown; a
+    dialect's thinking channel becomes `ThinkingDelta`. Held text that turns out not to be a call is released
+    as text.
     """
 
-    def __init__(self, tool_names: Collection[str], *, first_id: int = 1) -> None:
-        self._names = frozenset(tool_names)
-        self._scanner = SpanScanner(self._names)
+    def __init__(self, tools: Iterable[str | ToolSpec] | Offered, *, first_id: int = 1) -> None:
+        self._tools = offered(tools)
+        self._scanner = SpanScanner(self._tools)
         self._buf = ""
         self._next_id = first_id
         self.calls = 0
@@ -51,10 +61,12 @@ class CallDetector:
         self._buf += delta
         return self._drain(final=False)
 
-    def finish(self) -> list[StreamEvent]:
-        return self._drain(final=True)
+    def finish(self, *, cut_off: bool = False) -> list[StreamEvent]:
+        """The rest of the text. `cut_off`: the reply ended by length or its stream broke, so a call still open
+        is dropped (with a notice), never run."""
+        return self._drain(final=True, cut_off=cut_off)
 
-    def _drain(self, final: bool) -> list[StreamEvent]:
+    def _drain(self, final: bool, cut_off: bool = False) -> list[StreamEvent]:
         if self._pythonic is None:
             if PYTHONIC_OPEN.match(self._buf):
                 self._pythonic = True
@@ -66,7 +78,7 @@ class CallDetector:
             if not final:
                 return []
             self._pythonic = False
-            if found := pythonic_calls(self._buf, self._names):
+            if found := pythonic_calls(self._buf, self._tools):
                 self._buf = ""
                 return self._call_events(found)
         events: list[StreamEvent] = []
@@ -76,15 +88,21 @@ class CallDetector:
             if kind == "wait":
                 break
             span, self._buf = self._buf[:end], self._buf[end:]
-            found = parse_span(span, self._names) if kind == "candidate" else None
+            found = settle(kind, span, self._tools, cut_off=cut_off)
             if found is None:
                 text.append(span)
                 continue
-            if text:
-                events.append(TextDelta("".join(text)))
+            text.append(found.remaining_text)
+            if found.calls or found.thinking or found.cut_off:
+                if "".join(text):
+                    events.append(TextDelta("".join(text)))
                 text = []
+            if found.thinking:
+                events.append(ThinkingDelta(found.thinking))
+            events += [Notice(code=CUT_OFF_NOTICE, level="warning", message=(
+                f"The reply was cut off inside a call to {name}; it was not run.")) for name in found.cut_off]
             events += self._call_events(found)
-        if text:
+        if "".join(text):
             events.append(TextDelta("".join(text)))
         return events
 

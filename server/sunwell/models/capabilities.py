@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from sunwell.errors import SunwellError
+from sunwell.models.emulation_prompt import FAMILY_STYLES
 from sunwell.models.spec import LOCAL_PROVIDERS, PROVIDERS
 
 SMALL_MAX_BILLIONS = 3.0
@@ -132,15 +133,19 @@ class Capabilities:
     json_mode: bool
     reasoning: bool
     context_window: int
-    emulation: Literal["json", "xml", "hermes"]
-    """The prompt style used when tools are emulated (always, or after a server rejects `tools`); `hermes` is
-    chosen by the registry only, for models trained on it (config overrides offer json and xml)."""
+    emulation: Literal["json", "xml", "hermes", "llama3", "mistral", "harmony"]
+    """The prompt style used when tools are emulated (always, or after a server rejects `tools`): the family's own
+    trained call format where the registry knows it (Qwen `hermes`, Llama 3.1+ `llama3`, Mistral `mistral`,
+    gpt-oss `harmony`; `emulation_prompt.py`), else `json`. A per-model override may set any of them."""
     small: bool
     temperature: float | None = None
     """Sent with every request; None leaves the server's default. Small models get 0: their calls are steadier and
     a turn repeats exactly."""
     recover_text_calls: bool = False
     """Native, but the model may write its call as text: run the normalizer over the text too."""
+    constrained: bool = True
+    """When tools are emulated, ask the server to constrain the reply to a call or an answer (models/constrained.py),
+    where it takes a schema; false never asks."""
     notes: tuple[str, ...] = ()
     """Which defaults, rules and overrides produced these values, for `sunwell models`."""
 
@@ -200,6 +205,8 @@ _NO_TOOLS = _caps(native_tools=False, parallel_calls=False)  # emulated: one cal
 _RULES = [
     _Rule("gpt", _caps(_HOSTED, parallel_calls=True, json_mode=True, context_window=16_385),
           "gpt: native tools"),
+    _Rule("gpt", _caps(_OPEN, parallel_calls=False, reasoning=True, context_window=131_072, emulation="harmony"),
+          "gpt-oss: open weights, harmony format", tags=frozenset({"oss"})),
     _Rule("gpt", _caps(parallel_calls=False, context_window=8192), "gpt-4: 8k, no parallel calls",
           min_version=(4,), max_version=(4,)),
     _Rule("gpt", _caps(parallel_calls=True, context_window=128_000), "gpt-4 turbo: 128k", min_version=(4,),
@@ -222,21 +229,27 @@ _RULES = [
           "gemini: native tools, 1M"),
     _Rule("gemini", _caps(context_window=32_768), "gemini 1.0: 32k", max_version=(1, 0)),
     _Rule("gemini", _caps(reasoning=True), "gemini >= 2.5: thinking", min_version=(2, 5)),
-    _Rule("llama", _caps(_OPEN, parallel_calls=False, context_window=131_072), "llama: tools from 3.1"),
-    _Rule("llama", _caps(_NO_TOOLS, context_window=4096), "llama 1-2: no tool calling", max_version=(2,)),
-    _Rule("llama", _caps(_NO_TOOLS, context_window=8192), "llama 3.0: no tool template", min_version=(3,),
-          max_version=(3, 0)),
-    _Rule("qwen", _caps(_OPEN, parallel_calls=True, context_window=32_768), "qwen: hermes-style tools"),
-    _Rule("qwen", _caps(_NO_TOOLS), "qwen 1.x: no tool calling", max_version=(1, 5)),
+    _Rule("llama", _caps(_OPEN, parallel_calls=False, context_window=131_072, emulation="llama3"),
+          "llama: tools from 3.1, JSON after <|python_tag|>"),
+    _Rule("llama", _caps(_NO_TOOLS, context_window=4096, emulation="json"), "llama 1-2: no tool calling",
+          max_version=(2,)),
+    _Rule("llama", _caps(_NO_TOOLS, context_window=8192, emulation="json"), "llama 3.0: no tool template",
+          min_version=(3,), max_version=(3, 0)),
+    _Rule("qwen", _caps(_OPEN, parallel_calls=True, context_window=32_768, emulation="hermes"),
+          "qwen: hermes-style tools"),
+    _Rule("qwen", _caps(_NO_TOOLS, emulation="json"), "qwen 1.x: no tool calling", max_version=(1, 5)),
     _Rule("qwen", _caps(_NO_TOOLS, emulation="hermes"),
           "small qwen2.5-coder: writes calls as text, emulate in its trained (hermes) format",
           max_version=(2, 5), max_size=1.5, tags=frozenset({"coder"})),
     _Rule("qwen", _caps(reasoning=True, context_window=40_960), "qwen3: thinking", min_version=(3,)),
-    _Rule("qwq", _caps(_OPEN, reasoning=True, context_window=32_768), "qwq: reasoning"),
-    _Rule("mistral", _caps(_OPEN, parallel_calls=False, context_window=32_768), "mistral: tools from v0.3"),
+    _Rule("qwq", _caps(_OPEN, reasoning=True, context_window=32_768, emulation="hermes"), "qwq: reasoning"),
+    _Rule("mistral", _caps(_OPEN, parallel_calls=False, context_window=32_768, emulation="mistral"),
+          "mistral: tools from v0.3, [TOOL_CALLS]"),
     _Rule("mistral", _caps(parallel_calls=True, context_window=131_072), "mistral-large: 128k",
           tags=frozenset({"large"})),
-    _Rule("mixtral", _caps(_OPEN, parallel_calls=False, context_window=32_768), "mixtral"),
+    _Rule("mixtral", _caps(_OPEN, parallel_calls=False, context_window=32_768, emulation="mistral"), "mixtral"),
+    *(_Rule(f, _caps(_OPEN, parallel_calls=False, context_window=131_072, emulation="mistral"),
+            f"{f}: mistral tools, [TOOL_CALLS]") for f in ("ministral", "codestral", "devstral", "magistral")),
     _Rule("deepseek", _caps(_OPEN, parallel_calls=False, context_window=65_536), "deepseek"),
     _Rule("deepseek", _caps(reasoning=True), "deepseek-r1: reasoning", tags=frozenset({"r1"})),
     _Rule("deepseek", _caps(reasoning=True), "deepseek-reasoner", tags=frozenset({"reasoner"})),
@@ -283,9 +296,10 @@ def validate_override(where: str, values: Mapping[str, Any]) -> dict[str, Any]:
         if name == "temperature":
             ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 2
         if name == "emulation":
-            ok = value in ("json", "xml")
+            ok = value in ("json", "xml", *FAMILY_STYLES)
         if not ok:
-            want = {"emulation": "json or xml", "context_window": "a positive integer",
+            want = {"emulation": f"json or xml (or a family's format: {', '.join(FAMILY_STYLES)})",
+                    "context_window": "a positive integer",
                     "temperature": "a number from 0 to 2"}.get(
                 name, "true or false")
             raise CapabilityOverrideError(f"models.{where}.{key}: expected {want}, got {value!r}")

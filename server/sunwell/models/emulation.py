@@ -1,7 +1,9 @@
 """Tool calling for models that cannot do it natively, and for those that only sometimes do.
 
 `EmulatedProvider` describes the tools in the system prompt and renders the history as plain turns
-(`emulation_prompt.py`), sends no `tools`, and finds the calls in the streamed text (`call_detector.py`).
+(`emulation_prompt.py`), sends no `tools`, and finds the calls in the streamed text (`call_detector.py`). With
+`constrained` (the model's capability) it also asks the server to constrain the reply to one call, the answer being
+a call of `final_answer` (`constrained.py`); a server that cannot is sent the request without it by its adapter.
 `RecoveringProvider` is for native-but-unreliable models (local servers): it keeps native tool events as they are
 and recovers a call the model wrote as text instead (PROTOCOL.md "Model strings").
 """
@@ -25,6 +27,13 @@ from sunwell.models.base import (
     ToolCallStarted,
 )
 from sunwell.models.call_detector import CallDetector, next_emulated_id
+from sunwell.models.constrained import (
+    CALL_HINT,
+    ConstrainedReply,
+    ConstrainedRequest,
+    answer_tool,
+    reply_schema,
+)
 from sunwell.models.emulation_prompt import Style, render_history_for_emulation, tool_prompt
 
 
@@ -36,23 +45,37 @@ class EmulatedProvider:
     """
 
     def __init__(self, inner: Provider, *, style: Style = "json", compact: bool = False,
-                 parallel: bool = False) -> None:
+                 parallel: bool = False, constrained: bool = False) -> None:
         self.inner, self.style, self.compact, self.parallel = inner, style, compact, parallel
+        self.constrained = constrained
         self.name = inner.name
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         tools = request.tools if request.tool_choice != "none" else []
         system = request.system
+        constrained = bool(tools) and self.constrained
+        answer = answer_tool(tools) if constrained and request.tool_choice == "auto" else None
+        # Constrained, the reply is bare JSON whatever the prompt says, so the prompt and the history say JSON too:
+        # with Qwen's own (hermes) wording a 0.5B model re-read a file it was asked to change, where with the JSON
+        # wording it wrote it (BENCHMARKS.md, "Constrained decoding").
+        style: Style = "json" if constrained else self.style
         if tools:
-            prompt = tool_prompt(tools, self.style, compact=self.compact, parallel=self.parallel)
+            prompt = tool_prompt([*tools, *([answer] if answer else [])], style, compact=self.compact,
+                                 parallel=self.parallel)  # fmt: skip
             system = f"{system}\n\n{prompt}"
+            if constrained:
+                system += "\n" + CALL_HINT
             if request.tool_choice == "required":
                 system += "\nYou must call a tool in this reply."
             elif request.tool_choice != "auto":
                 system += f"\nYou must call {request.tool_choice} in this reply."
         sent = replace(request, system=system.strip(), tools=[], tool_choice="auto",
-                       messages=render_history_for_emulation(request.messages, self.style))
-        detector = CallDetector([t.name for t in tools], first_id=next_emulated_id(request.messages))
+                       messages=render_history_for_emulation(request.messages, style))
+        first_id = next_emulated_id(request.messages)
+        detector: CallDetector | ConstrainedReply = CallDetector(tools, first_id=first_id)
+        if constrained:
+            sent = ConstrainedRequest(**{**vars(sent), "reply_schema": reply_schema(tools, request.tool_choice)})
+            detector = ConstrainedReply(tools, answer=answer.name if answer else None, first_id=first_id)
         events = self.inner.stream(sent)
         finished = False
         try:
@@ -61,7 +84,9 @@ class EmulatedProvider:
                 if isinstance(event, TextDelta) and tools:
                     out = detector.feed(event.text)
                 else:
-                    out = [*detector.finish(), event] if finished else [event]
+                    # a reply cut off by length may end inside a call: never run it (the detector drops it)
+                    cut_off = finished and event.stop_reason == "length"
+                    out = [*detector.finish(cut_off=cut_off), event] if finished else [event]
                 if not self.parallel and detector.calls:
                     for item in _through_first_call(out):
                         yield item
@@ -70,7 +95,7 @@ class EmulatedProvider:
                 for item in out:
                     yield item
             if not finished:  # the stream ended without `Finished`
-                out = detector.finish()
+                out = detector.finish(cut_off=True)
                 for item in out if self.parallel or not detector.calls else _through_first_call(out):
                     yield item
         finally:
@@ -100,7 +125,7 @@ class RecoveringProvider:
             async for event in self.inner.stream(request):
                 yield event
             return
-        detector = CallDetector([t.name for t in request.tools], first_id=next_emulated_id(request.messages))
+        detector = CallDetector(request.tools, first_id=next_emulated_id(request.messages))
         fed: list[str] = []
         shown = 0  # characters of `fed` already out as TextDelta: always a prefix, until a call is recognised
         held: list[StreamEvent] | None = None
@@ -117,8 +142,8 @@ class RecoveringProvider:
                     held = [*(held or []), event]
             return out
 
-        def flush() -> list[StreamEvent]:
-            out = route(detector.finish())
+        def flush(cut_off: bool) -> list[StreamEvent]:
+            out = route(detector.finish(cut_off=cut_off))
             if detector.calls:
                 out.append(Notice(code="tool_call_from_text", message=(
                     f"The model sent no native tool call; recovered {detector.calls} from its text.")))
@@ -135,14 +160,14 @@ class RecoveringProvider:
                     yield TextDelta(rest)
                 yield event
             elif isinstance(event, Finished) and not passthrough:
-                for out in flush():
+                for out in flush(event.stop_reason == "length"):
                     yield out
                 passthrough = True
                 yield event
             else:
                 yield event
-        if not passthrough:
-            for out in flush():
+        if not passthrough:  # the stream ended without `Finished`
+            for out in flush(True):
                 yield out
 
 

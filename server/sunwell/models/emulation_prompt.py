@@ -23,10 +23,14 @@ from sunwell.messages import (
     UserMessage,
 )
 
-Style = Literal["json", "xml", "hermes"]
-"""`json`: a ```json block; `xml`: an element per call; `hermes`: Qwen's and Hermes' trained format (function
+Style = Literal["json", "xml", "hermes", "llama3", "mistral", "harmony"]
+"""`json`: a ```json block; `xml`: an element per call. The others are a family's own trained format, worded as its
+chat template words it (the registry picks them, `capabilities.py`): `hermes`, Qwen's and Hermes' (function
 signatures as JSON inside `<tools>`, calls as JSON inside `<tool_call>`), which small Qwen models follow far
-better than any format described to them (BENCHMARKS.md, "Tool-calling accuracy")."""
+better than any format described to them (BENCHMARKS.md, "Tool-calling accuracy"); `llama3`, Llama 3.1's JSON
+after `<|python_tag|>`; `mistral`, `[TOOL_CALLS]name[ARGS]{...}`; `harmony`, gpt-oss' TypeScript-like namespace
+of functions, called on the commentary channel. Whatever the style, the detector reads every format."""
+FAMILY_STYLES = ("hermes", "llama3", "mistral", "harmony")
 
 
 def tool_prompt(tools: list[ToolSpec], style: Style = "json", *, compact: bool = False,
@@ -34,6 +38,8 @@ def tool_prompt(tools: list[ToolSpec], style: Style = "json", *, compact: bool =
     """The system-prompt section that offers `tools` and says how to call them in `style`."""
     if style == "hermes":
         return _hermes_prompt(tools, compact=compact, parallel=parallel)
+    if style in ("llama3", "mistral", "harmony"):
+        return _family_prompt(tools, style, compact=compact, parallel=parallel)
     lines = ["# Tools", "", "You can call these tools:", ""]
     lines += [_compact_tool(t) for t in tools] if compact else ["\n\n".join(_full_tool(t) for t in tools)]
     example = tools[0] if tools else ToolSpec(name="tool_name", description="", parameters={})
@@ -69,6 +75,66 @@ def _hermes_prompt(tools: list[ToolSpec], *, compact: bool, parallel: bool) -> s
     if not parallel:
         lines += ["", "Call one function per reply, then stop: its result comes in the next message."]
     return "\n".join(lines)
+
+
+_LLAMA3_ASK = ("Given the following functions, please respond with a JSON for a function call with its proper "
+               "arguments that best answers the given prompt.")
+_LLAMA3_FORMAT = ('Respond in the format <|python_tag|>{"name": function name, "parameters": dictionary of argument '
+                  "name and its value}. Do not use variables.")
+
+
+def _family_prompt(tools: list[ToolSpec], style: Style, *, compact: bool, parallel: bool) -> str:
+    """Llama 3.1's, Mistral's and gpt-oss' own wording of the tools and of a call."""
+    def signature(t: ToolSpec) -> str:
+        description = _first_sentence(t.description) if compact else t.description.strip()
+        return json.dumps({"type": "function", "function": {
+            "name": t.name, "description": description, "parameters": t.parameters}}, ensure_ascii=False)
+
+    example = tools[0] if tools else ToolSpec(name="tool_name", description="", parameters={})
+    args = {p: _example_value(s) for p, s in _params(example) if p in _required(example)}
+    if style == "llama3":
+        lines = ["# Tools", "", _LLAMA3_ASK, "", _LLAMA3_FORMAT, "", *map(signature, tools)]
+    elif style == "mistral":
+        lines = ["# Tools", "", "[AVAILABLE_TOOLS][" + ", ".join(map(signature, tools)) + "][/AVAILABLE_TOOLS]", "",
+                 "To call a function, write [TOOL_CALLS], its name, [ARGS] and its arguments as a JSON object:",
+                 render_call(example.name, args, style)]
+    else:
+        lines = ["# Valid channels: analysis, commentary, final. Channel must be included for every message.",
+                 "Calls to these tools must go to the commentary channel: 'functions'.", "", "# Tools", "",
+                 "## functions", "", "namespace functions {", "",
+                 *(_typescript(t, compact) for t in tools), "} // namespace functions"]
+    if not parallel:
+        lines += ["", "Call one function per reply, then stop: its result comes in the next message."]
+    return "\n".join(lines)
+
+
+def _typescript(tool: ToolSpec, compact: bool) -> str:
+    """A tool as gpt-oss' harmony format declares it: `type name = (_: {...}) => any;`."""
+    description = _first_sentence(tool.description) if compact else tool.description.strip()
+    lines = [f"// {line}" for line in description.splitlines() if line.strip()]
+    params = _params(tool)
+    if not params:
+        return "\n".join([*lines, f"type {tool.name} = () => any;", ""])
+    lines.append(f"type {tool.name} = (_: {{")
+    for param, schema in params:
+        if schema.get("description") and not compact:
+            lines.append(f"// {schema['description']}")
+        optional = "" if param in _required(tool) else "?"
+        default = f" // default: {json.dumps(schema['default'])}" if "default" in schema else ""
+        lines.append(f"{param}{optional}: {_ts_type(schema)},{default}")
+    return "\n".join([*lines, "}) => any;", ""])
+
+
+def _ts_type(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(_ts_type({**schema, "type": k}) for k in kind)
+    if kind == "array":
+        return f"{_ts_type(schema.get('items') or {})}[]"
+    return {"string": "string", "integer": "number", "number": "number", "boolean": "boolean",
+            "object": "object", "null": "null"}.get(kind, "any")
 
 
 def _first_sentence(text: str) -> str:
@@ -120,6 +186,13 @@ def render_call(name: str, arguments: dict[str, Any], style: Style = "json") -> 
     if style == "hermes":
         return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + \
             "\n</tool_call>"
+    if style == "llama3":
+        return "<|python_tag|>" + json.dumps({"name": name, "parameters": arguments}, ensure_ascii=False)
+    if style == "mistral":
+        return f"[TOOL_CALLS]{name}[ARGS]{json.dumps(arguments, ensure_ascii=False)}"
+    if style == "harmony":
+        return (f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>"
+                f"{json.dumps(arguments, ensure_ascii=False)}<|call|>")
     params = [f"<{k}>{v if isinstance(v, str) else json.dumps(v)}</{k}>" for k, v in arguments.items()]
     return "\n".join([f"<{name}>", *params, f"</{name}>"])
 

@@ -1,11 +1,12 @@
 """Tool calls written as text: where they are, what they say, and what had to be repaired to read them.
 
 Small local models rarely return native `tool_calls`; they write the call into their text, in whatever format
-their training favoured (models/README.md). `SpanScanner` splits text into prose and call candidates (fenced
-blocks, bare JSON, `<tool_call>`, `<|python_tag|>`, `<function=…>`, `[TOOL_CALLS]`, the XML emulation format);
-`parse_span` reads one candidate, its arguments with `arguments.parse_arguments`. A reply that is nothing but Python
-calls (`read_file(path="a.txt")`) is read by `pythonic.py`. The one-shot `extract_tool_calls` and the streaming
-`CallDetector` (both in `call_detector.py`) use them, so a text yields the same calls however it was chunked.
+their training favoured (models/README.md). `span_scanner.SpanScanner` splits text into prose and call candidates
+(fenced blocks, bare JSON, Python-style calls on lines of their own, the XML emulation format, and each open-model
+family's markers, `dialects.py`); `parse_span` reads one candidate, its arguments with `arguments.parse_arguments`.
+A reply that is nothing but Python calls (`read_file(path="a.txt")`) is read by `pythonic.py`. The one-shot
+`extract_tool_calls` and the streaming `CallDetector` (both in `call_detector.py`) use them, so a text yields the
+same calls however it was chunked.
 
 What counts as a call (a JSON value inside a candidate):
 - an object naming an offered tool under `name`/`tool`/`tool_name`/`function`, or OpenAI's own shapes
@@ -18,273 +19,135 @@ What counts as a call (a JSON value inside a candidate):
   besides name, arguments, `id` and `type`, and its arguments must not be a JSON Schema (a tool *definition*
   is not a call); inside an explicit call marker (`<tool_call>`, `[TOOL_CALLS]`, `<|python_tag|>`, a
   ```tool_call fence) those two restrictions are lifted.
-Anything else, e.g. `{"name": "Ada", "age": 3}` in an answer, stays text.
+Anything else, e.g. `{"name": "Ada", "age": 3}` in an answer, stays text; so does code in backticks (`{...}`, or
+```json …``` written inside a sentence): an example being explained is no call.
+
+A candidate the text ends inside (a `partial` step) is a call cut off; when the reply was cut off (`cut_off`: it
+ended by length, or the stream broke) it is never run, and never shown.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
-from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Self
+from collections.abc import Collection, Mapping
+from typing import Any
 
+from sunwell.models import dialects
 from sunwell.models.arguments import load_json, parse_arguments
+from sunwell.models.found_calls import Extraction, FoundCall, Offered, offered
+from sunwell.models.pythonic import python_calls
+from sunwell.models.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
+
+__all__ = ["Extraction", "FoundCall", "SpanScanner", "parse_span", "settle", "span_calls"]
 
 NAME_KEYS = ("name", "tool", "tool_name", "function")
 ARGUMENT_KEYS = ("arguments", "args", "parameters", "input", "params")
 _CALL_KEYS = {*NAME_KEYS, *ARGUMENT_KEYS, "id", "type", "call_id"}
 _WRAPPER_KEYS = ("arguments", "args", "parameters")  # {"arguments": {"arguments": {...}}} is unwrapped
-_JSON_FENCES = {"", "json", "jsonc", "json5", "xml"}
-_CALL_FENCES = {"tool_call", "tool_calls", "tool", "tool_use", "function", "function_call", "functions"}
-_LOOKAHEAD = 256
-"""Bare `{`/`[` text is held at most this long unless it starts like a call, so prose with braces flows on."""
-_CALLISH = re.compile(r"""["']?\b(?:name|tool|tool_name|function|tool_calls)\b["']?\s*:""")
-_TRIGGER = re.compile(r"[`{\[<]")
-_SIGNIFICANT = re.compile(r'[{}\[\]"\\]')
-_FENCE_OPEN = re.compile(r"```([\w.+-]*)")
-_CLOSERS = {"<tool_call>": "</tool_call>", "<function=": "</function>", "<tool name=": "</tool>"}
-_JSON_MARKERS = ("<|python_tag|>", "[TOOL_CALLS]")
-# <path>…</path>, <parameter=path>…</parameter> (Qwen3-Coder), <parameter name="path">…</parameter>
-_XML_PARAM = re.compile(
-    r"""<(?:parameter=([\w.-]+)|parameter\s+name=["']([\w.-]+)["']|([\w.-]+))\s*>"""
-    r"""(.*?)</(?:parameter|\3)\s*>""",
-    re.DOTALL)
-
-Step = tuple[Literal["text", "candidate", "wait"], int]
 
 
-class _NameAndArguments(NamedTuple):
-    name: str
-    arguments: dict[str, Any]
-
-
-class FoundCall(_NameAndArguments):
-    """A `(name, arguments)` pair. `raw` rides along (outside the tuple, so not in `==`): the argument text
-    when it could not be read as an object, in which case `arguments` is empty."""
-
-    raw: str | None
-
-    def __new__(cls, name: str, arguments: dict[str, Any], raw: str | None = None) -> Self:
-        call = super().__new__(cls, name, arguments)
-        call.raw = raw
-        return call
-
-    def __repr__(self) -> str:
-        raw = f", raw={self.raw!r}" if self.raw is not None else ""
-        return f"FoundCall({self.name!r}, {self.arguments!r}{raw})"
-
-
-@dataclass
-class Extraction:
-    calls: list[FoundCall] = field(default_factory=list)
-    remaining_text: str = ""
-    """The text with every call's text removed, otherwise exactly as written."""
-    repairs: list[str] = field(default_factory=list)
-
-
-def span_calls(text: str, tool_names: Collection[str]) -> Extraction:
+def span_calls(text: str, tools: Collection[str] | Offered, *, cut_off: bool = False) -> Extraction:
     """The calls in `text`, read candidate span by candidate span (a reply of Python calls is `pythonic.py`'s)."""
-    return _extract(text, frozenset(tool_names), explicit=False)
+    return _extract(text, offered(tools), explicit=False, cut_off=cut_off)
 
 
-def _extract(text: str, names: frozenset[str], explicit: bool) -> Extraction:
-    scanner, out, kept, pos = SpanScanner(names), Extraction(), [], 0
+def _extract(text: str, tools: Offered, explicit: bool, cut_off: bool = False) -> Extraction:
+    scanner, out, kept, pos = SpanScanner(tools), Extraction(), [], 0
     while pos < len(text):
         kind, end = scanner.step(text, pos, final=True)
-        span = text[pos:end]
-        found = parse_span(span, names, explicit=explicit) if kind == "candidate" else None
+        span, pos = text[pos:end], end
+        found = settle(kind, span, tools, cut_off=cut_off, explicit=explicit)
         if found is None:
             kept.append(span)
-        else:
-            out.calls += found.calls
-            out.repairs += found.repairs
-        pos = end
+            continue
+        kept.append(found.remaining_text)
+        out.calls += found.calls
+        out.repairs += found.repairs
+        out.thinking += found.thinking
+        out.cut_off += found.cut_off
     out.remaining_text = "".join(kept)
     return out
 
 
-class _Balance:
-    """Incremental bracket matching from one `{` or `[`, aware of double-quoted strings."""
-
-    def __init__(self, start: int) -> None:
-        self.start, self.i, self.depth, self.in_string = start, start, 0, False
-
-    def end(self, buf: str) -> int | None:
-        i = self.i
-        while (m := _SIGNIFICANT.search(buf, i)) is not None:
-            c, i = m.group(), m.end()
-            if self.in_string:
-                if c == "\\":
-                    if i >= len(buf):
-                        i = m.start()  # the escaped character has not arrived yet
-                        break
-                    i += 1
-                elif c == '"':
-                    self.in_string = False
-            elif c == '"':
-                self.in_string = True
-            elif c in "{[":
-                self.depth += 1
-            elif c in "}]":
-                self.depth -= 1
-                if self.depth == 0:
-                    self.i = i
-                    return i
-        else:
-            i = len(buf)
-        self.i = i
+def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bool = False) -> Extraction | None:
+    """What a scanned span is: None for text, else what it holds (calls, thinking, text to show instead)."""
+    if kind == "text":
         return None
+    found = parse_span(span, tools, explicit=explicit)
+    marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY))
+    callish = marked or bool(CALLISH.search(span)) or any(name in span for name in tools)
+    if kind == "partial" and cut_off and (found is not None or callish):
+        names = [call.name for call in found.calls] if found else []
+        return Extraction(cut_off=names or [span[:40]])
+    return found
 
 
-class SpanScanner:
-    """Splits text into prose and call candidates, one step at a time.
-
-    `step(buf, pos, final)` decides what `buf[pos:end]` is: `text` (safe to show), `candidate` (might be a
-    call: give it to `parse_span`) or `wait` (undecidable until more text arrives; never returned when
-    `final`). A step only decides what no further text can change, and `buf` may only grow between `wait`s, so
-    any chunking of a stream gives the same spans. Inside a fenced code block that cannot hold a call
-    (```python) text flows on.
-    """
-
-    def __init__(self, tool_names: Collection[str]) -> None:
-        self.tool_names = frozenset(tool_names)
-        self._markers = (*_CLOSERS, *_JSON_MARKERS, *(f"<{n}>" for n in sorted(self.tool_names)))
-        self._longest = max(len(m) for m in self._markers)
-        self._in_code = False
-        self._balance: _Balance | None = None
-
-    def step(self, buf: str, pos: int, final: bool) -> Step:
-        kind, end = self._step(buf, pos, final)
-        if kind != "wait":
-            self._balance = None
-        return kind, end
-
-    def _step(self, buf: str, pos: int, final: bool) -> Step:
-        if self._in_code:
-            return self._code_block(buf, pos, final)
-        m = _TRIGGER.search(buf, pos)
-        if m is None or m.start() > pos:
-            return "text", m.start() if m else len(buf)
-        if buf[pos] == "`":
-            return self._fence(buf, pos, final)
-        if buf[pos] == "{":
-            return self._json(buf, pos, pos, final, lookahead=True)
-        rest = buf[pos:pos + self._longest]
-        for marker in self._markers:
-            if rest.startswith(marker):
-                return self._marked(marker, buf, pos, final)
-        if not final and any(marker.startswith(rest) for marker in self._markers):
-            return "wait", pos
-        if buf[pos] == "[":
-            j = _skip_space(buf, pos + 1)
-            if j < len(buf) and buf[j] == "{":
-                return self._json(buf, pos, pos, final, lookahead=True)
-            if j == len(buf) and not final:
-                return "wait", pos
-        return "text", pos + 1
-
-    def _balanced_end(self, buf: str, start: int) -> int | None:
-        if self._balance is None or self._balance.start != start:
-            self._balance = _Balance(start)
-        return self._balance.end(buf)
-
-    def _json(self, buf: str, pos: int, start: int, final: bool, lookahead: bool = False) -> Step:
-        """A candidate from `pos` through the JSON value that begins at `start`."""
-        if lookahead:
-            j = _skip_space(buf, start + 1)
-            if j == len(buf):
-                return ("text", pos + 1) if final else ("wait", pos)
-            if not (buf[j] in "\"'{}" or buf[j].isalpha() or buf[j] == "_"):
-                return "text", pos + 1  # `{0}`, `{ x }` in code, `[1]`, `[link](…)`
-        end = self._balanced_end(buf, start)
-        if end is not None and (not lookahead or end - pos <= _LOOKAHEAD):
-            return "candidate", end
-        if lookahead and len(buf) - pos >= _LOOKAHEAD and not self._callish(buf[pos:pos + _LOOKAHEAD]):
-            return "text", pos + 1
-        if end is not None or final:
-            return "candidate", end or len(buf)
-        return "wait", pos
-
-    def _callish(self, text: str) -> bool:
-        return bool(_CALLISH.search(text)) or any(name in text for name in self.tool_names)
-
-    def _fence(self, buf: str, pos: int, final: bool) -> Step:
-        if not buf.startswith("```", pos):
-            return ("wait", pos) if not final and "```".startswith(buf[pos:]) else ("text", pos + 1)
-        lang_end = _FENCE_OPEN.match(buf, pos).end()
-        if lang_end == len(buf) and not final:
-            return "wait", pos
-        lang = buf[pos + 3:lang_end].lower()
-        if lang not in _JSON_FENCES | _CALL_FENCES:
-            self._in_code = True
-            return "text", lang_end
-        # The closing fence is looked for after the JSON value: a ``` in a string (README content) is safe.
-        j = _skip_space(buf, lang_end)
-        body_end = self._balanced_end(buf, j) if j < len(buf) and buf[j] in "{[" else lang_end
-        close = buf.find("```", body_end if body_end is not None else lang_end)
-        if body_end is not None and close >= 0:
-            return "candidate", close + 3
-        if final:
-            close = buf.find("```", lang_end)
-            return "candidate", close + 3 if close >= 0 else len(buf)
-        return "wait", pos
-
-    def _code_block(self, buf: str, pos: int, final: bool) -> Step:
-        close = buf.find("```", pos)
-        if close >= 0:
-            self._in_code = False
-            return "text", close + 3
-        safe = len(buf) if final else len(buf.rstrip("`"))  # a trailing ` or `` may open the closing fence
-        return ("text", safe) if safe > pos else ("wait", pos)
-
-    def _marked(self, marker: str, buf: str, pos: int, final: bool) -> Step:
-        body = pos + len(marker)
-        if marker in _JSON_MARKERS:
-            j = _skip_space(buf, body)
-            if j == len(buf):
-                return ("candidate", len(buf)) if final else ("wait", pos)
-            if buf[j] not in "{[":
-                return "text", body
-            return self._json(buf, pos, j, final)
-        closer = _CLOSERS.get(marker) or "</" + marker[1:]
-        k = buf.find(closer, body)
-        if k >= 0:
-            return "candidate", k + len(closer)
-        return ("candidate", len(buf)) if final else ("wait", pos)
-
-
-def _skip_space(buf: str, i: int) -> int:
-    while i < len(buf) and buf[i].isspace():
-        i += 1
-    return i
-
-
-def parse_span(span: str, tool_names: Collection[str], *, explicit: bool = False) -> Extraction | None:
-    """The calls in one candidate span, or None when it holds none (then the span is ordinary text)."""
-    names = frozenset(tool_names)
-    if m := _FENCE_OPEN.match(span):
+def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bool = False) -> Extraction | None:
+    """The calls in one candidate span, or None when it holds none (then the span is ordinary text). An
+    extraction without calls drops the span (a control token), shows other text instead of it (a harmony
+    header, code between Llama 4's python markers) or holds thinking."""
+    tools = offered(tool_names)
+    names = frozenset(tools)
+    if m := FENCE_OPEN.match(span):
         inner = span[m.end():]
         inner = inner.removesuffix("```")
-        return _nonempty(_extract(inner, names, explicit or m[1].lower() in _CALL_FENCES))
+        return _nonempty(_extract(inner, tools, explicit or m[1].lower() in CALL_FENCES))
+    if span in dialects.CONTROL:
+        return Extraction()
+    if span.startswith(dialects.HARMONY):
+        return dialects.read_harmony(span)
     if span.startswith("<tool_call>"):
-        return _nonempty(_extract(_between(span, "<tool_call>", "</tool_call>"), names, True))
-    for marker in _JSON_MARKERS:
+        body = _between(span, "<tool_call>", "</tool_call>")
+        return _nonempty(_extract(body, tools, True)) or dialects.read_glm(body, tools)
+    if span.startswith("[TOOL_CALLS]"):
+        body = span.removeprefix("[TOOL_CALLS]")
+        if body.lstrip()[:1] in ("{", "["):
+            return _json_calls(body, names, explicit=True)
+        return dialects.read_mistral(body)
+    for marker in ("<|python_tag|>", "<|tool_call|>"):
         if span.startswith(marker):
-            return _json_calls(span[len(marker):], names, explicit=True)
+            body = span.removeprefix(marker)
+            return _json_calls(body, names, explicit=True) if body.strip() else Extraction()
+    for opener in ("<|python_start|>", "<|tool_call_start|>"):
+        if span.startswith(opener):
+            body = _between(span, opener, dialects.CLOSED[opener])
+            found = dialects.read_python(body) or _json_calls(body, names, explicit=True)
+            return found or (Extraction(remaining_text=body) if opener == "<|python_start|>" else None)
+    if span.startswith(("<｜tool▁calls▁begin｜>", dialects.DEEPSEEK_CALL)):
+        return _nonempty(dialects.read_deepseek(span))
+    if span.startswith(("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>", dialects.KIMI_CALL)):
+        return _nonempty(dialects.read_kimi(span))
+    if span.startswith(("<minimax:tool_call>", "<invoke name=")):
+        return dialects.read_invokes(span, tools)
+    if span.startswith("<tool_calls>"):
+        return _nonempty(_extract(_between(span, "<tool_calls>", "</tool_calls>"), tools, True))
     for pattern, closer in ((r"<function=([^>\s]+)\s*>", "</function>"),
+                            (r"""<function\s+name=["']?([^"'>\s]+)["']?\s*>""", "</function>"),
                             (r"""<tool name=["']?([^"'>\s]+)["']?\s*>""", "</tool>"),
                             (r"<([\w.-]+)>", None)):
         if m := re.match(pattern, span):
             if closer is None and m[1] not in names:
                 return None
-            body = _between(span, m[0], closer or f"</{m[1]}>")
-            return _single_call(m[1], body)
+            return dialects.xml_call(m[1], _between(span, m[0], closer or f"</{m[1]}>"), tools)
+    if (calls := _python_span(span, names)) is not None:
+        return calls
     return _json_calls(span, names, explicit)
 
 
+def _python_span(span: str, names: frozenset[str]) -> Extraction | None:
+    if span[:1] == "{" or not PY_LINE.match(span):
+        return None
+    calls = python_calls(span, names)
+    return Extraction(calls=calls, repairs=[f"read a call written as Python: {span.strip()[:80]}"]) if calls else None
+
+
 def _nonempty(extraction: Extraction) -> Extraction | None:
-    return extraction if extraction.calls else None
+    """The calls of a span read as a whole (the text between them in the span is the call's, not prose)."""
+    if not extraction.calls:
+        return None
+    extraction.remaining_text = ""
+    return extraction
 
 
 def _between(span: str, opener: str, closer: str) -> str:
@@ -293,7 +156,7 @@ def _between(span: str, opener: str, closer: str) -> str:
 
 
 def _json_calls(text: str, names: frozenset[str], explicit: bool) -> Extraction | None:
-    if not explicit and not (_CALLISH.search(text) or any(name in text for name in names)):
+    if not explicit and not (CALLISH.search(text) or any(name in text for name in names)):
         return None
     loaded = load_json(text.strip())
     if loaded is None:
@@ -353,33 +216,9 @@ def _arguments(name: str, value: Any) -> tuple[dict[str, Any], str | None, list[
         notes += [f"{name}: {repair}" for repair in repairs]
     if value is None:
         return {}, None, notes
-    if not isinstance(value, dict):
+    if not isinstance(value, Mapping):
         return {}, json.dumps(value), [*notes, f"{name}: arguments are not a JSON object; passed on as raw"]
     while len(value) == 1 and (key := next(iter(value))) in _WRAPPER_KEYS and isinstance(value[key], dict):
         value = value[key]
         notes.append(f"{name}: unwrapped doubly wrapped arguments")
-    return value, None, notes
-
-
-def _single_call(name: str, body: str) -> Extraction:
-    """`<function=name>…</function>`, `<tool name="name">…</tool>`, `<name>…</name>`: JSON or XML params."""
-    if body.strip().startswith("{"):
-        parsed, repairs = parse_arguments(body)
-        if parsed is None:
-            return Extraction(calls=[FoundCall(name, {}, body.strip())],
-                              repairs=[f"{name}: arguments are not a JSON object; passed on as raw"])
-        args, raw, notes = _arguments(name, parsed)
-        return Extraction(calls=[FoundCall(name, args, raw)], repairs=[*(f"{name}: {r}" for r in repairs), *notes])
-    params = {m[1] or m[2] or m[3]: _xml_value(m[4]) for m in _XML_PARAM.finditer(body)}
-    return Extraction(calls=[FoundCall(name, params)])
-
-
-def _xml_value(text: str) -> Any:
-    # One line is a scalar and is trimmed; a block (file content) keeps its inner whitespace.
-    value = text.strip() if "\n" not in text.strip("\n") else text.removeprefix("\n").removesuffix("\n")
-    if value[:1] in "{[" and value:
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
-            pass
-    return value
+    return dict(value), None, notes

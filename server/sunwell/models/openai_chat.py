@@ -1,7 +1,8 @@
 """OpenAI Chat Completions, streaming: OpenAI itself, Ollama's `/v1` and any OpenAI-compatible server.
 
 The `openai` SDK is imported when an adapter is built, not when this module is: the sidecar's cold start must
-not pay for it.
+not pay for it. A `ConstrainedRequest` (emulated tool calls) goes out with its reply schema in the form this
+endpoint takes, learned from its refusals (`constrained.py`); one that takes none gets the request without it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sunwell.messages import (
 from sunwell.models.base import (
     Finished,
     ModelRequest,
+    Notice,
     ProviderError,
     StreamEvent,
     TextDelta,
@@ -33,6 +35,12 @@ from sunwell.models.base import (
     ToolCallArgs,
     ToolCallDone,
     ToolCallStarted,
+)
+from sunwell.models.constrained import (
+    ConstrainedRequest,
+    ServerConstraints,
+    refuses_constraint,
+    with_constraint,
 )
 from sunwell.models.retry import StreamCut, fault_for_status, one_line
 from sunwell.models.window import length_refusal
@@ -59,14 +67,19 @@ class OpenAIChat:
             headers = {"Authorization": f"Bearer {api_key}", "OpenAI-Organization": Omit(),
                        "OpenAI-Project": Omit()}
         self._client = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, default_headers=headers)
+        self.constraints = ServerConstraints()
+        """What this endpoint does with a reply schema: one adapter per endpoint, so it is learned once."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         from openai import APIConnectionError, OpenAIError
 
         reducer = ChatStreamReducer()
         streaming = False
+        notices: list[Notice] = []
         try:
-            response = await self._create(self._params(request))
+            response = await self._open(request, notices)
+            for notice in notices:
+                yield notice
             async with response:
                 streaming = True
                 async for chunk in response:
@@ -78,6 +91,27 @@ class OpenAIChat:
             raise self._map_error(exc) from exc
         for event in reducer.finish(self.name):
             yield event
+
+    async def _open(self, request: ModelRequest, notices: list[Notice]) -> Any:
+        """The response stream; a constrained request in each form the endpoint may take, then without."""
+        from openai import APIStatusError
+
+        params = self._params(request)
+        schema = request.reply_schema if isinstance(request, ConstrainedRequest) else None
+        while schema is not None and (dialect := self.constraints.dialect()) is not None:
+            try:
+                response = await self._create(with_constraint(params, dialect, schema))
+            except APIStatusError as exc:
+                detail = _detail(exc.body, exc.message)
+                if length_refusal(self.name, exc.status_code, detail, _code(exc.body)) or not refuses_constraint(
+                        exc.status_code, detail):
+                    raise
+                if notice := self.constraints.refuse(dialect, f"{exc.status_code}: {one_line(detail)[:200]}"):
+                    notices.append(notice)
+                continue
+            self.constraints.took(dialect)
+            return response
+        return await self._create(params)
 
     async def _create(self, params: dict[str, Any]) -> Any:
         from openai import APIConnectionError

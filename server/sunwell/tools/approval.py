@@ -19,16 +19,32 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from sunwell.approval_request import ApprovalRequest
 from sunwell.vocabulary import DECISIONS, ApprovalMode, DecidedBy, Decision
 
-__all__ = ["ApprovalPolicy", "ApprovalRequest", "Asker"]
+__all__ = ["Answer", "ApprovalPolicy", "ApprovalRequest", "Asker", "Ruling"]
 log = logging.getLogger(__name__)
 
 
-Asker = Callable[[ApprovalRequest], Awaitable[str]]
-"""Asks a person; returns a decision string (anything unknown counts as deny)."""
+class Answer(NamedTuple):
+    """A person's answer: the decision, and what they said with it (a denial's note for the model)."""
+
+    decision: str
+    note: str | None = None
+
+
+class Ruling(NamedTuple):
+    decision: Decision
+    by: DecidedBy
+    note: str | None = None
+    """What the user said with a denial (PROTOCOL.md: the approve result's `note`), for the model to read."""
+
+
+Asker = Callable[[ApprovalRequest], Awaitable[str | Answer]]
+"""Asks a person; returns a decision string or an Answer (anything unknown counts as deny)."""
+NOTE_LIMIT = 500
 
 
 @dataclass
@@ -39,31 +55,32 @@ class ApprovalPolicy:
     is_allowlisted: Callable[[str], bool] = lambda command: False
     _session_rules: set[tuple[str, str, str]] = field(default_factory=set)
 
-    async def decide(self, request: ApprovalRequest, *,
-                     always_ask: bool = False) -> tuple[Decision, DecidedBy]:
+    async def decide(self, request: ApprovalRequest, *, always_ask: bool = False) -> Ruling:
         rule = request.session_rule()
         if not always_ask:
             if rule is not None and rule in self._session_rules:
-                return "allow", "policy"
+                return Ruling("allow", "policy")
             if request.command is not None and self.is_allowlisted(request.command):
-                return "allow", "policy"
+                return Ruling("allow", "policy")
             if self.mode == "auto":
-                return "allow", "policy"
+                return Ruling("allow", "policy")
         if self.mode == "deny" or self.ask is None:
-            return "deny", "policy"
+            return Ruling("deny", "policy")
         try:
             answer = await asyncio.wait_for(self.ask(request), timeout=self.timeout)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a client that errors or never answers means deny
             log.warning("approval of %s failed: %r; denying", request.name, exc)
-            return "deny", "policy"
-        if answer not in DECISIONS:
-            log.warning("approval of %s got unknown decision %r; denying", request.name, answer)
-            return "deny", "policy"
-        if answer == "allowSession" and rule is not None:
+            return Ruling("deny", "policy")
+        decision, note = answer if isinstance(answer, Answer) else (answer, None)
+        if decision not in DECISIONS:
+            log.warning("approval of %s got unknown decision %r; denying", request.name, decision)
+            return Ruling("deny", "policy")
+        if decision == "allowSession" and rule is not None:
             self._session_rules.add(rule)
-        return answer, "user"  # type: ignore[return-value]
+        note = note.strip()[:NOTE_LIMIT] if isinstance(note, str) and decision == "deny" else None
+        return Ruling(decision, "user", note or None)  # type: ignore[arg-type]
 
     def forget(self, sessions: Collection[str] = ()) -> None:
         self._session_rules = {rule for rule in self._session_rules if rule[0] not in sessions}

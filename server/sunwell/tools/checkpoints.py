@@ -81,11 +81,7 @@ class Checkpoints:
         """Record the state of `path` before its first change in this turn (later calls for it do nothing)."""
         with self._locked(session):
             meta = self._load(session)
-            entry = _find_turn(meta, turn)
-            if entry is None:
-                entry = {"turn": turn, "time": 0.0, "undone": False, "files": []}
-                meta["turns"].append(entry)
-            entry["time"] = time.time()
+            entry = _saved_turn(meta, turn)
             if any(f["rel"] == rel for f in entry["files"]):
                 self._store(session, meta)
                 return
@@ -100,11 +96,7 @@ class Checkpoints:
         One write of meta.json for all of them; a file already recorded in this turn keeps its first state."""
         with self._locked(session):
             meta = self._load(session)
-            entry = _find_turn(meta, turn)
-            if entry is None:
-                entry = {"turn": turn, "time": 0.0, "undone": False, "files": []}
-                meta["turns"].append(entry)
-            entry["time"] = time.time()
+            entry = _saved_turn(meta, turn)
             known = {f["rel"]: f for f in entry["files"]}
             blobs = self._dir(session) / "blobs"
             blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -268,6 +260,16 @@ def _mode(path: Path) -> int | None:
         return stat.S_IMODE(os.lstat(path).st_mode) & 0o777
     except OSError:
         return None
+
+
+def _saved_turn(meta: dict[str, Any], turn: str) -> dict[str, Any]:
+    """The entry of `turn` (made if it is the turn's first change), its time set to now."""
+    entry = _find_turn(meta, turn)
+    if entry is None:
+        entry = {"turn": turn, "time": 0.0, "undone": False, "files": []}
+        meta["turns"].append(entry)
+    entry["time"] = time.time()
+    return entry
 
 
 def _find_turn(meta: dict[str, Any], turn: str) -> dict[str, Any] | None:

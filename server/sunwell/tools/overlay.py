@@ -16,24 +16,21 @@ by the command; Sunwell applies the changes later, through the jail's writer (to
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sunwell.tools.environment import command_env
 from sunwell.tools.jail import Jail
-from sunwell.tools.sandbox import bwrap_argv
+from sunwell.tools.sandbox import bwrap_argv, run_probe
 
 OPAQUE_XATTR = "user.overlay.opaque"
 MOUNT_SCRIPT = 'mount -t overlay overlay -o "userxattr,lowerdir=$1,upperdir=$2,workdir=$3" "$1" && shift 3 && exec "$@"'
 UNSAFE_IN_OPTIONS = (",", ":", "\\", '"', "\n")
 """Characters the overlay's mount options cannot carry in a path; a workspace named so runs without staging."""
-PROBE_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,7 @@ class Stage:
     def usage(self) -> tuple[int, int]:
         """(bytes, entries) the command has written so far."""
         size = count = 0
-        for _, st in _walk_stats(self.upper):
+        for _, st in walk_stats(self.upper):
             count += 1
             if stat.S_ISREG(st.st_mode):
                 size += st.st_size
@@ -105,29 +102,10 @@ async def _probe(staging_parent: Path, workspace: Path, bwrap: str, userns_flags
         with tempfile.TemporaryDirectory(prefix="sunwell-overlay-probe-") as tmp:
             jail = Jail(Path(os.path.realpath(tmp)))  # an empty sandbox: the probe needs only the mount
             sandbox = bwrap_argv(jail.root, jail.root, jail, network=False, bwrap=bwrap, userns_flags=userns_flags)
-            problem = await _try(stage.wrap([*sandbox, "true"], workspace), workspace)
+            problem = await run_probe(stage.wrap([*sandbox, "true"], workspace), cwd=workspace)
         return None if problem is None else f"overlayfs cannot be mounted here ({problem})"
     finally:
         stage.discard()
-
-
-async def _try(argv: list[str], cwd: Path) -> str | None:
-    try:
-        proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env=command_env(os.environ), stdin=asyncio.subprocess.DEVNULL,
-                                                    stdout=asyncio.subprocess.DEVNULL,
-                                                    stderr=asyncio.subprocess.PIPE)  # fmt: skip
-    except OSError as exc:
-        return str(exc)
-    try:
-        _, err = await asyncio.wait_for(proc.communicate(), PROBE_TIMEOUT)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        return f"the probe did not finish within {PROBE_TIMEOUT:g} s"
-    if proc.returncode == 0:
-        return None
-    lines = err.decode("utf-8", "replace").strip().splitlines()
-    return lines[-1] if lines else f"exit code {proc.returncode}"
 
 
 # ---- reading the upper layer ------------------------------------------------------------------------------------
@@ -201,7 +179,7 @@ def _deleted(path: Path, rel: str, st: os.stat_result | None) -> Iterator[Change
     if st is None:
         return
     if stat.S_ISDIR(st.st_mode):
-        for sub_rel, sub_st in sorted(_walk_stats(path, rel + "/")):
+        for sub_rel, sub_st in sorted(walk_stats(path, rel + "/")):
             if not stat.S_ISDIR(sub_st.st_mode):
                 yield Change(sub_rel, "deleted", None, is_link=stat.S_ISLNK(sub_st.st_mode))
         yield Change(rel, "deleted", None, is_dir=True)
@@ -209,7 +187,10 @@ def _deleted(path: Path, rel: str, st: os.stat_result | None) -> Iterator[Change
         yield Change(rel, "deleted", None, is_link=stat.S_ISLNK(st.st_mode))
 
 
-def _walk_stats(root: Path, prefix: str = "") -> Iterator[tuple[str, os.stat_result]]:
+def walk_stats(root: Path, prefix: str = "",
+               skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, os.stat_result]]:
+    """(rel, lstat) of everything under `root`, links not followed; `skip(rel)` leaves an entry (and what is in it)
+    out."""
     stack = [(root, prefix)]
     while stack:
         directory, pre = stack.pop()
@@ -219,13 +200,16 @@ def _walk_stats(root: Path, prefix: str = "") -> Iterator[tuple[str, os.stat_res
         except OSError:
             continue
         for entry in entries:
+            rel = pre + entry.name
+            if skip is not None and skip(rel):
+                continue
             try:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            yield pre + entry.name, st
+            yield rel, st
             if stat.S_ISDIR(st.st_mode):
-                stack.append((Path(entry.path), pre + entry.name + "/"))
+                stack.append((Path(entry.path), rel + "/"))
 
 
 def _is_opaque(path: Path) -> bool:

@@ -70,7 +70,7 @@ async def probe_bwrap(bwrap: str) -> BwrapProbe:
         jail = Jail(Path(tmp))
         for flags in (USERNS_FLAGS, ()):
             argv = bwrap_argv(jail.root, jail.root, jail, network=False, bwrap=bwrap, userns_flags=flags)
-            error = await _try(argv + ["true"])
+            error = await run_probe(argv + ["true"])
             if not error:
                 _probes[bwrap] = BwrapProbe(None, flags)
                 return _probes[bwrap]
@@ -78,11 +78,12 @@ async def probe_bwrap(bwrap: str) -> BwrapProbe:
     return _probes[bwrap]
 
 
-async def _try(argv: list[str]) -> str | None:
+async def run_probe(argv: list[str], cwd: Path | None = None) -> str | None:
+    """Run a probe command (with the commands' environment); None when it worked, else its last line of stderr."""
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE, env=command_env(os.environ),
+            stderr=asyncio.subprocess.PIPE, env=command_env(os.environ), cwd=cwd,
         )  # fmt: skip
     except OSError as exc:
         return str(exc)

@@ -20,6 +20,7 @@ from pathlib import Path
 from sunwell.tools.effects import Record
 from sunwell.tools.guarded import CREATABLE_NAMES, UNMASKED_NAMES
 from sunwell.tools.jail import Jail
+from sunwell.tools.overlay import walk_stats
 
 BUDGET = 64_000_000
 """Bytes copied aside before one command, at most (the staging cap, if smaller)."""
@@ -75,29 +76,13 @@ class Snapshot:
 
 
 def _files(jail: Jail) -> list[tuple[str, os.stat_result]]:
-    """Every file and link of the workspace a command's change could be undone for (not blocked or protected)."""
-    found = []
-    stack = [(jail.root, "")]
-    while stack:
-        directory, prefix = stack.pop()
-        try:
-            with os.scandir(directory) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for entry in entries:
-            rel = prefix + entry.name
-            if entry.name.lower() in UNMASKED_NAMES | CREATABLE_NAMES or jail.is_blocked(rel) or jail.is_protected(rel):
-                continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                stack.append((Path(entry.path), rel + "/"))
-            elif stat.S_ISREG(st.st_mode):
-                found.append((rel, st))
-    return found
+    """Every file of the workspace a command's change could be undone for (not blocked or protected)."""
+
+    def skip(rel: str) -> bool:
+        name = rel.rpartition("/")[2].lower()
+        return name in UNMASKED_NAMES | CREATABLE_NAMES or jail.is_blocked(rel) or jail.is_protected(rel)
+
+    return [(rel, st) for rel, st in walk_stats(jail.root, skip=skip) if stat.S_ISREG(st.st_mode)]
 
 
 def _stamp(st: os.stat_result) -> Stamp:
