@@ -320,19 +320,20 @@ class SunwellClient:
         return await Turn(config, log, engine.store.messages(session)).run(case.question)
 
 
-class AnchorClient:
-    """The model's own ceiling: its chat template with the tools in the request, and a lenient reading of the reply
+class NativeClient:
+    """The request a plain client sends: the question, the tools offered natively, the raw SDK. `naive` trusts
+    only `tool_calls`; `anchor` is the model's own ceiling: its chat template with the tools in it, read leniently
     (native `tool_calls`, else each JSON object with `name` and `arguments` in the text)."""
 
-    def __init__(self, base_url: str, model: str, temperature: float | None = None) -> None:
+    def __init__(self, base_url: str, model: str, temperature: float | None = None, *, lenient: bool) -> None:
         from openai import AsyncOpenAI
 
         self.client = AsyncOpenAI(base_url=base_url, api_key="sk-no-key", max_retries=0)
-        self.model = model
+        self.model, self.lenient = model, lenient
         self.sampling = {} if temperature is None else {"temperature": temperature}
 
     async def run(self, case: Case) -> Outcome:
-        outcome = Outcome(case.id, case.set, "anchor", next(iter(case.answers[0])))
+        outcome = Outcome(case.id, case.set, "anchor" if self.lenient else "naive", next(iter(case.answers[0])))
         tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                     "parameters": t.parameters}} for t in case.tools]
         response = await self.client.chat.completions.create(
@@ -343,7 +344,7 @@ class AnchorClient:
         for call in message.tool_calls or []:
             outcome.calls.append({"name": call.function.name, "arguments": _object(call.function.arguments),
                                   "raw": None})
-        if not outcome.calls:
+        if self.lenient and not outcome.calls:
             outcome.calls = json_calls(outcome.text)
         return judge(case, outcome)
 
@@ -402,34 +403,6 @@ def compare(outcomes: list[Outcome], cases: dict[str, Case], mode: str = "sunwel
     return rows
 
 
-class NaiveClient:
-    """What a client that trusts `tool_calls` gets: the raw SDK, tools offered natively, no normalizer."""
-
-    def __init__(self, base_url: str, model: str, temperature: float | None = None) -> None:
-        from openai import AsyncOpenAI
-
-        self.client = AsyncOpenAI(base_url=base_url, api_key="sk-no-key", max_retries=0)
-        self.model = model
-        self.sampling = {} if temperature is None else {"temperature": temperature}
-
-    async def run(self, case: Case) -> Outcome:
-        outcome = Outcome(case.id, case.set, "naive", next(iter(case.answers[0])))
-        tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                                    "parameters": t.parameters}} for t in case.tools]
-        response = await self.client.chat.completions.create(
-            model=self.model, messages=[{"role": "user", "content": case.question}], tools=tools, max_tokens=512,
-            **self.sampling)
-        message = response.choices[0].message
-        outcome.text = message.content or ""
-        for call in message.tool_calls or []:
-            try:
-                arguments = json.loads(call.function.arguments or "{}")
-            except ValueError:
-                arguments = None
-            outcome.calls.append({"name": call.function.name, "arguments": arguments, "raw": None})
-        return judge(case, outcome)
-
-
 # --- the run ------------------------------------------------------------------------------------------------
 
 def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
@@ -480,8 +453,8 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
     clients = {"sunwell": lambda: SunwellClient(args.base_url, args.model, args.rounds, tmp, overrides),
                "sunwell-free": lambda: SunwellClient(args.base_url, args.model, args.rounds, tmp,
                                                      {**overrides, "constrained": False}, "sunwell-free"),
-               "naive": lambda: NaiveClient(args.base_url, args.model, temperature),
-               "anchor": lambda: AnchorClient(args.base_url, args.model, temperature)}
+               "naive": lambda: NativeClient(args.base_url, args.model, temperature, lenient=False),
+               "anchor": lambda: NativeClient(args.base_url, args.model, temperature, lenient=True)}
     outcomes: list[Outcome] = []
     summary: dict[str, dict[str, Any]] = {}
     for name in args.sets:
