@@ -138,7 +138,7 @@ def test_a_command_past_the_staging_cap_is_stopped_and_nothing_is_applied(ws, tm
     with pytest.raises(ToolFailure) as info:  # 1 GB: stopped while it writes, not after
         asyncio.run(run_command({"command": "echo x > small.txt; head -c 1G /dev/zero > big.bin", "timeout": 120},
                                 ctx))
-    assert info.value.error.code == "limit" and "staging.max_bytes" in info.value.error.suggestion
+    assert info.value.error.code == "execution" and "staging.max_bytes" in info.value.error.suggestion
     assert "nothing was applied" in info.value.error.message
     assert tree(ws) == before
     assert not list((tmp_path / "data" / "staging").iterdir())  # the staged copy is gone too
@@ -146,7 +146,7 @@ def test_a_command_past_the_staging_cap_is_stopped_and_nothing_is_applied(ws, tm
     many = context(ws, tmp_path / "data", staging_max_files=100)
     with pytest.raises(ToolFailure) as info:
         asyncio.run(run_command({"command": "mkdir out && touch out/f{1..500}"}, many))
-    assert info.value.error.code == "limit" and "files" in info.value.error.message
+    assert info.value.error.code == "execution" and "files" in info.value.error.message
     assert tree(ws) == before
 
 

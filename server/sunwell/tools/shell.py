@@ -152,7 +152,7 @@ async def _run_staged(argv: list[str], command: str, cwd: Path, env: dict[str, s
         if cap.reason is None:
             cap.reason = await asyncio.to_thread(cap.over)
         if cap.reason is not None:
-            raise ToolFailure("limit", f"the command changed {cap.reason}, more than a command may change at once "
+            raise ToolFailure("execution", f"the command changed {cap.reason}, more than a command may change at once "
                               "(the staging limit); nothing was applied to the workspace",
                               "make it change less (build into a folder outside the workspace, clean first), or "
                               "raise staging.max_bytes / staging.max_files in the user config")  # fmt: skip
