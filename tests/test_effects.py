@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,17 @@ def test_blocked_and_protected_paths_are_reported_and_never_applied(sunwell, fak
     assert (ws / "ok.txt").read_text() == "ok\n"
 
 
+def recorded() -> tuple[list[dict], Callable[[dict], Awaitable[ToolError | None]]]:
+    """A review that allows every effects preview and keeps it for the test to look at."""
+    shown: list[dict] = []
+
+    async def review(preview: dict) -> ToolError | None:
+        shown.append(preview)
+        return None
+
+    return shown, review
+
+
 def context(ws: Path, data: Path, **extra) -> ToolContext:
     checkpoints = Checkpoints(data / "checkpoints")
     return ToolContext(jail=Jail(ws), staging_dir=data / "staging", max_output_bytes=20_000,
@@ -173,12 +185,7 @@ def test_a_cancelled_command_applies_nothing(ws, tmp_path):
 
 @needs_overlay
 def test_a_large_build_output_is_summarised_not_listed(ws, tmp_path):
-    shown: list[dict] = []
-
-    async def review(preview: dict) -> ToolError | None:
-        shown.append(preview)
-        return None
-
+    shown, review = recorded()
     ctx = context(ws, tmp_path / "data", review=review)
     output = asyncio.run(run_command({"command": "mkdir -p build/gen && for i in $(seq 300); do echo $i > "
                                                  "build/gen/f$i.js; done; echo y >> a.txt"}, ctx))
@@ -244,12 +251,7 @@ def test_the_terminal_card_escapes_what_the_command_wrote(sunwell, fake, ws):
 
 @needs_overlay
 def test_dependencies_are_copied_in_whole_and_caches_dropped(ws, tmp_path):
-    shown: list[dict] = []
-
-    async def review(preview: dict) -> ToolError | None:
-        shown.append(preview)
-        return None
-
+    shown, review = recorded()
     command = ("mkdir -p node_modules/pkg/lib node_modules/tmp __pycache__ && echo x > node_modules/pkg/lib/i.js && "
                "echo t > node_modules/tmp/t && rm -r node_modules/tmp && ln -s lib/i.js node_modules/pkg/main.js && "
                "echo c > __pycache__/m.pyc")

@@ -90,51 +90,44 @@ export class ChatInput {
     this.callbacks.changed(this.textarea.value);
   }
 
+  /** Arrows, Tab/Enter and Escape on the open list (of mentions or of commands); true when the key was the list's. */
+  private popupKey(e: KeyboardEvent, popup: { count: number; accept: (i: number) => void; typedOut: boolean }): boolean {
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      e.preventDefault();
+      const step = e.key === 'ArrowDown' ? 1 : -1;
+      this.selected = (this.selected + step + popup.count) % popup.count;
+      this.drawCompletions();
+      return true;
+    }
+    if (popup.typedOut) {
+      this.closeCompletions();
+      return false; // the Enter sends the line
+    }
+    if (e.key === 'Tab' || (e.key === 'Enter' && !e.shiftKey)) {
+      e.preventDefault();
+      popup.accept(this.selected);
+      return true;
+    }
+    if (e.key === 'Escape') {
+      e.preventDefault();
+      e.stopPropagation();
+      this.closeCompletions();
+      return true;
+    }
+    return false;
+  }
+
   private onKeyDown(e: KeyboardEvent): void {
     if (e.isComposing || e.keyCode === 229) return;
-    if (!this.list.hidden && this.mention && this.mentionMatches.length) {
-      if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
-        e.preventDefault();
-        const step = e.key === 'ArrowDown' ? 1 : -1;
-        this.selected = (this.selected + step + this.mentionMatches.length) % this.mentionMatches.length;
-        this.drawCompletions();
-        return;
-      }
-      if (e.key === 'Tab' || (e.key === 'Enter' && !e.shiftKey)) {
-        e.preventDefault();
-        this.acceptMention(this.selected);
-        return;
-      }
-      if (e.key === 'Escape') {
-        e.preventDefault();
-        e.stopPropagation();
-        this.closeCompletions();
-        return;
-      }
-    }
-    if (!this.list.hidden && this.matches.length) {
-      if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
-        e.preventDefault();
-        const step = e.key === 'ArrowDown' ? 1 : -1;
-        this.selected = (this.selected + step + this.matches.length) % this.matches.length;
-        this.drawCompletions();
-        return;
-      }
-      // Enter on a command typed out in full sends it (the list would only add a space); Tab still completes.
-      const typedOut = e.key === 'Enter' && this.context !== null && isCompleteCommand(this.matches, this.context.prefix);
-      if (typedOut) this.closeCompletions();
-      else if (e.key === 'Tab' || (e.key === 'Enter' && !e.shiftKey)) {
-        e.preventDefault();
-        this.accept(this.selected);
-        return;
-      }
-      if (e.key === 'Escape') {
-        e.preventDefault();
-        e.stopPropagation();
-        this.closeCompletions();
-        return;
-      }
-    }
+    const popup = this.list.hidden ? null
+      : this.mention && this.mentionMatches.length
+        ? { count: this.mentionMatches.length, accept: (i: number) => this.acceptMention(i), typedOut: false }
+        : this.matches.length
+          ? { count: this.matches.length, accept: (i: number) => this.accept(i),
+              // Enter on a command typed out in full sends it (the list would only add a space); Tab completes.
+              typedOut: e.key === 'Enter' && this.context !== null && isCompleteCommand(this.matches, this.context.prefix) }
+          : null;
+    if (popup && this.popupKey(e, popup)) return;
     if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
       e.preventDefault();
       const text = this.textarea.value;

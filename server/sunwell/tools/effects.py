@@ -47,16 +47,13 @@ anything changes: tools/base.py ToolContext.checkpoint_changes."""
 class Effects:
     files: list[Change] = field(default_factory=list)
     """Applied through the writer: files added, modified, deleted or re-moded, and folders made or removed."""
-    refused: list[str] = field(default_factory=list)
-    """Blocked, protected or links: `path (why)`, never applied."""
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    """Blocked, protected or links, never applied: (rel, why), a folder's rel ending in `/` (what is in it is not
+    listed again)."""
     trees: list[tuple[str, Path, int]] = field(default_factory=list)
     """(folder, its staged copy, file count) of creatable blocked folders, copied in whole."""
     seen: dict[str, str | None] = field(default_factory=dict)
     """sha256 of each changed workspace file as the command saw it (None: it did not exist)."""
-
-    @property
-    def empty(self) -> bool:
-        return not (self.files or self.refused or self.trees)
 
 
 def assess(stage: Stage, jail: Jail) -> Effects:
@@ -75,14 +72,12 @@ def assess(stage: Stage, jail: Jail) -> Effects:
             continue
         why = _refusal(change, jail)
         if why:
-            if not any(change.rel.startswith(r.split(" (")[0].rstrip("/") + "/") for r in effects.refused):
-                effects.refused.append(f"{change.rel}{'/' if change.is_dir else ''} ({why})")
+            if not any(rel.endswith("/") and change.rel.startswith(rel) for rel, _ in effects.refused):
+                effects.refused.append((change.rel + ("/" if change.is_dir else ""), why))
             continue
         effects.files.append(change)
-        if not change.is_dir and change.kind != "added":
-            effects.seen[change.rel] = _sha(jail.root / change.rel)
-        elif not change.is_dir:
-            effects.seen[change.rel] = None
+        if not change.is_dir:
+            effects.seen[change.rel] = None if change.kind == "added" else file_sha(jail.root / change.rel)
     effects.trees = [(folder, stage.upper / folder, count) for folder, count in sorted(trees.items())]
     return effects
 
@@ -119,7 +114,7 @@ def preview(effects: Effects, jail: Jail, *, command: str, cwd: str, exit_code: 
         changes.append({"path": change.rel, "change": change.kind, "binary": binary,
                         "before": _text(before) if show else None, "after": _text(after) if show else None})
     notes = summaries + [f"{folder}/: {count:,} files (copied in whole, not undone)" for folder, _, count in
-                         effects.trees] + [f"not applied: {r}" for r in effects.refused]  # fmt: skip
+                         effects.trees] + [f"not applied: {rel} ({why})" for rel, why in effects.refused]  # fmt: skip
     shown = output + ("".join(f"\n[Sunwell: {n}]" for n in notes) if notes else "")
     return {"kind": "effects", "command": command, "cwd": cwd, "exitCode": exit_code, "output": shown,
             "changes": changes, "truncated": len(listed) > MAX_LISTED}
@@ -199,7 +194,8 @@ class Applied:
         if self.failed:
             lines.append("could not be applied: " + ", ".join(self.failed))
         if effects.refused:
-            lines.append("not applied (commands may not change these): " + ", ".join(effects.refused))
+            lines.append("not applied (commands may not change these): "
+                         + ", ".join(f"{rel} ({why})" for rel, why in effects.refused))
         return "".join(f"\n[Sunwell: {line}]" for line in lines)
 
 
@@ -209,13 +205,13 @@ def apply(effects: Effects, jail: Jail, record: Record | None) -> Applied:
     files = [c for c in effects.files if not c.is_dir]
     ready = []
     for change in files:
-        if _sha(jail.root / change.rel) != effects.seen.get(change.rel):
+        if file_sha(jail.root / change.rel) != effects.seen.get(change.rel):
             applied.conflicts.append(change.rel)
         else:
             ready.append(change)
     targets = {c.rel: prepare_write(jail, c.rel) for c in ready}
     if record is not None and ready:
-        record([(targets[c.rel].path, c.rel, None if c.kind == "deleted" else _sha(c.staged)) for c in ready])
+        record([(targets[c.rel].path, c.rel, None if c.kind == "deleted" else file_sha(c.staged)) for c in ready])
     for change in ready:
         target = targets[change.rel]
         try:
@@ -262,7 +258,8 @@ def _whiteouts(folder: str, names: list[str]) -> set[str]:
     return {name for name in names if stat.S_ISCHR(os.lstat(os.path.join(folder, name)).st_mode)}
 
 
-def _sha(path: Path | None) -> str | None:
+def file_sha(path: Path | None) -> str | None:
+    """The sha256 of a regular file (never through a symlink); None when there is none."""
     if path is None:
         return None
     try:

@@ -9,7 +9,6 @@ copied is named as one undo cannot restore.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
@@ -17,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sunwell.tools.effects import Record
+from sunwell.tools.effects import Record, file_sha
 from sunwell.tools.guarded import CREATABLE_NAMES, UNMASKED_NAMES
 from sunwell.tools.jail import Jail
 from sunwell.tools.overlay import walk_stats
@@ -66,7 +65,7 @@ class Snapshot:
             if rel in lost:
                 continue
             prior = self.folder / rel if rel in self.stamps else self.folder / ".absent" / rel
-            items.append((prior, rel, _sha(self.jail.root / rel) if rel in now else None))
+            items.append((prior, rel, file_sha(self.jail.root / rel) if rel in now else None))
         if items:
             record(items)
         return lost
@@ -87,11 +86,3 @@ def _files(jail: Jail) -> list[tuple[str, os.stat_result]]:
 
 def _stamp(st: os.stat_result) -> Stamp:
     return st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode
-
-
-def _sha(path: Path) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            return hashlib.file_digest(f, "sha256").hexdigest()
-    except OSError:
-        return None
