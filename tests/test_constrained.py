@@ -19,7 +19,8 @@ from sunwell.config import load_settings
 from sunwell.messages import ToolSpec
 from sunwell.models.base import TextDelta, ToolCallDone
 from sunwell.models.capabilities import capabilities_for
-from sunwell.models.constrained import ConstrainedReply, reply_schema
+from sunwell.models.constrained import ConstrainedReply, answer_tool, reply_schema
+from sunwell.models.emulation_prompt import constrained_prompt
 
 MODEL = "openai-compatible:qwen2.5-coder-0.5b"  # no native tools: emulated, as the registry says
 
@@ -84,7 +85,8 @@ def test_the_schema_goes_out_and_a_constrained_reply_reads_then_writes_then_answ
     assert {"read_file", "write_file", "final_answer"} <= set(offered)
     assert offered["write_file"]["properties"]["arguments"]["required"] == ["path", "content"]
     assert offered["final_answer"]["properties"]["arguments"]["properties"] == {"text": {"type": "string"}}
-    assert "- final_answer(text: string)" in body["messages"][0]["content"]  # offered as one more function
+    system = body["messages"][0]["content"]
+    assert '"name": "final_answer"' in system and "call final_answer with your reply" in system  # one more function
     assert all(constraint(r.body) for r in fake.requests) and len(fake.requests) == 3
     wire = as_json(events)
     check_stream_rules(wire)
@@ -95,6 +97,23 @@ def test_the_schema_goes_out_and_a_constrained_reply_reads_then_writes_then_answ
     texts = [e["delta"] for e in wire if e["type"] == "text"]
     assert "".join(texts) == 'b.txt now holds "HELLO FROM A" and a second line.\nDone.'
     assert len(texts) > 5  # streamed as it came, not in one piece at the end
+
+
+def test_the_prompt_lists_required_parameters_first_with_their_descriptions_and_no_example_values():
+    # The grammar lets required properties come first only; the prompt shows the same order, keeps each
+    # parameter's description (where its default is said) and shows the call's shape without values to copy.
+    tool = ToolSpec(name="distance", description="Driving distance. Long explanation.", parameters={
+        "type": "object", "required": ["origin", "destination"], "properties": {
+            "origin": {"type": "string"}, "unit": {"type": "string", "description": "Default is km."},
+            "destination": {"type": "string"}}})
+    prompt = constrained_prompt([tool, answer_tool([tool])], "final_answer", compact=True)
+    listed = json.loads(next(line for line in prompt.splitlines() if '"distance"' in line))["function"]
+    assert list(listed["parameters"]["properties"]) == ["origin", "destination", "unit"]
+    assert listed["parameters"]["properties"]["unit"]["description"] == "Default is km."
+    assert listed["description"] == "Driving distance."  # compact: the first sentence
+    assert '"..."' not in prompt and '{"name": <tool-name>, "arguments": <args-json-object>}' in prompt
+    assert list(reply_schema([tool])["anyOf"][0]["properties"]["arguments"]["properties"]) == [
+        "origin", "unit", "destination"]  # the grammar's compiler orders them itself
 
 
 def test_a_refusal_is_retried_without_and_remembered_for_the_endpoint(tmp_path, workspace, fake):

@@ -11,7 +11,6 @@ from email.utils import formatdate
 from pathlib import Path
 
 import pytest
-from openai.types.chat import ChatCompletionChunk
 
 from fake_provider import Call, Fail, FakeProvider, Reply
 from sunwell.messages import (
@@ -21,6 +20,7 @@ from sunwell.messages import (
     ToolError,
     ToolResultMessage,
     ToolSpec,
+    Usage,
     UserMessage,
 )
 from sunwell.models.anthropic_messages import AnthropicMessages
@@ -390,11 +390,11 @@ def test_parse_retry_after():
 # --------------------------------------------------------------------------- the OpenAI reducer, edge servers
 
 
-def chunk(delta: dict, finish: str | None = None, usage: dict | None = None) -> ChatCompletionChunk:
-    return ChatCompletionChunk.model_validate({
+def chunk(delta: dict, finish: str | None = None, usage: dict | None = None) -> dict:
+    return {
         "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "usage": usage,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if delta is not None else [],
-    })
+    }
 
 
 def test_reasoning_fields_become_thinking_and_missing_ids_are_synthesized():
@@ -446,6 +446,23 @@ async def test_argument_pieces_before_the_name_are_streamed_once_the_name_comes(
     assert calls_by_id(events) == {"call_1": ("read_file", ARGS_A, ARGS_A),
                                    "call_2": ("list_files", ARGS_B, ARGS_B)}
     assert isinstance(events[-1], Finished) and events[-1].stop_reason == "tool_calls"
+
+
+def test_chunks_of_odd_shapes_are_read_for_what_they_hold():
+    # Chunks are the server's JSON as sent, so every field may be absent, null or of another type.
+    reducer = ChatStreamReducer()
+    events = [event for c in [
+        "not a chunk", {"choices": None}, {"choices": ["x", {"delta": None}]},
+        {"choices": [{"index": None, "delta": {"content": "a", "refusal": None, "tool_calls": None}}]},
+        {"choices": [{"index": 1, "delta": {"content": "other choice"}}]},
+        {"choices": [{"delta": {"content": 7, "tool_calls": ["x", 3]}}]},
+        {"choices": [{"delta": {"content": "b"}, "finish_reason": "stop"}],
+         "usage": {"prompt_tokens": None, "completion_tokens": 2}},
+    ] for event in reducer.feed(c)]
+    events += list(reducer.finish("openai-compatible"))
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["a", "b"]
+    assert events[-1] == Finished(Usage(input_tokens=0, output_tokens=2), "stop")
+    assert not [e for e in events if isinstance(e, (ToolCallStarted, ToolCallDone))]
 
 
 def test_a_stream_without_finish_reason_is_cut():

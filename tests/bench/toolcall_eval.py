@@ -458,7 +458,9 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
     outcomes: list[Outcome] = []
     summary: dict[str, dict[str, Any]] = {}
     for name in args.sets:
-        cases = load_cases(root, name, args.limit)
+        cases = [c for c in load_cases(root, name, args.limit) if not args.cases or c.id in args.cases]
+        if not cases:
+            continue
         summary[name] = {}
         for mode in args.modes:
             client = clients[mode]()
@@ -525,6 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", default=",".join(SETS), type=lambda s: [x for x in s.split(",") if x])
     parser.add_argument("--modes", default="sunwell,naive", type=lambda s: [x for x in s.split(",") if x])
     parser.add_argument("--limit", type=int, default=50, help="cases per set, evenly spread (0 = all)")
+    parser.add_argument("--cases", type=lambda s: set(s.split(",")) - {""}, default=set(),
+                        help="only these case ids (comma-separated), among the --limit ones")
     parser.add_argument("--rounds", type=int, default=3, help="calls the model may make per case (retries)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds per case")
     parser.add_argument("--data", help="bfcl_eval/data directory (default: the installed bfcl-eval)")

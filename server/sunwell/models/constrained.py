@@ -46,7 +46,6 @@ ANSWER_TOOL = "final_answer"
 """The answer is offered as one more function: a 0.5B model offered `{"answer": ...}` beside the calls answers as
 soon as it has read a file it was asked to change; offered this function, it writes the file first (BENCHMARKS.md,
 "Constrained decoding")."""
-CALL_HINT = 'Reply with one JSON object: a function call as {"name": ..., "arguments": {...}}.'
 
 # Schema keywords the servers' grammar compilers understand; anything else (descriptions, formats, patterns) is
 # dropped from the constraint, which only loosens it: the loop still validates every call against the full schema.

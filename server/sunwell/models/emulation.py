@@ -28,13 +28,17 @@ from sunwell.models.base import (
 )
 from sunwell.models.call_detector import CallDetector, next_emulated_id
 from sunwell.models.constrained import (
-    CALL_HINT,
     ConstrainedReply,
     ConstrainedRequest,
     answer_tool,
     reply_schema,
 )
-from sunwell.models.emulation_prompt import Style, render_history_for_emulation, tool_prompt
+from sunwell.models.emulation_prompt import (
+    Style,
+    constrained_prompt,
+    render_history_for_emulation,
+    tool_prompt,
+)
 
 
 class EmulatedProvider:
@@ -60,11 +64,12 @@ class EmulatedProvider:
         # wording it wrote it (BENCHMARKS.md, "Constrained decoding").
         style: Style = "json" if constrained else self.style
         if tools:
-            prompt = tool_prompt([*tools, *([answer] if answer else [])], style, compact=self.compact,
-                                 parallel=self.parallel)  # fmt: skip
-            system = f"{system}\n\n{prompt}"
             if constrained:
-                system += "\n" + CALL_HINT
+                prompt = constrained_prompt([*tools, *([answer] if answer else [])], answer and answer.name,
+                                            compact=self.compact, parallel=self.parallel)  # fmt: skip
+            else:
+                prompt = tool_prompt(tools, style, compact=self.compact, parallel=self.parallel)
+            system = f"{system}\n\n{prompt}"
             if request.tool_choice == "required":
                 system += "\nYou must call a tool in this reply."
             elif request.tool_choice != "auto":

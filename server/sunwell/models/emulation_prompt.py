@@ -59,10 +59,7 @@ def tool_prompt(tools: list[ToolSpec], style: Style = "json", *, compact: bool =
 def _hermes_prompt(tools: list[ToolSpec], *, compact: bool, parallel: bool) -> str:
     # Worded as Qwen2.5's own chat template words it: the model was trained on exactly this text, and every
     # departure tried (a prose list of tools, a worked example, extra advice) made a 0.5B model call worse.
-    signatures = "\n".join(json.dumps({"type": "function", "function": {
-        "name": t.name,
-        "description": _first_sentence(t.description) if compact else t.description.strip(),
-        "parameters": t.parameters}}, ensure_ascii=False) for t in tools)
+    signatures = "\n".join(_signature_json(t, compact) for t in tools)
     lines = [
         "# Tools", "",
         "You may call one or more functions to assist with the user query.", "",
@@ -85,17 +82,13 @@ _LLAMA3_FORMAT = ('Respond in the format <|python_tag|>{"name": function name, "
 
 def _family_prompt(tools: list[ToolSpec], style: Style, *, compact: bool, parallel: bool) -> str:
     """Llama 3.1's, Mistral's and gpt-oss' own wording of the tools and of a call."""
-    def signature(t: ToolSpec) -> str:
-        description = _first_sentence(t.description) if compact else t.description.strip()
-        return json.dumps({"type": "function", "function": {
-            "name": t.name, "description": description, "parameters": t.parameters}}, ensure_ascii=False)
-
     example = tools[0] if tools else ToolSpec(name="tool_name", description="", parameters={})
     args = {p: _example_value(s) for p, s in _params(example) if p in _required(example)}
+    signatures = [_signature_json(t, compact) for t in tools]
     if style == "llama3":
-        lines = ["# Tools", "", _LLAMA3_ASK, "", _LLAMA3_FORMAT, "", *map(signature, tools)]
+        lines = ["# Tools", "", _LLAMA3_ASK, "", _LLAMA3_FORMAT, "", *signatures]
     elif style == "mistral":
-        lines = ["# Tools", "", "[AVAILABLE_TOOLS][" + ", ".join(map(signature, tools)) + "][/AVAILABLE_TOOLS]", "",
+        lines = ["# Tools", "", "[AVAILABLE_TOOLS][" + ", ".join(signatures) + "][/AVAILABLE_TOOLS]", "",
                  "To call a function, write [TOOL_CALLS], its name, [ARGS] and its arguments as a JSON object:",
                  render_call(example.name, args, style)]
     else:
@@ -106,6 +99,45 @@ def _family_prompt(tools: list[ToolSpec], style: Style, *, compact: bool, parall
     if not parallel:
         lines += ["", "Call one function per reply, then stop: its result comes in the next message."]
     return "\n".join(lines)
+
+
+def constrained_prompt(tools: list[ToolSpec], answer: str | None, *, compact: bool = False,
+                       parallel: bool = False) -> str:
+    """What a model reads when the server constrains its reply to one call (`constrained.py`).
+
+    The tools are their JSON signatures, as in the family prompts: a compact one-line list drops the parameters'
+    descriptions, which hold their defaults, and a 0.5B model then filled optional parameters with values of its
+    own (`"unit": "mi"` where the description says km). Each lists its required parameters first, in the order the
+    grammar compilers (llama.cpp's, llama-cpp-python's) let them be written: listed in another order, the model
+    meant an optional parameter after the first required one, could not write it there, and left it out. The
+    call's shape is shown without example values, which the model copied (`"case_id": "..."`). BENCHMARKS.md,
+    "Constrained decoding", has the measurements."""
+    lines = ["# Tools", "", "You can call these tools:", "",
+             *(_signature_json(_required_first(t), compact) for t in tools), "",
+             "To call a tool, reply with one JSON object, with the tool's name and its arguments:",
+             '{"name": <tool-name>, "arguments": <args-json-object>}', "",
+             "To call several tools, write one object after the other." if parallel else
+             "Call one tool per reply, then stop: its result comes in the next message.",
+             "Use only the tools listed above, with their exact names."]
+    if answer is not None:
+        lines.append(f"When you have what you need, call {answer} with your reply to the user.")
+    return "\n".join(lines)
+
+
+def _signature_json(tool: ToolSpec, compact: bool) -> str:
+    """A tool as OpenAI's `tools` array holds it, which chat templates copy into the prompt."""
+    description = _first_sentence(tool.description) if compact else tool.description.strip()
+    return json.dumps({"type": "function", "function": {
+        "name": tool.name, "description": description, "parameters": tool.parameters}}, ensure_ascii=False)
+
+
+def _required_first(tool: ToolSpec) -> ToolSpec:
+    properties = tool.parameters.get("properties")
+    if not isinstance(properties, dict):
+        return tool
+    required = _required(tool)
+    ordered = sorted(properties.items(), key=lambda item: item[0] not in required)  # stable: keeps each group's order
+    return tool.model_copy(update={"parameters": {**tool.parameters, "properties": dict(ordered)}})
 
 
 def _typescript(tool: ToolSpec, compact: bool) -> str:

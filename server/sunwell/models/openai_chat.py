@@ -1,7 +1,9 @@
 """OpenAI Chat Completions, streaming: OpenAI itself, Ollama's `/v1` and any OpenAI-compatible server.
 
 The `openai` SDK is imported when an adapter is built, not when this module is: the sidecar's cold start must
-not pay for it. A `ConstrainedRequest` (emulated tool calls) goes out with its reply schema in the form this
+not pay for it. It sends the request, decodes the event stream and raises its errors, but hands each chunk over as
+the JSON the server sent (`cast_to=object`): building its typed `ChatCompletionChunk` per delta cost ~65 µs, about
+two thirds of the relay's CPU per token (BENCHMARKS.md, "Speed"). A `ConstrainedRequest` (emulated tool calls) goes out with its reply schema in the form this
 endpoint takes, learned from its refusals (`constrained.py`); one that takes none gets the request without it.
 """
 
@@ -11,7 +13,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import Any, assert_never
 
 from sunwell.messages import (
     AssistantMessage,
@@ -44,9 +46,6 @@ from sunwell.models.constrained import (
 )
 from sunwell.models.retry import StreamCut, fault_for_status, one_line
 from sunwell.models.window import length_refusal
-
-if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletionChunk
 
 
 class OpenAIChat:
@@ -114,17 +113,22 @@ class OpenAIChat:
         return await self._create(params)
 
     async def _create(self, params: dict[str, Any]) -> Any:
-        from openai import APIConnectionError
+        from openai import APIConnectionError, AsyncStream
+
+        async def post() -> Any:
+            # `chat.completions.create` as the SDK makes it, with the chunks left as the server's JSON (`object`)
+            return await self._client.post("/chat/completions", body=params, cast_to=object, stream=True,
+                                           stream_cls=AsyncStream[object], options=_BEARER)
 
         try:
-            return await self._client.chat.completions.create(**params)
+            return await post()
         except APIConnectionError as exc:
             if type(exc.__cause__).__name__ not in _STALE_CONNECTION:
                 raise
         # The server closed the kept-alive connection this request went out on before answering: llama-cpp-python
         # closes it just after a stream it cut (a request too long for it), and the next request, sent at once,
         # finds it dead. Once more, at once, on a fresh connection.
-        return await self._client.chat.completions.create(**params)
+        return await post()
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -169,6 +173,9 @@ class OpenAIChat:
             f"{self.name} failed mid-answer: {detail}", retryable=True)
 
 
+_BEARER: Any = {"security": {"bearer_auth": True}}
+"""The request option by which the SDK's own `create` sends the API key."""
+
 _STALE_CONNECTION = ("ReadError", "RemoteProtocolError")
 """What httpx raises when a kept-alive connection turns out closed before any answer."""
 
@@ -189,6 +196,10 @@ def _detail(body: object, fallback: str) -> str:
     if isinstance(error, str) and error.strip():
         return error
     return fallback
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) else 0
 
 
 def map_tool_choice(choice: str) -> str | dict[str, Any]:
@@ -258,53 +269,59 @@ class _Call:
 
 @dataclass
 class ChatStreamReducer:
-    """Chunks -> canonical events, keyed by `tool_calls[i].index` (a call's id and name come only once)."""
+    """Chunks (the server's JSON) -> canonical events, keyed by `tool_calls[i].index` (a call's id and name come
+    only once). Every field may be missing or null: servers differ."""
 
     calls: dict[int, _Call] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: Usage | None = None
     chunks: int = 0
 
-    def feed(self, chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
+    def feed(self, chunk: Any) -> Iterator[StreamEvent]:
         self.chunks += 1
-        if chunk.usage is not None:
-            self.usage = Usage(input_tokens=chunk.usage.prompt_tokens or 0,
-                               output_tokens=chunk.usage.completion_tokens or 0)
-        for choice in chunk.choices:
-            if choice.index != 0 or self.finish_reason is not None:
+        if not isinstance(chunk, dict):
+            return
+        if isinstance(usage := chunk.get("usage"), dict):
+            self.usage = Usage(input_tokens=_count(usage.get("prompt_tokens")),
+                               output_tokens=_count(usage.get("completion_tokens")))
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or (choice.get("index") or 0) != 0 or self.finish_reason is not None:
                 continue
-            delta = choice.delta
+            delta = choice.get("delta") or {}
             # Not in OpenAI's schema: DeepSeek and vLLM send `reasoning_content`, Ollama `reasoning`.
-            thinking = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+            thinking = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(thinking, str) and thinking:
                 yield ThinkingDelta(thinking)
-            if delta.content:
-                yield TextDelta(delta.content)
-            if delta.refusal:
-                yield TextDelta(delta.refusal)
-            for tool_call in delta.tool_calls or []:
-                yield from self._tool_call_delta(tool_call)
-            if choice.finish_reason is not None:
-                self.finish_reason = choice.finish_reason
+            for key in ("content", "refusal"):
+                if isinstance(text := delta.get(key), str) and text:
+                    yield TextDelta(text)
+            for tool_call in delta.get("tool_calls") or ():
+                if isinstance(tool_call, dict):
+                    yield from self._tool_call_delta(tool_call)
+            if (finish := choice.get("finish_reason")) is not None:
+                self.finish_reason = str(finish)
                 yield from self._close_calls()
 
-    def _tool_call_delta(self, tool_call: Any) -> Iterator[StreamEvent]:
-        index = tool_call.index if tool_call.index is not None else self._index_without_one(tool_call.id)
+    def _tool_call_delta(self, tool_call: dict[str, Any]) -> Iterator[StreamEvent]:
+        call_id = tool_call.get("id") or None
+        index = tool_call.get("index")
+        if not isinstance(index, int):
+            index = self._index_without_one(call_id)
         call = self.calls.get(index)
         if call is None:
-            call = self.calls[index] = _Call(call_id=tool_call.id or f"call_{uuid.uuid4().hex[:24]}")
-        function = tool_call.function
-        if function is not None and function.name:
-            call.name += function.name
+            call = self.calls[index] = _Call(call_id=call_id or f"call_{uuid.uuid4().hex[:24]}")
+        function = tool_call.get("function") or {}
+        if isinstance(name := function.get("name"), str):
+            call.name += name
         if not call.started and call.name:
             call.started = True
             yield ToolCallStarted(call.call_id, call.name)
             if call.arguments:  # fragments that came before the name
                 yield ToolCallArgs(call.call_id, "".join(call.arguments))
-        if function is not None and function.arguments:
-            call.arguments.append(function.arguments)
+        if isinstance(arguments := function.get("arguments"), str) and arguments:
+            call.arguments.append(arguments)
             if call.started:
-                yield ToolCallArgs(call.call_id, function.arguments)
+                yield ToolCallArgs(call.call_id, arguments)
 
     def _index_without_one(self, call_id: str | None) -> int:
         """Some servers omit `index`: a new id is a new call, no id continues the last one."""
