@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -341,6 +340,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         return {}
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    import yaml  # here: most users have no config file, and the sidecar's start need not pay for the parser
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
