@@ -27,7 +27,6 @@ from sunwell.config import Settings, user_config_path
 from sunwell.errors import SetupError
 from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
-from sunwell.models.factory import create_provider
 from sunwell.models.spec import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.window import WindowedProvider
 from sunwell.tools.approval import ApprovalPolicy, Asker
@@ -129,6 +128,8 @@ class Engine:
     def provider(self, spec: ModelSpec) -> Provider:
         """The SDK adapter for `spec`, made once per endpoint and key: an SDK client holds a connection pool and
         an SSL context (megabytes each), so one per turn made a long-lived sidecar grow with every turn."""
+        from sunwell.models.factory import create_provider  # the adapters, and what they import, wait for a turn
+
         key = self._provider_key(spec)
         if key not in self._providers:
             try:
