@@ -127,8 +127,9 @@ class Engine:
 
     def provider(self, spec: ModelSpec) -> Provider:
         """The SDK adapter for `spec`, made once per endpoint and key: an SDK client holds a connection pool and
-        an SSL context (megabytes each), so one per turn made a long-lived sidecar grow with every turn."""
-        from sunwell.models.factory import create_provider  # the adapters, and what they import, wait for a turn
+        an SSL context (megabytes each), so one per turn made a long-lived sidecar grow with every turn. The
+        adapters, and all they import, are imported here: the sidecar's start does not need them."""
+        from sunwell.models.factory import create_provider
 
         key = self._provider_key(spec)
         if key not in self._providers:

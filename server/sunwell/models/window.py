@@ -14,8 +14,6 @@ import asyncio
 import json
 import logging
 import re
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -143,19 +141,26 @@ def ask_server(provider: str, base_url: str, model: str, *, api_key: str | None 
 
 
 class _Probe:
+    """Plain HTTP GETs and POSTs with `urllib`, imported on the first probe (not at the sidecar's start: with
+    `http.client`, `email` and `ssl` it is ~60 ms of imports)."""
+
     def __init__(self, api_key: str | None, timeout: float) -> None:
         self.headers = {"Content-Type": "application/json"} | (
             {"Authorization": f"Bearer {api_key}"} if api_key else {})
         self.timeout, self.answered = timeout, False
 
     def get(self, url: str) -> Any:
-        return self._json(urllib.request.Request(url, headers=self.headers))
+        return self._json(url)
 
     def post(self, url: str, body: dict[str, Any]) -> Any:
-        return self._json(urllib.request.Request(url, data=json.dumps(body).encode(), headers=self.headers))
+        return self._json(url, json.dumps(body).encode())
 
-    def _json(self, request: urllib.request.Request) -> Any:
+    def _json(self, url: str, data: bytes | None = None) -> Any:
         """The JSON the server answers with; None for anything else (an error status, not JSON, no answer)."""
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(url, data=data, headers=self.headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 self.answered = True
