@@ -3,8 +3,9 @@
 The `openai` SDK is imported when an adapter is built, not when this module is: the sidecar's cold start must
 not pay for it. It sends the request, decodes the event stream and raises its errors, but hands each chunk over as
 the JSON the server sent (`cast_to=object`): building its typed `ChatCompletionChunk` per delta cost ~65 µs, about
-two thirds of the relay's CPU per token (BENCHMARKS.md, "Speed"). A `ConstrainedRequest` (emulated tool calls) goes out with its reply schema in the form this
-endpoint takes, learned from its refusals (`constrained.py`); one that takes none gets the request without it.
+two thirds of the relay's CPU per token (BENCHMARKS.md, "Speed"). A `ConstrainedRequest` (emulated tool calls)
+goes out with its reply schema in the form this endpoint takes, learned from its refusals (`constrained.py`); one
+that takes none gets the request without it.
 """
 
 from __future__ import annotations
