@@ -141,8 +141,8 @@ def ask_server(provider: str, base_url: str, model: str, *, api_key: str | None 
 
 
 class _Probe:
-    """Plain HTTP GETs and POSTs with `urllib`, imported on the first probe (not at the sidecar's start: with
-    `http.client`, `email` and `ssl` it is ~60 ms of imports)."""
+    """Plain HTTP GETs and POSTs with `urllib`, imported on the first probe, not at the sidecar's start (with
+    `http.client` and `email`, tens of milliseconds of imports)."""
 
     def __init__(self, api_key: str | None, timeout: float) -> None:
         self.headers = {"Content-Type": "application/json"} | (
