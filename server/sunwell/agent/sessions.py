@@ -267,8 +267,7 @@ class SessionStore:
     def _prepare(self) -> None:
         with self._read() as db:
             app_id, version = self._header()
-            empty = db.execute("SELECT 1 FROM sqlite_master").fetchone() is None
-            fresh = (app_id, version) == (0, 0) and empty
+            fresh = (app_id, version) == (0, 0) and db.execute("SELECT 1 FROM sqlite_master").fetchone() is None
             if not fresh and app_id != APPLICATION_ID:
                 raise self._invalid()  # before the first write: someone else's database stays as it was
             db.execute("PRAGMA journal_mode = WAL")
@@ -280,8 +279,7 @@ class SessionStore:
                 if self._header() == (0, 0):  # another process may have set it up while we were looking
                     for statement in _SCHEMA:
                         db.execute(statement)
-        with self._read():
-            version = self._header()[1]
+                version = self._header()[1]
         if version != SCHEMA_VERSION:
             raise SessionStoreError(
                 f"{self.path} has session schema {version}, this Sunwell reads {SCHEMA_VERSION}; "

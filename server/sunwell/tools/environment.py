@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 COMMAND_ENV = frozenset({"PATH", "HOME", "LANG", "LANGUAGE", "TERM", "USER", "SHELL", "TMPDIR", "TZ"})
@@ -53,13 +54,18 @@ def secret_values(environ: Mapping[str, str], passthrough: Iterable[str] = ()) -
     return sorted(found, key=len, reverse=True)
 
 
+@lru_cache(maxsize=8)  # made for each turn and each audit log, from an environment that rarely changes
+def _secrets_pattern(environ: frozenset[tuple[str, str]], passthrough: frozenset[str]) -> re.Pattern[str] | None:
+    values = secret_values(dict(environ), passthrough)
+    return re.compile("|".join(map(re.escape, values))) if values else None
+
+
 class EnvSecrets:
     """Masks the values `secret_values` finds, in a string or in the strings of a JSON-like value."""
 
     def __init__(self, environ: Mapping[str, str], passthrough: Iterable[str] = (),
                  replacement: str = "[REDACTED]") -> None:  # fmt: skip
-        values = secret_values(environ, passthrough)
-        self._pattern = re.compile("|".join(map(re.escape, values))) if values else None
+        self._pattern = _secrets_pattern(frozenset(environ.items()), frozenset(passthrough))
         self._replacement = replacement
 
     def mask(self, value: Any) -> Any:

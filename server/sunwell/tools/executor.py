@@ -14,7 +14,8 @@ log = logging.getLogger(__name__)
 
 async def execute(tool: Tool, call: ToolCall, ctx: ToolContext) -> ToolResultMessage:
     try:
-        output = await asyncio.wait_for(tool.handler(call.arguments, ctx), timeout=tool.timeout)
+        async with asyncio.timeout(tool.timeout):  # not wait_for: that runs the handler as a task of its own
+            output = await tool.handler(call.arguments, ctx)
     except ToolFailure as failure:  # a command's timeout carries its output so far
         error = failure.error
         if ctx.secrets is not None:

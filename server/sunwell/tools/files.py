@@ -18,6 +18,8 @@ from sunwell.tools.output import char_boundary, truncate
 MAX_ENTRIES = 2_000
 DEFAULT_LINES = 2_000
 BINARY_SNIFF_BYTES = 8_192
+INLINE_READ_BYTES = 64 * 1024
+"""A file up to this size is read on the event loop's thread: a worker thread's round trip costs more."""
 NOTICE_ROOM = 256  # bytes kept free under the cap for read_file's last line
 CHUNK = 1 << 20
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -150,7 +152,17 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     limit = _positive_int_arg(args, "limit") or DEFAULT_LINES
     real = ctx.jail.resolve(path)
     budget = max(ctx.max_output_bytes - NOTICE_ROOM, 0)
+    if _small_file(real):  # the jail's checks above did as much I/O on this thread already
+        return _read(real, path, first, limit, budget)
     return await asyncio.to_thread(_read, real, path, first, limit, budget)
+
+
+def _small_file(real: Path) -> bool:
+    try:
+        info = os.stat(real)
+    except OSError:
+        return False  # _read says what is wrong with it
+    return stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_READ_BYTES
 
 
 def _read(real: Path, path: str, first: int, limit: int, budget: int) -> str:

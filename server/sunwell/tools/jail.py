@@ -15,6 +15,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 from difflib import get_close_matches
+from functools import lru_cache
 from pathlib import Path
 
 from sunwell.tools.base import ToolFailure
@@ -35,6 +36,25 @@ MAX_SUGGESTION_SCAN = 2000
 RELATIVE_HINT = "use a path relative to the workspace root, e.g. src/app.py"
 
 
+@lru_cache(maxsize=32)  # a jail is made per turn, mostly with the same patterns: compile them once
+def _compile_blocked(blocked: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[tuple[re.Pattern[str], ...], ...]]:
+    """The patterns without `/` as one regex over a name, and those with one as a regex per path component."""
+    names: list[str] = []
+    anchored: list[tuple[re.Pattern[str], ...]] = []
+    for pattern in blocked:
+        pattern = pattern.strip().rstrip("/")
+        while pattern.startswith("**/"):
+            pattern = pattern[3:]
+        if not pattern:
+            continue
+        if "/" in pattern:
+            segments = [s for s in pattern.strip("/").split("/") if s not in ("", ".")]
+            anchored.append(tuple(re.compile(fnmatch.translate(s), re.IGNORECASE) for s in segments))
+        else:
+            names.append(fnmatch.translate(pattern))
+    return re.compile("|".join(f"(?:{n})" for n in names) or "(?!)", re.IGNORECASE), tuple(anchored)
+
+
 class Jail:
     """The workspace root plus the blocked patterns (DEFAULT_BLOCKED + `blocked` from config or a lens).
 
@@ -50,20 +70,7 @@ class Jail:
             raise ValueError(f"workspace root is not a directory: {root}")
         self._given_root = Path(os.path.abspath(root))
         self.blocked: tuple[str, ...] = (*DEFAULT_BLOCKED, *blocked)
-        names: list[str] = []
-        self._anchored: list[list[re.Pattern[str]]] = []
-        for pattern in self.blocked:
-            pattern = pattern.strip().rstrip("/")
-            while pattern.startswith("**/"):
-                pattern = pattern[3:]
-            if not pattern:
-                continue
-            if "/" in pattern:
-                segments = [s for s in pattern.strip("/").split("/") if s not in ("", ".")]
-                self._anchored.append([re.compile(fnmatch.translate(s), re.IGNORECASE) for s in segments])
-            else:
-                names.append(fnmatch.translate(pattern))
-        self._names = re.compile("|".join(f"(?:{n})" for n in names) or "(?!)", re.IGNORECASE)
+        self._names, self._anchored = _compile_blocked(self.blocked)
         self._protected = {p.rstrip("/").lower() for p in PROTECTED}
 
     def is_protected(self, rel: str) -> bool:
