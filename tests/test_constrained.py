@@ -99,6 +99,21 @@ def test_the_schema_goes_out_and_a_constrained_reply_reads_then_writes_then_answ
     assert len(texts) > 5  # streamed as it came, not in one piece at the end
 
 
+def test_after_a_result_the_request_is_restated_last(tmp_path, workspace, fake):
+    # A 0.5B model reading "Result of read_file…" last re-reads the file; told the request again right there it
+    # goes on to the write (BENCHMARKS.md, "Agentic read→write tasks").
+    request = "Read a.txt and write its content in upper case to b.txt"
+    fake.script(Reply(text=call("read_file", path="a.txt")), Reply(text=answer("Done.")))
+    run_turn(engine(tmp_path, workspace, fake), request)
+
+    first, second = (r.body["messages"] for r in fake.requests)
+    assert first[-1] == {"role": "user", "content": request}  # nothing added before any result
+    last = second[-1]["content"]
+    assert last.startswith("Result of read_file(") and "hello from a" in last
+    assert last.endswith(f"The request was: {request}\nCall the tool for its next step, or final_answer if it is "
+                         "done.")
+
+
 def test_the_prompt_lists_required_parameters_first_with_their_descriptions_and_no_example_values():
     # The grammar lets required properties come first only; the prompt shows the same order, keeps each
     # parameter's description (where its default is said) and shows the call's shape without values to copy.

@@ -14,6 +14,7 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
+from sunwell.messages import ToolResultMessage, UserMessage
 from sunwell.models.base import (
     Finished,
     ModelRequest,
@@ -36,6 +37,7 @@ from sunwell.models.constrained import (
 from sunwell.models.emulation_prompt import (
     Style,
     constrained_prompt,
+    next_step,
     render_history_for_emulation,
     tool_prompt,
 )
@@ -74,8 +76,14 @@ class EmulatedProvider:
                 system += "\nYou must call a tool in this reply."
             elif request.tool_choice != "auto":
                 system += f"\nYou must call {request.tool_choice} in this reply."
-        sent = replace(request, system=system.strip(), tools=[], tool_choice="auto",
-                       messages=render_history_for_emulation(request.messages, style))
+        messages = render_history_for_emulation(request.messages, style)
+        # Constrained, the request is said again after the results: a 0.5B model that reads a result last re-reads
+        # the file; reminded of the request there, it goes on to the write (BENCHMARKS.md, "Agentic read→write").
+        if constrained and request.messages and isinstance(request.messages[-1], ToolResultMessage):
+            asked = next((m.text for m in reversed(request.messages) if isinstance(m, UserMessage)), None)
+            if asked and isinstance(messages[-1], UserMessage):
+                messages[-1] = UserMessage(text=f"{messages[-1].text}\n\n{next_step(asked, answer and answer.name)}")
+        sent = replace(request, system=system.strip(), tools=[], tool_choice="auto", messages=messages)
         first_id = next_emulated_id(request.messages)
         detector: CallDetector | ConstrainedReply = CallDetector(tools, first_id=first_id)
         if constrained:

@@ -124,6 +124,12 @@ def constrained_prompt(tools: list[ToolSpec], answer: str | None, *, compact: bo
     return "\n".join(lines)
 
 
+def next_step(request: str, answer: str | None) -> str:
+    """Said after a constrained model's tool results: the user's request, and what to do now."""
+    done = f", or {answer} if it is done" if answer else ""
+    return f"The request was: {request}\nCall the tool for its next step{done}."
+
+
 def _signature_json(tool: ToolSpec, compact: bool) -> str:
     """A tool as OpenAI's `tools` array holds it, which chat templates copy into the prompt."""
     description = _first_sentence(tool.description) if compact else tool.description.strip()
