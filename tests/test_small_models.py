@@ -11,7 +11,7 @@ import json
 
 from conftest import check_stream_rules
 from fake_provider import Call, Reply
-from sunwell.agent.prompts import ANSWER_FROM_RESULTS
+from sunwell.agent.prompts import ANSWER_FROM_RESULTS, system_prompt
 
 SMALL = "openai-compatible:qwen2.5-coder-0.5b"
 
@@ -171,7 +171,14 @@ def test_the_request_names_the_files_it_mentions(sunwell, fake, workspace):
     fake.script(Reply(text="ok"))
     assert small(sunwell, fake, "Compare a.txt with src/app.py, not .env or missing.txt").code == 0
     system = system_of(fake.requests[0])
-    assert "The user's request names the files a.txt, src/app.py." in system
+    # told only that they exist, a 0.5B model lists them first; told the tool, it reads them
+    assert "The user's request names the files a.txt, src/app.py, which exist: read them with read_file." in system
+
+
+def test_the_reading_tool_is_named_only_when_offered(tmp_path):
+    offered = system_prompt(tmp_path, [], True, ["a.txt"], ["a.txt"], "read_file")
+    assert "names the file a.txt, which exists: read it with read_file." in offered
+    assert "names the file a.txt." in system_prompt(tmp_path, [], True, ["a.txt"], ["a.txt"], None)
 
 
 def test_a_call_written_as_python_runs_and_is_never_shown(sunwell, fake):

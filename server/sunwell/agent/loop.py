@@ -190,11 +190,12 @@ class Turn:
         # AGENTS.md and .sunwell/instructions.md, read again every turn: words for the model, never settings
         budget = int(min(PROJECT_MAX_TOKENS, cfg.context_window // 10) * BYTES_PER_TOKEN)
         project, _ = await asyncio.to_thread(project_instructions, cfg.tool_ctx.jail, budget)
+        tools = list(cfg.specs) if cfg.specs is not None else [tool.spec for tool in cfg.tools]
         if cfg.system:
             system = "\n\n".join([cfg.system, *project])
         else:
-            system = system_prompt(root, [*project, *cfg.extra_instructions], cfg.small_model, files, named)
-        tools = list(cfg.specs) if cfg.specs is not None else [tool.spec for tool in cfg.tools]
+            reader = "read_file" if any(t.name == "read_file" for t in tools) else None
+            system = system_prompt(root, [*project, *cfg.extra_instructions], cfg.small_model, files, named, reader)
         for round_no in range(cfg.max_tool_turns + 1):
             limit = round_no == cfg.max_tool_turns
             final = limit or self._answer_now

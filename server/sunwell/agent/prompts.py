@@ -37,14 +37,19 @@ LIMIT_REACHED = (
 
 
 def system_prompt(root: Path, extra: list[str], small_model: bool = False, files: list[str] | None = None,
-                  named: list[str] | None = None) -> str:
+                  named: list[str] | None = None, reader: str | None = None) -> str:
     """The system instructions; `files` (a small model's map of the workspace) and `named` (the files the user's
-    words name) are listed after them."""
+    words name, which `reader`, the tool that reads a file if one is offered, is named for) are listed after them."""
     # A small model copies an absolute root into every path it writes; it gets the file list instead.
     where = "" if small_model else f" ({root})"
     overview = [f"Files in the workspace: {', '.join(files)}"] if files else []
     if named:  # else it reads the likeliest-looking file of the list (src/calc.py for "Read a.txt")
-        overview.append(f"The user's request names the file{'s' if len(named) > 1 else ''} {', '.join(named)}.")
+        several = len(named) > 1
+        line = f"The user's request names the file{'s' if several else ''} {', '.join(named)}"
+        # told only that the file exists, a 0.5B model lists it first (`list_files(lines.txt)`); told the tool,
+        # it reads it (BENCHMARKS.md, "Agentic tasks")
+        how = f", which exist{'' if several else 's'}: read {'them' if several else 'it'} with {reader}" if reader else ""
+        overview.append(f"{line}{how}.")
     return "\n\n".join([SYSTEM.format(root=where), *([SMALL_MODEL] if small_model else []), *overview, *extra])
 
 
