@@ -214,3 +214,13 @@ def test_the_environment_is_read_when_the_log_is_made(tmp_path, monkeypatch):
     log = AuditLog(tmp_path)
     monkeypatch.delenv("LATE_API_KEY")
     assert call(log, arguments={"command": "echo set-before-the-log"})["arguments"]["command"] == "echo [REDACTED]"
+
+
+def test_a_secret_added_to_the_environment_since_the_last_log_is_masked_by_the_next(tmp_path, monkeypatch):
+    # The secrets' pattern is compiled once per environment: a changed environment must not get the old one.
+    monkeypatch.setenv("FIRST_API_KEY", "first-secret-value")
+    assert call(AuditLog(tmp_path), arguments={"command": "echo second-secret-value"})["arguments"]["command"] == (
+        "echo second-secret-value")
+    monkeypatch.setenv("SECOND_API_KEY", "second-secret-value")
+    masked = call(AuditLog(tmp_path), arguments={"command": "echo second-secret-value first-secret-value"})
+    assert masked["arguments"]["command"] == "echo [REDACTED] [REDACTED]"
