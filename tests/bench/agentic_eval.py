@@ -33,7 +33,8 @@ class Task:
     id: str
     prompt: str
     files: dict[str, str]
-    judge: Judge
+    judge: Judge | str
+    """What the files left must hold, or (a question) a word the answer must contain."""
 
 
 def _text(ws: Path, name: str) -> str | None:
@@ -98,6 +99,19 @@ TASKS = [
          _expect("release.txt", lambda t: "release" in t.lower() and "1.2.3" in t, "Release 1.2.3")),
 ]  # fmt: skip
 
+QUESTIONS = [
+    Task("ask-a", "What does a.txt say?", {"a.txt": "hello world\n", "notes.md": "# Notes\n"}, "hello world"),
+    Task("ask-add", "What does the function in calc.py do?",
+         {"calc.py": "def add(a, b):\n    return a + b\n", "test.sh": "#!/bin/sh\npytest -q\n"}, "add"),
+    Task("ask-port", "Which port is set in config.json?", {"config.json": '{"port": 8080, "debug": false}\n'}, "8080"),
+    Task("ask-class", "Which class is defined in src/models.py?",
+         {"src/models.py": "class Invoice:\n    total = 0\n", "src/util.py": "def helper():\n    return 1\n"},
+         "invoice"),
+    Task("ask-readme", "What is this project, according to README.md?",
+         {"README.md": "# Ledger\nA small billing app for freelancers.\n", "main.py": "print('hi')\n"}, "billing"),
+]  # fmt: skip
+"""Questions about named files, judged by the answer: the same small-model prompt must still answer them."""
+
 
 @dataclass
 class Outcome:
@@ -138,13 +152,17 @@ def run_task(task: Task, mode: str, args: argparse.Namespace, root: Path) -> Out
     except subprocess.TimeoutExpired as exc:
         code, stdout = None, exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
     events = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
-    ok, why = task.judge(ws)
+    answer = "".join(e["delta"] for e in events if e["type"] == "text")
+    if isinstance(task.judge, str):
+        ok, why = task.judge in answer.lower(), f"the answer does not say {task.judge!r}"
+    else:
+        ok, why = task.judge(ws)
     return Outcome(
         task.id, mode, ok, why if not ok else "", code,
         calls=[f"{e['name']}({json.dumps(e['arguments'], ensure_ascii=False)[:80]})" for e in events
                if e["type"] == "toolCall"],
         notices=[e["code"] for e in events if e["type"] == "notice"],
-        answer="".join(e["delta"] for e in events if e["type"] == "text")[:200],
+        answer=answer[:200],
         seconds=round(time.monotonic() - started, 1),
     )  # fmt: skip
 
@@ -181,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="agentic_eval.json")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
-    tasks = [t for t in TASKS if args.tasks is None or t.id in args.tasks]
+    tasks = [t for t in TASKS + QUESTIONS if args.tasks is None or t.id in args.tasks]
     root = Path(tempfile.mkdtemp(prefix="sunwell-agentic-"))
     outcomes: list[Outcome] = []
     for mode in args.modes:
