@@ -46,10 +46,9 @@ def system_prompt(root: Path, extra: list[str], small_model: bool = False, files
     if named:  # else it reads the likeliest-looking file of the list (src/calc.py for "Read a.txt")
         several = len(named) > 1
         line = f"The user's request names the file{'s' if several else ''} {', '.join(named)}"
-        # told only that the file exists, a 0.5B model lists it first (`list_files(lines.txt)`); told the tool,
-        # it reads it (BENCHMARKS.md, "Agentic tasks")
-        how = f", which exist{'' if several else 's'}: read {'them' if several else 'it'} with {reader}" if reader else ""
-        overview.append(f"{line}{how}.")
+        if reader:  # told only that a file exists, a 0.5B model lists it first; told the tool, it reads it
+            line += f", which exist{'' if several else 's'}: read {'them' if several else 'it'} with {reader}"
+        overview.append(line + ".")
     return "\n\n".join([SYSTEM.format(root=where), *([SMALL_MODEL] if small_model else []), *overview, *extra])
 
 
