@@ -1,19 +1,20 @@
 """Small read-then-write tasks through `sunwell run`, judged by the files left: with and without constrained decoding.
 
     python tests/bench/agentic_eval.py --base-url http://127.0.0.1:18090/v1 [--model qwen2.5-coder-0.5b] \
-        [--modes constrained,free] [--tasks upper,hello] [--out agentic.json] [-v]
+        [--modes constrained,free,anchor] [--tasks upper,hello] [--out agentic.json] [-v]
 
 Each task gets a fresh workspace with its files and one prompt, as a new user would type it ("Read a.txt and write
 its content in upper case to b.txt"); `sunwell run --yes --json` runs it as a subprocess against the server, with a
 user config that gives the model its real window (`context_window`, as scripts/start.sh writes it) and, per mode,
 `constrained: true` or `false`. A task passes when the files it should leave are there with the right content.
 The same model, prompts and limits in both modes; the server must serve no one else (llama-cpp-python interrupts
-a request when another arrives).
+a request when another arrives). `anchor` mode is the model's own ceiling on the same tasks (`run_anchor`).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import subprocess
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 SERVER = Path(__file__).resolve().parents[2] / "server"
 Judge = Callable[[Path], tuple[bool, str]]
@@ -144,7 +146,7 @@ def run_task(task: Task, mode: str, args: argparse.Namespace, root: Path) -> Out
     )
     started = time.monotonic()
     command = [sys.executable, "-m", "sunwell", "run", task.prompt, "--model", f"openai-compatible:{args.model}",
-               "--base-url", args.base_url, "--json", "--yes", "--max-tool-turns", str(args.rounds)]  # fmt: skip
+               "--base-url", args.base_url, "--json", "--yes", "--max-tool-turns", str(args.rounds), "--trust", args.trust]  # fmt: skip
     try:
         proc = subprocess.run(command, cwd=ws, env=env, capture_output=True, text=True, timeout=args.timeout,
                               check=False)  # fmt: skip
@@ -165,6 +167,66 @@ def run_task(task: Task, mode: str, args: argparse.Namespace, root: Path) -> Out
         answer=answer[:200],
         seconds=round(time.monotonic() - started, 1),
     )  # fmt: skip
+
+
+def run_anchor(task: Task, args: argparse.Namespace, root: Path) -> Outcome:
+    """The model's own ceiling on `task`: a plain client that sends the tools natively (the server's chat template
+    for the model puts them in the prompt), reads each reply leniently (native `tool_calls`, else each JSON object
+    with `name` and `arguments` in its text, as `toolcall_eval.py`'s anchor does) and runs the calls with
+    Sunwell's own tool handlers, so the results read the same. No system prompt, no constraint, no validation."""
+    sys.path.insert(0, args.pythonpath)
+    sys.path.insert(0, str(Path(__file__).parent))
+    from openai import BadRequestError, OpenAI
+    from toolcall_eval import _object as json_object
+    from toolcall_eval import json_calls
+
+    from sunwell.tools.base import ToolContext, ToolFailure, Trust
+    from sunwell.tools.jail import Jail
+    from sunwell.tools.registry import CORE_TOOLS, select_tools
+
+    ws = root / f"anchor-{task.id}" / "ws"
+    for name, text in task.files.items():
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_text(text, encoding="utf-8")
+    ws.mkdir(parents=True, exist_ok=True)
+    tools = {t.name: t for t in select_tools(CORE_TOOLS, Trust[args.trust])}
+    specs = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                               "parameters": t.parameters}} for t in tools.values()]  # fmt: skip
+    client = OpenAI(base_url=args.base_url, api_key="sk-no-key", max_retries=0)
+    ctx = ToolContext(jail=Jail(ws))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": task.prompt}]
+    outcome, started = Outcome(task.id, "anchor", False, "", 0), time.monotonic()
+    for round_ in range(args.rounds + 1):
+        try:
+            reply = client.chat.completions.create(model=args.model, messages=messages, tools=specs, temperature=0,
+                                                   max_tokens=args.max_tokens).choices[0].message  # fmt: skip
+        except BadRequestError as exc:  # a plain client keeps no budget: the history outgrew the window
+            outcome.exit, outcome.notices = 1, [f"{exc.status_code}: {str(exc.message)[:80]}"]
+            break
+        calls = [{"name": c.function.name, "arguments": json_object(c.function.arguments) or {}}
+                 for c in reply.tool_calls or []] or json_calls(reply.content or "")  # fmt: skip
+        if not calls or round_ == args.rounds:
+            outcome.answer, outcome.exit = (reply.content or "")[:200], 0 if not calls else 3
+            break
+        ids = [f"call_{round_}_{i}" for i in range(len(calls))]
+        messages.append({"role": "assistant", "content": reply.content or "", "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+            for i, c in zip(ids, calls, strict=True)]})  # fmt: skip
+        for i, call in zip(ids, calls, strict=True):
+            outcome.calls.append(f"{call['name']}({json.dumps(call['arguments'], ensure_ascii=False)[:80]})")
+            result = f"no tool {call['name']}"
+            if tool := tools.get(call["name"]):
+                try:  # the arguments as the model wrote them, unvalidated
+                    result = asyncio.run(tool.handler(call["arguments"], ctx))
+                except (ToolFailure, OSError, KeyError, TypeError, ValueError) as exc:
+                    result = f"error: {exc}"
+            messages.append({"role": "tool", "tool_call_id": i, "content": result})
+    if isinstance(task.judge, str):
+        outcome.ok, why = task.judge in outcome.answer.lower(), f"the answer does not say {task.judge!r}"
+    else:
+        outcome.ok, why = task.judge(ws)
+    outcome.why, outcome.seconds = "" if outcome.ok else why, round(time.monotonic() - started, 1)
+    return outcome
 
 
 def table(outcomes: list[Outcome], modes: list[str]) -> str:
@@ -192,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         "--tasks", type=lambda s: [x for x in s.split(",") if x], help="task ids (default: all)"
     )
     parser.add_argument("--rounds", type=int, default=4, help="--max-tool-turns of each run")
+    parser.add_argument("--trust", default="workspace", help="--trust of each run (shell offers run_command)")
     parser.add_argument("--window", type=int, default=4096, help="the server's context window (its --n_ctx)")
     parser.add_argument("--max-tokens", type=int, default=512, help="max_tokens of every request")
     parser.add_argument("--timeout", type=float, default=420, help="seconds per task")
@@ -204,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes: list[Outcome] = []
     for mode in args.modes:
         for task in tasks:
-            outcome = run_task(task, mode, args, root)
+            outcome = run_anchor(task, args, root) if mode == "anchor" else run_task(task, mode, args, root)
             outcomes.append(outcome)
             if args.verbose:
                 mark = "ok " if outcome.ok else "BAD"
