@@ -215,3 +215,37 @@ def test_resolve_never_leaves_the_workspace(
     assert not resolved.is_relative_to(shared_root.parent / "outside")
     if must_exist:
         assert os.path.lexists(resolved)
+
+
+# ---- the walk: what it yields is what is_blocked allows --------------------------------------------------------
+
+NAMES = ["a", "src", ".env", ".env.", ".env ", "ENV", "config", "CONFIG", "prod.yaml", "Prod.YAML", "x.pem", "keep",
+         "private", ".git", "node_modules", "secrets.txt", "..a", "b.", "id_rsa.pub", ".docker", "config.json",
+         "x.pem.", "credentials.json ", ".git.", "private.."]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(paths=st.lists(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4), min_size=1, max_size=12))
+def test_a_walk_yields_exactly_what_is_blocked_allows(
+    tmp_path_factory: pytest.TempPathFactory, paths: list[list[str]]
+) -> None:
+    """The walk checks each entry's own name only (its folder was checked when it was entered): the same answer as
+    `is_blocked` on the whole path and every folder above it, for default, extra and anchored patterns, any case,
+    trailing dots and spaces included."""
+    from sunwell.tools.files import walk
+
+    root = tmp_path_factory.mktemp("walk")
+    folders = {tuple(parts[:i]) for parts in paths for i in range(1, len(parts))}
+    for folder in folders:
+        root.joinpath(*folder).mkdir(parents=True, exist_ok=True)
+    for parts in paths:
+        if tuple(parts) not in folders:
+            root.joinpath(*parts).write_text("x")
+    jail = Jail(root, ["config/prod.yaml", "private/", "*.PUB"])
+    every = [p.relative_to(root).as_posix() for p in root.rglob("*")]
+    allowed = {rel for rel in every  # neither it nor any folder above it is blocked
+               if not any(jail.is_blocked(rel.rsplit("/", i)[0]) for i in range(rel.count("/") + 1))}
+    assert {rel for _, rel in walk(jail, root)} == allowed
+    for folder in (f for f in folders if "/".join(f) in allowed):
+        inside = {rel for rel in allowed if rel.startswith("/".join(folder) + "/")}
+        assert {rel for _, rel in walk(jail, root.joinpath(*folder))} == inside

@@ -53,8 +53,9 @@ def walk(jail: Jail, top: Path, max_depth: int | None = None) -> Iterator[tuple[
     """Entries under the directory `top` with their workspace-relative paths, in sorted order (each directory just
     before its contents, names compared as strings, which is ripgrep's `--sort path` order).
 
-    Blocked entries are left out and never entered, so node_modules or .git cost nothing; symlinked directories are
-    never entered. Unreadable directories are skipped.
+    Blocked entries are left out and never entered, so node_modules or .git cost nothing; `top` is never a blocked
+    folder (it came through the jail), so each entry's own name is all there is to check. Symlinked directories
+    are never entered. Unreadable directories are skipped.
     """
     top_rel = jail.relative(top)
     stack = [(_sorted_entries(top), "" if top_rel == "." else top_rel + "/")]
@@ -65,7 +66,7 @@ def walk(jail: Jail, top: Path, max_depth: int | None = None) -> Iterator[tuple[
             stack.pop()
             continue
         rel = prefix + entry.name
-        if jail.is_blocked(rel):
+        if jail.is_blocked_entry(rel, entry.name):
             continue
         yield entry, rel
         if (max_depth is None or len(stack) < max_depth) and _is_real_dir(entry):

@@ -71,6 +71,7 @@ class Jail:
         self._given_root = Path(os.path.abspath(root))
         self.blocked: tuple[str, ...] = (*DEFAULT_BLOCKED, *blocked)
         self._names, self._anchored = _compile_blocked(self.blocked)
+        self._anchored_depths = frozenset(len(segments) for segments in self._anchored)
         self._protected = {p.rstrip("/").lower() for p in PROTECTED}
 
     def is_protected(self, rel: str) -> bool:
@@ -89,6 +90,19 @@ class Jail:
             len(parts) >= len(segments) and all(s.match(p) for s, p in zip(segments, parts))
             for segments in self._anchored
         )
+
+    def is_blocked_entry(self, rel: str, name: str) -> bool:
+        """`is_blocked(rel)` for a folder's entry `name` at `rel` when the folder itself is not blocked (a walk's
+        next entry): only the entry's own name, and anchored patterns exactly as deep as it, can block it."""
+        stripped = name.rstrip(" .")
+        if self._names.match(name) or (stripped != name and self._names.match(stripped)):
+            return True
+        depth = rel.count("/") + 1
+        if depth not in self._anchored_depths:
+            return False
+        parts = rel.split("/")
+        return any(len(segments) == depth and all(s.match(p) for s, p in zip(segments, parts))
+                   for segments in self._anchored)  # fmt: skip
 
     def relative(self, p: Path) -> str:
         """`p` (under the root) as a posix path relative to the root; "." for the root itself."""
