@@ -172,6 +172,7 @@ def test_is_blocked_and_relative(jail: Jail, root: Path) -> None:
     assert jail.is_blocked("a/b/.env")
     assert jail.is_blocked("src/node_modules")
     assert jail.is_blocked("deep/.git/objects/ab")
+    assert jail.is_blocked("keys/x.pem.") and jail.is_blocked("credentials.json ")  # Windows drops the trailing . and space
     assert not jail.is_blocked("src/app.py")
     assert not jail.is_blocked(".")
     assert not jail.is_blocked("environment.py")

@@ -177,8 +177,7 @@ def run_anchor(task: Task, args: argparse.Namespace, root: Path) -> Outcome:
     sys.path.insert(0, args.pythonpath)
     sys.path.insert(0, str(Path(__file__).parent))
     from openai import BadRequestError, OpenAI
-    from toolcall_eval import _object as json_object
-    from toolcall_eval import json_calls
+    from toolcall_eval import json_calls, json_object
 
     from sunwell.tools.base import ToolContext, ToolFailure, Trust
     from sunwell.tools.jail import Jail

@@ -342,14 +342,14 @@ class NativeClient:
         message = response.choices[0].message
         outcome.text = message.content or ""
         for call in message.tool_calls or []:
-            outcome.calls.append({"name": call.function.name, "arguments": _object(call.function.arguments),
+            outcome.calls.append({"name": call.function.name, "arguments": json_object(call.function.arguments),
                                   "raw": None})
         if self.lenient and not outcome.calls:
             outcome.calls = json_calls(outcome.text)
         return judge(case, outcome)
 
 
-def _object(text: str | None) -> dict[str, Any] | None:
+def json_object(text: str | None) -> dict[str, Any] | None:
     try:
         value = json.loads(text or "{}")
     except ValueError:
@@ -368,7 +368,7 @@ def json_calls(text: str) -> list[dict[str, Any]]:
             continue
         arguments = value.get("arguments") if isinstance(value, dict) else None
         if isinstance(arguments, str):
-            arguments = _object(arguments)
+            arguments = json_object(arguments)
         if isinstance(value, dict) and isinstance(value.get("name"), str) and isinstance(arguments, dict):
             calls.append({"name": value["name"], "arguments": arguments, "raw": None})
             at = end

@@ -56,8 +56,9 @@ def guarded_entries(jail: Jail) -> list[GuardedEntry]:
             rel = prefix + entry.name
             if entry.name.lower() in UNMASKED_NAMES:
                 continue
-            if jail.is_blocked(rel) or jail.is_protected(rel):
-                found.append(GuardedEntry(Path(entry.path), rel, is_dir, is_link, not jail.is_blocked(rel)))
+            blocked = jail.is_blocked_entry(rel, entry.name)  # its folder was entered, so it is not blocked
+            if blocked or jail.is_protected(rel):
+                found.append(GuardedEntry(Path(entry.path), rel, is_dir, is_link, not blocked))
             elif is_dir:
                 stack.append((Path(entry.path), rel + "/"))
     return sorted(found, key=lambda e: e.rel)

@@ -82,18 +82,12 @@ class Jail:
     def is_blocked(self, rel: str) -> bool:
         """Whether a workspace-relative posix path (or anything above it) matches a blocked pattern."""
         parts = [p for p in rel.split("/") if p not in ("", ".", "..")]
-        for part in parts:
-            # Windows ignores trailing dots and spaces, so `.env.` or `.env ` would open `.env` there.
-            if self._names.match(part) or self._names.match(part.rstrip(" .")):
-                return True
-        return any(
-            len(parts) >= len(segments) and all(s.match(p) for s, p in zip(segments, parts))
-            for segments in self._anchored
-        )
+        return any(self.is_blocked_entry("/".join(parts[: i + 1]), part) for i, part in enumerate(parts))
 
     def is_blocked_entry(self, rel: str, name: str) -> bool:
         """`is_blocked(rel)` for a folder's entry `name` at `rel` when the folder itself is not blocked (a walk's
         next entry): only the entry's own name, and anchored patterns exactly as deep as it, can block it."""
+        # Windows ignores trailing dots and spaces, so `.env.` or `.env ` would open `.env` there.
         stripped = name.rstrip(" .")
         if self._names.match(name) or (stripped != name and self._names.match(stripped)):
             return True
