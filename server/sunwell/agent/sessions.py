@@ -5,7 +5,9 @@ Every event of a turn is one row: a `kind` ("message" for a canonical message, e
 request. Two kinds change what the model is sent from then on without removing anything from the log: an
 "elision" (old tool outputs replaced by one line each) and a "compaction" (the history so far replaced by a summary
 and the messages kept verbatim); `messages` applies them, `messages(original=True)` and `export` show everything.
-Each append is committed before it returns, so an acknowledged event survives the process being killed.
+Each append is committed before it returns, so an acknowledged event survives the process being killed. What is
+written is made encodable first (a lone surrogate becomes U+FFFD): model text is cleaned where it enters, but a log
+that refuses a row would end the turn, so the log does it once more.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any, Self, assert_never
 
 from pydantic import TypeAdapter, ValidationError
-from pydantic_core import from_json
+from pydantic_core import PydanticSerializationError, from_json
 
 from sunwell.errors import SunwellError
 from sunwell.messages import (
@@ -40,6 +42,7 @@ from sunwell.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from sunwell.models.encodable import encodable
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +124,7 @@ class SessionStore:
             raise
 
     def create(self, title: str | None = None) -> str:
-        now = time.time()
+        now, title = time.time(), encodable(title)
         with self._write() as db:
             while True:  # a clash needs two processes in the same millisecond drawing the same 16 bits
                 session = self._new_id(now)
@@ -155,12 +158,15 @@ class SessionStore:
     def append_message(self, session: str, turn: str, seq: int, message: Message) -> None:
         # model_dump_json is the JSON text of model_dump(mode="json"), without the detour through a dict. What is
         # read from a message (an assistant message's text, thinking and tool_calls: its parts) is not stored.
-        data = message.model_dump_json(exclude=set(type(message).model_computed_fields))
+        try:
+            data = message.model_dump_json(exclude=set(type(message).model_computed_fields))
+        except PydanticSerializationError:  # text UTF-8 refuses (a lone surrogate): `_insert` replaces it
+            data = json.dumps(_stored(message), ensure_ascii=False, separators=(",", ":"))
         self._insert(session, turn, seq, "message", message_line(message), data)
 
     def set_title(self, session: str, title: str | None) -> None:
         with self._write() as db:
-            if not db.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session)).rowcount:
+            if not db.execute("UPDATE sessions SET title = ? WHERE id = ?", (encodable(title), session)).rowcount:
                 raise SessionNotFound(session)
 
     def delete(self, session: str) -> None:
@@ -240,7 +246,7 @@ class SessionStore:
     # -- internals
 
     def _insert(self, session: str, turn: str, seq: int, kind: str, content: str, data: str | None) -> None:
-        now = time.time()
+        now, content, data = time.time(), encodable(content), encodable(data)
         with self._write() as db:
             if not db.execute("UPDATE sessions SET updated = ? WHERE id = ?", (now, session)).rowcount:
                 raise SessionNotFound(session)

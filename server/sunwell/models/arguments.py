@@ -16,6 +16,8 @@ from typing import Any
 
 import json_repair
 
+from sunwell.models.encodable import encodable
+
 
 def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, list[str]]:
     """The arguments object in `raw` and what had to be repaired to read it.
@@ -38,10 +40,11 @@ def load_json(text: str) -> tuple[Any, str | None] | None:
     repair finds no non-empty object or array in it.
 
     A repair never invents a value: `{"path": "a", "content":` reads as `{"path": "a"}`, not with an empty
-    content, so a call cut short is answered "content is required" instead of writing an empty file.
+    content, so a call cut short is answered "content is required" instead of writing an empty file. An escaped
+    lone surrogate (`"\\ud800"`) is read as U+FFFD (`encodable`): no writer takes it.
     """
     try:
-        return json.loads(text), None
+        return encodable(json.loads(text)), None
     except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's stack
         pass
     try:
@@ -53,7 +56,7 @@ def load_json(text: str) -> tuple[Any, str | None] | None:
         return None
     details = list(dict.fromkeys(entry.get("text", "") for entry in log if isinstance(entry, dict)))
     details += [f"dropped {key!r}: the text gives it no value" for key in invented]
-    return value, "repaired malformed JSON" + (f" ({'; '.join(details[:3])})" if details else "")
+    return encodable(value), "repaired malformed JSON" + (f" ({'; '.join(details[:3])})" if details else "")
 
 
 def _drop_invented(value: Any, text: str) -> list[str]:

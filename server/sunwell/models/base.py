@@ -2,7 +2,8 @@
 
 An adapter is a reducer keyed by the vendor's part id that turns SDK events into the events below. Tool calls are
 complete only when the provider says so (`ToolCallDone`). SDK exceptions never leave an adapter: they are mapped
-once, there, to `ProviderError`.
+once, there, to `ProviderError`. An event's text is always encodable: a lone surrogate the provider sent (or that
+a wrapper read from the model's text) is U+FFFD from the moment the event is made (`encodable.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from sunwell.messages import Message, ToolSpec, Usage
+from sunwell.models.encodable import encodable
 
 ToolChoice = Literal["auto", "none", "required"] | str
 """`auto`, `none`, `required`, or the name of the one tool the model must call."""
@@ -29,32 +31,45 @@ class ModelRequest:
     """None: the server's default."""
 
 
+class _ModelOutput:
+    """Every stream event: its strings, and the values of `ToolCallDone.parsed`, made encodable when it is made.
+
+    Here, not in each adapter: every adapter, and every wrapper that makes events of what it reads in the model's
+    text (emulation, recovery, constrained replies), then hands on only text the session log and the front ends
+    can write."""
+
+    def __post_init__(self) -> None:
+        for name, value in self.__dict__.items():
+            if (clean := encodable(value)) is not value:
+                object.__setattr__(self, name, clean)  # frozen; replacing a value leaves the dict's size as it is
+
+
 @dataclass(frozen=True)
-class TextDelta:
+class TextDelta(_ModelOutput):
     text: str
 
 
 @dataclass(frozen=True)
-class ThinkingDelta:
+class ThinkingDelta(_ModelOutput):
     text: str
     signature: str | None = None
     """Anthropic's comes last in its thinking block: it closes that block (the next thinking is another part)."""
 
 
 @dataclass(frozen=True)
-class ToolCallStarted:
+class ToolCallStarted(_ModelOutput):
     call_id: str
     name: str
 
 
 @dataclass(frozen=True)
-class ToolCallArgs:
+class ToolCallArgs(_ModelOutput):
     call_id: str
     delta: str
 
 
 @dataclass(frozen=True)
-class ToolCallDone:
+class ToolCallDone(_ModelOutput):
     call_id: str
     name: str
     arguments: str
@@ -65,7 +80,7 @@ class ToolCallDone:
 
 
 @dataclass(frozen=True)
-class Retrying:
+class Retrying(_ModelOutput):
     """A fault before the first delta; the request is sent again after `delay` seconds."""
 
     attempt: int
@@ -74,7 +89,7 @@ class Retrying:
 
 
 @dataclass(frozen=True)
-class Notice:
+class Notice(_ModelOutput):
     """Something the user should know about the stream (a repaired call, an emulation fallback…)."""
 
     code: str
@@ -83,7 +98,7 @@ class Notice:
 
 
 @dataclass(frozen=True)
-class Finished:
+class Finished(_ModelOutput):
     usage: Usage | None = None
     stop_reason: str | None = None
 
