@@ -6,7 +6,7 @@ One pydantic model, validated once; a wrong key or value stops with one line nam
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from sunwell.errors import ConfigError, first_problem
+from sunwell.models.spec import ModelSpec, parse_model_string
 from sunwell.vocabulary import TRUST_NAMES, ApprovalMode, TrustName
 
 __all__ = ["ConfigError", "McpServerConfig", "Price", "Settings", "load_settings"]
@@ -183,14 +184,27 @@ class Settings(BaseModel):
 
 
 # The workspace config is written by whoever wrote the repository, or by a command the model ran: it may only
-# narrow. These keys decide what runs on the host, where code and keys go, or what is allowed without asking.
+# narrow. These keys decide what runs on the host, where code and keys go, what is allowed without asking, or what
+# the user is told things cost.
 WORKSPACE_MAY_NOT_SET = frozenset({
     "ripgrep_path", "sandbox", "approval", "base_url", "data_dir", "command_allowlist", "env_passthrough",
-    "mcp_servers",
+    "mcp_servers", "prices",
 })  # fmt: skip
-# Limits a workspace may lower but not raise.
-CEILINGS = ("max_tool_turns", "max_output_bytes", "tool_timeout_sec", "max_command_timeout_sec",
-            "approval_timeout_sec", "compact_at")  # fmt: skip
+# Limits a workspace may lower but not raise; in the groups, every field is one.
+CEILINGS = ("max_tool_turns", "max_output_bytes", "max_tokens", "provider_attempts", "tool_timeout_sec",
+            "max_command_timeout_sec", "approval_timeout_sec", "compact_at")  # fmt: skip
+LIMIT_GROUPS = ("rate_limits", "staging")
+# Where each provider's endpoint or key is set (PROTOCOL.md "Model strings"): a user who set one chose that provider.
+PROVIDER_VARIABLES = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    "ollama": ("OLLAMA_HOST",),
+    "openai-compatible": ("SUNWELL_BASE_URL", "SUNWELL_API_KEY"),
+}
+# Providers that send nothing until the user sets their key or endpoint (models/factory.py stops first with "...
+# is not set"), so a workspace naming one cannot reach an endpoint the user did not set. Any other provider (Ollama,
+# with its built-in 127.0.0.1:11434 and no key) a workspace may name only when the user configured it.
+UNUSABLE_UNTIL_CONFIGURED = ("openai", "anthropic", "openai-compatible")
 
 
 ENV_VARS = {
@@ -223,7 +237,7 @@ def load_settings(workspace: Path | None, flags: Mapping[str, Any] | None = None
     if workspace is not None:
         path = workspace / ".sunwell" / "config.yaml"
         values = _read_yaml(path)
-        merged, ignored = narrowed(merged, values)
+        merged, ignored = narrowed(merged, values, users_models(merged, env, flags or {}))
         _validate(merged, str(path))
         proposed = proposed_servers(values.get("mcp_servers"), str(path), ignored)
     for source, values in (("environment", {key: env[var] for var, key in ENV_VARS.items() if env.get(var)}),
@@ -238,50 +252,117 @@ def load_settings(workspace: Path | None, flags: Mapping[str, Any] | None = None
     return settings
 
 
-def narrowed(user: dict[str, Any], workspace: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def narrowed(user: dict[str, Any], workspace: dict[str, Any],
+             may_choose: Callable[[str], bool]) -> tuple[dict[str, Any], list[str]]:
     """`user` with what `workspace` may set on top: lower trust and limits, more blocked paths, dry run on, model
-    and prompt choices. Returns the merge and the keys that were ignored because they would widen."""
+    overrides the user left unset, a prompt, and a model `may_choose` allows. Each value is compared as the settings
+    model reads it (`"1000"` is 1000, `true` is 1), so no spelling widens. Returns the merge and the keys that were
+    ignored because they would widen."""
     merged, ignored = dict(user), []
-    defaults = Settings()
+    mine = Settings.model_validate(user)
     for key, value in workspace.items():
-        current = merged.get(key, getattr(defaults, key, None))
         if key == "mcp_servers":
             continue  # proposals, never merged: see proposed_servers
         if key in WORKSPACE_MAY_NOT_SET:
             ignored.append(key)
-        elif key == "trust":
-            if value in TRUST_NAMES and TRUST_NAMES.index(value) > TRUST_NAMES.index(current):
-                ignored.append(key)
-            else:
-                merged[key] = value
-        elif (key == "dry_run" and value is not True and current is True) or (
-                key in CEILINGS and _is_number(value) and _is_number(current) and value > current):
+            continue
+        try:
+            theirs = getattr(Settings.model_validate({key: value}), key)
+        except ValidationError:
+            merged[key] = value  # validating the merge stops with the key and the file
+            continue
+        ours = getattr(mine, key)
+        if key in LIMIT_GROUPS:
+            wider = {name for name in type(theirs).model_fields
+                     if name in theirs.model_fields_set and not getattr(theirs, name) <= getattr(ours, name)}
+            ignored += [f"{key}.{name}" for name in type(theirs).model_fields if name in wider]
+            merged[key] = {**ours.model_dump(), **theirs.model_dump(include=theirs.model_fields_set - wider)}
+        elif key == "models":
+            merged[key], refused = _models_narrowed(ours, theirs)
+            ignored += refused
+        elif key == "blocked_paths":
+            merged[key] = [*ours, *theirs]
+        elif _widens(key, theirs, ours, may_choose):
             ignored.append(key)
-        elif key == "models" and _mapping_of_mappings(value) and _mapping_of_mappings(current):
-            # per model and per field, the user's own overrides win (a repository cannot undo the window
-            # start.sh wrote, or claim a larger one); the workspace may add what the user left unset
-            merged[key] = {name: {**(value.get(name) or {}), **(current.get(name) or {})}
-                           for name in {*current, *value}}  # fmt: skip
-            # except constrained decoding, which a workspace may only turn off, never on
-            for name, entry in value.items():
-                wanted = (entry or {}).get("constrained")
-                if wanted is False:
-                    merged[key][name]["constrained"] = False
-                elif wanted is not None:
-                    ignored.append(f"models.{name}.constrained")
-                    merged[key][name].pop("constrained", None)
-                    if (current.get(name) or {}).get("constrained") is not None:
-                        merged[key][name]["constrained"] = current[name]["constrained"]
-        elif key == "blocked_paths" and isinstance(value, list):
-            merged[key] = [*(current or []), *value]
-        elif key in ("rate_limits", "staging") and isinstance(value, dict):
-            limits = {**getattr(defaults, key).model_dump(), **(current if isinstance(current, dict) else {})}
-            wider = [k for k, v in value.items() if _is_number(v) and _is_number(limits.get(k)) and v > limits[k]]
-            ignored += [f"{key}.{k}" for k in wider]
-            merged[key] = {**limits, **{k: v for k, v in value.items() if k not in wider}}
         else:
-            merged[key] = value
+            merged[key] = theirs
     return merged, ignored
+
+
+def _widens(key: str, theirs: Any, ours: Any, may_choose: Callable[[str], bool]) -> bool:
+    if key == "trust":
+        return TRUST_NAMES.index(theirs) > TRUST_NAMES.index(ours)
+    if key == "dry_run":
+        return bool(ours and not theirs)
+    if key in CEILINGS:
+        return not theirs <= ours  # not `>`: a NaN is no lower limit either
+    if key in ("model", "compaction_model"):
+        return theirs is not None and not may_choose(theirs)
+    return False
+
+
+def _models_narrowed(ours: dict[str, ModelOverride],
+                     theirs: dict[str, ModelOverride]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The user's `models:` overrides, with the workspace's fields the user left unset for that model added, and
+    constrained decoding, which a workspace may only turn off. The engine reads a model's entry by its full model
+    string before its bare id, so a workspace entry by the full string does not outdo the user's by the id."""
+    merged = {name: entry.model_dump(exclude_none=True) for name, entry in ours.items()}
+    refused = []
+    for name, entry in theirs.items():
+        users = {**_set_fields(ours.get(_model_id(name))), **_set_fields(ours.get(name))}
+        added = {}
+        for field in type(entry).model_fields:
+            value = getattr(entry, field)
+            if value is None or users.get(field) == value:
+                continue
+            may_add = value is False if field == "constrained" else field not in users
+            if may_add:
+                added[field] = value
+            else:
+                refused.append(f"models.{name}.{field}")
+        if added:
+            merged[name] = {**merged.get(name, {}), **added}
+    return merged, refused
+
+
+def _set_fields(entry: ModelOverride | None) -> dict[str, Any]:
+    return entry.model_dump(exclude_none=True) if entry is not None else {}
+
+
+def _model_id(key: str) -> str:
+    """The bare model id of a `models:` key written as a full model string (else the key itself)."""
+    spec = _spec(key)
+    return spec.model if spec is not None and key.lower().startswith(f"{spec.provider}:") else key
+
+
+def users_models(user: Mapping[str, Any], env: Mapping[str, str], flags: Mapping[str, Any]) -> Callable[[str], bool]:
+    """Which model strings a workspace may choose (`model`, `compaction_model`): those that keep the conversation
+    where the user's configuration sends it. A provider whose endpoint or key they set (`env`, `base_url`), the
+    provider of their own model or summariser (config, environment, flags), a model they listed under `models:`,
+    and a provider that sends nothing until they configure it."""
+    providers = {provider for provider, names in PROVIDER_VARIABLES.items()
+                 if any((env.get(name) or "").strip() for name in names)}
+    if user.get("base_url") or flags.get("base_url"):
+        providers.add("openai-compatible")
+    for chosen in (user.get("model"), user.get("compaction_model"), env.get("SUNWELL_MODEL"), flags.get("model"),
+                   flags.get("compaction_model")):
+        if (spec := _spec(chosen)) is not None:
+            providers.add(spec.provider)
+    listed = {_spec(key) for key in (*(user.get("models") or {}), *(flags.get("models") or {}))}
+
+    def may_choose(model: str) -> bool:
+        spec = _spec(model)
+        return spec is not None and (spec.provider in providers or spec.provider in UNUSABLE_UNTIL_CONFIGURED
+                                     or spec in listed)
+
+    return may_choose
+
+
+def _spec(model: Any) -> ModelSpec | None:
+    try:
+        return parse_model_string(model) if isinstance(model, str) else None
+    except ValueError:
+        return None
 
 
 def proposed_servers(raw: Any, source: str, ignored: list[str]) -> dict[str, McpServerConfig]:
@@ -306,14 +387,6 @@ def proposed_servers(raw: Any, source: str, ignored: list[str]) -> dict[str, Mcp
         proposed[str(name)] = server.model_copy(update={"approval": "ask", "sandbox": McpSandbox(),
                                                         **({"trust": None} if "trust" in dropped else {})})
     return proposed
-
-
-def _mapping_of_mappings(value: Any) -> bool:
-    return isinstance(value, dict) and all(isinstance(entry, dict) for entry in value.values())
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def apply_changes(settings: Settings, changes: Mapping[str, Any], source: str) -> Settings:
