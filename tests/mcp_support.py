@@ -42,15 +42,16 @@ def free_port() -> int:
 
 
 class HttpToolbox:
-    """The toolbox serving streamable HTTP on 127.0.0.1 in a subprocess."""
+    """The toolbox serving streamable HTTP on 127.0.0.1 in a subprocess (`args`: more of its options)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *args: str) -> None:
+        self.args = args
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Self:
-        self.proc = subprocess.Popen([sys.executable, str(TOOLBOX), "--http", str(self.port)],
+        self.proc = subprocess.Popen([sys.executable, str(TOOLBOX), "--http", str(self.port), *self.args],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

@@ -18,6 +18,7 @@ from sunwell.tools.executor import execute
 from sunwell.tools.jail import Jail
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.mcp.naming import tool_name
+from sunwell.tools.mcp.surroundings import UNSANDBOXED
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
@@ -92,7 +93,8 @@ async def test_tools_become_sunwell_tools_with_source_trust_approval_and_hints(b
     assert echo.preview({"text": "hi"}, bridge.ctx) == {"kind": "tool", "server": "box", "tool": "echo",
                                                          "arguments": {"text": "hi"}}
     assert [s.state for s in bridge.hub.servers.values()] == ["running", "running"]
-    assert sorted(bridge.started) == ["MCP server box started (12 tools)", "MCP server only started (2 tools)"]
+    assert sorted(bridge.started) == [f"MCP server box started (12 tools), {UNSANDBOXED}",
+                                      f"MCP server only started (2 tools), {UNSANDBOXED}"]
 
 
 async def test_results_text_structured_images_and_errors(bridge_factory):
@@ -112,13 +114,13 @@ async def test_results_text_structured_images_and_errors(bridge_factory):
     assert bridge.hub.servers["box"].failures == 0 and bridge.notices == []
 
 
-async def test_a_10_mb_answer_is_capped_like_any_tool_output(bridge_factory):
+async def test_a_3_mb_answer_is_capped_like_any_tool_output(bridge_factory):
     bridge = bridge_factory(box=toolbox(sandbox="off"))
     await bridge.start()
-    result = await bridge.call("box__big", megabytes=10)
+    result = await bridge.call("box__big", megabytes=3)  # a 6.3 MB message: within the limit (test_mcp_limits.py)
     assert result.ok and len(result.output.encode()) <= bridge.ctx.max_output_bytes
     assert result.output.rstrip().endswith("]") and "[output truncated: showed" in result.output
-    assert "of 10,48" in result.output  # the whole size is said
+    assert "of 3,145,725 bytes" in result.output  # the whole size is said
     assert (await bridge.call("box__echo", text="still fine")).output == "still fine"
 
 

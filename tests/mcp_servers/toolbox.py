@@ -1,7 +1,8 @@
 """A real MCP server for the tests, written with the official SDK (MCPServer, FastMCP's successor in mcp 2).
 
-stdio by default; `--http PORT` serves streamable HTTP on 127.0.0.1; `--crash-at-start` exits before answering.
-The tools cover what the bridge must handle: text, structured content, images, isError, 10 MB answers, a crash
+stdio by default; `--http PORT` serves streamable HTTP on 127.0.0.1 (answers as server-sent events, or as one JSON
+body with `--json-response`); `--crash-at-start` exits before answering. The tools cover what the bridge must handle:
+text, structured content, images, isError, answers of many MB (or log messages: `big`), a crash
 mid-call, a call that never ends (it notes its cancellation in MARKER_DIR), a tool list that changes, and probes of
 the filesystem and the network for the sandbox.
 """
@@ -24,6 +25,7 @@ from pydantic import BaseModel
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--http", type=int, default=None)
+parser.add_argument("--json-response", action="store_true")
 parser.add_argument("--crash-at-start", action="store_true")
 parser.add_argument("--name", default="toolbox")
 options = parser.parse_args()
@@ -75,9 +77,13 @@ def fail(why: str = "it went wrong") -> str:
 
 
 @server.tool()
-def big(megabytes: int = 10) -> str:
-    """A huge answer."""
-    return ("0123456789abcdef" * 64 + "\n") * (megabytes * 1024 * 1024 // 1025)
+async def big(ctx: Context, megabytes: int = 10, as_log: bool = False) -> str:
+    """A huge answer; or, `as_log`, a huge log message (a notification) and a short answer."""
+    text = ("0123456789abcdef" * 64 + "\n") * (megabytes * 1024 * 1024 // 1025)
+    if as_log:
+        await ctx.info(text)
+        return "logged"
+    return text
 
 
 @server.tool()
@@ -143,6 +149,6 @@ def whoami() -> str:
 
 
 if options.http is not None:
-    server.run("streamable-http", host="127.0.0.1", port=options.http)
+    server.run("streamable-http", host="127.0.0.1", port=options.http, json_response=options.json_response)
 else:
     server.run()

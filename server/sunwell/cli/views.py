@@ -149,6 +149,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             continue
         print(visible(f"{row.name}  {row.state}\n  {row.launch}\n  from the {row.source} config · trust "
                       f"{row.trust} · approval {row.approval} · sandbox {row.sandbox}"))
+        if row.warning:
+            print(f"  {row.warning}")
         if row.state == "awaiting approval":
             print(f"  approve it with: sunwell mcp approve {visible(row.name)}")
         if row.tools:

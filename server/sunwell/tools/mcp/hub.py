@@ -20,7 +20,7 @@ from sunwell.config import McpServerConfig
 from sunwell.tools.base import Tool, Trust
 from sunwell.tools.mcp.consent import Consents, fingerprint, launch_line
 from sunwell.tools.mcp.naming import server_prefix
-from sunwell.tools.mcp.surroundings import Notify, ServerDown, Surroundings
+from sunwell.tools.mcp.surroundings import UNSANDBOXED, Notify, ServerDown, Surroundings
 
 if TYPE_CHECKING:
     from sunwell.tools.mcp.server import McpServer
@@ -46,11 +46,13 @@ class ServerStatus:
     """`on` (with `write`, `network`), `off`, or `-` for a url."""
     tools: list[str]
     reason: str | None
+    warning: str | None = None
+    """What the user should know about running it (`sandbox: off`: UNSANDBOXED), else None."""
 
     def wire(self) -> dict[str, object]:
         return {"name": self.name, "state": self.state, "launch": self.launch,
-                "transport": self.transport, "source": self.source,
-                "trust": self.trust, "approval": self.approval, "sandbox": self.sandbox, "tools": self.tools}
+                "transport": self.transport, "source": self.source, "trust": self.trust,
+                "approval": self.approval, "sandbox": self.sandbox, "warning": self.warning, "tools": self.tools}
 
 
 class McpHub:
@@ -198,7 +200,8 @@ class McpHub:
                 name=server.name, state=state, launch=launch_line(config),
                 transport="stdio" if config.command else "http", source="workspace" if server.proposed
                 else "user", trust=config.needs, approval=config.approval, sandbox=sandbox,
-                tools=[tool.name for tool in server.tools], reason=server.reason))
+                tools=[tool.name for tool in server.tools], reason=server.reason,
+                warning=UNSANDBOXED if sandbox == "off" else None))
         return rows
 
     def status_of(self, name: str) -> ServerStatus:

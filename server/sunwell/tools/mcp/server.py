@@ -4,6 +4,10 @@ The official SDK's `Client` is an async context manager whose task groups must b
 each running server has a runner task that holds the connection open until it is told to stop; calls from turns go
 through the connected client.
 
+One message from a server may take at most MAX_MESSAGE_BYTES (tools/mcp/oversize.py): one larger is cut off as it
+arrives, over stdio (tools/mcp/stdio_transport.py) and HTTP (tools/mcp/http_transport.py), and the call it answers
+fails with an error saying so while the server goes on.
+
 Failure is data. A server that will not start, exits (its stderr reaching end of file is how an exit shows), does not
 answer within `timeout`, or sends something that is not MCP has an *incident*: the call that saw it gets an error
 result, one `mcp_server` notice says what happened (with the end of its stderr, which the model never sees), and the
@@ -24,8 +28,6 @@ from typing import Any, Literal
 
 import httpx2
 from mcp import Client, types
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
@@ -34,10 +36,13 @@ from sunwell.config import McpServerConfig
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.environment import EnvSecrets
 from sunwell.tools.guarded import quarantine_planted
+from sunwell.tools.mcp.http_transport import http_transport
 from sunwell.tools.mcp.launch import Launch, LaunchError, stdio_launch
+from sunwell.tools.mcp.oversize import MAX_MESSAGE_BYTES, Oversized, is_too_large
 from sunwell.tools.mcp.remote_tools import list_tools, sunwell_tools
 from sunwell.tools.mcp.results import render_result
-from sunwell.tools.mcp.surroundings import Notify, ServerDown, Surroundings
+from sunwell.tools.mcp.stdio_transport import stdio_transport
+from sunwell.tools.mcp.surroundings import UNSANDBOXED, Notify, ServerDown, Surroundings
 
 log = logging.getLogger(__name__)
 if not log.isEnabledFor(logging.DEBUG):
@@ -48,7 +53,7 @@ State = Literal["stopped", "starting", "running", "failed", "awaiting approval"]
 MAX_FAILURES = 2
 """The first incident restarts the server at its next use; the second leaves it down."""
 STOP_GRACE = 8.0
-"""The SDK's own shutdown: stdin closed, 2 s, SIGTERM to the group, 2 s, SIGKILL."""
+"""The stdio transport's shutdown (the SDK's sequence): stdin closed, 2 s, SIGTERM to the group, 2 s, SIGKILL."""
 STDERR_TAIL = 12
 
 
@@ -92,8 +97,9 @@ class McpServer:
                 restart = self.failures > 0
                 await self._start()
                 tools = f"{len(self.tools)} tool{'' if len(self.tools) == 1 else 's'}"
+                unsandboxed = f", {UNSANDBOXED}" if self.config.command and self.config.sandbox == "off" else ""
                 self._notices.append(("info", f"MCP server {self.name} was restarted ({tools})" if restart
-                                      else f"MCP server {self.name} started ({tools})"))
+                                      else f"MCP server {self.name} started ({tools}){unsandboxed}"))
         finally:
             self.flush(notify)
 
@@ -126,15 +132,14 @@ class McpServer:
 
     async def _transport(self, generation: int) -> Any:
         if self.config.url is not None:
-            http = httpx2.AsyncClient(headers=self.config.headers, timeout=httpx2.Timeout(30, read=300))
-            return streamable_http_client(self.config.url, http_client=http)
+            return http_transport(self.config.url, self.config.headers)
         self._launch = await stdio_launch(self.config, jail=self.around.jail(), data_dir=self.around.data_dir,
                                           passthrough=self.around.env_passthrough, bwrap_path=self.around.bwrap_path,
                                           fetch=self._generation == 1)
         read_fd, write_fd = os.pipe()
         self._track(self._read_stderr(generation, read_fd))
         errlog = os.fdopen(write_fd, "w")
-        return _closing_after_spawn(stdio_client(self._launch.params, errlog=errlog), errlog)
+        return _closing_after_spawn(stdio_transport(self._launch.params, errlog), errlog)
 
     async def _run(self, generation: int, transport: Any, ready: asyncio.Future[None]) -> None:
         client = Client(transport, mode="legacy", cache=None, read_timeout_seconds=self.config.timeout,
@@ -242,7 +247,9 @@ class McpServer:
     async def _on_message(self, generation: int, message: Any) -> None:
         """Notifications and transport faults, as the SDK hands them over: a line that is not JSON-RPC is an
         incident; a changed tool list is listed again (in a task: the handler must not wait on the session)."""
-        if isinstance(message, Exception):
+        if isinstance(message, Oversized):
+            self._incident(generation, f"sent {message} (it was not read whole)")
+        elif isinstance(message, Exception):
             self._incident(generation, f"sent something that is not MCP ({describe(message)})")
         elif isinstance(message, types.ToolListChangedNotification):
             self._track(self._relist(generation))
@@ -297,12 +304,19 @@ class McpServer:
             raise
 
     def _call_failure(self, generation: int, tool: str, exc: MCPError) -> ToolFailure:
+        if is_too_large(exc.error):  # cut as it arrived; the server is still connected
+            return ToolFailure("execution", f"the MCP server {self.name}'s result was too large: over "
+                               f"{MAX_MESSAGE_BYTES:,} bytes, so it was not read whole",
+                               "ask the tool for less (a narrower query, one page of the results)")
         if exc.code == types.REQUEST_TIMEOUT:
             self._incident(generation, f"did not answer {tool} within {self.config.timeout:g} s (it was stopped)")
             return ToolFailure("timeout", f"the MCP server {self.name} did not answer within "
                                f"{self.config.timeout:g} s; the call was cancelled and the server stopped",
                                "ask for less, or tell the user the server is too slow")
         if exc.code == types.CONNECTION_CLOSED:
+            if self._failed_generation == generation and self.reason:  # what stopped it is known already
+                return ToolFailure("execution", f"the MCP server {self.name} {self.reason} while running {tool}",
+                                   "do not repeat a call that changes things without checking first")
             self._incident(generation, "closed the connection (it exited)")
             return ToolFailure("execution", f"the MCP server {self.name} exited while running {tool}",
                                "the server is restarted once on the next call; do not repeat a call that changes "

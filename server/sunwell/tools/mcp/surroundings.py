@@ -11,6 +11,11 @@ from sunwell.tools.jail import Jail
 
 Notify = Callable[[str, str, str], None]
 """(level, code, message): a `notice` event of the running turn."""
+UNSANDBOXED = ("unsandboxed (sandbox: off): it runs as you, with your files, and what it starts may keep running "
+               "after Sunwell exits")
+"""What `sunwell mcp list` and the first start of a `sandbox: off` server say. Stopping a server signals its process
+group; a daemon that leaves the group (setsid, double fork) is out of reach without the sandbox, whose
+`--die-with-parent` and PID namespace take everything down with it."""
 
 
 @dataclass(frozen=True)
