@@ -15,7 +15,7 @@ from conftest import SERVER
 
 PACKAGE = SERVER / "sunwell"
 BOTTOM = {"sunwell.vocabulary", "sunwell.errors", "sunwell.messages", "sunwell.config", "sunwell.commands_spec",
-          "sunwell.approval_request"}
+          "sunwell.approval_request", "sunwell.model_strings"}
 FRONT = ("sunwell.cli", "sunwell.lsp", "sunwell.__main__")
 # floor -> what it must never import
 FORBIDDEN = {

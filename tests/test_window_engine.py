@@ -21,7 +21,7 @@ from conftest import ROOT, SERVER
 from fake_provider import Call, FakeProvider, Reply
 from sunwell.agent.engine import Engine
 from sunwell.config import Settings
-from sunwell.models.spec import ModelSpec
+from sunwell.model_strings import ModelSpec
 
 QWEN = ModelSpec("openai-compatible", "qwen2.5-coder-0.5b")
 

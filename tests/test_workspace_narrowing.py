@@ -284,8 +284,8 @@ def test_a_listed_model_is_that_model_only(tmp_path):
 def test_a_provider_that_needs_the_users_key_or_endpoint_sends_nothing_without_it(tmp_path, choice):
     """Not refused in the config: until the user sets its key or endpoint it cannot send anything, and once they
     do it is theirs (the turn stops with the provider's own "... is not set")."""
+    from sunwell.model_strings import parse_model_string
     from sunwell.models.factory import ProviderConfigError, create_provider
-    from sunwell.models.spec import parse_model_string
 
     env = {**write(tmp_path, "model: openai:gpt-4o\n", {"model": choice}), **OPENAI_USER}
     settings = load_settings(tmp_path / "ws", env=env)

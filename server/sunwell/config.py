@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from sunwell.errors import ConfigError, first_problem
-from sunwell.models.spec import ModelSpec, parse_model_string
+from sunwell.model_strings import ModelSpec, parse_model_string
 from sunwell.vocabulary import TRUST_NAMES, ApprovalMode, TrustName
 
 __all__ = ["ConfigError", "McpServerConfig", "Price", "Settings", "load_settings"]

@@ -25,9 +25,9 @@ from sunwell.agent.turn import Sink, TurnLog
 from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
 from sunwell.config import Settings, user_config_path
 from sunwell.errors import SetupError
+from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
-from sunwell.models.spec import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.window import WindowedProvider
 from sunwell.tools.approval import ApprovalPolicy, Asker
 from sunwell.tools.base import ToolContext, Trust

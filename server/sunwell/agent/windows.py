@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 from sunwell.agent.context import SessionContext, request_tokens
 from sunwell.config import ModelOverride
+from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec
 from sunwell.models.base import ModelRequest
-from sunwell.models.spec import LOCAL_PROVIDERS, ModelSpec
 from sunwell.models.window import ServerUnreachable, ask_server, discover_window
 
 CATALOG_TIMEOUT = 1.0

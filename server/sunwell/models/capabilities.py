@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from sunwell.errors import SunwellError
+from sunwell.model_strings import LOCAL_PROVIDERS, PROVIDERS
 from sunwell.models.emulation_prompt import FAMILY_STYLES
-from sunwell.models.spec import LOCAL_PROVIDERS, PROVIDERS
 
 SMALL_MAX_BILLIONS = 3.0
 """At or below this size a model gets compact prompts and the small-model discipline nudges."""

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from sunwell.errors import SunwellError
+from sunwell.model_strings import ModelSpec
 from sunwell.models.anthropic_messages import AnthropicMessages
 from sunwell.models.base import Provider
 from sunwell.models.openai_chat import OpenAIChat
-from sunwell.models.spec import ModelSpec
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com"
