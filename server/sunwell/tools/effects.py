@@ -1,12 +1,15 @@
 """What a staged command did to the workspace: judged, shown, and applied through the jail's writer as one
 checkpoint (tools/overlay.py stages it; tools/shell.py runs it).
 
-Each change is judged by the path it would reach, as a write by the model would be:
-- a blocked or protected path (.git, .env, keys, .sunwell, .vscode...) and a symbolic link are reported and never
-  applied: the workspace config, a git hook or a link out of the workspace cannot arrive this way;
+Each change is judged by the path it would reach, as a write by the model would be, and by what it is:
+- a blocked or protected path (.git, .env, keys, .sunwell, .vscode...), a symbolic link, a FIFO, a socket or a
+  device, anything in a folder git takes for a repository, and a file git would read as a link to a repository or
+  as config that runs a program (tools/gitdirs.py) are reported and never applied: the workspace config, a git hook,
+  a repository under another name or a link out of the workspace cannot arrive this way, and nothing that is not a
+  regular file is ever opened (a FIFO would block the preview);
 - `__pycache__` is dropped: the cache the next run makes again, and never worth a line in a card;
-- a tree under a blocked name a command may create (node_modules) is copied in whole, listed as one line, and is
-  not part of undo;
+- a tree under a blocked name a command may create (node_modules) is copied in whole but for what the rules above
+  refuse (tools/tree_copy.py), listed as one line, and is not part of undo;
 - every other file is written with safe_write (atomic, no links followed), after its prior state is checkpointed,
   and only if the workspace file is still what the command saw (else it is reported as a conflict and left alone).
 """
@@ -14,21 +17,23 @@ Each change is judged by the path it would reach, as a write by the model would 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
-import shutil
 import stat
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from sunwell.tools import gitdirs
 from sunwell.tools.base import ToolFailure
 from sunwell.tools.guarded import CREATABLE_NAMES, UNMASKED_NAMES
 from sunwell.tools.jail import Jail
 from sunwell.tools.overlay import Change, Stage, read_changes
 from sunwell.tools.safe_write import prepare_write, remove_target, write_target
+from sunwell.tools.tree_copy import copy_tree
 
 TEXT_LIMIT = 256_000
 """Larger files are listed without their text."""
@@ -44,14 +49,29 @@ anything changes: tools/base.py ToolContext.checkpoint_changes."""
 
 
 @dataclass
+class Tree:
+    """A creatable blocked folder (node_modules) the command made or changed: copied in whole (tools/tree_copy.py)
+    but for `skipped`, the entries in it that are never applied (links, FIFOs, sockets, repositories, git config
+    that runs a program)."""
+
+    folder: str
+    staged: Path
+    files: int = 0
+    skipped: set[str] = field(default_factory=set)
+
+    def not_applied(self) -> str:
+        if not self.skipped:
+            return ""
+        return f"; {len(self.skipped):,} entries not applied: links, FIFOs, sockets, git directories or config"
+
+
+@dataclass
 class Effects:
     files: list[Change] = field(default_factory=list)
     """Applied through the writer: files added, modified, deleted or re-moded, and folders made or removed."""
     refused: list[tuple[str, str]] = field(default_factory=list)
-    """Blocked, protected or links, never applied: (rel, why), a folder's rel ending in `/` (what is in it is not
-    listed again)."""
-    trees: list[tuple[str, Path, int]] = field(default_factory=list)
-    """(folder, its staged copy, file count) of creatable blocked folders, copied in whole."""
+    """Never applied: (rel, why), a folder's rel ending in `/` (what is in it is not listed again)."""
+    trees: list[Tree] = field(default_factory=list)
     seen: dict[str, str | None] = field(default_factory=dict)
     """sha256 of each changed workspace file as the command saw it (None: it did not exist)."""
 
@@ -59,27 +79,47 @@ class Effects:
 def assess(stage: Stage, jail: Jail) -> Effects:
     """Sort what the command changed into what may be applied, and what may not (see the module docstring)."""
     effects = Effects()
-    trees: dict[str, int] = {}
-    for change in read_changes(stage, jail.root):
+    changes = [c for c in read_changes(stage, jail.root)
+               if not any(p.lower() in UNMASKED_NAMES for p in c.rel.split("/"))]  # fmt: skip
+    repositories = _repositories(stage, jail.root, changes)
+    trees: dict[str, Tree] = {}
+    for change in changes:
         parts = change.rel.split("/")
-        if any(p.lower() in UNMASKED_NAMES for p in parts):
-            continue
         creatable = next((i for i, p in enumerate(parts) if p.lower() in CREATABLE_NAMES), None)
         if creatable is not None and not jail.is_blocked("/".join(parts[:creatable])):
-            if change.kind != "deleted":
-                folder = "/".join(parts[: creatable + 1])
-                trees[folder] = trees.get(folder, 0) + (0 if change.is_dir else 1)
+            folder = "/".join(parts[: creatable + 1])
+            _into_tree(trees, effects, folder, change, _hazard(change, repositories), stage)
             continue
-        why = _refusal(change, jail)
+        why = _refusal(change, jail) or _hazard(change, repositories)
         if why:
-            if not any(rel.endswith("/") and change.rel.startswith(rel) for rel, _ in effects.refused):
-                effects.refused.append((change.rel + ("/" if change.is_dir else ""), why))
+            rel, reason = why if isinstance(why, tuple) else (change.rel + ("/" if change.is_dir else ""), why)
+            if not any(done.endswith("/") and (rel + "/").startswith(done) for done, _ in effects.refused):
+                effects.refused.append((rel, reason))
             continue
         effects.files.append(change)
         if not change.is_dir:
             effects.seen[change.rel] = None if change.kind == "added" else file_sha(jail.root / change.rel)
-    effects.trees = [(folder, stage.upper / folder, count) for folder, count in sorted(trees.items())]
+    effects.trees = [trees[folder] for folder in sorted(trees)]
     return effects
+
+
+def _into_tree(trees: dict[str, Tree], effects: Effects, folder: str, change: Change,
+               why: str | tuple[str, str] | None, stage: Stage) -> None:
+    if change.kind == "deleted":
+        return  # a tree is copied over what is there: nothing in it is removed
+    at, reason = why if isinstance(why, tuple) else (change.rel, why)
+    if reason and at.rstrip("/") == folder:  # the folder itself is a link, a FIFO, a repository: none of it
+        if (at, reason) not in effects.refused:
+            effects.refused.append((at, reason))
+        trees.pop(folder, None)
+        return
+    if any(r.rstrip("/") == folder for r, _ in effects.refused):
+        return
+    tree = trees.setdefault(folder, Tree(folder, stage.upper / folder))
+    if reason:
+        tree.skipped.add(at.rstrip("/"))
+    elif not change.is_dir:
+        tree.files += 1
 
 
 def _refusal(change: Change, jail: Jail) -> str | None:
@@ -87,9 +127,40 @@ def _refusal(change: Change, jail: Jail) -> str | None:
         return "a blocked path"
     if jail.is_protected(change.rel):
         return "configuration the editor or shell runs"
+    return None
+
+
+def _hazard(change: Change, repositories: list[str]) -> str | tuple[str, str] | None:
+    """Why a change is never applied wherever it is: what it is (a link, a FIFO…), the repository it is in (then
+    `(repository/, why)`), or what git would do with its content."""
+    repository = next((r for r in repositories if r == "" or change.rel == r or change.rel.startswith(r + "/")), None)
+    if repository is not None:
+        return (repository + "/" if repository else "./"), "a git directory: git runs what its config says"
     if change.is_link:
         return "a symbolic link: Sunwell does not make links for a command"
-    return None
+    if change.special:
+        return f"{change.special}: only files and folders are applied"
+    if change.staged is None or change.is_dir:
+        return None
+    try:
+        with open_regular(change.staged) as stream:
+            return gitdirs.hazard(stream)
+    except OSError:
+        return "not a regular file in the staging layer"
+
+
+def _repositories(stage: Stage, root: Path, changes: Sequence[Change]) -> list[str]:
+    """Every folder holding a change (or being one) that git takes for a repository once the change is applied:
+    its entries in the staging layer or the workspace, whichever has them (a folder that stops being one counts
+    too: changing a repository is refused like making one)."""
+    folders = {""}
+    for change in changes:
+        parts = change.rel.split("/")
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts) + (1 if change.is_dir else 0)))
+    names = ("HEAD", "objects", "refs", "commondir")
+    return sorted(f for f in folders
+                  if gitdirs.is_git_dir([n for n in names if any(os.path.lexists(base / f / n)
+                                                                  for base in (stage.upper, root))]))  # fmt: skip
 
 
 # ---- the preview ------------------------------------------------------------------------------------------------
@@ -113,8 +184,8 @@ def preview(effects: Effects, jail: Jail, *, command: str, cwd: str, exit_code: 
         budget -= size if show else 0
         changes.append({"path": change.rel, "change": change.kind, "binary": binary,
                         "before": _text(before) if show else None, "after": _text(after) if show else None})
-    notes = summaries + [f"{folder}/: {count:,} files (copied in whole, not undone)" for folder, _, count in
-                         effects.trees] + [f"not applied: {rel} ({why})" for rel, why in effects.refused]  # fmt: skip
+    notes = summaries + [f"{t.folder}/: {t.files:,} files (copied in whole, not undone{t.not_applied()})" for t in effects.trees]
+    notes += [f"not applied: {rel} ({why})" for rel, why in effects.refused]
     shown = output + ("".join(f"\n[Sunwell: {n}]" for n in notes) if notes else "")
     return {"kind": "effects", "command": command, "cwd": cwd, "exitCode": exit_code, "output": shown,
             "changes": changes, "truncated": len(listed) > MAX_LISTED}
@@ -149,9 +220,8 @@ def _bytes(path: Path | None) -> bytes | None:
     if path is None:
         return None
     try:
-        if os.lstat(path).st_size > TEXT_LIMIT:
-            return None
-        return path.read_bytes()
+        with open_regular(path) as f:
+            return None if os.fstat(f.fileno()).st_size > TEXT_LIMIT else f.read()
     except OSError:
         return None
 
@@ -188,7 +258,7 @@ class Applied:
             shown = ", ".join(self.changed[:20]) + (f" and {len(self.changed) - 20:,} more" if len(self.changed) > 20
                                                     else "")  # fmt: skip
             lines.append(f"applied {len(self.changed):,} file change(s) to the workspace: {shown}")
-        lines += [f"{folder}/ copied in ({count:,} files)" for folder, _, count in effects.trees]
+        lines += [f"{t.folder}/ copied in ({t.files:,} files{t.not_applied()})" for t in effects.trees]
         if self.conflicts:
             lines.append("not applied, changed by someone else while the command ran: " + ", ".join(self.conflicts))
         if self.failed:
@@ -219,10 +289,14 @@ def apply(effects: Effects, jail: Jail, record: Record | None) -> Applied:
                 remove_target(target)
             else:
                 assert change.staged is not None
-                data, mode = change.staged.read_bytes(), stat.S_IMODE(os.lstat(change.staged).st_mode) & 0o777
+                with open_regular(change.staged) as f:
+                    data, mode = f.read(), stat.S_IMODE(os.fstat(f.fileno()).st_mode) & 0o777
                 write_target(target, data, mode=mode)
         except ToolFailure as failure:  # e.g. a file with other hard links: left alone, said, the rest applied
             applied.failed.append(f"{change.rel} ({failure.error.message})")
+            continue
+        except OSError as exc:
+            applied.failed.append(f"{change.rel} ({exc.strerror or exc})")
             continue
         applied.changed.append(change.rel)
     for change in effects.files:
@@ -231,8 +305,8 @@ def apply(effects: Effects, jail: Jail, record: Record | None) -> Applied:
     for change in sorted((c for c in effects.files if c.is_dir and c.kind == "deleted"), key=lambda c: -len(c.rel)):
         with contextlib.suppress(OSError, ToolFailure):
             os.rmdir(jail.resolve(change.rel))  # only when empty: a file kept back (conflict) keeps its folder
-    for folder, staged, _ in effects.trees:
-        _copy_tree(jail, folder, staged)
+    for tree in effects.trees:
+        applied.failed += copy_tree(jail, tree.folder, tree.staged, tree.skipped)
     return applied
 
 
@@ -242,36 +316,27 @@ def _make_dir(jail: Jail, rel: str) -> None:
         real.mkdir(parents=True, exist_ok=True)
 
 
-def _copy_tree(jail: Jail, folder: str, staged: Path) -> None:
-    """A creatable blocked folder (node_modules): copied in whole, links kept as links, never through one."""
-    parent_rel, _, name = folder.rpartition("/")
-    parent = jail.resolve(parent_rel or ".", must_exist=False)
-    parent.mkdir(parents=True, exist_ok=True)
-    dest = parent / name
-    if dest.is_symlink():
-        raise ToolFailure("permission", f"{folder} is a symbolic link; the command's changes to it were not applied")
-    shutil.copytree(staged, dest, symlinks=True, dirs_exist_ok=True, ignore=_whiteouts)
-
-
-def _whiteouts(folder: str, names: list[str]) -> set[str]:
-    """What overlayfs left for deleted entries (character devices 0,0): nothing to copy."""
-    return {name for name in names if stat.S_ISCHR(os.lstat(os.path.join(folder, name)).st_mode)}
-
-
 def file_sha(path: Path | None) -> str | None:
     """The sha256 of a regular file (never through a symlink); None when there is none."""
     if path is None:
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        f = open_regular(path)
     except OSError:
         return None
     digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
+    with f:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """A regular file opened to read, never through a link, never waiting on a FIFO (else OSError)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return os.fdopen(fd, "rb")
 
 

@@ -5,7 +5,9 @@ only covers what exists when the command starts: `mkdir .sunwell && echo 'ripgre
 .sunwell/config.yaml`, `git init sub && git -C sub config core.fsmonitor ...` or a new `.vscode/tasks.json` would
 run on the host later. So after every command the workspace is scanned again, and whatever now stands under a
 blocked or protected name that was not there before is moved out of the workspace into a quarantine folder,
-before anything on the host can read it. Symlinks count too (a `.vscode` link to a folder the command filled).
+before anything on the host can read it. Symlinks count too (a `.vscode` link to a folder the command filled). A
+folder git takes for a repository (tools/gitdirs.py), whatever its name, is protected like configuration: shown
+read-only, and moved out when a command made it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sunwell.tools.gitdirs import is_git_dir
 from sunwell.tools.jail import Jail
 
 UNMASKED_NAMES = frozenset({"__pycache__"})
@@ -46,6 +49,9 @@ def guarded_entries(jail: Jail) -> list[GuardedEntry]:
             with os.scandir(directory) as it:
                 entries = list(it)
         except OSError:
+            continue
+        if prefix and is_git_dir([e.name for e in entries]):  # a repository under another name: like .git
+            found.append(GuardedEntry(directory, prefix.rstrip("/"), True, False, True))
             continue
         for entry in entries:
             try:

@@ -115,13 +115,15 @@ async def _probe(staging_parent: Path, workspace: Path, bwrap: str, userns_flags
 class Change:
     """One entry the command changed: `kind` is added, modified, deleted or mode (same bytes, other permissions);
     `staged` the path of the new content in the upper layer (None when deleted), `is_dir` for a folder that was
-    created (empty, or holding only other changes) or deleted (then its files are listed on their own too)."""
+    created (empty, or holding only other changes) or deleted (then its files are listed on their own too);
+    `special` says what a staged entry is when it is neither a file, a folder nor a link (never read)."""
 
     rel: str
     kind: str
     staged: Path | None
     is_dir: bool = False
     is_link: bool = False
+    special: str | None = None
 
 
 def read_changes(stage: Stage, workspace: Path) -> list[Change]:
@@ -153,9 +155,11 @@ def _read_dir(upper: Path, lower: Path, prefix: str, out: list[Change]) -> None:
             if before is not None and stat.S_ISDIR(before.st_mode):
                 out.extend(_deleted(below, rel, before))
                 before = None
-            kind = _file_change(Path(entry.path), st, below, before)
+            special = special_kind(st.st_mode)
+            kind = ("added" if before is None else "modified") if special else _file_change(Path(entry.path), st,
+                                                                                          below, before)
             if kind is not None:
-                out.append(Change(rel, kind, Path(entry.path), is_link=stat.S_ISLNK(st.st_mode)))
+                out.append(Change(rel, kind, Path(entry.path), is_link=stat.S_ISLNK(st.st_mode), special=special))
     if opaque and lower.is_dir() and not lower.is_symlink():
         for name in sorted(os.listdir(lower)):
             if name not in seen:
@@ -210,6 +214,18 @@ def walk_stats(root: Path, prefix: str = "",
             yield rel, st
             if stat.S_ISDIR(st.st_mode):
                 stack.append((Path(entry.path), rel + "/"))
+
+
+def special_kind(mode: int) -> str | None:
+    """What an entry is when it is not a regular file, a folder or a link: a FIFO (opening it blocks), a socket, a
+    device; None otherwise."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a unix socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return None
 
 
 def _is_opaque(path: Path) -> bool:
