@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sunwell.tools.base import ToolContext, ToolFailure
-from sunwell.tools.checkpoints import Checkpoints, UndoConflict, UndoError, last_session
+from sunwell.tools.checkpoints import Checkpoints, UndoConflict, UndoError
 from sunwell.tools.edits import edit_file, write_file
 from sunwell.tools.jail import Jail
 
@@ -200,15 +200,3 @@ def test_session_ids_are_checked(ws: Path, cps: Checkpoints) -> None:
     for bad in ("../x", "", "a/b", ".."):
         with pytest.raises(ValueError):
             cps.turns(bad)
-
-
-async def test_last_session(ws: Path, cps: Checkpoints) -> None:
-    assert last_session(cps.root) is None
-    await write_file({"path": "a.txt", "content": "1"}, turn_ctx(ws, cps, "older", "t1"))
-    await write_file({"path": "a.txt", "content": "2"}, turn_ctx(ws, cps, "newer", "t1"))
-    assert last_session(cps.root) == "newer"
-    await write_file({"path": "a.txt", "content": "3"}, turn_ctx(ws, cps, "older", "t2"))
-    assert last_session(cps.root) == "older"
-    (cps.root / "broken").mkdir()
-    (cps.root / "broken" / "meta.json").write_text("{not json")
-    assert last_session(cps.root) == "older"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sunwell.config import ConfigError, apply_changes, load_settings
+from sunwell.config import ConfigError, load_settings
 
 
 def _write(path: Path, text: str) -> Path:
@@ -49,13 +49,6 @@ def test_bad_workspace_config_names_key_and_file(tmp_path, text, needle):
 def test_bad_environment_value_names_the_source(tmp_path):
     with pytest.raises(ConfigError, match="environment.*'trust'"):
         load_settings(None, {}, {"XDG_CONFIG_HOME": str(tmp_path), "SUNWELL_TRUST": "root"})
-
-
-def test_apply_changes_validates(tmp_path):
-    settings = load_settings(None, {}, {"XDG_CONFIG_HOME": str(tmp_path)})
-    assert apply_changes(settings, {"trust": "shell"}, "client").trust == "shell"
-    with pytest.raises(ConfigError, match="client: invalid setting 'approval'"):
-        apply_changes(settings, {"approval": "maybe"}, "client")
 
 
 def test_cli_exits_2_on_a_bad_config(sunwell, workspace):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from description_audit import PASSING_SCORE, audit_tool
 from sunwell.messages import ToolSpec
-from sunwell.tools.descriptions import PASSING_SCORE, audit_tool
 from sunwell.tools.registry import CORE_TOOLS
 
 PARAMS = {"type": "object", "properties": {"path": {"type": "string", "description": "File to read."}},

@@ -247,7 +247,8 @@ async def test_anthropic_round_trip_merges_results_and_user_text(fake):
     first = await collect(provider.stream(request(UserMessage(text="look"))))
     signature = next(e.signature for e in first if isinstance(e, ThinkingDelta) and e.signature)
     after = conversation_after_calls(first, error_for="list_files")
-    after[0] = after[0].model_copy(update={"thinking": "hm", "thinking_signature": signature})
+    after[0] = AssistantMessage(text=after[0].text, thinking="hm", thinking_signature=signature,
+                                tool_calls=after[0].tool_calls)
     history = [SystemMessage(text="Be careful."), UserMessage(text="look"), *after,
                UserMessage(text="also check b.py"), AssistantMessage(thinking="unsigned, dropped")]
     second = await collect(provider.stream(request(*history, tool_choice="required")))

@@ -389,15 +389,6 @@ def proposed_servers(raw: Any, source: str, ignored: list[str]) -> dict[str, Mcp
     return proposed
 
 
-def apply_changes(settings: Settings, changes: Mapping[str, Any], source: str) -> Settings:
-    """A copy of `settings` with `changes` validated on top (initializationOptions, didChangeConfiguration)."""
-    changed = _validate({**settings.model_dump(exclude_unset=True), **changes}, source)
-    changed._ignored = settings.ignored_workspace_keys
-    changed._proposed_mcp = {name: server for name, server in settings.proposed_mcp_servers.items()
-                             if name not in changed.mcp_servers}
-    return changed
-
-
 def _validate(values: dict[str, Any], source: str) -> Settings:
     try:
         return Settings.model_validate(values)

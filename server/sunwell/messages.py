@@ -8,8 +8,8 @@ conversations), `models` (which sends them) and `tools` (which produce results) 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, Self
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 from pydantic.alias_generators import to_camel
@@ -113,19 +113,6 @@ class AssistantMessage(WireModel):
     @property
     def tool_calls(self) -> list[ToolCall]:
         return [part.call for part in self.parts if isinstance(part, ToolCallPart)]
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """`update` may name the old fields too (`{"thinking": …}`): the parts are then rebuilt in the old shape
-        (one thinking with the last signature, the text, the calls)."""
-        if update and any(key in update for key in _OLD_FIELDS):
-            update = dict(update)
-            signature = next((p.signature for p in reversed(self.parts) if isinstance(p, ThinkingPart)
-                              and p.signature), None)
-            old = {"text": self.text, "thinking": self.thinking, "thinking_signature": signature,
-                   "tool_calls": self.tool_calls}
-            old |= {_OLD_FIELDS[key]: update.pop(key) for key in list(update) if key in _OLD_FIELDS}
-            update["parts"] = parts_of(**old)
-        return super().model_copy(update=update, deep=deep)
 
 
 def parts_of(*, text: str | None = "", thinking: str | None = "", thinking_signature: str | None = None,

@@ -164,17 +164,6 @@ class SessionStore:
             data = json.dumps(_stored(message), ensure_ascii=False, separators=(",", ":"))
         self._insert(session, turn, seq, "message", message_line(message), data)
 
-    def set_title(self, session: str, title: str | None) -> None:
-        with self._write() as db:
-            if not db.execute("UPDATE sessions SET title = ? WHERE id = ?", (encodable(title), session)).rowcount:
-                raise SessionNotFound(session)
-
-    def delete(self, session: str) -> None:
-        with self._write() as db:
-            if not db.execute("DELETE FROM sessions WHERE id = ?", (session,)).rowcount:
-                raise SessionNotFound(session)
-            db.execute("DELETE FROM events WHERE session = ?", (session,))
-
     def events(self, session: str) -> list[EventRow]:
         query = (
             "SELECT id, session, turn, seq, kind, content, data, ts FROM events WHERE session = ? ORDER BY id"

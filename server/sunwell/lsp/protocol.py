@@ -2,8 +2,9 @@
 
 Every custom method name and the params/result model of each live here and nowhere else; handlers parse params
 with `parse` and answer with `model.wire()`. Wire keys are camelCase (WireModel). Unknown params keys are
-ignored, so an older sidecar still answers a newer client. `json_schemas()` is what the extension's TypeScript
-types are generated from.
+ignored, so an older sidecar still answers a newer client. The extension's TypeScript types are
+generated from these models (scripts/gen-protocol-types.py); `json_schemas()` gives each method's params and result
+schema.
 """
 
 from __future__ import annotations
@@ -290,7 +291,7 @@ def parse(model: type[P], params: Any, method: str) -> P:
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
-    """JSON Schema of every params and result model, keyed by method (what the TypeScript types come from)."""
+    """JSON Schema of every params and result model, keyed by method."""
     return {method: {"params": params.model_json_schema(by_alias=True),
                      "result": result.model_json_schema(by_alias=True)}
             for method, (params, result) in REQUESTS.items()}

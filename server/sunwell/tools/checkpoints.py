@@ -241,20 +241,6 @@ class Checkpoints:
         _atomic_write(self._dir(session) / "meta.json", json.dumps(meta, indent=1).encode("utf-8"))
 
 
-def last_session(root_dir: Path) -> str | None:
-    """The session whose most recent checkpoint is the newest, for `sunwell undo` without --session."""
-    best: tuple[float, str] | None = None
-    for meta_file in Path(root_dir).glob("*/meta.json"):
-        try:
-            turns = json.loads(meta_file.read_text("utf-8"))["turns"]
-            newest = max((float(t["time"]) for t in turns), default=None)
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if newest is not None and (best is None or (newest, meta_file.parent.name) > best):
-            best = (newest, meta_file.parent.name)
-    return best[1] if best else None
-
-
 def _mode(path: Path) -> int | None:
     try:
         return stat.S_IMODE(os.lstat(path).st_mode) & 0o777
