@@ -13,15 +13,13 @@ import logging
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
 
 from sunwell.lsp.failures import UNPARSEABLE, RequestFailed
-
-if TYPE_CHECKING:
-    from sunwell.lsp.server import SunwellServer
 
 
 class ClientLogHandler(logging.Handler):
@@ -29,7 +27,7 @@ class ClientLogHandler(logging.Handler):
 
     _busy = threading.local()
 
-    def __init__(self, server: SunwellServer, level: int = logging.WARNING) -> None:
+    def __init__(self, server: LanguageServer, level: int = logging.WARNING) -> None:
         super().__init__(level)
         self.server = server
 
@@ -58,7 +56,7 @@ def _unless_already_answered(record: logging.LogRecord) -> bool:
     return not isinstance(error, (JsonRpcInvalidParams, RequestFailed))
 
 
-def configure_logging(server: SunwellServer, level: str = "WARNING") -> None:
+def configure_logging(server: LanguageServer, level: str = "WARNING") -> None:
     """Everything to stderr; Sunwell's own records also to the client. Never stdout: that is the protocol."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
