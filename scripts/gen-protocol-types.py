@@ -28,6 +28,7 @@ SOURCES: list[tuple[str, str]] = [
     ("sunwell.vocabulary", "ApprovalMode"),
     ("sunwell.vocabulary", "Decision"),
     ("sunwell.vocabulary", "DecidedBy"),
+    ("sunwell.vocabulary", "ErrorCode"),
     ("sunwell.vocabulary", "Risk"),
     ("sunwell.vocabulary", "TurnStatus"),
     ("sunwell.vocabulary", "NoticeLevel"),

@@ -5,6 +5,19 @@
 export type ApprovalMode = 'ask' | 'auto' | 'deny';
 export type DecidedBy = 'user' | 'policy';
 export type Decision = 'allow' | 'deny' | 'allowSession';
+export type ErrorCode =
+  | 'validation'
+  | 'unknown_tool'
+  | 'permission'
+  | 'not_found'
+  | 'unsupported'
+  | 'denied'
+  | 'dry_run'
+  | 'timeout'
+  | 'rate_limit'
+  | 'execution'
+  | 'network'
+  | 'interrupted';
 export type Event =
   | TextEvent
   | ThinkingEvent
@@ -54,6 +67,7 @@ export interface SunwellProtocol {
   DiffPreview?: DiffPreview;
   EffectsPreview?: EffectsPreview;
   EmptyParams?: EmptyParams;
+  ErrorCode?: ErrorCode;
   Event?: Event;
   FileChange?: FileChange;
   InitializationOptions?: InitializationOptions;
@@ -263,7 +277,19 @@ export interface ToolResultEvent {
  * A structured failure: a PROTOCOL.md error code, a message the model can act on, and maybe a fix.
  */
 export interface ToolError {
-  code: string;
+  code:
+    | 'validation'
+    | 'unknown_tool'
+    | 'permission'
+    | 'not_found'
+    | 'unsupported'
+    | 'denied'
+    | 'dry_run'
+    | 'timeout'
+    | 'rate_limit'
+    | 'execution'
+    | 'network'
+    | 'interrupted';
   message: string;
   suggestion?: string | null;
 }
@@ -540,6 +566,7 @@ export const Vocabulary = {
   ApprovalMode: ['ask', 'auto', 'deny'] as readonly ApprovalMode[],
   DecidedBy: ['user', 'policy'] as readonly DecidedBy[],
   Decision: ['allow', 'deny', 'allowSession'] as readonly Decision[],
+  ErrorCode: ['validation', 'unknown_tool', 'permission', 'not_found', 'unsupported', 'denied', 'dry_run', 'timeout', 'rate_limit', 'execution', 'network', 'interrupted'] as readonly ErrorCode[],
   NoticeLevel: ['info', 'warning', 'error'] as readonly NoticeLevel[],
   Risk: ['write', 'shell', 'network', 'mcp'] as readonly Risk[],
   TrustName: ['discovery', 'read_only', 'workspace', 'shell', 'full'] as readonly TrustName[],

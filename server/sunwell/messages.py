@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 from pydantic.alias_generators import to_camel
 
+from sunwell.vocabulary import ErrorCode
+
 
 class WireModel(BaseModel):
     """Python fields are snake_case; on the wire (events, JSON-RPC, exports) they are camelCase.
@@ -30,7 +32,7 @@ class WireModel(BaseModel):
 class ToolError(WireModel):
     """A structured failure: a PROTOCOL.md error code, a message the model can act on, and maybe a fix."""
 
-    code: str
+    code: ErrorCode
     message: str
     suggestion: str | None = None
 

@@ -33,6 +33,9 @@ DecidedBy = Literal["user", "policy"]
 Risk = Literal["write", "shell", "network", "mcp"]
 TurnStatus = Literal["completed", "cancelled", "limitReached", "error"]
 NoticeLevel = Literal["info", "warning", "error"]
+ErrorCode = Literal["validation", "unknown_tool", "permission", "not_found", "unsupported", "denied", "dry_run",
+                    "timeout", "rate_limit", "execution", "network", "interrupted"]
+"""A failed tool call's `error.code` (PROTOCOL.md "Error codes"): what the model and a client may branch on."""
 
 
 def canonical_tool_name(name: str, names: Sequence[str]) -> str | None:
