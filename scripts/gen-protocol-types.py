@@ -38,7 +38,8 @@ SOURCES: list[tuple[str, str]] = [
     ("sunwell.messages", "Usage"),
     ("sunwell.messages", "ToolError"),
     ("sunwell.lsp.protocol", "*"),
-    ("sunwell.lsp.protocol", "SessionEvent"),
+    ("sunwell.agent.events", "SessionEvent"),
+    ("sunwell.agent.events", "UserMessageEvent"),
     ("sunwell.agent.usage", "SessionUsage"),
 ]
 

@@ -9,16 +9,11 @@ from pathlib import Path
 import pytest
 
 from fake_provider import Call, Reply
-from sunwell.agent.commands import (
-    _HANDLERS,
-    ChatState,
-    commands_catalog,
-    emit_command_output,
-    handle_line,
-    run_command,
-)
+from sunwell.agent.chat import ChatState, UserInput
+from sunwell.agent.commands import _HANDLERS, commands_catalog, run_command
 from sunwell.agent.engine import Engine
 from sunwell.agent.lens_commands import LensCommandError, parse_skill_arguments
+from sunwell.agent.session import Session
 from sunwell.commands_spec import COMMAND_DOCS, Command, parse_command
 from sunwell.config import Settings
 from sunwell.lens import vocabulary
@@ -78,8 +73,14 @@ def engine(tmp_path, workspace, fake, monkeypatch):
 
 
 @pytest.fixture
-def state():
-    return ChatState()
+def session(engine):
+    return Session(engine)
+
+
+@pytest.fixture
+def state(session):
+    """What the commands change: the session's own, so that its turns see it."""
+    return session.state
 
 
 async def say(engine, state, line) -> str:
@@ -104,21 +105,21 @@ async def test_help_lists_the_commands_and_explains_one(engine, state):
     assert await say(engine, state, "::help nope") == "Unknown command: ::nope. Try ::help"
 
 
-async def test_a_command_is_answered_as_command_output_and_done(engine, state, fake):
+async def test_a_command_is_answered_as_command_output_and_done(engine, session, fake):
     events = []
-    result = await handle_line(engine, state, "::model", events.append)
+    result = await session.submit(UserInput("::model"), events.append)
     assert [(e.type, e.seq) for e in events] == [("commandOutput", 0), ("done", 1)]
     assert events[0].command == "model" and "openai:gpt-4o" in events[0].output
     assert events[1].status == "completed" and events[1].tool_calls == 0 and not result.exit
     assert len({e.turn for e in events}) == 1 and fake.requests == []  # no model call
-    done = emit_command_output(events.append, ChatState(session="s1"), "help", "x")
-    assert done.session == "s1" and events[-1].wire()["type"] == "done"
+    done = (await Session(engine, "s1").command("::help", events.append)).done
+    assert done.session == "s1" and events[-1].wire()["type"] == "done" and events[-2].command == "help"
 
 
-async def test_turns_context_save_and_clear(engine, state, fake, workspace):
+async def test_turns_context_save_and_clear(engine, session, state, fake, workspace):
     fake.script(Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')]), Reply(text="It says hello."))
     events = []
-    result = await handle_line(engine, state, "what is in a.txt?", events.append)
+    result = await session.submit(UserInput("what is in a.txt?"), events.append)
     assert result.done.status == "completed" and state.session == result.done.session
     context = await say(engine, state, "::context")
     assert f"session: `{state.session}`" in context and "messages: 4" in context and "gpt-4o" in context
@@ -146,30 +147,30 @@ async def test_turns_context_save_and_clear(engine, state, fake, workspace):
     assert state.session is None
     assert await say(engine, state, "::save later.md") == "Nothing to save yet: the conversation is empty."
     fake.script(Reply(text="fresh"))
-    await handle_line(engine, state, "again", events.append)
+    await session.submit(UserInput("again"), events.append)
     assert state.session not in (None, old)
     assert [m["role"] for m in fake.requests[-1].body["messages"]] == ["system", "user"]
 
 
-async def test_focus_reaches_the_model_until_cleared(engine, state, fake):
+async def test_focus_reaches_the_model_until_cleared(engine, session, state, fake):
     assert "src/**" in await say(engine, state, "::focus src/**")
     fake.script(Reply(text="ok"), Reply(text="ok"))
-    await handle_line(engine, state, "what is here?", lambda event: None)
+    await session.submit(UserInput("what is here?"), lambda event: None)
     assert "focus on: src/**" in json.dumps(fake.requests[-1].body)
     assert "`src/**`" in await say(engine, state, "::context")
     assert await say(engine, state, "::focus") == "Focus cleared."
-    await handle_line(engine, state, "and now?", lambda event: None)
+    await session.submit(UserInput("and now?"), lambda event: None)
     assert "focus on: src/**" not in json.dumps(fake.requests[-1].body["messages"][-1])
 
 
-async def test_model_shows_and_switches_only_to_valid_models(engine, state, fake):
+async def test_model_shows_and_switches_only_to_valid_models(engine, session, state, fake):
     assert await say(engine, state, "::model nowhere:thing") == (
         "unknown provider 'nowhere': use one of openai, anthropic, ollama, openai-compatible")
     assert state.model is None
     assert "gpt-4o-mini" in await say(engine, state, "::model gpt-4o-mini")
     assert state.model == "openai:gpt-4o-mini"
     fake.script(Reply(text="small"))
-    await handle_line(engine, state, "hi", lambda event: None)
+    await session.submit(UserInput("hi"), lambda event: None)
     assert fake.requests[-1].body["model"] == "gpt-4o-mini"
 
 
@@ -184,12 +185,12 @@ async def test_trust_and_tools(engine, state):
     assert "Dry run" in await say(engine, state, "::tools")
 
 
-async def test_undo_puts_back_what_the_last_turn_wrote(engine, state, fake, workspace):
+async def test_undo_puts_back_what_the_last_turn_wrote(engine, session, state, fake, workspace):
     assert "Nothing to undo" in await say(engine, state, "::undo")
     write = Call("write_file", json.dumps({"path": "a.txt", "content": "changed\n"}))
     fake.script(Reply(tool_calls=[write, Call("write_file", '{"path": "new.txt", "content": "n"}')]),
                 Reply(text="done"))
-    await handle_line(engine, state, "change things", lambda event: None)
+    await session.submit(UserInput("change things"), lambda event: None)
     assert (workspace / "a.txt").read_text() == "changed\n" and (workspace / "new.txt").exists()
     undone = await say(engine, state, "::undo")
     assert "- restored `a.txt`" in undone and "- deleted `new.txt` (the turn created it)" in undone
@@ -198,7 +199,7 @@ async def test_undo_puts_back_what_the_last_turn_wrote(engine, state, fake, work
     assert await say(engine, state, "::undo everything") == "Usage: `::undo [--force]`"
 
 
-async def test_lenses_skills_and_run(engine, state, fake, workspace):
+async def test_lenses_skills_and_run(engine, session, state, fake, workspace):
     shutil.copy(EXAMPLE_LENS, workspace / "review.lens")
     assert "No lens is active" in await say(engine, state, "::skills")
     overview = await say(engine, state, "::lens")
@@ -219,7 +220,7 @@ async def test_lenses_skills_and_run(engine, state, fake, workspace):
     await say(engine, state, "::trust full")
     assert "(the lens caps it at **shell**)" in await say(engine, state, "::trust")
     fake.script(Reply(text="I would run the tests now."))
-    done = (await handle_line(engine, state, "::run run_tests target=tests/test_x.py", lambda e: None)).done
+    done = (await session.submit(UserInput("::run run_tests target=tests/test_x.py"), lambda e: None)).done
     assert done.status == "completed"
     body = fake.requests[-1].body
     assert '{"target": "tests/test_x.py"}' in body["messages"][-1]["content"]

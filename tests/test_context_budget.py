@@ -14,9 +14,11 @@ import pytest
 
 from conftest import check_stream_rules
 from fake_provider import Call, Fail, Reply
-from sunwell.agent.commands import ChatState, handle_line, run_command
+from sunwell.agent.chat import UserInput
+from sunwell.agent.commands import run_command
 from sunwell.agent.engine import Engine
 from sunwell.agent.prompts import COMPACT_SYSTEM, SUMMARY_HEADING
+from sunwell.agent.session import Session
 from sunwell.config import ModelOverride, Settings
 from sunwell.models.base import ModelRequest
 from sunwell.models.openai_chat import map_messages
@@ -86,21 +88,22 @@ def requests_fit(fake) -> None:
         assert request.tokens + asked <= fake.context_limit or request.tokens is None
 
 
-async def turn(engine, state, line, events=None):
+async def turn(session, line, events=None):
     sink = (events.append if events is not None else lambda event: None)
-    result = await handle_line(engine, state, line, sink)
+    result = await session.submit(UserInput(line), sink)
     return result.done
 
 
 @pytest.mark.parametrize("model", [OPENAI, ANTHROPIC])
 async def test_reads_adding_up_to_several_windows_finish_without_a_refusal(fake, files, make_engine, model):
     fake.context_limit = 8192
-    engine, state = make_engine(files, model, window=8192), ChatState()
+    engine = make_engine(files, model, window=8192)
+    session = Session(engine)
     plan = [[f"f{n}.py" for n in range(t * 4, t * 4 + 4)] for t in range(3)]  # 12 reads, ~24k tokens
     scripted = Model(fake, plan)
     events = []
     for t in range(3):
-        done = await turn(engine, state, f"read batch {t}", events)
+        done = await turn(session, f"read batch {t}", events)
         assert done.status == "completed", done.error
     assert fake.refusals == 0
     requests_fit(fake)
@@ -120,47 +123,50 @@ async def test_an_unknown_window_is_learned_from_the_first_refusal_and_kept(fake
     """The registry says 128k/200k; the server has 8k: one refusal (its limit read from the vendor's words), the
     window corrected for the session, the request retried once made smaller, and no refusal after that."""
     fake.context_limit = 8192
-    engine, state = make_engine(files, model), ChatState()
+    engine = make_engine(files, model)
+    session = Session(engine)
     Model(fake, [[f"f{n}.py" for n in range(t * 4, t * 4 + 4)] for t in range(3)])
     events = []
     for t in range(3):
-        done = await turn(engine, state, f"read batch {t}", events)
+        done = await turn(session, f"read batch {t}", events)
         assert done.status == "completed", done.error
     assert fake.refusals == 1
     [overflow] = [e for e in events if e.type == "notice" and e.code == "context_overflow"]
     assert "8,192 tokens" in overflow.message
-    assert engine.live.get(state.session).window == 8192
+    assert engine.live.get(session.id).window == 8192
     usage = [e for e in events if e.type == "contextUsage"]
     assert usage[-1].window_tokens == 8192
-    assert "8,192 tokens (refusal)" in (await run_command(engine, state, "::context")).output
+    assert "8,192 tokens (refusal)" in (await run_command(engine, session.state, "::context")).output
 
 
 async def test_usage_calibrates_the_estimate_and_without_it_the_figure_is_an_estimate(fake, files, make_engine):
-    engine, state = make_engine(files, window=16384), ChatState()
+    engine = make_engine(files, window=16384)
+    session = Session(engine)
     fake.script(Reply(text="one", send_usage=False), Reply(text="two", usage=(12, 3)))  # 12: a prompt cache's count
     events = []
-    await turn(engine, state, "first", events)
-    await turn(engine, state, "second", events)
+    await turn(session, "first", events)
+    await turn(session, "second", events)
     first, second = [e for e in events if e.type == "contextUsage"]
     assert first.estimated and second.estimated and first.used_tokens > 500 and second.window_tokens == 16384
-    assert not engine.live.get(state.session).context.calibrated  # neither taught anything
+    assert not engine.live.get(session.id).context.calibrated  # neither taught anything
 
     fake.context_limit = 16384  # counted by the server from now on
     fake.script(Reply(text="three"))
-    await turn(engine, state, "third", events)
+    await turn(session, "third", events)
     third = [e for e in events if e.type == "contextUsage"][-1]
     counted = fake.requests[-1].tokens
     assert not third.estimated and third.used_tokens == counted + 1  # "three": one token of output
-    context = engine.live.get(state.session).context
+    context = engine.live.get(session.id).context
     assert context.calibrated and context.used == third.used_tokens
 
 
 async def test_a_refusal_that_states_no_limit_lowers_the_window_to_a_likely_size(fake, files, make_engine):
-    engine, state = make_engine(files, window=32768), ChatState()
+    engine = make_engine(files, window=32768)
+    session = Session(engine)
     fake.script(Fail(400, "the request exceeds the available context size, try increasing it"),
                 Reply(text="Fine."))
     events = []
-    done = await turn(engine, state, "hello", events)
+    done = await turn(session, "hello", events)
     assert done.status == "completed" and len(fake.requests) == 2, done.error
     [overflow] = [e for e in events if e.type == "notice" and e.code == "context_overflow"]
     # sent ~1k tokens + the 4,096 reserved for the answer: the largest power of two below that
@@ -171,9 +177,10 @@ async def test_a_refusal_that_states_no_limit_lowers_the_window_to_a_likely_size
 async def test_a_conversation_that_cannot_fit_even_after_compaction_ends_clearly(fake, files, make_engine):
     """The server's window (600) cannot hold the instructions and tools: one refusal, no blind retry, one line."""
     fake.context_limit = 600
-    engine, state = make_engine(files, window=8192), ChatState()
+    engine = make_engine(files, window=8192)
+    session = Session(engine)
     fake.script(*[Reply(text="never")] * 3)
-    done = await turn(engine, state, "hello")
+    done = await turn(session, "hello")
     assert done.status == "error" and fake.refusals == 1 and len(fake.requests) == 1
     assert "does not fit the model's context window of 600 tokens (refusal)" in done.error
     assert "::compact" in done.error and "new session" in done.error and "larger window" in done.error
@@ -181,10 +188,11 @@ async def test_a_conversation_that_cannot_fit_even_after_compaction_ends_clearly
 
 
 async def test_a_second_refusal_after_making_room_ends_the_turn(fake, files, make_engine):
-    engine, state = make_engine(files, window=32768), ChatState()
+    engine = make_engine(files, window=32768)
+    session = Session(engine)
     refusal = "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."
     fake.script(Fail(400, refusal), Fail(400, refusal), Reply(text="never"))
-    done = await turn(engine, state, "hello")
+    done = await turn(session, "hello")
     assert done.status == "error" and len(fake.requests) == 2 and fake.remaining == 1
     assert "refused the request for length again" in done.error and "::compact" in done.error
 
@@ -192,10 +200,11 @@ async def test_a_second_refusal_after_making_room_ends_the_turn(fake, files, mak
 async def test_one_result_larger_than_the_room_is_cut_with_the_usual_hint(fake, workspace, make_engine):
     fake.context_limit = 4096
     (workspace / "big.py").write_text("".join(f"def func_{i}():\n    return {i}\n" for i in range(1000)))  # 25 KB
-    engine, state = make_engine(workspace, window=4096), ChatState()
+    engine = make_engine(workspace, window=4096)
+    session = Session(engine)
     fake.script(Reply(tool_calls=[Call("read_file", '{"path": "big.py"}')]), Reply(text="func_599 returns 599"))
     events = []
-    done = await turn(engine, state, "Read big.py and tell me what func_599 returns", events)
+    done = await turn(session, "Read big.py and tell me what func_599 returns", events)
     assert done.status == "completed" and fake.refusals == 0, done.error
     requests_fit(fake)
     sent = json.dumps(fake.requests[-1].body)
@@ -211,9 +220,10 @@ async def test_a_read_larger_than_a_window_learned_mid_turn_is_cut_to_fit(fake, 
     long user line, and the one retry still fits the learned window, the result cut with the usual hint."""
     fake.context_limit = 4096
     (workspace / "big.py").write_text("".join(f"def func_{i}():\n    return {i}\n" for i in range(1000)))  # 25 KB
-    engine, state = make_engine(workspace, window=32768), ChatState()
+    engine = make_engine(workspace, window=32768)
+    session = Session(engine)
     fake.script(Reply(tool_calls=[Call("read_file", '{"path": "big.py"}')]), Reply(text="func_599 returns 599"))
-    done = await turn(engine, state, "Read big.py and tell me what func_599 returns " + "please " * 300)
+    done = await turn(session, "Read big.py and tell me what func_599 returns " + "please " * 300)
     assert done.status == "completed" and fake.refusals == 1, done.error
     assert "[output truncated: showed" in json.dumps(fake.requests[-1].body)
 
@@ -222,39 +232,41 @@ async def test_a_restored_session_sends_exactly_what_it_sent_before(fake, files,
     """Elisions and a compaction mid-turn are log entries: a fresh engine (a restored session) rebuilds the very
     history the last request carried, without summarising again; the original messages stay in the log."""
     fake.context_limit = 8192
-    engine, state = make_engine(files, window=8192), ChatState()
+    engine = make_engine(files, window=8192)
+    session = Session(engine)
     thoughts = "I will now read the next file and compare its helpers with the ones I have seen so far. " * 12
     scripted = Model(fake, [[f"f{n % 12}.py" for n in range(16)]], says=thoughts)  # what it says is never elided
-    done = await turn(engine, state, "read sixteen files")
+    done = await turn(session, "read sixteen files")
     assert done.status == "completed" and scripted.summaries >= 1
     last = next(r.body for r in reversed(fake.requests) if not is_summariser(r.body))
     assert SUMMARY_HEADING in json.dumps(last["messages"]) and "was elided" in json.dumps(last["messages"])
 
     restored, summaries = make_engine(files, window=8192), scripted.summaries  # same data dir, nothing live
-    history = restored.store.messages(state.session)
+    history = restored.store.messages(session.id)
     resent = map_messages(ModelRequest(model="gpt-4o", system=last["messages"][0]["content"], messages=history))
     assert resent == [*last["messages"], {"role": "assistant", "content": "Read them all."}]
 
     scripted.plan.append([])  # the next turn: an answer, no reads
-    done = await turn(restored, ChatState(session=state.session), "and now?")
+    done = await turn(Session(restored, session.id), "and now?")
     assert done.status == "completed" and scripted.summaries == summaries, done.error
     first = fake.requests[-1].body
     assert first["tools"] == last["tools"] and first["messages"][:2] == last["messages"][:2]  # system, summary
 
-    exported = restored.store.export(state.session)
+    exported = restored.store.export(session.id)
     assert "compaction" in [e["kind"] for e in exported["events"]]
     originals = [e for e in exported["events"] if e["kind"] == "message" and e["data"]["role"] == "tool_result"]
     assert len(originals) == 16 and all("def func_" in e["data"]["output"] for e in originals)
-    assert len(restored.store.messages(state.session)) < len(restored.store.messages(state.session, original=True))
+    assert len(restored.store.messages(session.id)) < len(restored.store.messages(session.id, original=True))
 
 
 async def test_compact_on_demand_keeps_what_is_asked_and_the_last_turn(fake, files, make_engine):
-    engine, state = make_engine(files), ChatState()
+    engine = make_engine(files)
+    session = Session(engine)
     Model(fake, [["f0.py", "f1.py"], ["f2.py"]])
     for t in range(2):
-        assert (await turn(engine, state, f"turn {t}")).status == "completed"
+        assert (await turn(session, f"turn {t}")).status == "completed"
     events = []
-    result = await handle_line(engine, state, "::compact the function names", events.append)
+    result = await session.submit(UserInput("::compact the function names"), events.append)
     assert result.done.status == "completed"
     notice = next(e for e in events if e.type == "notice")
     assert notice.code == "compacted" and "messages summarised" in notice.message
@@ -263,38 +275,40 @@ async def test_compact_on_demand_keeps_what_is_asked_and_the_last_turn(fake, fil
     assert any(e.type == "contextUsage" for e in events)
     summariser = next(r.body for r in reversed(fake.requests) if is_summariser(r.body))
     assert "the function names" in json.dumps(summariser)
-    assert (await run_command(engine, state, "::compact")).output.startswith("Nothing to compact")
+    assert (await run_command(engine, session.state, "::compact")).output.startswith("Nothing to compact")
 
     fake.script(Reply(text="ok"))
-    await turn(engine, state, "next")
+    await turn(session, "next")
     messages = fake.requests[-1].body["messages"]
     assert SUMMARY_HEADING in messages[1]["content"]
     assert [m["role"] for m in messages[2:]] == ["user", "assistant", "tool", "assistant", "user"]  # turn 1 kept
 
-    saved = (await run_command(engine, state, "::save chat.md")).output
+    saved = (await run_command(engine, session.state, "::save chat.md")).output
     assert saved.startswith("Saved")
     transcript = (files / "chat.md").read_text()
     assert "## You\n\nturn 0" in transcript and "Conversation compacted" in transcript
 
 
 async def test_a_summariser_that_fails_leaves_a_digest_and_never_stops_the_session(fake, files, make_engine):
-    engine, state = make_engine(files), ChatState()
+    engine = make_engine(files)
+    session = Session(engine)
     fake.script(Reply(text="one"), Reply(text="two"), Fail(400, "the summariser is down"), Reply(text="three"))
     for line in ("first question", "second question"):
-        await turn(engine, state, line)
-    output = (await run_command(engine, state, "::compact")).output
+        await turn(session, line)
+    output = (await run_command(engine, session.state, "::compact")).output
     assert output.startswith("Compacted 2 messages") and "the summariser is down" in output
-    assert (await turn(engine, state, "third question")).status == "completed"
+    assert (await turn(session, "third question")).status == "completed"
     summary = fake.requests[-1].body["messages"][1]["content"]
     assert summary.startswith(SUMMARY_HEADING) and "User: first question" in summary
 
 
 async def test_context_shows_the_window_what_is_in_it_and_how_full(fake, files, make_engine):
     (files / "AGENTS.md").write_text("Use tabs.\n")
-    engine, state = make_engine(files, window=16384), ChatState()
+    engine = make_engine(files, window=16384)
+    session = Session(engine)
     Model(fake, [["f0.py"]])
-    await turn(engine, state, "read one")
-    text = (await run_command(engine, state, "::context")).output
+    await turn(session, "read one")
+    text = (await run_command(engine, session.state, "::context")).output
     assert "16,384 tokens (config)" in text
     assert "AGENTS.md" in text and "instructions" in text and "tools" in text
     assert 'read_file(path="f0.py")' in text  # the largest result
@@ -307,10 +321,10 @@ async def test_project_instructions_reach_the_prompt_within_a_budget_and_configu
     (workspace / ".sunwell").mkdir()
     (workspace / ".sunwell" / "instructions.md").write_text("Run the tests with pytest.\n" + "x" * 4000)
     engine = make_engine(workspace, window=8192, approval="deny")
-    state = ChatState()
+    session = Session(engine)
     fake.script(Reply(tool_calls=[Call("write_file", '{"path": "b.txt", "content": "x"}')]), Reply(text="Non."))
     events = []
-    done = await turn(engine, state, "write b.txt", events)
+    done = await turn(session, "write b.txt", events)
     assert done.status == "completed"
     system = fake.requests[0].body["messages"][0]["content"]
     assert "Always answer in French." in system and "Run the tests with pytest." in system
@@ -330,7 +344,7 @@ async def test_instructions_that_link_out_of_the_workspace_or_to_secrets_are_not
     (workspace / ".sunwell" / "instructions.md").symlink_to(workspace / ".env")
     engine = make_engine(workspace)
     fake.script(Reply(text="hi"))
-    await turn(engine, ChatState(), "hello")
+    await turn(Session(engine), "hello")
     sent = json.dumps(fake.requests[0].body)
     assert "OUTSIDE-SECRET" not in sent and "canary-123" not in sent and "Project instructions" not in sent
 
@@ -356,9 +370,10 @@ def test_compact_at_is_a_setting_the_workspace_may_only_lower(tmp_path):
 
 async def test_a_compaction_model_writes_the_summaries(fake, files, make_engine):
     fake.context_limit = 8192
-    engine, state = make_engine(files, window=8192, compaction_model="anthropic:claude-haiku-4-5"), ChatState()
+    engine = make_engine(files, window=8192, compaction_model="anthropic:claude-haiku-4-5")
+    session = Session(engine)
     Model(fake, [[f"f{n % 12}.py" for n in range(16)]], says="Reading the next one to compare the helpers. " * 25)
-    done = await turn(engine, state, "read sixteen")
+    done = await turn(session, "read sixteen")
     assert done.status == "completed"
     summarisers = [r for r in fake.requests if is_summariser(r.body)]
     assert summarisers and all(r.path == "/v1/messages" for r in summarisers)

@@ -26,3 +26,16 @@ def test_release_calls_back_once():
     live.release("s")
     live.release("s")
     assert released == ["s"] and "s" not in live
+
+
+def test_a_chats_state_goes_with_the_session_it_has():
+    live = LiveSessions(object)
+    new = live.chat(None)
+    assert live.chat(None) is new and live.find_chat("s1") is None
+    new.session = "s1"  # its first turn made a session
+    live.moved(new, None)
+    assert live.chat("s1") is new and live.find_chat(None) is None and live.chat(None) is not new
+    new.session = None  # ::clear
+    live.release("s1")
+    live.moved(new, "s1")
+    assert live.find_chat("s1") is new  # the next line to s1 finds the chat that left it

@@ -110,8 +110,9 @@ def canonical(body: dict):
 
 
 async def session(workspace: Path, data: Path, fake: FakeProvider, turns: int, window: int | None) -> dict:
-    from sunwell.agent.commands import ChatState, handle_line
+    from sunwell.agent.chat import UserInput
     from sunwell.agent.engine import Engine
+    from sunwell.agent.session import Session
     from sunwell.config import ModelOverride, RateLimits, Settings
 
     fake.context_limit = window
@@ -121,7 +122,8 @@ async def session(workspace: Path, data: Path, fake: FakeProvider, turns: int, w
                         models={f"openai:{MODEL}": ModelOverride(context_window=window or 10_000_000)},
                         rate_limits=RateLimits(tool_calls_per_min=big, writes_per_min=big, shell_per_min=big,
                                                bytes_written=big))
-    engine, state = Engine(settings, workspace), ChatState()
+    engine = Engine(settings, workspace)
+    chat = Session(engine)
     per_turn, latencies, failed, events = [], [], 0, []
     last = [time.perf_counter()]
 
@@ -134,12 +136,12 @@ async def session(workspace: Path, data: Path, fake: FakeProvider, turns: int, w
 
     for n in range(turns):
         before = len(fake.requests)
-        done = (await handle_line(engine, state, f"What does module {n:02d}", sink)).done
+        done = (await chat.submit(UserInput(f"What does module {n:02d}"), sink)).done
         failed += done.status != "completed"
         sent = [r.tokens for r in fake.requests[before:] if r.tokens is not None and "tools" in r.body]
         per_turn.append((sent[-1] if sent else 0, sum(sent)))
     notices = [e.code for e in events if e.type == "notice"]
-    rows = engine.store.events(state.session)
+    rows = engine.store.events(chat.id)
     engine.store.close()
     return {"per_turn": per_turn, "latencies": latencies, "failed": failed, "refusals": fake.refusals,
             "compactions": notices.count("compacted"), "elisions": sum(r.kind == "elision" for r in rows),

@@ -2,10 +2,9 @@
 
 A command reads the engine or changes the chat's `ChatState`, and answers with markdown; only `::compact` calls the
 model (to summarise).
-`::run` answers with a `prompt` instead: a user line the front end runs as an ordinary turn asking the model to use
+`::run` answers with a `prompt` instead: a user line the session runs as an ordinary turn asking the model to use
 the skill, so a skill runs with the same streaming, approvals, checkpoints and cancellation as any other call.
-`handle_line` is the whole dispatch both front ends share: a command's answer becomes a `commandOutput` event and a
-`done` of its own (numbered like a turn, not logged: commands are not part of the conversation).
+Which lines are commands, and how an answer reaches a front end, is the session's (agent/session.py).
 """
 
 from __future__ import annotations
@@ -13,10 +12,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sunwell.agent.chat import ChatState
 from sunwell.agent.context_commands import compact_session, describe_context, session_view
-from sunwell.agent.events import CommandOutputEvent, DoneEvent, Event
+from sunwell.agent.events import Event
 from sunwell.agent.lens_commands import (
     activate_lens,
     describe_lenses,
@@ -24,7 +24,6 @@ from sunwell.agent.lens_commands import (
     skill_prompt,
 )
 from sunwell.agent.transcript_markdown import transcript_markdown
-from sunwell.agent.turn import Sink, new_turn_id
 from sunwell.commands_spec import COMMAND_DOCS, CommandDoc, parse_command
 from sunwell.errors import SetupError, SunwellError
 from sunwell.tools.base import Trust
@@ -32,32 +31,6 @@ from sunwell.tools.base import Trust
 if TYPE_CHECKING:
     from sunwell.agent.engine import Engine
     from sunwell.lens.schema import Lens
-
-
-@dataclass
-class ChatState:
-    """What the commands change, kept by the front end for one chat (the sidecar: one per session)."""
-
-    session: str | None = None
-    """None until the first turn creates one (and again after `::clear`)."""
-    model: str | None = None
-    """None: the configured model."""
-    trust: str | None = None
-    """None: the configured trust level."""
-    lens: str | None = None
-    """Path of the active lens file (the engine resolves names and paths alike)."""
-    focus: str | None = None
-    tool_names: list[str] | None = None
-    """--tools / --no-tools: None offers every tool the trust level and lens allow."""
-    terminal: bool = False
-    """`sunwell chat` (which also offers `::exit`) rather than the sidecar."""
-
-    def instructions(self) -> list[str]:
-        """Extra system instructions for the next turn."""
-        if not self.focus:
-            return []
-        return [(f"The user asked you to focus on: {self.focus}. Keep your reading, searching and changes within "
-                 "that scope unless the user asks for something outside it.")]
 
 
 @dataclass(frozen=True)
@@ -70,12 +43,6 @@ class CommandResult:
     """A user line to run as a turn now (`::run`)."""
     events: tuple[Event, ...] = ()
     """Shown before the output (`::compact`: the `compacted` notice and the new `contextUsage`)."""
-
-
-@dataclass(frozen=True)
-class LineResult:
-    done: DoneEvent
-    exit: bool = False
 
 
 class CommandError(SunwellError):
@@ -117,39 +84,6 @@ async def run_command(engine: Engine, state: ChatState, line: str) -> CommandRes
     except SunwellError as exc:  # a bad argument, no such session or lens, nothing to undo: the answer says so
         return CommandResult(str(exc))
     return result if isinstance(result, CommandResult) else CommandResult(result)
-
-
-async def handle_line(engine: Engine, state: ChatState, line: str, sink: Sink) -> LineResult:
-    """One user line to its `done`: a turn for the model, or a command answered as `commandOutput` + `done`.
-
-    Raises what `Engine.run_turn` raises before a turn starts (SetupError, SessionStoreError)."""
-    if (parsed := parse_command(line)) is None:
-        return LineResult(await chat_turn(engine, state, line, sink))
-    result = await run_command(engine, state, line)
-    if result.prompt is not None:
-        return LineResult(await chat_turn(engine, state, result.prompt, sink))
-    return LineResult(emit_command_output(sink, state, parsed.name, result.output, result.events), exit=result.exit)
-
-
-def emit_command_output(sink: Sink, state: ChatState, name: str, output: str,
-                        events: tuple[Event, ...] = ()) -> DoneEvent:
-    ids = {"session": state.session or "", "turn": new_turn_id()}
-    for seq, event in enumerate(events):
-        sink(event.model_copy(update={"seq": seq, **ids}))
-    sink(CommandOutputEvent(command=name, output=output, seq=len(events), **ids))
-    done = DoneEvent(status="completed", tool_calls=0, usage=None, seq=len(events) + 1, **ids)
-    sink(done)
-    return done
-
-
-async def chat_turn(engine: Engine, state: ChatState, text: str, sink: Sink) -> DoneEvent:
-    """A turn with the chat's model, trust, tools, lens and focus; a new session is remembered in `state`."""
-    options: dict[str, Any] = {"session": state.session, "model": state.model, "trust": state.trust,
-                               "tool_names": state.tool_names, "lens": state.lens,
-                               "instructions": state.instructions()}
-    done = await engine.run_turn(text, sink, **options)
-    state.session = done.session or state.session
-    return done
 
 
 # ---- the commands ----------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from sunwell.models.window import WindowedProvider
 from sunwell.tools.base import Trust
 
 if TYPE_CHECKING:
-    from sunwell.agent.commands import ChatState
+    from sunwell.agent.chat import ChatState
     from sunwell.agent.engine import Engine
 
 

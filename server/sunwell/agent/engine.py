@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sunwell.agent.events import DoneEvent, NoticeEvent
 from sunwell.agent.live import LiveSessions
+from sunwell.agent.mentions import Mention, attach, mentioned_paths
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.turn import Sink, TurnLog
 from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
@@ -283,8 +284,12 @@ class Engine:
 
     async def run_turn(self, text: str, sink: Sink, *, session: str | None = None, model: str | None = None,
                        trust: str | None = None, tool_names: Sequence[str] | None = None,
-                       lens: str | None = None, instructions: Sequence[str] = ()) -> DoneEvent:
-        """Run one user line to its `done` event. Raises SetupError before the turn starts, never after."""
+                       lens: str | None = None, instructions: Sequence[str] = (), mentions: Sequence[Mention] = (),
+                       mentions_in_text: bool = False) -> DoneEvent:
+        """Run one user line to its `done` event. Raises SetupError before the turn starts, never after.
+
+        `mentions` (and with `mentions_in_text` the workspace files the line's `@path` words name) are attached to
+        the line within this turn's window, read through its jail (agent/mentions.py)."""
         from sunwell.agent.compaction import Summariser
         from sunwell.agent.gate import Gate
         from sunwell.agent.loop import Turn, TurnConfig
@@ -310,6 +315,9 @@ class Engine:
         secrets = EnvSecrets(os.environ, self.settings.env_passthrough)
         log = TurnLog(self.store, session, sink, secrets=secrets)
         ctx = self._tool_context(session, log.turn, level, active_lens, provider, spec.model)
+        if mentions or mentions_in_text:
+            found = [*mentions, *(mentioned_paths(text, ctx.jail) if mentions_in_text else [])]
+            text = attach(text, found, ctx.jail, window)
         ctx.secrets = secrets
         ctx.notify = lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message))
         warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in tools) else None

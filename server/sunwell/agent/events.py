@@ -104,3 +104,20 @@ Event = Annotated[
     | ToolResultEvent | NoticeEvent | CommandOutputEvent | ContextUsageEvent | DoneEvent,
     Field(discriminator="type"),
 ]
+
+
+class UserMessageEvent(WireModel):
+    """The line a user sent, which starts a turn. Only a replay carries it (`SessionResult.events`): the live
+    stream has no need, the client sent the line itself. Its `type` is the client's own action for a sent line."""
+
+    session: str = ""
+    turn: str = ""
+    seq: int = 0
+    type: Literal["userMessage"] = "userMessage"
+    text: str
+    mentions: list[str] = Field(default_factory=list)
+    """The labels of what the line had attached (`@src/app.py`); `text` is the line without them."""
+
+
+SessionEvent = Annotated[UserMessageEvent | Event, Field(discriminator="type")]
+"""An event of a stored session, as `sunwell/session` replays it."""

@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Literal
 from sunwell.agent.context import BYTES_PER_TOKEN
 
 if TYPE_CHECKING:
-    from sunwell.agent.engine import Engine
-    from sunwell.lens.schema import Lens
     from sunwell.messages import Message
     from sunwell.tools.jail import Jail
 
@@ -131,13 +129,3 @@ def _body(mention: Mention, jail: Jail) -> str:
 
 def _attr(value: str | None) -> str:
     return (value or "").replace('"', "'").replace("\n", " ")
-
-
-async def with_mentions(engine: Engine, text: str, mentions: Sequence[Mention], model: str | None,
-                        session: str | None, lens: Lens | None = None) -> str:
-    """`text` with `mentions` attached, within the window of the model the turn will use. A ::command line (which
-    asks no model) and a line without mentions stay as they are."""
-    if not mentions or text.lstrip().startswith("::"):
-        return text
-    window, _ = await engine.context_window(engine.model_spec(model), session)
-    return attach(text, mentions, engine.jail(lens), window)

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from sunwell.cli.exit_codes import EXIT_CANCELLED, EXIT_OK, UsageError
 from sunwell.cli.options import tool_names, turn_settings
@@ -27,9 +27,9 @@ from sunwell.cli.terminal_input import History, StdinLines, prompt_text, repaint
 from sunwell.commands_spec import parse_command
 
 if TYPE_CHECKING:
-    from sunwell.agent.commands import ChatState
     from sunwell.agent.engine import Engine
-    from sunwell.agent.events import Event
+    from sunwell.agent.events import DoneEvent, Event
+    from sunwell.agent.session import LineResult, Session
 
 log = logging.getLogger(__name__)
 DOUBLE_PRESS_SEC = 2.0
@@ -38,9 +38,10 @@ DOUBLE_PRESS_SEC = 2.0
 
 def cmd_chat(args: argparse.Namespace) -> int:
     """`sunwell chat [options]`; raises UsageError for usage and setup problems."""
-    from sunwell.agent.commands import ChatState
+    from sunwell.agent.chat import Overrides
     from sunwell.agent.engine import Engine, SetupError
     from sunwell.agent.lens_commands import LensCommandError, activate_lens
+    from sunwell.agent.session import Session
     from sunwell.cli.approvals import TerminalAsker
 
     workspace, settings = turn_settings(args)
@@ -52,23 +53,23 @@ def cmd_chat(args: argparse.Namespace) -> int:
     lines = StdinLines(sys.stdin.fileno())
     asker = TerminalAsker(stdin=lines, out=sys.stderr, color=sys.stderr.isatty()) if settings.approval == "ask" \
         else None
-    state = ChatState(session=args.session, tool_names=tool_names(args), terminal=True)
     try:
         engine = Engine(settings, workspace, asker=asker)
         if args.session and not engine.store.exists(args.session):
             raise SetupError(f"unknown session '{args.session}': see `sunwell sessions list`")
-        if args.lens:
-            state.lens, _ = activate_lens(engine, args.lens)
+        lens = activate_lens(engine, args.lens)[0] if args.lens else None
     except (SetupError, LensCommandError) as exc:
         raise UsageError(str(exc)) from None
-    chat = Chat(engine, state, lines, interactive=interactive, color=sys.stdout.isatty(), json=args.json)
+    session = Session(engine, args.session, terminal=True)
+    session.apply(Overrides(lens=lens, tool_names=tool_names(args)))
+    chat = Chat(engine, session, lines, interactive=interactive, color=sys.stdout.isatty(), json=args.json)
     return chat.run()
 
 
 class Chat:
-    def __init__(self, engine: Engine, state: ChatState, lines: StdinLines, *, interactive: bool, color: bool,
+    def __init__(self, engine: Engine, session: Session, lines: StdinLines, *, interactive: bool, color: bool,
                  json: bool = False, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
-        self.engine, self.state, self.lines = engine, state, lines
+        self.engine, self.session, self.lines = engine, session, lines
         self.interactive, self.color, self.out, self.err = interactive, color and not json, out, err
         self.transcript = JsonLines(out) if json else Transcript(out=out, color=color)
         self.json = json
@@ -144,7 +145,7 @@ class Chat:
                 loop.remove_signal_handler(signal.SIGINT)  # a third Ctrl-C interrupts whatever hangs
 
         loop.add_signal_handler(signal.SIGINT, interrupt)  # before the task exists: no press goes unheard
-        task = loop.create_task(self._line_with_mentions(line))
+        task = loop.create_task(self._submit(line))
         try:
             result = loop.run_until_complete(task)
         except (asyncio.CancelledError, KeyboardInterrupt):  # cancelled before the turn began, or a third press
@@ -170,24 +171,19 @@ class Chat:
             self._usage(result.done)
         return result.exit
 
-    async def _line_with_mentions(self, line: str) -> Any:
-        """The line, with the workspace files it names as `@path` attached (sunwell.agent.mentions)."""
-        from sunwell.agent.commands import handle_line
-        from sunwell.agent.mentions import mentioned_paths, with_mentions
+    async def _submit(self, line: str) -> LineResult:
+        """The line, a `::command` or a turn with the workspace files it names as `@path` attached."""
+        from sunwell.agent.chat import UserInput
 
-        if "@" in line and not line.lstrip().startswith("::"):
-            lens = self.engine.lens(self.state.lens) if self.state.lens else None
-            mentions = mentioned_paths(line, self.engine.jail(lens))
-            line = await with_mentions(self.engine, line, mentions, self.state.model, self.state.session, lens)
-        return await handle_line(self.engine, self.state, line, self._sink)
+        return await self.session.submit(UserInput(line, mentions_in_text=True), self._sink)
 
-    def _usage(self, done: Any) -> None:
+    def _usage(self, done: DoneEvent) -> None:
         """The turn's tokens and cost, dim, under its answer (nothing for a ::command, which asks no model)."""
         from sunwell.agent.usage import turn_line
 
         try:
-            line = turn_line(self.engine.store.events(done.session), done.turn,
-                             str(self.engine.model_spec(self.state.model)), self.engine.settings.prices)
+            line = turn_line(self.engine.store.events(done.session), done.turn, str(self.session.model_spec()),
+                             self.engine.settings.prices)
         except Exception:  # noqa: BLE001 - a figure to show, never a reason to end the chat
             return
         if line:
@@ -210,13 +206,13 @@ class Chat:
     def _warm_up(self) -> None:
         """Import the model's SDK (about a second) while the user is still typing the first line."""
         with contextlib.suppress(Exception):  # the first turn reports any problem properly
-            self.engine.provider(self.engine.model_spec(self.state.model))
+            self.engine.provider(self.session.model_spec())
 
     def _banner(self) -> None:
         if not self.interactive or self.json:
             return
         try:
-            model = str(self.engine.model_spec(self.state.model))
+            model = str(self.session.model_spec())
         except Exception:  # noqa: BLE001 - no model yet: `::model` picks one
             model = "none (::model PROVIDER:MODEL picks one)"
         text = (f"Sunwell chat in {self.engine.workspace} · model {model}\n"
@@ -224,6 +220,5 @@ class Chat:
         self.out.write((f"{DIM}{text}{RESET}" if self.color else text) + "\n")
 
     def _goodbye(self) -> None:
-        if self.state.session:
-            self._status(f"session {self.state.session} (sunwell run --session {self.state.session} "
-                         "continues it)", DIM)
+        if session := self.session.id:
+            self._status(f"session {session} (sunwell run --session {session} continues it)", DIM)

@@ -47,13 +47,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 async def _turn(engine, prompt, sink, args, names):
-    """The turn, with the workspace files the prompt names as `@path` attached (sunwell.agent.mentions)."""
-    from sunwell.agent.mentions import mentioned_paths, with_mentions
+    """The prompt as one turn (never a `::command`), with the workspace files it names as `@path` attached."""
+    from sunwell.agent.chat import Overrides, UserInput
+    from sunwell.agent.session import Session
 
-    if "@" in prompt:
-        lens = engine.lens(args.lens) if args.lens else None
-        prompt = await with_mentions(engine, prompt, mentioned_paths(prompt, engine.jail(lens)), None, args.session, lens)
-    return await engine.run_turn(prompt, sink, session=args.session, tool_names=names, lens=args.lens)
+    line = UserInput(prompt, overrides=Overrides(lens=args.lens, tool_names=names), mentions_in_text=True)
+    return await Session(engine, args.session).turn(line, sink)
 
 
 def _print_usage(engine, done, settings) -> None:

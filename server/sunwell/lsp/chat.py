@@ -1,9 +1,10 @@
 """`sunwell/chat`: one user line, one turn of the engine; its events stream as `sunwell/chatEvent` notifications.
 
-The request's own task runs the turn, so the standard `$/cancelRequest` cancels it: the engine ends the turn
-with `done` (status `cancelled`) and stops a running tool. Every event of a turn carries its session and turn
-ids, so two turns in two sessions can run at once; two in the same session wait for each other. Whatever
-happens, the client gets exactly one `done` per chat, before the answer.
+The params become a line of the engine's session (agent/session.py), which decides between a `::command` and a turn,
+attaches the mentions and keeps what commands change. The request's own task runs the line, so the standard
+`$/cancelRequest` cancels it: the engine ends the turn with `done` (status `cancelled`) and stops a running tool.
+Every event of a turn carries its session and turn ids, so two turns in two sessions can run at once; two in the
+same session wait for each other. Whatever happens, the client gets exactly one `done` per chat, before the answer.
 """
 
 from __future__ import annotations
@@ -30,13 +31,7 @@ def setup(server: SunwellServer) -> None:
 
     @server.feature(CHAT)
     async def chat(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        request = ls.parse(ChatParams, params, CHAT)
-        live = ls.engine.live.get(request.session) if request.session and ls.has_engine else None
-        if live is None:
-            done = await run_chat(ls, request)
-        else:
-            async with live.lock:
-                done = await run_chat(ls, request)
+        done = await run_chat(ls, ls.parse(ChatParams, params, CHAT))
         return ChatResult(session=done.session, turn=done.turn, status=done.status, tool_calls=done.tool_calls,
                           usage=done.usage, error=done.error).wire()
 
@@ -92,32 +87,15 @@ def wire_json(event: Event) -> str:
 
 
 async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
-    from sunwell.agent.commands import ChatState, handle_line
-    from sunwell.agent.mentions import Mention, with_mentions
+    from sunwell.agent.chat import Overrides, UserInput
+    from sunwell.agent.mentions import Mention
+    from sunwell.agent.session import Session
 
     relay = Relay(ls, request.session)
     try:
-        engine = ls.engine
-        # A line may be a ::command; what it changes (model, trust, lens, focus) lasts for its session. Before a
-        # session exists (a new chat's first lines) it is kept in `ls.new_chat`.
-        live = engine.live.get(request.session) if request.session else None
-        if live is not None:
-            state = live.chat = live.chat or ChatState(session=request.session)
-        else:
-            state = ls.new_chat = ls.new_chat or ChatState()
-        for key in ("model", "trust", "lens"):
-            if (value := getattr(request, key)) is not None:
-                setattr(state, key, value)
-        text = request.text
-        if request.mentions:  # attached within the window of the model the turn will use
-            text = await with_mentions(engine, text, [Mention(**m.model_dump()) for m in request.mentions],
-                                       state.model, state.session, engine.lens(state.lens) if state.lens else None)
-        result = await handle_line(engine, state, text, relay)
-        if state.session != request.session:  # the turn made a session, or ::clear ended one
-            if live is None:
-                ls.new_chat = None
-            engine.live.get(state.session or request.session).chat = state  # type: ignore[arg-type]
-        return result.done
+        line = UserInput(request.text, [Mention(**mention.model_dump()) for mention in request.mentions],
+                         Overrides(model=request.model, trust=request.trust, lens=request.lens))
+        return (await Session(ls.engine, request.session).submit(line, relay)).done
     except asyncio.CancelledError:
         if relay.done is None:  # cancelled before the engine's turn began: the client still gets its `done`
             relay.finish("cancelled")

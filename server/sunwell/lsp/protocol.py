@@ -10,11 +10,11 @@ schema.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sunwell.agent.events import Event
+from sunwell.agent.events import SessionEvent
 from sunwell.agent.usage import SessionUsage
 from sunwell.approval_request import ApprovalRequest
 from sunwell.errors import first_problem
@@ -129,23 +129,6 @@ class SessionsResult(WireModel):
 
 class SessionParams(Params):
     session: str = Field(min_length=1)
-
-
-class UserMessageEvent(WireModel):
-    """The line a user sent, which starts a turn. Only a replay carries it (`SessionResult.events`): the live
-    stream has no need, the client sent the line itself. Its `type` is the client's own action for a sent line."""
-
-    session: str = ""
-    turn: str = ""
-    seq: int = 0
-    type: Literal["userMessage"] = "userMessage"
-    text: str
-    mentions: list[str] = Field(default_factory=list)
-    """The labels of what the line had attached (`@src/app.py`); `text` is the line without them."""
-
-
-SessionEvent = Annotated[UserMessageEvent | Event, Field(discriminator="type")]
-"""An event of a stored session, as `sunwell/session` replays it."""
 
 
 class SessionResult(WireModel):

@@ -42,7 +42,6 @@ from sunwell.lsp.protocol import InitializationOptions, InvalidParams
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from sunwell.agent.commands import ChatState
     from sunwell.agent.engine import Engine
     from sunwell.config import Settings
     from sunwell.lens.registry import LensRegistry
@@ -175,9 +174,6 @@ class SunwellServer(LanguageServer):
         """Option problems found in `initialize`, shown once the client is ready for messages."""
         self.settings: Settings | None = None
         self.lenses: LensRegistry | None = None
-        self.new_chat: ChatState | None = None
-        """What ::commands changed in a new chat before its first turn made a session (then the session keeps it,
-        in its LiveSession)."""
         self._engine: Engine | None = None
         self._engine_error: str | None = "the sidecar is not initialized yet"
         self._tasks: set[asyncio.Task[Any]] = set()

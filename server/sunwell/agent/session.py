@@ -1,0 +1,131 @@
+"""A conversation as every front end drives it: a line in (`UserInput`), events out to a sink, its `done` back.
+
+`sunwell run`, `sunwell chat` and the sidecar only translate their terminal or wire to this (STYLE.md 13, after
+openai/codex's Op/Event protocol). The session decides whether a line is a `::command` or a turn; the turn attaches
+what the line mentions within the window and the jail it uses itself (Engine.run_turn), so nothing is resolved twice.
+What the commands change (`ChatState`) is kept by the engine, per session (agent/live.py): a front end may ask for
+the session anew for each line, as the sidecar does, and finds it; a new chat's state moves to the session its first
+turn makes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sunwell.agent.chat import ChatState, Overrides, UserInput
+from sunwell.agent.commands import run_command
+from sunwell.agent.events import CommandOutputEvent, DoneEvent, Event, SessionEvent
+from sunwell.agent.replay import replay
+from sunwell.agent.turn import Sink, new_turn_id
+from sunwell.commands_spec import parse_command
+from sunwell.messages import Message
+from sunwell.model_strings import ModelSpec
+
+if TYPE_CHECKING:
+    from sunwell.agent.engine import Engine
+
+
+@dataclass(frozen=True)
+class LineResult:
+    done: DoneEvent
+    exit: bool = False
+    """`::exit`: the terminal chat ends."""
+
+
+class Session:
+    """The stored session `session`, or a new chat (None) until its first turn stores it."""
+
+    def __init__(self, engine: Engine, session: str | None = None, *, terminal: bool = False) -> None:
+        self._engine, self._asked, self._terminal = engine, session, terminal
+        self._state: ChatState | None = None
+
+    @property
+    def id(self) -> str | None:
+        return self._state.session if self._state is not None else self._asked
+
+    @property
+    def state(self) -> ChatState:
+        """What the chat's commands changed; the engine keeps it from the first time it is asked for."""
+        if self._state is None:
+            self._state = self._engine.live.chat(self._asked)
+            self._state.terminal = self._terminal
+        return self._state
+
+    def apply(self, overrides: Overrides) -> None:
+        """Settings that hold from now on, as `::model`, `::trust` and `::lens` set them (checked by the next turn,
+        which refuses a model or lens it cannot use)."""
+        self.state.apply(overrides)
+
+    async def submit(self, line: UserInput, sink: Sink) -> LineResult:
+        """One line to its `done`: a `::command` is answered (`commandOutput`, then `done`, no model asked; its
+        mentions are not read), any other line is a turn. Raises what a turn raises before it starts (SetupError,
+        SessionStoreError)."""
+        async with self._one_line():
+            self.apply(line.overrides)
+            if parse_command(line.text) is None:
+                return LineResult(await self._turn(line, sink))
+            return await self._command(line.text, sink)
+
+    async def turn(self, line: UserInput, sink: Sink) -> DoneEvent:
+        """`line` as a turn for the model, even when it looks like a `::command` (`sunwell run`'s prompt is one)."""
+        async with self._one_line():
+            self.apply(line.overrides)
+            return await self._turn(line, sink)
+
+    async def command(self, line: str, sink: Sink) -> LineResult:
+        """A `::command` line (raises ValueError for any other); `::run` answers with a turn."""
+        async with self._one_line():
+            return await self._command(line, sink)
+
+    def replay(self) -> list[SessionEvent]:
+        """The stored session as the events its turns sent (agent/replay.py); raises SessionNotFound."""
+        return replay(self._engine.store.events(self.id)) if self.id else []
+
+    def messages(self) -> list[Message]:
+        """The canonical messages of the stored session, as its next turn sends them."""
+        return self._engine.store.messages(self.id) if self.id else []
+
+    def model_spec(self) -> ModelSpec:
+        """The model the next turn goes to: the one `::model` chose, else the configured one. Raises SetupError."""
+        state = self._state or self._engine.live.find_chat(self._asked)  # reading it makes no state
+        return self._engine.model_spec(state.model if state else None)
+
+    @contextlib.asynccontextmanager
+    async def _one_line(self) -> AsyncIterator[None]:
+        """Two lines of one stored session wait for each other; after a line, the chat's state goes with the
+        session the line left it in (a new chat's first turn made one, `::clear` ended one)."""
+        was = self.id
+        async with self._engine.live.get(was).lock if was else contextlib.nullcontext():
+            yield
+            self._engine.live.moved(self.state, was)
+
+    async def _turn(self, line: UserInput, sink: Sink) -> DoneEvent:
+        state = self.state
+        done = await self._engine.run_turn(line.text, sink, session=state.session, model=state.model,
+                                           trust=state.trust, tool_names=state.tool_names, lens=state.lens,
+                                           instructions=state.instructions(), mentions=line.mentions,
+                                           mentions_in_text=line.mentions_in_text)
+        state.session = done.session or state.session
+        return done
+
+    async def _command(self, line: str, sink: Sink) -> LineResult:
+        parsed = parse_command(line)
+        result = await run_command(self._engine, self.state, line)
+        if result.prompt is not None:
+            return LineResult(await self._turn(UserInput(result.prompt), sink))
+        assert parsed is not None  # run_command refused anything else
+        return LineResult(self._answer(sink, parsed.name, result.output, result.events), exit=result.exit)
+
+    def _answer(self, sink: Sink, command: str, output: str, events: tuple[Event, ...]) -> DoneEvent:
+        """A command's answer as `commandOutput` and a `done` of its own, numbered like a turn's but not logged:
+        commands are not part of the conversation."""
+        ids = {"session": self.state.session or "", "turn": new_turn_id()}
+        for seq, event in enumerate(events):
+            sink(event.model_copy(update={"seq": seq, **ids}))
+        sink(CommandOutputEvent(command=command, output=output, seq=len(events), **ids))
+        done = DoneEvent(status="completed", tool_calls=0, usage=None, seq=len(events) + 1, **ids)
+        sink(done)
+        return done

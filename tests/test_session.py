@@ -1,0 +1,131 @@
+"""The session API every front end adapts (agent/session.py): typed lines in, events out, the chat's state kept by
+the engine between lines, mentions attached once by the turn, a stored session replayed. Against a real engine,
+session store and workspace, with the fake provider server as the model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from fake_provider import Reply
+from sunwell.agent.chat import Overrides, UserInput
+from sunwell.agent.engine import Engine
+from sunwell.agent.mentions import HEADER, Mention
+from sunwell.agent.replay import replay
+from sunwell.agent.session import Session
+from sunwell.config import Settings
+
+OPENAI = "openai:gpt-4o"
+
+
+@pytest.fixture
+def engine(tmp_path, workspace, fake, monkeypatch):
+    for var in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "SUNWELL_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{fake.url}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return Engine(Settings(model=OPENAI, data_dir=tmp_path / "data", approval="auto"), workspace)
+
+
+def sent_user_text(fake) -> str:
+    return [m for m in fake.requests[-1].body["messages"] if m["role"] == "user"][-1]["content"]
+
+
+async def line(engine, session, text, **options):
+    """One line the way the sidecar sends it: a Session asked for anew, by the id the client holds."""
+    events = []
+    result = await Session(engine, session).submit(UserInput(text, **options), events.append)
+    return result.done, events
+
+
+async def test_what_a_new_chats_commands_change_goes_with_the_session_its_first_turn_makes(engine, fake):
+    done, events = await line(engine, None, "::model gpt-4o-mini")
+    assert [e.type for e in events] == ["commandOutput", "done"] and done.session == ""
+    fake.script(Reply(text="one"), Reply(text="two"))
+    first, _ = await line(engine, None, "hello")
+    assert fake.requests[-1].body["model"] == "gpt-4o-mini" and first.session
+    assert Session(engine, None).state.model is None  # the next new chat starts afresh
+    second, _ = await line(engine, first.session, "again")
+    assert second.session == first.session and fake.requests[-1].body["model"] == "gpt-4o-mini"
+    assert Session(engine, first.session).model_spec().model == "gpt-4o-mini"
+
+
+async def test_overrides_hold_for_the_rest_of_the_chat(engine, fake):
+    fake.script(Reply(text="one"), Reply(text="two"))
+    first, _ = await line(engine, None, "hi", overrides=Overrides(model="openai:gpt-4o-mini", trust="read_only"))
+    second, _ = await line(engine, first.session, "and again")
+    body = fake.requests[-1].body
+    assert body["model"] == "gpt-4o-mini" and "write_file" not in {t["function"]["name"] for t in body["tools"]}
+    assert Session(engine, second.session).state.trust == "read_only"
+
+
+async def test_after_clear_the_chat_keeps_its_settings_in_a_new_session(engine, fake):
+    fake.script(Reply(text="one"), Reply(text="two"))
+    session = Session(engine)
+    first = await session.submit(UserInput("hi", overrides=Overrides(model="openai:gpt-4o-mini")), lambda e: None)
+    cleared = await session.submit(UserInput("::clear"), lambda e: None)
+    assert cleared.done.session == "" and session.id is None
+    again = await session.submit(UserInput("hi again"), lambda e: None)
+    assert again.done.session not in ("", first.done.session) and fake.requests[-1].body["model"] == "gpt-4o-mini"
+    assert [m["role"] for m in fake.requests[-1].body["messages"]] == ["system", "user"]
+
+
+async def test_a_turn_is_never_a_command(engine, fake):
+    """`sunwell run "::help"` asks the model, as it always did; a chat line `::help` is answered by the command."""
+    fake.script(Reply(text="Commands start with two colons."))
+    done = await Session(engine).turn(UserInput("::help"), lambda e: None)
+    assert done.status == "completed" and sent_user_text(fake) == "::help"
+    with pytest.raises(ValueError):
+        await Session(engine).command("hello", lambda e: None)
+
+
+async def test_mentions_are_attached_by_the_turn_within_its_jail(engine, fake, workspace):
+    fake.script(Reply(text="ok"), Reply(text="ok"), Reply(text="ok"))
+    editor = [Mention("file", "@src/app.py", "src/app.py"), Mention("file", "@.env", ".env")]
+    done, _ = await line(engine, None, "what does main return?", mentions=editor)
+    sent = sent_user_text(fake)
+    assert sent.startswith("what does main return?\n\n" + HEADER) and "return 42" in sent
+    assert "canary-123" not in sent and "(not attached:" in sent  # .env is blocked, as for the tools
+    assert engine.store.list()[0].title == "what does main return?"  # the line as typed, not its attachments
+
+    await line(engine, done.session, "and @a.txt?")  # the sidecar's text: its @words are labels, not mentions
+    assert sent_user_text(fake) == "and @a.txt?"
+    await line(engine, done.session, "and @a.txt?", mentions_in_text=True)  # a terminal's
+    assert "hello from a" in sent_user_text(fake)
+
+
+async def test_a_commands_mentions_are_not_read(engine, fake):
+    done, events = await line(engine, None, "::help", mentions=[Mention("file", "@a.txt", "a.txt")])
+    assert done.status == "completed" and fake.requests == []
+    assert "hello from a" not in events[0].output
+
+
+async def test_two_lines_of_one_session_wait_for_each_other(engine, fake):
+    fake.script(Reply(text="first"))
+    first, _ = await line(engine, None, "hello")
+    fake.script(Reply(text="slow answer", delay=0.05), Reply(text="second answer"))
+    (a, _), (b, _) = await asyncio.gather(line(engine, first.session, "one"),
+                                           line(engine, first.session, "two"))
+    assert a.status == b.status == "completed"
+    messages = engine.store.messages(first.session)
+    assert [m.text for m in messages if m.role in ("user", "assistant")] == [
+        "hello", "first", "one", "slow answer", "two", "second answer"]
+
+
+async def test_replay_and_messages_read_the_stored_session(engine, fake):
+    fake.script(Reply(text="It says hello."))
+    done, _ = await line(engine, None, "what is in a.txt?", mentions=[Mention("file", "@a.txt", "a.txt")])
+    session = Session(engine, done.session)
+    events = session.replay()
+    assert events == replay(engine.store.events(done.session))
+    assert events[0].type == "userMessage" and events[0].text == "what is in a.txt?"
+    assert events[0].mentions == ["@a.txt"] and events[-1].type == "done"
+    assert [m.role for m in session.messages()] == ["user", "assistant"]
+    assert Session(engine).replay() == [] and Session(engine).messages() == []
+
+
+def test_reading_a_session_makes_no_live_state(engine):
+    assert Session(engine, "s-unknown").model_spec().model == "gpt-4o"
+    assert "s-unknown" not in engine.live
