@@ -7,17 +7,16 @@ import asyncio
 import json
 import os
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from fake_provider import Call, Reply
-from sunwell.messages import ToolError
 from sunwell.tools.base import ToolContext, ToolFailure
 from sunwell.tools.checkpoints import Checkpoints
 from sunwell.tools.jail import Jail
-from sunwell.tools.shell import run_command, staging_problem
+from sunwell.tools.shell import RUN_COMMAND, run_command, staging_problem
 
 OPENAI = "openai:gpt-4o"
 CHANGES = ("printf 'third line\\n' >> a.txt && mkdir -p made && echo fresh > made/new.txt && rm src/app.py "
@@ -126,15 +125,17 @@ def test_blocked_and_protected_paths_are_reported_and_never_applied(sunwell, fak
     assert (ws / "ok.txt").read_text() == "ok\n"
 
 
-def recorded() -> tuple[list[dict], Callable[[dict], Awaitable[ToolError | None]]]:
-    """A review that allows every effects preview and keeps it for the test to look at."""
-    shown: list[dict] = []
-
-    async def review(preview: dict) -> ToolError | None:
-        shown.append(preview)
-        return None
-
-    return shown, review
+async def allowed(args: dict, ctx: ToolContext, while_asked: Callable[[], None] | None = None) -> tuple[str, dict]:
+    """A staged command the user allows, as the orchestrator runs it: staged, its effects shown (while the card is
+    open, `while_asked` runs), then applied; (the result, the effects preview)."""
+    staged = await RUN_COMMAND.stage(args, ctx)
+    try:
+        shown = await staged.preview()
+        if while_asked is not None:
+            while_asked()
+        return await staged.apply(), shown
+    finally:
+        await staged.discard()
 
 
 def context(ws: Path, data: Path, **extra) -> ToolContext:
@@ -185,11 +186,9 @@ def test_a_cancelled_command_applies_nothing(ws, tmp_path):
 
 @needs_overlay
 def test_a_large_build_output_is_summarised_not_listed(ws, tmp_path):
-    shown, review = recorded()
-    ctx = context(ws, tmp_path / "data", review=review)
-    output = asyncio.run(run_command({"command": "mkdir -p build/gen && for i in $(seq 300); do echo $i > "
-                                                 "build/gen/f$i.js; done; echo y >> a.txt"}, ctx))
-    [preview] = shown
+    ctx = context(ws, tmp_path / "data")
+    output, preview = asyncio.run(allowed({"command": "mkdir -p build/gen && for i in $(seq 300); do echo $i > "
+                                                      "build/gen/f$i.js; done; echo y >> a.txt"}, ctx))
     assert [c["path"] for c in preview["changes"]] == ["a.txt", "build/gen/"]
     assert "build/gen/: 300 added" in preview["output"]
     assert len(list((ws / "build" / "gen").iterdir())) == 300 and "applied 301 file change(s)" in output
@@ -197,12 +196,11 @@ def test_a_large_build_output_is_summarised_not_listed(ws, tmp_path):
 
 @needs_overlay
 def test_a_file_changed_while_the_command_ran_is_left_alone(ws, tmp_path):
-    async def review(preview: dict) -> ToolError | None:
+    def edit() -> None:
         (ws / "a.txt").write_text("the user's edit\n")  # while the card was open
-        return None
 
-    output = asyncio.run(run_command({"command": "echo mine > a.txt; echo x > b.txt"},
-                                     context(ws, tmp_path / "data", review=review)))
+    output, _ = asyncio.run(allowed({"command": "echo mine > a.txt; echo x > b.txt"}, context(ws, tmp_path / "data"),
+                                    while_asked=edit))
     assert "changed by someone else while the command ran: a.txt" in output
     assert (ws / "a.txt").read_text() == "the user's edit\n" and (ws / "b.txt").read_text() == "x\n"
 
@@ -251,12 +249,11 @@ def test_the_terminal_card_escapes_what_the_command_wrote(sunwell, fake, ws):
 
 @needs_overlay
 def test_dependencies_are_copied_in_whole_and_caches_dropped(ws, tmp_path):
-    shown, review = recorded()
     command = ("mkdir -p node_modules/pkg/lib node_modules/tmp __pycache__ && echo x > node_modules/pkg/lib/i.js && "
                "echo t > node_modules/tmp/t && rm -r node_modules/tmp && ln -s lib/i.js node_modules/pkg/main.js && "
                "echo c > __pycache__/m.pyc")
-    output = asyncio.run(run_command({"command": command}, context(ws, tmp_path / "data", review=review)))
+    output, shown = asyncio.run(allowed({"command": command}, context(ws, tmp_path / "data")))
     assert "node_modules/ copied in (1 files; 1 entries not applied" in output
     assert (ws / "node_modules" / "pkg" / "lib" / "i.js").read_text() == "x\n"
     assert not os.path.lexists(ws / "node_modules" / "pkg" / "main.js")  # a command's links are never applied
-    assert not (ws / "__pycache__").exists() and shown[0]["changes"] == []
+    assert not (ws / "__pycache__").exists() and shown["changes"] == []

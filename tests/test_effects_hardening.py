@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 
 from fake_provider import Call, Reply
-from sunwell.messages import ToolError
 from sunwell.tools.base import ToolContext
 from sunwell.tools.checkpoints import Checkpoints
 from sunwell.tools.jail import Jail
-from sunwell.tools.shell import run_command
+from sunwell.tools.shell import RUN_COMMAND
 from test_sidecar_support import check_turn
 
 OPENAI = "openai:gpt-4o"
@@ -32,18 +31,21 @@ FSMONITOR = "[core]\n\trepositoryformatversion = 0\n\tworktree = ..\n\tfsmonitor
 
 def staged(ws: Path, data: Path, command: str) -> tuple[str, list[dict]]:
     """Run `command` staged, Allow whatever it did; (the result the model reads, the previews shown)."""
-    shown: list[dict] = []
-
-    async def review(preview: dict) -> ToolError | None:
-        shown.append(preview)
-        return None
-
     checkpoints = Checkpoints(data / "checkpoints")
-    ctx = ToolContext(jail=Jail(ws), staging_dir=data / "staging", max_output_bytes=50_000, review=review,
+    ctx = ToolContext(jail=Jail(ws), staging_dir=data / "staging", max_output_bytes=50_000,
                       checkpoint_changes=lambda files: checkpoints.save_changes("s", "t", files))
-    output = asyncio.run(asyncio.wait_for(run_command({"command": command, "timeout": 60}, ctx), 120))
+
+    async def allow() -> tuple[str, dict]:  # as the orchestrator does once the user allows what it shows
+        staged = await RUN_COMMAND.stage({"command": command, "timeout": 60}, ctx)
+        try:
+            shown = await staged.preview()
+            return await staged.apply(), shown
+        finally:
+            await staged.discard()
+
+    output, shown = asyncio.run(asyncio.wait_for(allow(), 120))
     assert not list((data / "staging").iterdir()), "the staging folder stayed behind"
-    return output, shown
+    return output, [shown]
 
 
 def refused(output: str) -> str:

@@ -1,14 +1,19 @@
-"""What stands between a valid call and its execution: dry run, rate limits, and approval.
+"""Policy on what a call declares it touches (its Subject, tools/subject.py): dry run, rate limits, protected
+paths, approval. The gate reads the subject and the tool's preview, never the call's arguments: a new kind of tool
+states its subject and needs no case here.
 
 A write to configuration the host executes (`Jail.is_protected`: `.vscode/`, `.envrc`...) is always asked, whatever
 the tool's approval, the mode, the allowlist or a session rule say: it is decided here, on the path the write will
 really reach (resolved through the jail, symlinks followed), before anything that could wave the call through.
+
+A call that can run staged, where commands can be staged and have no network, is not asked before it runs: its
+verdict says `stage_first`, the orchestrator runs it staged and comes back to `review` with what it changed.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +24,9 @@ from sunwell.errors import first_problem
 from sunwell.messages import ToolCall, ToolError
 from sunwell.tools.approval import ApprovalPolicy, ApprovalRequest
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
-from sunwell.tools.shell import staging_problem
+from sunwell.tools.staging import staging_problem
+
+Emit = Callable[[Any], Any]
 
 
 @dataclass
@@ -27,8 +34,8 @@ class Verdict:
     error: ToolError | None = None
     decision: str | None = None
     by: str | None = None
-    review: Callable[[dict[str, Any]], Awaitable[ToolError | None]] | None = None
-    """For a command that runs staged first: asks about its effects, and fills in decision and by."""
+    stage_first: bool = False
+    """Run it staged; nothing is applied before `Gate.review` of its effects allows it."""
 
 
 @dataclass
@@ -41,21 +48,26 @@ class Gate:
     """Whether the turn was told that commands cannot be staged here."""
 
     async def admit(self, tool: Tool, call: ToolCall, ctx: ToolContext, session: str, turn: str,
-                    emit: Callable[[Any], Any]) -> Verdict:
+                    emit: Emit) -> Verdict:
         if self.dry_run:
             return Verdict(ToolError(code="dry_run", message=f"dry run: {tool.name} was not executed"))
+        try:
+            subject = tool.declared(call.arguments)
+        except ToolFailure as failure:
+            return Verdict(failure.error)
         if self.limiter is not None:
-            message = self.limiter.check(tool.risk, size=_write_size(call.arguments) if tool.risk == "write" else 0)
+            message = self.limiter.check(tool.risk, size=subject.bytes_written)
             if message:
                 return Verdict(ToolError(code="rate_limit", message=message,
                                          suggestion="make fewer calls, or wait and try again"))
-        protected = tool.risk == "write" and _protected(call.arguments, ctx)
+        protected = any(_protected(write.path, ctx) for write in subject.writes)
         if tool.approval != "ask" and not protected:
             return Verdict()
-        if tool.staged and not ctx.network:  # no network: all it can do is change files, so ask about those
+        # a staged call with no network can do nothing but change files: ask about those, once it ran
+        if subject.staged and tool.stage is not None and not ctx.network:
             problem = await staging_problem(ctx)
             if problem is None:
-                return self._after(tool, call, session, turn, emit)
+                return Verdict(stage_first=True)
             if not self._told:
                 self._told = True
                 emit(NoticeEvent(level="info", code="effects_unavailable", message=(
@@ -67,30 +79,24 @@ class Gate:
             return Verdict(failure.error)
         if preview.get("kind") == "diff" and preview.get("before") == preview.get("after") and not protected:
             return Verdict()  # a write that changes nothing needs no one's yes (the tool says it is unchanged)
+        return await self._ask(tool, call, preview, tool.risk or "write", session, turn, emit, protected)
+
+    async def review(self, tool: Tool, call: ToolCall, effects: dict[str, Any], session: str, turn: str,
+                     emit: Emit) -> Verdict:
+        """The question a `stage_first` call waits for, asked with its `effects` preview once it ran staged."""
+        return await self._ask(tool, call, effects, tool.risk or "shell", session, turn, emit, protected=False)
+
+    async def _ask(self, tool: Tool, call: ToolCall, preview: dict[str, Any], risk: str, session: str, turn: str,
+                   emit: Emit, protected: bool) -> Verdict:
         try:  # the tool's dict becomes the wire model here, at the approval boundary
             request = ApprovalRequest(session=session, turn=turn, call_id=call.id, name=tool.name,
-                                      arguments=call.arguments, risk=tool.risk or "write", preview=preview)
+                                      arguments=call.arguments, risk=risk, preview=preview)
         except ValidationError as exc:  # a tool's bug: nobody can be asked about what cannot be shown
             return Verdict(ToolError(code="execution", message=f"{tool.name} could not show what it would do, so "
                                      f"it was not run ({_problem_line(exc)})"))
         decision, by, note = await self.approval.decide(request, always_ask=protected)
         emit(ApprovalEvent(call_id=call.id, decision=decision, by=by))
         return Verdict(_denied(tool, by, protected, note) if decision == "deny" else None, decision, by)
-
-    def _after(self, tool: Tool, call: ToolCall, session: str, turn: str,
-               emit: Callable[[Any], Any]) -> Verdict:
-        """A verdict whose question comes once the command ran in its staging overlay, with what it changed."""
-        verdict = Verdict()
-
-        async def review(preview: dict[str, Any]) -> ToolError | None:
-            request = ApprovalRequest(session=session, turn=turn, call_id=call.id, name=tool.name,
-                                      arguments=call.arguments, risk=tool.risk or "shell", preview=preview)
-            verdict.decision, verdict.by, note = await self.approval.decide(request)
-            emit(ApprovalEvent(call_id=call.id, decision=verdict.decision, by=verdict.by))
-            return _denied(tool, verdict.by, False, note) if verdict.decision == "deny" else None
-
-        verdict.review = review
-        return verdict
 
 
 def _denied(tool: Tool, by: str, protected: bool, note: str | None = None) -> ToolError:
@@ -115,19 +121,11 @@ def _tool_preview(tool: Tool, call: ToolCall) -> dict[str, Any]:
     return {"kind": "tool", "server": "", "tool": tool.name, "arguments": call.arguments}
 
 
-def _protected(arguments: dict[str, Any], ctx: ToolContext) -> bool:
+def _protected(path: str, ctx: ToolContext) -> bool:
     """Whether the file a write reaches is protected: judged on the resolved path, so `src/../.vscode/x` or a
     symlink to `.vscode/` counts, and a path the model merely spells oddly does not slip past."""
-    path = arguments.get("path")
-    if not isinstance(path, str):
-        return False
     try:
         real = ctx.jail.resolve(path, must_exist=False)
     except ToolFailure:
         return False  # outside the workspace or blocked: the tool refuses it itself
     return ctx.jail.is_protected(ctx.jail.relative(real))
-
-
-def _write_size(arguments: dict[str, Any]) -> int:
-    text = arguments.get("content", arguments.get("new_text", ""))
-    return len(text.encode("utf-8", "replace")) if isinstance(text, str) else 0

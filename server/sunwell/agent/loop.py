@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -29,7 +28,8 @@ from sunwell.agent.events import (
     ToolCallStartEvent,
     ToolResultEvent,
 )
-from sunwell.agent.gate import Gate, Verdict
+from sunwell.agent.gate import Gate
+from sunwell.agent.orchestrator import Orchestrator
 from sunwell.agent.prompts import (
     ANSWER_FROM_RESULTS,
     LIMIT_REACHED,
@@ -59,8 +59,8 @@ from sunwell.models.arguments import parse_arguments
 from sunwell.models.base import ContextOverflow, ModelRequest, Provider, ProviderError
 from sunwell.models.retry import stream_with_retries
 from sunwell.tools.base import Tool, ToolContext, Trust
-from sunwell.tools.executor import execute, failed
-from sunwell.tools.validation import coerce_arguments, unknown_tool_error, validate_arguments
+from sunwell.tools.executor import failed
+from sunwell.tools.validation import coerce_arguments
 from sunwell.vocabulary import canonical_tool_name
 
 GUARD_WARN, GUARD_STOP = 3, 5
@@ -161,6 +161,8 @@ class Turn:
         summariser = config.compaction or Summariser(config.provider, config.model, config.context_window,
                                                      config.provider_attempts, config.context)
         self.keeper = ContextKeeper(budget, config.window_source, summariser, log, history, config.on_window_learned)
+        self.calls = Orchestrator(config.tools, config.catalogue, config.trust, config.tool_ctx, log, config.gate,
+                                  config.audit, memory=self)
 
     async def run(self, text: str) -> DoneEvent:
         self._request = text
@@ -221,7 +223,7 @@ class Turn:
                     self.log.emit(NoticeEvent(level="warning", code="empty_answer",
                                               message="The model returned no answer."))
                 return "limitReached" if limit else "completed"
-            results = await self._run_calls(calls)
+            results = await self.calls.run_all(calls)
             for result in self.keeper.fit_new_results(system, tools, results):
                 self._add_result(result)
             self._guard(calls, results)
@@ -319,13 +321,13 @@ class Turn:
 
         The `toolCall` event showed the call as the model made it; the history and the session keep the fixed one.
         """
-        if self._offered(call.name) is None:
+        if self.calls.offered(call.name) is None:
             name = canonical_tool_name(call.name, [t.name for t in self.config.tools])
             if name is not None:
                 self.log.emit(NoticeEvent(level="info", code="repaired_tool_name",
                                           message=f"ran {name} for the call to '{call.name}'"))
                 call = call.model_copy(update={"name": name})
-        tool = self._offered(call.name)
+        tool = self.calls.offered(call.name)
         if tool is not None and call.raw is None:
             arguments, notes = coerce_arguments(tool.parameters, call.arguments)
             if notes:
@@ -335,47 +337,24 @@ class Turn:
         self._unanswered[call.id] = call
         return call
 
-    async def _run_calls(self, calls: list[ToolCall]) -> list[ToolResultMessage]:
-        """Read-only calls in a row run together; anything else runs alone, in order. Results keep call order."""
-        results: list[ToolResultMessage] = []
-        batch: list[ToolCall] = []
-        for call in calls:
-            tool = self._offered(call.name)
-            if tool is not None and tool.read_only:
-                batch.append(call)
-                continue
-            results += await asyncio.gather(*(self._run_one(c) for c in batch))
-            batch = []
-            results.append(await self._run_one(call))
-        results += await asyncio.gather(*(self._run_one(c) for c in batch))
-        return results
+    def earlier(self, call: ToolCall, tool: Tool) -> ToolResultMessage | None:
+        """A read this turn already made, answered from its result with a nudge to answer (Orchestrator memory)."""
+        earlier = self._answered.get(_key(call)) if tool.read_only else None
+        if earlier is None:
+            return None
+        result = self._repeat(call, earlier)
+        self._enough(f"the model asked {call.name} again for a result it already has")
+        # the card shows what the tool returns; the nudge to the model is said to the user as a notice
+        self.log.emit(NoticeEvent(level="info", code="repeated_call", message=(
+            f"the model repeated {call.name} with the same arguments; it was given the earlier result again")))
+        self._emit_result(earlier.model_copy(update={"call_id": call.id}), 0)
+        self._finished[call.id] = result
+        return result
 
-    async def _run_one(self, call: ToolCall) -> ToolResultMessage:
-        started = time.monotonic()
-        verdict = Verdict(self._check(call))
-        tool = self._offered(call.name)
-        key = (call.name, json.dumps(call.arguments, sort_keys=True))
-        if verdict.error is None and tool.read_only and key in self._answered:
-            result = self._repeat(call, self._answered[key])
-            self._enough(f"the model asked {call.name} again for a result it already has")
-            # the card shows what the tool returns; the nudge to the model is said to the user as a notice
-            self.log.emit(NoticeEvent(level="info", code="repeated_call", message=(
-                f"the model repeated {call.name} with the same arguments; it was given the earlier result again")))
-            self._emit_result(self._answered[key].model_copy(update={"call_id": call.id}), 0)
-            self._finished[call.id] = result
-            return result
-        if verdict.error is None and self.config.gate is not None:
-            verdict = await self.config.gate.admit(tool, call, self.config.tool_ctx, self.log.session,
-                                                   self.log.turn, self.log.emit)
-        if verdict.error is not None:
-            result = failed(call, verdict.error)
-        else:
-            ctx = self.config.tool_ctx
-            result = await execute(tool, call, ctx if verdict.review is None else replace(ctx, review=verdict.review))
-        duration_ms = int((time.monotonic() - started) * 1000)
-        self._emit_result(result, duration_ms)
+    def ran(self, call: ToolCall, tool: Tool | None, result: ToolResultMessage) -> None:
         self._finished[call.id] = result
         self._ran.append((call, result))
+        key = _key(call)
         if result.ok and tool is not None and tool.read_only:
             if any(r.name == result.name and r.output == result.output for r in self._answered.values()):
                 # e.g. the same file again with the default offset spelt out
@@ -385,11 +364,6 @@ class Turn:
             if key in self._written:  # it ran (a write may restore what something changed since), then: answer
                 self._enough(f"the model made the same {call.name} again")
             self._written.add(key)
-        if self.config.audit is not None:
-            self.config.audit.record(session=self.log.session, turn=self.log.turn, tool=call.name, call_id=call.id,
-                                     arguments=call.arguments, decision=verdict.decision, by=verdict.by,
-                                     ok=result.ok, error=result.error and result.error.code, duration_ms=duration_ms)
-        return result
 
     def _enough(self, why: str) -> None:
         """A small model going round in circles: its next request is the answer (`_answer_request`)."""
@@ -415,30 +389,6 @@ class Turn:
         return ModelRequest(model=self.config.model, system=ANSWER_FROM_RESULTS, tool_choice="none",
                             messages=[UserMessage(text=answer_from_results(self._request, results, budget))],
                             max_tokens=self.keeper.budget.reserve, temperature=self.config.temperature)
-
-    def _check(self, call: ToolCall) -> ToolError | None:
-        tool = self._offered(call.name)
-        if tool is None:
-            names = [t.name for t in self.config.catalogue]
-            name = call.name if call.name in names else canonical_tool_name(call.name, names)
-            known = next((t for t in self.config.catalogue if t.name == name), None)
-            if known is not None and known.min_trust > self.config.trust:
-                return ToolError(code="permission",
-                                 message=f"{call.name} needs trust level {known.min_trust.name}; "
-                                         f"this session is at {self.config.trust.name}",
-                                 suggestion="use the tools you were offered, or ask the user to raise the trust level")
-            if known is not None:
-                return ToolError(code="permission", message=f"{call.name} is not allowed in this session "
-                                                            "(the lens' tool policy or the user's tool list)",
-                                 suggestion="use the tools you were offered")
-            return unknown_tool_error(call.name, call.arguments, self.config.tools)
-        if call.raw is not None:
-            return ToolError(code="validation", message=f"the arguments of {call.name} are not a valid JSON object",
-                             suggestion='send the arguments as one JSON object, e.g. {"path": "src/app.py"}')
-        return validate_arguments(tool.parameters, call.arguments)
-
-    def _offered(self, name: str) -> Tool | None:
-        return next((t for t in self.config.tools if t.name == name), None)
 
     def _emit_result(self, result: ToolResultMessage, duration_ms: int) -> None:
         self.log.emit(ToolResultEvent(call_id=result.call_id, name=result.name, ok=result.ok,
@@ -471,3 +421,7 @@ class Turn:
         event = DoneEvent(status=status, tool_calls=self.tool_calls, usage=usage, error=error)
         self.log.emit(event)
         return event
+
+
+def _key(call: ToolCall) -> tuple[str, str]:
+    return call.name, json.dumps(call.arguments, sort_keys=True)

@@ -13,8 +13,9 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from sunwell.lens.schema import Lens, Skill, render_command
-from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.shell import command_preview, run_command
+from sunwell.tools.base import StagedEffects, Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.shell import command_preview, run_command, stage_command
+from sunwell.tools.subject import Command, Subject
 
 Complete = Callable[[str, str], Awaitable[str]]
 """(system instructions, user text) -> the model's answer, with no tools: `ctx.complete`."""
@@ -35,8 +36,9 @@ def skill_tools(lens: Lens, taken: Collection[str]) -> list[Tool]:
         if skill.command:
             tools.append(Tool(name=name, description=description, parameters=parameters,
                               handler=_command_handler(skill.command), preview=_command_preview(skill.command),
+                              subject=_command_subject(skill.command), stage=_command_stage(skill.command),
                               min_trust=Trust.shell, approval="ask", risk="shell", read_only=False,
-                              source=f"lens:{lens.name}", timeout=3700, staged=True))
+                              source=f"lens:{lens.name}", timeout=3700))
         else:
             tools.append(Tool(name=name, description=description, parameters=parameters,
                               handler=_nested_handler(lens, skill), min_trust=Trust.read_only,
@@ -49,6 +51,22 @@ def _command_handler(template: str):
         return await run_command({"command": render_command(template, args)}, ctx)
 
     return handler
+
+
+def _command_subject(template: str):
+    """The rendered command is the subject: what runs, whatever the skill's parameters are called."""
+
+    def subject(args: dict[str, Any]) -> Subject:
+        return Subject(command=Command(render_command(template, args)), staged=True)
+
+    return subject
+
+
+def _command_stage(template: str):
+    async def stage(args: dict[str, Any], ctx: ToolContext) -> StagedEffects:
+        return await stage_command({"command": render_command(template, args)}, ctx)
+
+    return stage
 
 
 def _command_preview(template: str):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from sunwell.messages import ToolError, ToolSpec
+from sunwell.tools.subject import NOTHING, Subject
 from sunwell.vocabulary import Trust
 
-__all__ = ["Tool", "ToolContext", "ToolFailure", "Trust"]
+__all__ = ["StagedEffects", "Subject", "Tool", "ToolContext", "ToolFailure", "Trust"]
 
 
 class ToolFailure(Exception):
@@ -51,9 +52,6 @@ class ToolContext:
     """Where a command's changes are staged before they are shown (a Path), else the temp dir."""
     staging_max_bytes: int = 500_000_000
     staging_max_files: int = 20_000
-    review: Callable[[dict[str, Any]], Awaitable[ToolError | None]] | None = None
-    """Set for a call whose approval waits for its effects: asked with the `effects` preview once the command ran
-    staged; None applies them, an error (denied) discards them. Unset: the call was approved before it ran."""
     complete: Callable[[str, str], Awaitable[str]] | None = None
     """(system instructions, user text) -> the model's answer with no tools: a skill's nested model call."""
     env_passthrough: tuple[str, ...] = ()
@@ -66,9 +64,27 @@ class ToolContext:
     """(level, code, message) -> a `notice` event of the running turn (an MCP server failed or restarted)."""
 
 
+class StagedEffects(Protocol):
+    """What a call did in a staging overlay, held back from the workspace. Whoever holds it shows `preview`, then
+    `apply`s or not, and always `discard`s it (the staged copy is gone after that)."""
+
+    async def preview(self) -> dict[str, Any]:
+        """PROTOCOL.md `effects` preview: what it ran, its output, what it would change."""
+        ...
+
+    async def apply(self) -> str:
+        """Put the changes in the workspace; the result the model reads."""
+        ...
+
+    async def discard(self) -> None: ...
+
+
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
 Preview = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
 """What an approval shows before a risky call runs: PROTOCOL.md `preview` (`diff` or `command`)."""
+Declare = Callable[[dict[str, Any]], Subject]
+"""A call's arguments (valid by the tool's schema) -> what it touches; raises ToolFailure if they say nothing."""
+Stage = Callable[[dict[str, Any], ToolContext], Awaitable[StagedEffects]]
 
 
 @dataclass(frozen=True)
@@ -85,9 +101,15 @@ class Tool:
     source: str = "core"
     timeout: float = 60.0
     preview: Preview | None = None
-    staged: bool = False
-    """A command whose file changes can be staged and shown before they are applied (tools/overlay.py)."""
+    subject: Declare | None = None
+    """What a call touches, for policy (tools/subject.py); None: nothing policy looks at."""
+    stage: Stage | None = None
+    """Runs a call whose subject is `staged` in a staging overlay and returns its effects held back, for the
+    orchestrator to show, then apply or discard (the handler runs and applies in one go, unasked)."""
 
     @property
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+    def declared(self, arguments: dict[str, Any]) -> Subject:
+        return self.subject(arguments) if self.subject is not None else NOTHING

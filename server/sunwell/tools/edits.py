@@ -19,9 +19,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
+
+from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.files import string_arg
 from sunwell.tools.safe_write import WriteTarget, inspect, prepare_write, read_existing, write_target
+from sunwell.tools.subject import Subject, Write
 
 MAX_CONTENT_BYTES = 5 * 1024 * 1024
 MAX_WINDOWS = 20_000  # closest-lines search: past this many lines, only windows sharing a line with old_text
@@ -229,6 +233,29 @@ def preview_edit(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
 # ---- definitions -----------------------------------------------------------------------------------------------
 
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "replace")  # a lone surrogate counts as one byte: the handler refuses it anyway
+
+
+class WriteFileArguments(ToolArguments):
+    path: str = Field(description="File to write, relative to the workspace root.")
+    content: str = Field(description="The complete new content of the file.")
+
+    def subject(self) -> Subject:
+        return Subject(writes=(Write(self.path, _bytes(self.content)),))
+
+
+class EditFileArguments(ToolArguments):
+    path: str = Field(description="File to edit, relative to the workspace root.")
+    old_text: str = Field(description="Exact text to find in the file (not empty).")
+    new_text: str = Field(description="Text to put in its place (may be empty to delete).")
+    replace_all: bool = Field(False, description="Replace every match instead of requiring exactly one. Default false.")
+
+    def subject(self) -> Subject:
+        return Subject(writes=(Write(self.path, _bytes(self.new_text)),))
+
+
 WRITE_FILE = Tool(
     name="write_file",
     description=(
@@ -237,16 +264,9 @@ WRITE_FILE = Tool(
         "text of the file. Blocked files (.env, keys, secrets, .git) and symbolic links cannot be written. "
         'Example: {"path": "src/hello.py", "content": "print(\'hello\')\\n"}.'
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "File to write, relative to the workspace root."},
-            "content": {"type": "string", "description": "The complete new content of the file."},
-        },
-        "required": ["path", "content"],
-        "additionalProperties": False,
-    },
+    parameters=WriteFileArguments.schema_for_tool(),
     handler=write_file,
+    subject=WriteFileArguments.subject_of,
     min_trust=Trust.workspace,
     approval="ask",
     risk="write",
@@ -263,22 +283,9 @@ EDIT_FILE = Tool(
         "match, the error shows the closest lines so you can correct it. Read the file first. Example: "
         '{"path": "src/app.py", "old_text": "    return 42", "new_text": "    return 43"}.'
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "File to edit, relative to the workspace root."},
-            "old_text": {"type": "string", "description": "Exact text to find in the file (not empty)."},
-            "new_text": {"type": "string", "description": "Text to put in its place (may be empty to delete)."},
-            "replace_all": {
-                "type": "boolean",
-                "description": "Replace every match instead of requiring exactly one. Default false.",
-                "default": False,
-            },
-        },
-        "required": ["path", "old_text", "new_text"],
-        "additionalProperties": False,
-    },
+    parameters=EditFileArguments.schema_for_tool(),
     handler=edit_file,
+    subject=EditFileArguments.subject_of,
     min_trust=Trust.workspace,
     approval="ask",
     risk="write",

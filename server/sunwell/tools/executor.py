@@ -1,38 +1,58 @@
-"""Run one validated tool call: time limit, output cap, and every failure turned into an error result."""
+"""Run one validated tool call: time limit, output cap, and every failure turned into an error result.
+
+`attempt` is one step of a call under those rules (the handler; or a staged tool's stage, preview and apply, each a
+step of its own); `execute` is the plain call: its handler as one attempt, its output the result.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from sunwell.messages import ToolCall, ToolError, ToolResultMessage
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
 from sunwell.tools.output import truncate
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
-async def execute(tool: Tool, call: ToolCall, ctx: ToolContext) -> ToolResultMessage:
+async def attempt(tool: Tool, ctx: ToolContext, step: Callable[[], Awaitable[T]]) -> T | ToolError:
+    """What `step` returns, or the error it ended with (a ToolFailure's, the time limit, a bug in the tool)."""
     try:
-        async with asyncio.timeout(tool.timeout):  # not wait_for: that runs the handler as a task of its own
-            output = await tool.handler(call.arguments, ctx)
+        async with asyncio.timeout(tool.timeout):  # not wait_for: that runs the step as a task of its own
+            return await step()
     except ToolFailure as failure:  # a command's timeout carries its output so far
-        error = failure.error
-        if ctx.secrets is not None:
-            error = error.model_copy(update={"message": ctx.secrets.mask(error.message)})
-        return failed(call, error)
+        return masked(failure.error, ctx)
     except TimeoutError:
-        return failed(call, ToolError(code="timeout", message=f"{tool.name} ran past its {tool.timeout:g} s limit",
-                                      suggestion="narrow the request (a smaller path or pattern)"))
+        return ToolError(code="timeout", message=f"{tool.name} ran past its {tool.timeout:g} s limit",
+                         suggestion="narrow the request (a smaller path or pattern)")
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a bug in a handler must not kill the turn: the model and the log both see it
         log.exception("tool %s failed", tool.name)
-        return failed(call, ToolError(code="execution", message=f"{tool.name} failed: {exc}"))
+        return ToolError(code="execution", message=f"{tool.name} failed: {exc}")
+
+
+async def execute(tool: Tool, call: ToolCall, ctx: ToolContext) -> ToolResultMessage:
+    output = await attempt(tool, ctx, lambda: tool.handler(call.arguments, ctx))
+    return failed(call, output) if isinstance(output, ToolError) else answered(call, output, ctx)
+
+
+def answered(call: ToolCall, output: str, ctx: ToolContext) -> ToolResultMessage:
+    """A call's output as its result: secrets masked, cut to the output cap."""
     hint = "ask for less (offset/limit, a narrower path or pattern)"
     if ctx.secrets is not None:  # e.g. an unsandboxed command that read /proc/<sunwell>/environ
         output = ctx.secrets.mask(output)
     return ToolResultMessage(call_id=call.id, name=call.name, output=truncate(output, ctx.max_output_bytes, hint))
+
+
+def masked(error: ToolError, ctx: ToolContext) -> ToolError:
+    if ctx.secrets is None:
+        return error
+    return error.model_copy(update={"message": ctx.secrets.mask(error.message)})
 
 
 def failed(call: ToolCall, error: ToolError) -> ToolResultMessage:

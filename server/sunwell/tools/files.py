@@ -10,10 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pydantic import Field
+
+from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.globs import Glob, compile_glob
 from sunwell.tools.jail import Jail
 from sunwell.tools.output import char_boundary, truncate
+from sunwell.tools.subject import Subject
 
 MAX_ENTRIES = 2_000
 DEFAULT_LINES = 2_000
@@ -301,6 +305,24 @@ def _count_lines(f: BinaryIO) -> int:
 
 # ---- definitions -----------------------------------------------------------------------------------------------
 
+
+class ListFilesArguments(ToolArguments):
+    path: str = Field(".", description="Folder to list, relative to the workspace root.")
+    pattern: str = Field("*", description='Glob such as "*.md" or "**/*.py"; "**" recurses into subfolders.')
+
+    def subject(self) -> Subject:
+        return Subject(reads=(self.path,))
+
+
+class ReadFileArguments(ToolArguments):
+    path: str = Field(description="File to read, relative to the workspace root.")
+    offset: int | None = Field(None, ge=1, description="First line to read, 1-based. Default 1.")
+    limit: int | None = Field(None, ge=1, description="How many lines to read. Default 2000.")
+
+    def subject(self) -> Subject:
+        return Subject(reads=(self.path,))
+
+
 LIST_FILES = Tool(
     name="list_files",
     description=(
@@ -310,24 +332,9 @@ LIST_FILES = Tool(
         'Folders end with "/". At most 2,000 entries. Secrets (.env, keys), .git and node_modules are never '
         'shown. Example: {"path": "src", "pattern": "**/*.py"} lists every Python file under src.'
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "description": "Folder to list, relative to the workspace root.",
-                "default": ".",
-            },
-            "pattern": {
-                "type": "string",
-                "description": 'Glob such as "*.md" or "**/*.py"; "**" recurses into subfolders.',
-                "default": "*",
-            },
-        },
-        "required": [],
-        "additionalProperties": False,
-    },
+    parameters=ListFilesArguments.schema_for_tool(),
     handler=list_files,
+    subject=ListFilesArguments.subject_of,
     min_trust=Trust.discovery,
 )
 
@@ -340,24 +347,8 @@ READ_FILE = Tool(
         'blocked files (.env, keys, secrets, .git) cannot be read. Example: {"path": "src/app.py"}, then '
         '{"path": "src/app.py", "offset": 2001} for the next page.'
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "File to read, relative to the workspace root."},
-            "offset": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "First line to read, 1-based. Default 1.",
-            },
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "How many lines to read. Default 2000.",
-            },
-        },
-        "required": ["path"],
-        "additionalProperties": False,
-    },
+    parameters=ReadFileArguments.schema_for_tool(),
     handler=read_file,
+    subject=ReadFileArguments.subject_of,
     min_trust=Trust.read_only,
 )

@@ -35,11 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
+from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.files import string_arg
 from sunwell.tools.globs import compile_glob
 from sunwell.tools.jail import Jail
 from sunwell.tools.output import truncate
+from sunwell.tools.subject import Subject
 
 MAX_MATCHES = 500
 MAX_LINE_CHARS = 300
@@ -408,6 +412,15 @@ def _clip(hit: Hit) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " [...]"
 
 
+class SearchFilesArguments(ToolArguments):
+    pattern: str = Field(min_length=1, description='Regular expression, e.g. "class \\w+Error".')
+    path: str = Field(".", description="Folder or file to search in.")
+    glob: str | None = Field(None, description='Only files whose name matches, e.g. "*.ts"; "!*.md" excludes.')
+
+    def subject(self) -> Subject:
+        return Subject(reads=(self.path,))
+
+
 SEARCH_FILES = Tool(
     name="search_files",
     description=(
@@ -417,23 +430,8 @@ SEARCH_FILES = Tool(
         "matches; long lines are cut. Binary files and blocked files (.env, keys, secrets, .git, node_modules) "
         'are skipped. Example: {"pattern": "def load_config", "glob": "*.py"}.'
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "pattern": {
-                "type": "string",
-                "minLength": 1,
-                "description": 'Regular expression, e.g. "class \\w+Error".',
-            },
-            "path": {"type": "string", "description": "Folder or file to search in.", "default": "."},
-            "glob": {
-                "type": "string",
-                "description": 'Only files whose name matches, e.g. "*.ts"; "!*.md" excludes.',
-            },
-        },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    },
+    parameters=SearchFilesArguments.schema_for_tool(),
     handler=search_files,
+    subject=SearchFilesArguments.subject_of,
     min_trust=Trust.discovery,
 )

@@ -17,6 +17,7 @@ from mcp import Client, types
 from sunwell.config import McpServerConfig
 from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.mcp.naming import tool_name
+from sunwell.tools.subject import McpCall, Subject
 
 log = logging.getLogger(__name__)
 MAX_DESCRIPTION = 2_000
@@ -62,10 +63,13 @@ def _wrap(server: str, config: McpServerConfig, remote: types.Tool, name: str, c
     def preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return {"kind": "tool", "server": server, "tool": remote.name, "arguments": args}
 
+    subject = Subject(mcp=McpCall(server, remote.name))
+
     # the executor's limit is a backstop: the call bounds itself by `timeout`, a restart before it too
     return Tool(name=name, description=f"{description} ({', '.join(notes)})", parameters=input_schema(remote, server),
                 handler=handler, min_trust=Trust[config.needs], approval=config.approval, risk="mcp",
-                read_only=read_only, source="mcp", timeout=config.timeout * 3 + 15, preview=preview)
+                read_only=read_only, source="mcp", timeout=config.timeout * 3 + 15, preview=preview,
+                subject=lambda args: subject)
 
 
 def input_schema(remote: types.Tool, server: str) -> dict[str, Any]:

@@ -1,0 +1,145 @@
+"""One place runs every tool call, whatever the tool (the idea of codex's core/src/tools/orchestrator.rs):
+
+1. validate: the tool is offered at this trust level, its arguments are a JSON object its schema accepts;
+2. a read this turn already answered is answered again by the turn's memory instead of running;
+3. policy and approval on what the call declares it touches (agent/gate.py): dry run, rate limit, protected
+   paths always asked, the approval policy;
+4. staging: a call the gate wants asked about with its effects runs staged (the tool's `stage`); any other call
+   runs as it is (run_command sandboxes itself);
+5. the run, under the tool's time limit, every failure an error result the model reads (tools/executor.py);
+6. review of staged effects: the user sees what it changed, then it is applied or discarded, here, not by the tool;
+7. the result event, the turn's memory, one audit line.
+
+Read-only calls of one response run together; any other call runs alone, in order. Like the gate, nothing here reads
+a tool's arguments: they go to the tool, to the approval request and to the audit as they are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sunwell.agent.events import ToolResultEvent
+from sunwell.agent.gate import Gate, Verdict
+from sunwell.agent.turn import TurnLog
+from sunwell.messages import ToolCall, ToolError, ToolResultMessage
+from sunwell.tools.base import Tool, ToolContext, Trust
+from sunwell.tools.executor import answered, attempt, execute, failed, masked
+from sunwell.tools.validation import unknown_tool_error, validate_arguments
+from sunwell.vocabulary import canonical_tool_name
+
+
+class CallMemory(Protocol):
+    """What the turn keeps of its calls (agent/loop.py): it may answer a repeated read, and hears of every result."""
+
+    def earlier(self, call: ToolCall, tool: Tool) -> ToolResultMessage | None:
+        """The answer to give instead of running `call` again (its result event already emitted), or None."""
+        ...
+
+    def ran(self, call: ToolCall, tool: Tool | None, result: ToolResultMessage) -> None: ...
+
+
+@dataclass
+class Orchestrator:
+    tools: Sequence[Tool]
+    """Offered this turn (already filtered by trust and lens)."""
+    catalogue: Sequence[Tool]
+    """Every tool Sunwell knows, so a call above the trust level is `permission`, not `unknown_tool`."""
+    trust: Trust
+    ctx: ToolContext
+    log: TurnLog
+    gate: Gate | None = None
+    """None runs valid calls directly (read-only tools only)."""
+    audit: Any = None
+    """A sunwell.tools.audit.AuditLog, or None."""
+    memory: CallMemory | None = None
+
+    def offered(self, name: str) -> Tool | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    async def run_all(self, calls: Sequence[ToolCall]) -> list[ToolResultMessage]:
+        """Every call of one response; results in call order."""
+        results: list[ToolResultMessage] = []
+        batch: list[ToolCall] = []
+        for call in calls:
+            tool = self.offered(call.name)
+            if tool is not None and tool.read_only:
+                batch.append(call)
+                continue
+            results += await asyncio.gather(*(self.run(c) for c in batch))
+            batch = []
+            results.append(await self.run(call))
+        results += await asyncio.gather(*(self.run(c) for c in batch))
+        return results
+
+    async def run(self, call: ToolCall) -> ToolResultMessage:
+        started = time.monotonic()
+        verdict = Verdict(self.check(call))
+        tool = self.offered(call.name)
+        if verdict.error is None and self.memory is not None:
+            again = self.memory.earlier(call, tool)
+            if again is not None:
+                return again
+        if verdict.error is None and self.gate is not None:
+            verdict = await self.gate.admit(tool, call, self.ctx, self.log.session, self.log.turn, self.log.emit)
+        if verdict.error is not None:
+            result = failed(call, verdict.error)
+        elif verdict.stage_first:
+            result, verdict = await self._staged(tool, call)
+        else:
+            result = await execute(tool, call, self.ctx)
+        duration_ms = int((time.monotonic() - started) * 1000)
+        self.log.emit(ToolResultEvent(call_id=result.call_id, name=result.name, ok=result.ok, output=result.output,
+                                      error=result.error, duration_ms=duration_ms))
+        if self.memory is not None:
+            self.memory.ran(call, tool, result)
+        if self.audit is not None:
+            self.audit.record(session=self.log.session, turn=self.log.turn, tool=call.name, call_id=call.id,
+                              arguments=call.arguments, decision=verdict.decision, by=verdict.by,
+                              ok=result.ok, error=result.error and result.error.code, duration_ms=duration_ms)
+        return result
+
+    async def _staged(self, tool: Tool, call: ToolCall) -> tuple[ToolResultMessage, Verdict]:
+        """Run staged, ask with what it changed, apply on yes; the staged copy is discarded whatever happens."""
+        assert tool.stage is not None and self.gate is not None
+        ctx, stage = self.ctx, tool.stage
+        staged = await attempt(tool, ctx, lambda: stage(call.arguments, ctx))
+        if isinstance(staged, ToolError):
+            return failed(call, staged), Verdict()
+        try:
+            effects = await attempt(tool, ctx, staged.preview)
+            if isinstance(effects, ToolError):
+                return failed(call, effects), Verdict()
+            verdict = await self.gate.review(tool, call, effects, self.log.session, self.log.turn, self.log.emit)
+            if verdict.error is not None:
+                refusal = verdict.error.message + "; nothing it changed was applied"
+                return failed(call, masked(verdict.error.model_copy(update={"message": refusal}), ctx)), verdict
+            output = await attempt(tool, ctx, staged.apply)
+            return (failed(call, output) if isinstance(output, ToolError) else answered(call, output, ctx)), verdict
+        finally:
+            await staged.discard()
+
+    def check(self, call: ToolCall) -> ToolError | None:
+        """Why `call` cannot run as it is (unknown or not offered tool, invalid arguments), or None."""
+        tool = self.offered(call.name)
+        if tool is None:
+            names = [t.name for t in self.catalogue]
+            name = call.name if call.name in names else canonical_tool_name(call.name, names)
+            known = next((t for t in self.catalogue if t.name == name), None)
+            if known is not None and known.min_trust > self.trust:
+                return ToolError(code="permission",
+                                 message=f"{call.name} needs trust level {known.min_trust.name}; "
+                                         f"this session is at {self.trust.name}",
+                                 suggestion="use the tools you were offered, or ask the user to raise the trust level")
+            if known is not None:
+                return ToolError(code="permission", message=f"{call.name} is not allowed in this session "
+                                                            "(the lens' tool policy or the user's tool list)",
+                                 suggestion="use the tools you were offered")
+            return unknown_tool_error(call.name, call.arguments, self.tools)
+        if call.raw is not None:
+            return ToolError(code="validation", message=f"the arguments of {call.name} are not a valid JSON object",
+                             suggestion='send the arguments as one JSON object, e.g. {"path": "src/app.py"}')
+        return validate_arguments(tool.parameters, call.arguments)

@@ -1,0 +1,71 @@
+"""A core tool's arguments as a typed model: its JSON schema (what the model is shown) and the call's subject.
+
+The schema is generated in the shape the tools have always sent, key for key and in the same order (a test holds
+it to the published schemas): the wire, the emulation prompts that print it, and prompt caches see no change.
+Arguments are still checked against that schema first (tools/validation.py words the errors for the model); the
+model is read only from arguments that passed, so `subject_of` fails only on a call that skipped validation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
+
+from sunwell.errors import first_problem
+from sunwell.tools.base import ToolFailure
+from sunwell.tools.subject import Subject
+
+# A schema's keys in the order the hand-written schemas had: what is checked first, then words, then the default.
+_KEY_ORDER = {"type": 0, "properties": 1, "required": 2, "description": 4, "default": 5, "additionalProperties": 6}
+
+
+class _ToolSchema(GenerateJsonSchema):
+    """Plain JSON Schema for a tool: no titles, an optional argument is just its type (absent, never null)."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        if schema.get("default") is None:  # "not given" is no default the model should see
+            return self.generate_inner(schema["schema"])
+        return super().default_schema(schema)
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        generated = super().model_schema(schema)
+        generated.pop("title", None)
+        generated.pop("description", None)  # the model's docstring is for readers; the tool has its description
+        generated.setdefault("required", [])
+        return generated
+
+    def sort(self, value: JsonSchemaValue, parent_key: str | None = None) -> JsonSchemaValue:
+        if not isinstance(value, dict):
+            return value
+        keys = list(value) if parent_key == "properties" else sorted(value, key=lambda k: _KEY_ORDER.get(k, 3))
+        return {key: self.sort(value[key], key) for key in keys}
+
+
+class ToolArguments(BaseModel):
+    """The base of a core tool's arguments model: unknown arguments are refused, as the schema says."""
+
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
+
+    @classmethod
+    def schema_for_tool(cls) -> dict[str, Any]:
+        return cls.model_json_schema(schema_generator=_ToolSchema)
+
+    @classmethod
+    def subject_of(cls, arguments: dict[str, Any]) -> Subject:
+        try:
+            return cls.model_validate(arguments).subject()
+        except ValidationError as exc:
+            where, problem = first_problem(exc)
+            raise ToolFailure("validation", f"{where}: {problem}") from None
+
+    def subject(self) -> Subject:
+        return Subject()

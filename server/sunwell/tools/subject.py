@@ -1,0 +1,52 @@
+"""What one tool call touches, as the tool declares it: the subject policy judges.
+
+Policy (agent/gate.py) reads this, never a tool's argument names: a write's path for the protected-path check and
+its bytes for the write budget, a command and its folder, an MCP server and tool. A new kind of tool states its
+subject here instead of adding a special case to the gate (Claude Code's permission rules name a tool and its
+subject the same way: `Bash(git diff:*)`, `Edit(src/**)`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Write:
+    path: str
+    """As the call names it, relative to the workspace; policy resolves it through the jail."""
+    data: bytes
+    """The new bytes the call brings: a whole file's content, or the replacement text of an edit."""
+
+
+@dataclass(frozen=True)
+class Command:
+    line: str
+    """What will run: for a lens skill, its rendered template, not the model's arguments."""
+    cwd: str = "."
+
+
+@dataclass(frozen=True)
+class McpCall:
+    server: str
+    tool: str
+    """The server's own name for the tool (the Sunwell tool is `SERVER__TOOL`)."""
+
+
+@dataclass(frozen=True)
+class Subject:
+    reads: tuple[str, ...] = ()
+    """Paths the call reads or lists, as it names them."""
+    writes: tuple[Write, ...] = ()
+    command: Command | None = None
+    mcp: McpCall | None = None
+    staged: bool = False
+    """Its file changes can be made in a staging overlay, shown, then applied or discarded (the tool's `stage`)."""
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(len(write.data) for write in self.writes)
+
+
+NOTHING = Subject()
+"""A call that touches nothing policy looks at (a lens skill answered by a nested model call)."""
