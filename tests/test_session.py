@@ -129,3 +129,50 @@ async def test_replay_and_messages_read_the_stored_session(engine, fake):
 def test_reading_a_session_makes_no_live_state(engine):
     assert Session(engine, "s-unknown").model_spec().model == "gpt-4o"
     assert "s-unknown" not in engine.live
+
+
+SENT_WITH_ATTACHMENTS = (
+    'look at these\n\n[Attached by the user with @mentions]\n\n'
+    '<attachment name="@a.txt" kind="file" path="a.txt">\nhello from a\nsecond line\n\n</attachment>\n\n'
+    '<attachment name="@sel \'x\'" kind="selection" path="src/app.py">\ndef main():\n</attachment>\n\n'
+    '<attachment name="@problems" kind="problems">\n(empty)\n</attachment>')
+"""What a model has always been sent for a line with attachments: the line, a header, one block per mention."""
+
+
+def _user_contents(body: dict) -> list[str]:
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    return [m["content"] if isinstance(m["content"], str) else "".join(b["text"] for b in m["content"])
+            for m in users]
+
+
+@pytest.mark.parametrize("model", [OPENAI, "anthropic:claude-sonnet-4-5", "openai-compatible:qwen2.5-coder-0.5b"])
+async def test_attachments_reach_every_provider_as_the_same_bytes_now_and_from_the_log(engine, fake, monkeypatch,
+                                                                                       model):
+    """Native (OpenAI, Anthropic) and emulated alike, in the turn that attached them and in the next turn's history,
+    rebuilt from the session log."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    engine.settings.base_url = f"{fake.url}/v1"
+    fake.script(Reply(text="Seen."), Reply(text="Still seen."))
+    mentions = [Mention("file", "@a.txt", "a.txt"), Mention("selection", '@sel "x"', "src/app.py", "def main():"),
+                Mention("problems", "@problems", None, "")]
+    session = Session(engine)
+    await session.submit(UserInput("look at these", mentions, Overrides(model=model)), lambda e: None)
+    assert _user_contents(fake.requests[0].body)[0] == SENT_WITH_ATTACHMENTS
+    await session.submit(UserInput("and now?"), lambda e: None)
+    assert _user_contents(fake.requests[1].body)[0] == SENT_WITH_ATTACHMENTS
+
+
+async def test_a_log_written_before_attachment_parts_sends_and_replays_as_it_did(engine, fake):
+    """Sessions stored with the attachments inside the user's text: the same bytes go to the model, and a replay
+    still shows the line apart from its attachments' labels."""
+    from sunwell.messages import AssistantMessage, UserMessage
+
+    session = engine.open_session(None, "look at these")
+    engine.store.append_message(session, "t_old", 0, UserMessage(text=SENT_WITH_ATTACHMENTS))
+    engine.store.append_message(session, "t_old", 1, AssistantMessage(text="Seen."))
+    fake.script(Reply(text="Still seen."))
+    await Session(engine, session).submit(UserInput("and now?"), lambda e: None)
+    assert _user_contents(fake.requests[0].body) == [SENT_WITH_ATTACHMENTS, "and now?"]
+    first = Session(engine, session).replay()[0]
+    assert (first.text, first.mentions) == ("look at these", ["@a.txt", "@sel 'x'", "@problems"])
