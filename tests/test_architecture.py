@@ -107,3 +107,34 @@ def test_the_checker_sees_imports_inside_functions(tmp_path):
     source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sunwell.lsp import server\n"
                       "def f():\n    from sunwell.agent.engine import Engine\n")
     assert imports(source) == {"sunwell.agent.engine"}
+
+
+POLICY = ("sunwell.agent.gate", "sunwell.agent.orchestrator")
+"""Where calls are judged and run: they read what a tool declares a call touches, never its arguments."""
+
+
+def argument_names() -> set[str]:
+    from sunwell.tools.registry import CORE_TOOLS
+
+    return {name for tool in CORE_TOOLS for name in tool.parameters["properties"]}
+
+
+def named_arguments(path: Path, names: set[str]) -> list[str]:
+    """Every string constant of `path` that is one of `names`: `args.get("path")`, `args["content"]`, a key..."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [f"line {node.lineno}: {node.value!r}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names]
+
+
+@pytest.mark.parametrize("module", POLICY)
+def test_the_gate_and_the_orchestrator_name_no_tool_argument_and_not_the_shell(module):
+    path = PACKAGE.parent / (module.replace(".", "/") + ".py")
+    assert named_arguments(path, argument_names()) == []
+    assert sorted(t for t in MODULES[module] if within(t, "sunwell.tools.shell")) == []
+
+
+def test_the_checker_sees_an_argument_named(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text('def f(call):\n    """The path."""\n    return call.arguments.get("path"), call.arguments["new_text"], '
+                      'f"{call.name} content"\n')
+    assert named_arguments(source, argument_names()) == ["line 3: 'path'", "line 3: 'new_text'"]

@@ -1,0 +1,169 @@
+"""What a call touches, as each tool declares it, and the one orchestrator that judges and runs it on that alone.
+
+The core tools' schemas are generated from their arguments models; tool_schemas.json holds what they sent before
+(key for key, in order), so the tool list on the wire cannot drift. The orchestrator tests use a real jail, a real
+session store, the real gate and, for staging, the real run_command in a real overlay; only the person who answers
+the approval is a function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from mcp import types
+
+from sunwell.agent.gate import Gate
+from sunwell.agent.orchestrator import Orchestrator
+from sunwell.agent.sessions import SessionStore
+from sunwell.agent.skills import skill_tools
+from sunwell.agent.turn import TurnLog
+from sunwell.approval_request import ApprovalRequest, EffectsPreview
+from sunwell.config import McpServerConfig, RateLimits
+from sunwell.lens.schema import Lens
+from sunwell.messages import ToolCall
+from sunwell.tools.approval import ApprovalPolicy
+from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.jail import Jail
+from sunwell.tools.mcp.remote_tools import sunwell_tools
+from sunwell.tools.ratelimit import RateLimiter
+from sunwell.tools.registry import CORE_TOOLS
+from sunwell.tools.shell import RUN_COMMAND
+from sunwell.tools.staging import staging_problem
+from sunwell.tools.subject import NOTHING, Command, McpCall, Subject, Write
+
+CORE = {tool.name: tool for tool in CORE_TOOLS}
+
+
+def test_the_generated_schemas_are_the_ones_the_tools_always_sent():
+    published = json.loads((Path(__file__).parent / "tool_schemas.json").read_text(encoding="utf-8"))
+    assert list(CORE) == list(published)
+    for name, tool in CORE.items():  # compared as text: the order of keys reaches prompts and caches too
+        assert json.dumps(tool.parameters) == json.dumps(published[name]), name
+
+
+@pytest.mark.parametrize(("name", "arguments", "subject"), [
+    ("list_files", {}, Subject(reads=(".",))),
+    ("list_files", {"path": "src", "pattern": "**"}, Subject(reads=("src",))),
+    ("read_file", {"path": "a.py", "offset": 3}, Subject(reads=("a.py",))),
+    ("search_files", {"pattern": "x"}, Subject(reads=(".",))),
+    ("write_file", {"path": "a.txt", "content": "héllo"}, Subject(writes=(Write("a.txt", "héllo".encode()),))),
+    ("edit_file", {"path": "a.txt", "old_text": "long old text", "new_text": "new"},
+     Subject(writes=(Write("a.txt", b"new"),))),
+    ("run_command", {"command": "make", "cwd": "src"}, Subject(command=Command("make", "src"), staged=True)),
+    ("run_command", {"command": "ls"}, Subject(command=Command("ls", "."), staged=True)),
+])
+def test_each_core_tool_declares_what_a_call_touches(name, arguments, subject):
+    assert CORE[name].declared(arguments) == subject
+
+
+def test_a_write_declares_the_bytes_it_brings_for_the_budget():
+    assert CORE["write_file"].declared({"path": "a", "content": "€" * 10}).bytes_written == 30
+    assert CORE["edit_file"].declared({"path": "a", "old_text": "x" * 99, "new_text": "yz"}).bytes_written == 2
+
+
+def test_arguments_the_model_cannot_have_sent_declare_nothing_and_fail():
+    with pytest.raises(ToolFailure) as info:
+        CORE["write_file"].declared({"path": "a"})
+    assert info.value.error.code == "validation" and "content" in info.value.error.message
+
+
+def test_mcp_and_lens_tools_declare_their_server_and_their_rendered_command():
+    remote = types.Tool(name="echo", description="d", inputSchema={"type": "object"})
+    [tool] = sunwell_tools("srv", McpServerConfig(command="x"), [remote], call=None)
+    assert tool.declared({"anything": 1}) == Subject(mcp=McpCall("srv", "echo"))
+    lens = Lens(name="l", description="d", skills=[
+        {"name": "test", "description": "d", "command": "pytest {target}",
+         "parameters": {"type": "object", "properties": {"target": {"type": "string"}}}},
+        {"name": "think", "description": "d", "instructions": "think",
+         "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}},
+    ])
+    command, nested = skill_tools(lens, set())
+    assert command.declared({"target": "a b.py"}) == Subject(command=Command("pytest 'a b.py'"), staged=True)
+    assert command.stage is not None and nested.stage is None
+    assert nested.declared({"path": ".vscode/x"}) == NOTHING  # a nested model call touches no file
+
+
+class Room:
+    """One orchestrator over a real workspace, session store and gate; `answers` are the person's decisions."""
+
+    def __init__(self, tmp_path: Path, tools: list[Tool], answers: list[str], mode="ask", limiter=None,
+                 **ctx) -> None:
+        self.ws = tmp_path / "ws"
+        self.ws.mkdir()
+        self.asked: list[ApprovalRequest] = []
+        self.events: list = []
+
+        async def ask(request: ApprovalRequest) -> str:
+            self.asked.append(request)
+            return answers.pop(0)
+
+        store = SessionStore(tmp_path / "data" / "sessions.db")
+        log = TurnLog(store, store.create("t"), self.events.append)
+        self.ctx = ToolContext(jail=Jail(self.ws), staging_dir=tmp_path / "data" / "staging", **ctx)
+        gate = Gate(ApprovalPolicy(mode=mode, ask=ask), limiter=limiter)
+        self.orchestrator = Orchestrator(tools, tools, Trust.shell, self.ctx, log, gate)
+
+    def run(self, name: str, arguments: dict):
+        return asyncio.run(self.orchestrator.run(ToolCall(id="c1", name=name, arguments=arguments)))
+
+
+def _renamed_writer(ran: list) -> Tool:
+    """A write tool whose arguments have names the gate never heard of: only its subject says what it writes."""
+
+    async def handler(args, ctx):
+        ran.append(args)
+        return "written"
+
+    return Tool(name="save", description="d", handler=handler, approval="auto", risk="write", read_only=False,
+                parameters={"type": "object", "properties": {"target": {"type": "string"}, "body": {"type": "string"}}},
+                subject=lambda args: Subject(writes=(Write(args["target"], args["body"].encode()),)))
+
+
+def test_a_protected_path_is_asked_by_what_the_tool_declares_not_by_its_argument_names(tmp_path):
+    ran: list = []
+    room = Room(tmp_path, [_renamed_writer(ran)], answers=["deny"], mode="auto")
+    result = room.run("save", {"target": "src/../.vscode/tasks.json", "body": "{}"})
+    assert [r.name for r in room.asked] == ["save"]  # auto mode and an `auto` tool, and still asked
+    assert not result.ok and result.error.code == "denied" and ran == []
+    result = room.run("save", {"target": "notes.txt", "body": "{}"})
+    assert result.ok and len(room.asked) == 1 and ran == [{"target": "notes.txt", "body": "{}"}]
+
+
+def test_the_write_budget_is_charged_the_declared_bytes(tmp_path):
+    ran: list = []
+    limiter = RateLimiter(RateLimits(bytes_written=10))
+    room = Room(tmp_path, [_renamed_writer(ran)], answers=[], mode="auto", limiter=limiter)
+    assert room.run("save", {"target": "a.txt", "body": "12345"}).ok
+    result = room.run("save", {"target": "b.txt", "body": "123456"})
+    assert result.error.code == "rate_limit" and "this write is 6 bytes" in result.error.message
+    assert limiter.bytes_written == 5 and len(ran) == 1
+
+
+needs_overlay = pytest.mark.skipif(
+    shutil.which("bwrap") is None
+    or asyncio.run(staging_problem(ToolContext(jail=Jail(Path(__file__).parent)))) is not None,
+    reason="no overlay can be staged here")
+
+
+@needs_overlay
+@pytest.mark.parametrize("answer", ["deny", "allow"])
+def test_a_staged_command_is_asked_about_by_the_orchestrator_with_its_effects(tmp_path, answer):
+    room = Room(tmp_path, [RUN_COMMAND], answers=[answer])
+    (room.ws / "a.txt").write_text("one\n")
+    result = room.run("run_command", {"command": "echo two >> a.txt; echo new > b.txt; echo said"})
+    [request] = room.asked
+    assert isinstance(request.preview, EffectsPreview) and "said" in request.preview.output
+    assert sorted(change.path for change in request.preview.changes) == ["a.txt", "b.txt"]
+    assert [e.decision for e in room.events if e.type == "approval"] == [answer]
+    if answer == "deny":
+        assert not result.ok and result.error.code == "denied"
+        assert result.error.message.endswith("; nothing it changed was applied")
+        assert (room.ws / "a.txt").read_text() == "one\n" and not (room.ws / "b.txt").exists()
+    else:
+        assert result.ok and "said" in result.output
+        assert (room.ws / "a.txt").read_text() == "one\ntwo\n" and (room.ws / "b.txt").read_text() == "new\n"
+    assert not list((tmp_path / "data" / "staging").iterdir())  # the staged copy is gone either way
