@@ -1,20 +1,22 @@
-"""The tool loop: stream a response, run the calls it makes, feed the results back, until the model answers.
+"""The tool loop: stream a response, have its calls run, feed the results back, until the model answers.
 
-Every failure of a call is data the model reads; provider faults end the turn with status `error`; cancellation
-ends it with status `cancelled`. Every request is fitted to the context window first (agent/context_keeper.py); a
-refusal for length corrects the window and is retried once, made smaller, never blindly. Whatever happens, the turn emits exactly one `done`, last, and leaves the session
-valid for every provider (each call answered by one result).
+The calls are run by the orchestrator (agent/orchestrator.py); what the turn remembers of them to nudge a model
+going round in circles is agent/call_memory.py. Every failure of a call is data the model reads; provider faults
+end the turn with status `error`; cancellation ends it with status `cancelled`. Every request is fitted to the
+context window first (agent/context_keeper.py); a refusal for length corrects the window and is retried once, made
+smaller, never blindly. Whatever happens, the turn emits exactly one `done`, last, and leaves the session valid for
+every provider (each call answered by one result).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from sunwell.agent.call_memory import CallMemory, LoopGuardTripped
 from sunwell.agent.compaction import Summariser
 from sunwell.agent.context import BYTES_PER_TOKEN, PROJECT_MAX_TOKENS, Budget, ContextFull, SessionContext
 from sunwell.agent.context_keeper import ContextKeeper
@@ -62,12 +64,6 @@ from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.executor import failed
 from sunwell.tools.validation import coerce_arguments
 from sunwell.vocabulary import canonical_tool_name
-
-GUARD_WARN, GUARD_STOP = 3, 5
-
-
-class LoopGuardTripped(Exception):
-    """The model keeps making the same failing call."""
 
 
 @dataclass
@@ -150,19 +146,14 @@ class Turn:
         self.usage: Usage | None = None
         self.tool_calls = 0
         self._unanswered: dict[str, ToolCall] = {}
-        self._finished: dict[str, ToolResultMessage] = {}
-        self._failures: dict[tuple[str, str, str], int] = {}
-        self._answered: dict[tuple[str, str], ToolResultMessage] = {}  # successful read-only calls of this turn
-        self._written: set[tuple[str, str]] = set()  # successful writes of this turn
-        self._ran: list[tuple[ToolCall, ToolResultMessage]] = []  # every call run this turn, in order
-        self._answer_now = False  # a small model going round in circles: its next request is for the answer
         self._request = ""
+        self.memory = CallMemory(log, config.small_model)
         budget = Budget(config.context_window, config.max_tokens, config.compact_at, config.context)
         summariser = config.compaction or Summariser(config.provider, config.model, config.context_window,
                                                      config.provider_attempts, config.context)
         self.keeper = ContextKeeper(budget, config.window_source, summariser, log, history, config.on_window_learned)
         self.calls = Orchestrator(config.tools, config.catalogue, config.trust, config.tool_ctx, log, config.gate,
-                                  config.audit, memory=self)
+                                  config.audit, self.memory)
 
     async def run(self, text: str) -> DoneEvent:
         self._request = text
@@ -200,8 +191,8 @@ class Turn:
             system = system_prompt(root, [*project, *cfg.extra_instructions], cfg.small_model, files, named, reader)
         for round_no in range(cfg.max_tool_turns + 1):
             limit = round_no == cfg.max_tool_turns
-            final = limit or self._answer_now
-            if final and cfg.small_model and self._ran:
+            final = limit or self.memory.answer_now
+            if final and cfg.small_model and self.memory.ran:
                 response = await self._send(self._answer_request, system, tools)
             else:
                 if limit:
@@ -211,8 +202,8 @@ class Turn:
             parts = [(ToolCallPart(call=self._repair(p.call)) if isinstance(p, ToolCallPart) else p)
                      for p in response.parts if not (final and isinstance(p, ToolCallPart))]
             calls = [part.call for part in parts if isinstance(part, ToolCallPart)]
-            if not (calls or final or response.text.strip()) and cfg.small_model and self._ran:
-                self._enough("the model answered nothing")  # and the empty answer is not kept
+            if not (calls or final or response.text.strip()) and cfg.small_model and self.memory.ran:
+                self.memory.enough("the model answered nothing")  # and the empty answer is not kept
                 self.keeper.measured(response.request, response.usage, response.parts)
                 continue
             self._add(AssistantMessage(parts=parts))
@@ -226,7 +217,7 @@ class Turn:
             results = await self.calls.run_all(calls)
             for result in self.keeper.fit_new_results(system, tools, results):
                 self._add_result(result)
-            self._guard(calls, results)
+            self.memory.guard(calls, results)
         raise AssertionError("unreachable")
 
     def _history_request(self, system: str, tools: list[ToolSpec], final: bool) -> ModelRequest:
@@ -254,23 +245,6 @@ class Turn:
                                         f"({again})") from again
         response.request = request
         return response
-
-    def _guard(self, calls: list[ToolCall], results: list[ToolResultMessage]) -> None:
-        """The same call failing the same way: told to change approach at 3, the turn stopped at 5 (a small model is
-        asked for its answer at 2)."""
-        for call, result in zip(calls, results, strict=True):
-            if result.ok:
-                continue
-            key = (call.name, json.dumps(call.arguments, sort_keys=True), result.error.code)
-            self._failures[key] = count = self._failures.get(key, 0) + 1
-            if count >= 2:
-                self._enough(f"the model repeated a failing {call.name} call unchanged")
-            if count >= GUARD_STOP:
-                raise LoopGuardTripped(f"stopped: {call.name} failed the same way {count} times "
-                                       f"({result.error.code}: {result.error.message})")
-            if count >= GUARD_WARN:
-                result.error.suggestion = (f"this exact call has failed {count} times; do not repeat it. "
-                                           "Change approach or ask the user. " + (result.error.suggestion or ""))
 
     async def _stream(self, request: ModelRequest) -> _Response:
         out = _Response()
@@ -337,62 +311,13 @@ class Turn:
         self._unanswered[call.id] = call
         return call
 
-    def earlier(self, call: ToolCall, tool: Tool) -> ToolResultMessage | None:
-        """A read this turn already made, answered from its result with a nudge to answer (Orchestrator memory)."""
-        earlier = self._answered.get(_key(call)) if tool.read_only else None
-        if earlier is None:
-            return None
-        result = self._repeat(call, earlier)
-        self._enough(f"the model asked {call.name} again for a result it already has")
-        # the card shows what the tool returns; the nudge to the model is said to the user as a notice
-        self.log.emit(NoticeEvent(level="info", code="repeated_call", message=(
-            f"the model repeated {call.name} with the same arguments; it was given the earlier result again")))
-        self._emit_result(earlier.model_copy(update={"call_id": call.id}), 0)
-        self._finished[call.id] = result
-        return result
-
-    def ran(self, call: ToolCall, tool: Tool | None, result: ToolResultMessage) -> None:
-        self._finished[call.id] = result
-        self._ran.append((call, result))
-        key = _key(call)
-        if result.ok and tool is not None and tool.read_only:
-            if any(r.name == result.name and r.output == result.output for r in self._answered.values()):
-                # e.g. the same file again with the default offset spelt out
-                self._enough(f"the model asked {call.name} again for a result it already has")
-            self._answered[key] = result
-        elif result.ok and tool is not None and tool.risk == "write":
-            if key in self._written:  # it ran (a write may restore what something changed since), then: answer
-                self._enough(f"the model made the same {call.name} again")
-            self._written.add(key)
-
-    def _enough(self, why: str) -> None:
-        """A small model going round in circles: its next request is the answer (`_answer_request`)."""
-        if self.config.small_model and not self._answer_now:
-            self._answer_now = True
-            self.log.emit(NoticeEvent(level="info", code="answer_from_results",
-                                      message=f"{why}; asking it to answer from the results"))
-
-    def _repeat(self, call: ToolCall, earlier: ToolResultMessage) -> ToolResultMessage:
-        """A repeated identical read is answered from this turn's earlier result, with a nudge to answer."""
-        note = ("[Sunwell] You already made this exact call in this turn; here is its result again. "
-                "If it answers the user's question, reply to the user now instead of calling more tools.")
-        return ToolResultMessage(call_id=call.id, name=call.name, output=f"{note}\n\n{earlier.output}")
-
     def _answer_request(self) -> ModelRequest:
         """A small model's last request: the turn's results in one message, no tools (see ANSWER_FROM_RESULTS)."""
-        # Calls that failed are noise the model has moved past, unless nothing succeeded.
-        ran = [(c, r) for c, r in self._ran if r.ok] or self._ran
-        results = [(f"{call.name}({json.dumps(call.arguments, ensure_ascii=False)})",
-                    f"returned:\n{result.output}" if result.ok else f"failed: {result.content_for_model()}")
-                   for call, result in ran]
+        results = self.memory.results_for_answer()
         budget = min(8000, self.keeper.answer_chars(ANSWER_FROM_RESULTS + self._request))
         return ModelRequest(model=self.config.model, system=ANSWER_FROM_RESULTS, tool_choice="none",
                             messages=[UserMessage(text=answer_from_results(self._request, results, budget))],
                             max_tokens=self.keeper.budget.reserve, temperature=self.config.temperature)
-
-    def _emit_result(self, result: ToolResultMessage, duration_ms: int) -> None:
-        self.log.emit(ToolResultEvent(call_id=result.call_id, name=result.name, ok=result.ok,
-                                      output=result.output, error=result.error, duration_ms=duration_ms))
 
     def _add(self, message: Message) -> None:
         self.history.append(message)
@@ -406,10 +331,11 @@ class Turn:
         """Calls already announced get their one result; calls never recorded need none in the history."""
         recorded = {c.id for m in self.history if isinstance(m, AssistantMessage) for c in m.tool_calls}
         for call in list(self._unanswered.values()):
-            result = self._finished.get(call.id)
+            result = self.memory.finished.get(call.id)
             if result is None:
                 result = failed(call, ToolError(code=code, message=message))
-                self._emit_result(result, 0)
+                self.log.emit(ToolResultEvent(call_id=call.id, name=call.name, ok=False, output="",
+                                              error=result.error, duration_ms=0))
             self._unanswered.pop(call.id)
             if call.id in recorded:
                 self._add(result)
@@ -422,6 +348,3 @@ class Turn:
         self.log.emit(event)
         return event
 
-
-def _key(call: ToolCall) -> tuple[str, str]:
-    return call.name, json.dumps(call.arguments, sort_keys=True)

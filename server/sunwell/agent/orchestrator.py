@@ -20,8 +20,9 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from sunwell.agent.call_memory import CallMemory
 from sunwell.agent.events import ToolResultEvent
 from sunwell.agent.gate import Gate, Verdict
 from sunwell.agent.turn import TurnLog
@@ -30,16 +31,6 @@ from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.executor import answered, attempt, execute, failed, masked
 from sunwell.tools.validation import unknown_tool_error, validate_arguments
 from sunwell.vocabulary import canonical_tool_name
-
-
-class CallMemory(Protocol):
-    """What the turn keeps of its calls (agent/loop.py): it may answer a repeated read, and hears of every result."""
-
-    def earlier(self, call: ToolCall, tool: Tool) -> ToolResultMessage | None:
-        """The answer to give instead of running `call` again (its result event already emitted), or None."""
-        ...
-
-    def ran(self, call: ToolCall, tool: Tool | None, result: ToolResultMessage) -> None: ...
 
 
 @dataclass
@@ -56,6 +47,7 @@ class Orchestrator:
     audit: Any = None
     """A sunwell.tools.audit.AuditLog, or None."""
     memory: CallMemory | None = None
+    """The turn's: it may answer a repeated read, and hears of every result."""
 
     def offered(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -95,7 +87,7 @@ class Orchestrator:
         self.log.emit(ToolResultEvent(call_id=result.call_id, name=result.name, ok=result.ok, output=result.output,
                                       error=result.error, duration_ms=duration_ms))
         if self.memory is not None:
-            self.memory.ran(call, tool, result)
+            self.memory.record(call, tool, result)
         if self.audit is not None:
             self.audit.record(session=self.log.session, turn=self.log.turn, tool=call.name, call_id=call.id,
                               arguments=call.arguments, decision=verdict.decision, by=verdict.by,
