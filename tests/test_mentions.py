@@ -9,9 +9,9 @@ import subprocess
 import sys
 
 from fake_provider import Reply
-from sunwell.agent.mentions import HEADER, Mention, attach, attachments, mentioned_paths, without_attachments
+from sunwell.agent.mentions import Mention, attachments, mentioned_paths, read_mentions
 from sunwell.lsp import protocol
-from sunwell.messages import UserMessage
+from sunwell.messages import ATTACHMENTS_HEADER, UserMessage
 from sunwell.tools.jail import Jail
 
 pytest_plugins = ["test_sidecar_support"]
@@ -23,22 +23,24 @@ def _user_text(request: dict) -> str:
 
 def test_attachments_fit_a_quarter_of_the_window_and_say_when_cut(workspace):
     (workspace / "big.txt").write_text("x" * 50_000)
-    text = attach("look", [Mention("file", "@big.txt", "big.txt"), Mention("selection", "@selection", "a.txt", "hello")],
-                  Jail(workspace), window=4096)
-    assert text.startswith("look\n\n" + HEADER)
+    read = read_mentions([Mention("file", "@big.txt", "big.txt"), Mention("selection", "@selection", "a.txt", "hello")],
+                         Jail(workspace), window=4096)
+    message = UserMessage(text="look", attachments=read)
+    text = message.content_for_model()
+    assert text.startswith("look\n\n" + ATTACHMENTS_HEADER)
     assert '<attachment name="@selection" kind="selection" path="a.txt">\nhello\n</attachment>' in text
-    assert "cut to" in text and len(text) < 4096 * 0.25 * 4.2 + 500
-    assert without_attachments(text) == "look"
-    assert [(a.label, a.kind) for a in attachments([UserMessage(text=text)])] == [("@big.txt", "file"),
-                                                                                  ("@selection", "selection")]
+    assert "cut to" in read[0].body and len(text) < 4096 * 0.25 * 4.2 + 500
+    assert [(a.label, a.kind) for a in attachments([message])] == [("@big.txt", "file"), ("@selection", "selection")]
+    assert UserMessage.model_validate(message.wire()) == message  # as the session log keeps it
 
 
 def test_a_file_outside_the_workspace_or_blocked_is_not_read(workspace, tmp_path):
     (tmp_path / "secret.txt").write_text("outside")
     jail = Jail(workspace)
-    text = attach("x", [Mention("file", "@../secret.txt", "../secret.txt"), Mention("file", "@.env", ".env")], jail, 8000)
-    assert "outside" not in text and "canary-123" not in text
-    assert text.count("(not attached:") == 2
+    read = read_mentions([Mention("file", "@../secret.txt", "../secret.txt"), Mention("file", "@.env", ".env")],
+                         jail, 8000)
+    assert [attachment.body.startswith("(not attached:") for attachment in read] == [True, True]
+    assert not any("outside" in a.body or "canary-123" in a.body for a in read)
 
 
 def test_the_cli_takes_at_paths_that_name_workspace_files(workspace):

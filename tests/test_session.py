@@ -11,10 +11,11 @@ import pytest
 from fake_provider import Reply
 from sunwell.agent.chat import Overrides, UserInput
 from sunwell.agent.engine import Engine
-from sunwell.agent.mentions import HEADER, Mention
+from sunwell.agent.mentions import Mention
 from sunwell.agent.replay import replay
 from sunwell.agent.session import Session
 from sunwell.config import Settings
+from sunwell.messages import ATTACHMENTS_HEADER
 
 OPENAI = "openai:gpt-4o"
 
@@ -86,7 +87,7 @@ async def test_mentions_are_attached_by_the_turn_within_its_jail(engine, fake, w
     editor = [Mention("file", "@src/app.py", "src/app.py"), Mention("file", "@.env", ".env")]
     done, _ = await line(engine, None, "what does main return?", mentions=editor)
     sent = sent_user_text(fake)
-    assert sent.startswith("what does main return?\n\n" + HEADER) and "return 42" in sent
+    assert sent.startswith("what does main return?\n\n" + ATTACHMENTS_HEADER) and "return 42" in sent
     assert "canary-123" not in sent and "(not attached:" in sent  # .env is blocked, as for the tools
     assert engine.store.list()[0].title == "what does main return?"  # the line as typed, not its attachments
 
@@ -159,6 +160,9 @@ async def test_attachments_reach_every_provider_as_the_same_bytes_now_and_from_t
     session = Session(engine)
     await session.submit(UserInput("look at these", mentions, Overrides(model=model)), lambda e: None)
     assert _user_contents(fake.requests[0].body)[0] == SENT_WITH_ATTACHMENTS
+    [row] = [r for r in engine.store.events(session.id) if r.kind == "message" and r.data["role"] == "user"]
+    assert row.data["text"] == "look at these"  # the attachments are a part of their own, not parsed back
+    assert [a["label"] for a in row.data["attachments"]] == ["@a.txt", '@sel "x"', "@problems"]
     await session.submit(UserInput("and now?"), lambda e: None)
     assert _user_contents(fake.requests[1].body)[0] == SENT_WITH_ATTACHMENTS
 
@@ -176,3 +180,18 @@ async def test_a_log_written_before_attachment_parts_sends_and_replays_as_it_did
     assert _user_contents(fake.requests[0].body) == [SENT_WITH_ATTACHMENTS, "and now?"]
     first = Session(engine, session).replay()[0]
     assert (first.text, first.mentions) == ("look at these", ["@a.txt", "@sel 'x'", "@problems"])
+
+
+async def test_a_constrained_small_model_is_told_the_request_again_with_its_attachments(engine, fake):
+    """After a result, constrained emulation says the request again: the line with its attachments, as before."""
+    from test_constrained import answer, call
+
+    engine.settings.base_url = f"{fake.url}/v1"
+    fake.script(Reply(text=call("read_file", path="a.txt")), Reply(text=answer("Done.")))
+    mentions = [Mention("file", "@a.txt", "a.txt"), Mention("selection", '@sel "x"', "src/app.py", "def main():"),
+                Mention("problems", "@problems", None, "")]
+    overrides = Overrides(model="openai-compatible:qwen2.5-coder-0.5b")
+    done = await Session(engine).submit(UserInput("look at these", mentions, overrides), lambda e: None)
+    assert done.done.status == "completed", done.done.error
+    last = fake.requests[1].body["messages"][-1]["content"]
+    assert last.startswith("Result of read_file(") and f"The request was: {SENT_WITH_ATTACHMENTS}\n" in last

@@ -385,9 +385,24 @@ export interface SystemMessage {
   role: 'system';
   text: string;
 }
+/**
+ * A user's line, and what they attached to it apart (`attachments`): the front ends show the line and list the
+ * attachments; a model reads them after the line (`content_for_model`), the same for every provider.
+ */
 export interface UserMessage {
   role: 'user';
   text: string;
+  attachments?: Attachment[];
+}
+/**
+ * Something the user attached to a line with `@` (sunwell.agent.mentions), as it was read when the line was sent
+ * (cut to its share of the context window).
+ */
+export interface Attachment {
+  kind: 'file' | 'selection' | 'problems' | 'terminal';
+  label: string;
+  path?: string | null;
+  body: string;
 }
 /**
  * What the model answered, part by part in the order it came (pydantic-ai's `ModelResponse.parts`).

@@ -8,13 +8,14 @@ conversations), `models` (which sends them) and `tools` (which produce results) 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 from pydantic.alias_generators import to_camel
 
-from sunwell.vocabulary import ErrorCode
+from sunwell.vocabulary import ErrorCode, MentionKind
 
 
 class WireModel(BaseModel):
@@ -50,9 +51,66 @@ class SystemMessage(WireModel):
     text: str
 
 
+ATTACHMENTS_HEADER = "[Attached by the user with @mentions]"
+"""Between the user's line and its attachments, in what a model reads."""
+_ATTACHMENT = re.compile(r'<attachment name="([^"]*)" kind="(file|selection|problems|terminal)"(?: path="([^"]*)")?>'
+                         r"\n(.*?)\n</attachment>", re.DOTALL)
+"""An attachment in the text of a user message logged before attachments were parts of their own."""
+
+
+class Attachment(WireModel):
+    """Something the user attached to a line with `@` (sunwell.agent.mentions), as it was read when the line was sent
+    (cut to its share of the context window)."""
+
+    kind: MentionKind
+    label: str
+    """As the user saw it: `@src/app.py`, `@selection`."""
+    path: str | None = None
+    """A file: workspace-relative. A selection: the file it is in."""
+    body: str
+
+    def for_model(self) -> str:
+        where = f' path="{_attribute(self.path)}"' if self.path else ""
+        return f'<attachment name="{_attribute(self.label)}" kind="{self.kind}"{where}>\n{self.body}\n</attachment>'
+
+
+def _attribute(value: str) -> str:
+    return value.replace('"', "'").replace("\n", " ")
+
+
 class UserMessage(WireModel):
+    """A user's line, and what they attached to it apart (`attachments`): the front ends show the line and list the
+    attachments; a model reads them after the line (`content_for_model`), the same for every provider."""
+
     role: Literal["user"] = "user"
     text: str
+    attachments: list[Attachment] = Field(default_factory=list, exclude_if=lambda attachments: not attachments)
+    """Left out of the wire and the session log when there are none, as before there were attachments."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _attachments_from_old_text(cls, data: Any) -> Any:
+        """A session logged before attachments were a part of their own has them in the text: taken apart here,
+        when putting them together again gives back that very text (so the model is sent the same bytes)."""
+        if not isinstance(data, dict) or "attachments" in data or ATTACHMENTS_HEADER not in data.get("text", ""):
+            return data
+        text: str = data["text"]
+        line, separator, rest = text.partition(f"\n\n{ATTACHMENTS_HEADER}\n\n")
+        found = [Attachment.model_validate({"kind": kind, "label": label, "path": path or None, "body": body})
+                 for label, kind, path, body in _ATTACHMENT.findall(rest)] if separator else []
+        if not found or _for_model(line, found) != text:
+            return data
+        return {**data, "text": line, "attachments": found}
+
+    def content_for_model(self) -> str:
+        """The line, then its attachments: what a model reads for this message, the same for every provider."""
+        return _for_model(self.text, self.attachments)
+
+
+def _for_model(text: str, attachments: Sequence[Attachment]) -> str:
+    if not attachments:
+        return text
+    return "\n\n".join([text, ATTACHMENTS_HEADER, *(attachment.for_model() for attachment in attachments)])
 
 
 class TextPart(WireModel):

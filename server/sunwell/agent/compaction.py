@@ -103,7 +103,8 @@ async def compact(history: list[Message], fixed: int, budget: Budget, summariser
     text, usage, fallback = await summarise(older, summariser, budget.summary_tokens, hint)
     # the user's line of the turn in progress, when the summary swallows it: the model must still see it
     user = last_request(history)
-    current = history[user].text if user is not None and user < cut else None
+    asked = history[user] if user is not None and user < cut else None
+    current = asked.content_for_model() if isinstance(asked, UserMessage) else None
     summary = summary_message(text, len(older), current)
     kept = list(history[cut:])
     after = budget.tokens(fixed + message_tokens(summary) + sum(map(message_tokens, kept)))
@@ -166,8 +167,10 @@ def transcript_lines(messages: Sequence[Message], result_chars: int = 2000) -> l
     lines = []
     for message in messages:
         match message:
-            case SystemMessage() | UserMessage():
+            case SystemMessage():
                 lines.append(f"User: {message.text}")
+            case UserMessage():
+                lines.append(f"User: {message.content_for_model()}")
             case AssistantMessage():
                 said = "".join(p.text for p in message.parts if isinstance(p, TextPart)).strip()
                 lines += [f"Assistant: {said}"] if said else []

@@ -104,8 +104,10 @@ def cut_to_tokens(text: str, tokens: int, hint: str) -> str:
 def message_tokens(message: Message) -> int:
     """The raw (uncalibrated) estimate of one message as a provider is sent it."""
     match message:
-        case SystemMessage() | UserMessage():
+        case SystemMessage():
             size = text_tokens(message.text)
+        case UserMessage():
+            size = text_tokens(message.content_for_model())
         case AssistantMessage():
             size = text_tokens(message.text) + text_tokens(message.thinking) + sum(
                 text_tokens(call.name) + text_tokens(call.raw or json.dumps(call.arguments, ensure_ascii=False))

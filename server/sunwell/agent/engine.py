@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sunwell.agent.events import DoneEvent, NoticeEvent
 from sunwell.agent.live import LiveSessions
-from sunwell.agent.mentions import Mention, attach, mentioned_paths
+from sunwell.agent.mentions import Mention, mentioned_paths, read_mentions
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.turn import Sink, TurnLog
 from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
 from sunwell.config import Settings, user_config_path
 from sunwell.errors import SetupError
+from sunwell.messages import UserMessage
 from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
@@ -315,9 +316,8 @@ class Engine:
         secrets = EnvSecrets(os.environ, self.settings.env_passthrough)
         log = TurnLog(self.store, session, sink, secrets=secrets)
         ctx = self._tool_context(session, log.turn, level, active_lens, provider, spec.model)
-        if mentions or mentions_in_text:
-            found = [*mentions, *(mentioned_paths(text, ctx.jail) if mentions_in_text else [])]
-            text = attach(text, found, ctx.jail, window)
+        found = [*mentions, *(mentioned_paths(text, ctx.jail) if mentions_in_text else [])]
+        line = UserMessage(text=text, attachments=read_mentions(found, ctx.jail, window))
         ctx.secrets = secrets
         ctx.notify = lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message))
         warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in tools) else None
@@ -338,7 +338,7 @@ class Engine:
                                                f"allowed; ignored: {', '.join(ignored)}. Set these in your user "
                                                f"config ({user_config_path()}), on the command line or in VS Code."))
         caps = self.capabilities(spec)
-        specs, fitted = fit_tools([t.spec for t in tools], context_window=window, user_text=text)
+        specs, fitted = fit_tools([t.spec for t in tools], context_window=window, user_text=line.content_for_model())
         if fitted:
             notices.append(NoticeEvent(level="info", code="tools_fitted",
                                        message=f"tool definitions fitted to the {window}-token "
@@ -370,7 +370,7 @@ class Engine:
                                                                  self.settings.provider_attempts, live.context)),
             context=live.context,
         )
-        return await Turn(config, log, history).run(text)
+        return await Turn(config, log, history).run(line)
 
     async def aclose(self) -> None:
         """Stop what the engine started (MCP servers); front ends call it before their event loop ends."""
@@ -424,8 +424,6 @@ class Engine:
 
 async def complete_text(provider: Provider, model: str, system: str, user: str, max_tokens: int) -> str:
     """One model answer with no tools (a skill's nested call)."""
-    from sunwell.messages import UserMessage
-
     request = ModelRequest(model=model, system=system, messages=[UserMessage(text=user)], max_tokens=max_tokens)
     parts = [event.text async for event in provider.stream(request) if isinstance(event, TextDelta)]
     return "".join(parts)

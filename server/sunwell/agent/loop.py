@@ -155,9 +155,9 @@ class Turn:
         self.calls = Orchestrator(config.tools, config.catalogue, config.trust, config.tool_ctx, log, config.gate,
                                   config.audit, self.memory)
 
-    async def run(self, text: str) -> DoneEvent:
-        self._request = text
-        self._add(UserMessage(text=text))
+    async def run(self, message: UserMessage) -> DoneEvent:
+        self._request = message.content_for_model()
+        self._add(message)
         for notice in self.config.turn_notices:
             self.log.emit(notice)
         try:

@@ -18,7 +18,6 @@ from sunwell.agent.events import (
     ToolCallEvent,
     UserMessageEvent,
 )
-from sunwell.agent.mentions import labels, without_attachments
 from sunwell.agent.sessions import EventRow
 from sunwell.messages import AssistantMessage, Message, UserMessage
 
@@ -41,8 +40,9 @@ def replay(rows: Iterable[EventRow]) -> list[SessionEvent]:
         if row.kind == "message":
             message = _parse(_MESSAGE, row)
             if isinstance(message, UserMessage) and turn is None:
-                turns.append([UserMessageEvent(session=row.session, turn=row.turn, seq=row.seq,
-                                               text=without_attachments(message.text), mentions=labels(message.text))])
+                labels = [attachment.label for attachment in message.attachments]
+                turns.append([UserMessageEvent(session=row.session, turn=row.turn, seq=row.seq, text=message.text,
+                                               mentions=labels)])
             elif isinstance(message, AssistantMessage) and turn is not None:
                 ids = {call.id for call in message.tool_calls}
                 at = next((i for i, e in enumerate(turn) if isinstance(e, ToolCallEvent) and e.call_id in ids),

@@ -380,8 +380,10 @@ def call_line(call: ToolCall) -> str:
 def message_line(message: Message) -> str:
     """A message as the one line a person reads in the log: `user: Read a.txt`, `✔ read_file 12 lines`."""
     match message:
-        case SystemMessage() | UserMessage():
+        case SystemMessage():
             return _one_line(f"{message.role}: {message.text}")
+        case UserMessage():
+            return _one_line(f"{message.role}: {message.content_for_model()}")
         case AssistantMessage():
             said = [_part_line(part) for part in message.parts]
             return _one_line("assistant: " + ("; ".join(filter(None, said)) or

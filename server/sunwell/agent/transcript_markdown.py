@@ -36,7 +36,7 @@ def transcript_markdown(session: str, messages: Sequence[Message], saved_at: flo
                               "what came before._\n\n> " + summary.replace("\n", "\n> "))
                 speaker = None
             case UserMessage():
-                blocks.append(f"## You\n\n{message.text.strip()}")
+                blocks.append(f"## You\n\n{message.content_for_model().strip()}")
                 speaker = "user"
             case AssistantMessage():
                 if speaker != "assistant":  # one section for the whole answer, tool rounds included

@@ -19,7 +19,7 @@ from sunwell.agent.usage import SessionUsage
 from sunwell.approval_request import ApprovalRequest
 from sunwell.errors import first_problem
 from sunwell.messages import Message, Usage, WireModel
-from sunwell.vocabulary import ApprovalMode, Decision, TrustName, TurnStatus
+from sunwell.vocabulary import ApprovalMode, Decision, MentionKind, TrustName, TurnStatus
 
 CHAT = "sunwell/chat"
 CHAT_EVENT = "sunwell/chatEvent"
@@ -85,7 +85,7 @@ class Mention(WireModel):
     """Something the user attached to the line with `@` (sunwell.agent.mentions): a workspace file (read by the
     sidecar, through the jail), or what only the editor knows, as text."""
 
-    kind: Literal["file", "selection", "problems", "terminal"]
+    kind: MentionKind
     label: str
     """As the user saw it: `@src/app.py`, `@selection`."""
     path: str | None = None

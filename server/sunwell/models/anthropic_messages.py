@@ -158,7 +158,8 @@ def map_conversation(request: ModelRequest) -> tuple[str, list[dict[str, Any]]]:
             case SystemMessage():
                 system.append(msg.text)
             case UserMessage():
-                add("user", [{"type": "text", "text": msg.text}] if msg.text else [])
+                text = msg.content_for_model()
+                add("user", [{"type": "text", "text": text}] if text else [])
             case AssistantMessage():
                 add("assistant", [block for part in msg.parts if (block := _assistant_block(part)) is not None])
             case ToolResultMessage():

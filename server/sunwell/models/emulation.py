@@ -80,7 +80,8 @@ class EmulatedProvider:
         # Constrained, the request is said again after the results: a 0.5B model that reads a result last re-reads
         # the file; reminded of the request there, it goes on to the write (BENCHMARKS.md, "Agentic read→write").
         if constrained and request.messages and isinstance(request.messages[-1], ToolResultMessage):
-            asked = next((m.text for m in reversed(request.messages) if isinstance(m, UserMessage)), None)
+            asked = next((m.content_for_model() for m in reversed(request.messages) if isinstance(m, UserMessage)),
+                         None)
             if asked and isinstance(messages[-1], UserMessage):
                 messages[-1] = UserMessage(text=f"{messages[-1].text}\n\n{next_step(asked, answer and answer.name)}")
         sent = replace(request, system=system.strip(), tools=[], tool_choice="auto", messages=messages)

@@ -249,7 +249,7 @@ def render_history_for_emulation(messages: Iterable[Message], style: Style = "js
             signature = _signature(msg.name, calls.get(msg.call_id, {}))
             _append_user(out, f"Result of {signature}:\n{msg.content_for_model()}")
         elif isinstance(msg, UserMessage):
-            _append_user(out, msg.text)
+            _append_user(out, msg.content_for_model())
         else:
             out.append(msg)
     return out

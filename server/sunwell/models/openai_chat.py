@@ -219,7 +219,7 @@ def map_messages(request: ModelRequest) -> list[dict[str, Any]]:
             case SystemMessage():
                 out.append({"role": "system", "content": msg.text})
             case UserMessage():
-                out.append({"role": "user", "content": msg.text})
+                out.append({"role": "user", "content": msg.content_for_model()})
             case AssistantMessage():
                 if wire := _assistant(msg):
                     out.append(wire)
