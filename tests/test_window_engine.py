@@ -20,6 +20,7 @@ import yaml
 from conftest import ROOT, SERVER
 from fake_provider import Call, FakeProvider, Reply
 from sunwell.agent.engine import Engine
+from sunwell.agent.model_catalog import model_catalog
 from sunwell.config import Settings
 from sunwell.model_strings import ModelSpec
 
@@ -144,10 +145,10 @@ async def test_a_window_a_refusal_taught_the_session_wins_for_its_model_only(tmp
 def test_the_sidecars_catalogue_does_not_ask_but_shows_what_a_turn_heard(tmp_path, endpoint):
     server = endpoint(LLAMA_CPP)
     eng = engine(tmp_path, server.url, model=str(QWEN))
-    [entry] = eng.model_catalog().models
+    [entry] = model_catalog(eng).models
     assert (entry.window, entry.window_source) == (32_768, "registry") and server.seen == []
     asyncio.run(eng.context_window(QWEN))  # a turn asked
-    [entry] = eng.model_catalog().models
+    [entry] = model_catalog(eng).models
     assert (entry.window, entry.window_source) == (8192, "server (llama.cpp /props n_ctx)")
     assert entry.capabilities["contextWindow"] == 8192
     assert "context window: server (llama.cpp /props n_ctx)" in entry.capabilities["notes"]

@@ -100,13 +100,14 @@ def cmd_lens(args: argparse.Namespace) -> int:
 
 def cmd_models(args: argparse.Namespace) -> int:
     from sunwell.agent.engine import Engine, SetupError
+    from sunwell.agent.model_catalog import model_catalog
 
     workspace, settings = settings_for(argparse.Namespace(workspace=None))
     names = args.ids or ([settings.model] if settings.model else [])
     if not names:
         raise UsageError("no model given: sunwell models PROVIDER:MODEL ...")
     try:
-        catalog = Engine(settings, workspace).model_catalog(names, ask_servers=True)
+        catalog = model_catalog(Engine(settings, workspace), names, ask_servers=True)
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     for model in catalog.models:

@@ -68,6 +68,8 @@ def setup(server: SunwellServer) -> None:
 
 def model_catalog(engine: Engine) -> ModelsResult:
     """The configured model and every model with a capability override, each with its capabilities."""
-    catalog = engine.model_catalog()
+    from sunwell.agent.model_catalog import model_catalog as catalog_of
+
+    catalog = catalog_of(engine)
     return ModelsResult(current=catalog.current, models=[
         ModelInfo(id=model.id, provider=model.provider, capabilities=model.capabilities) for model in catalog.models])
