@@ -1,9 +1,10 @@
-"""The engine both front ends drive: settings + workspace in, turns out.
+"""The engine under every session: settings + workspace in, turns out.
 
-The CLI and the sidecar are thin faces over this class: they pick a session, hand over a line of text and a sink
-for events, and render what comes back. Per-session state (allow-for-session rules, rate limits, the emulation
-fallback, the chat state) lives here, in `live` (agent/live.py), so a long-lived front end (the sidecar,
-`sunwell chat`) keeps it across turns and releases it when a session is cleared.
+Front ends hand a line to a `Session` (agent/session.py), which answers `::commands` and runs turns here
+(`run_turn`); the engine holds what they share: the providers, lenses, MCP servers, the session store. Per-session
+state (allow-for-session rules, rate limits, the emulation fallback, the chat state) lives here, in `live`
+(agent/live.py), so a long-lived front end (the sidecar, `sunwell chat`) keeps it across turns and releases it when
+a session is cleared.
 
 What only a turn needs (the loop, the gate, lenses, tool fitting, emulation) is imported when a turn or a tool list
 is first asked for: the sidecar builds an Engine before it can answer its first request, and those modules (with
