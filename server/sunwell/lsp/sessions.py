@@ -47,7 +47,7 @@ def setup(server: SunwellServer) -> None:
         from sunwell.agent.session import Session
 
         request = ls.parse(SessionParams, params, SESSION)
-        _store(ls)
+        _store(ls)  # an unusable data dir is RequestFailed, with the reason
         stored = Session(engine_or_fail(ls), request.session)
 
         def read(session: str) -> SessionResult:
