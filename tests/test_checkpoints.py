@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sunwell.tools.base import ToolContext, ToolFailure
+from sunwell.tools.base import ToolContext, ToolFailure, UndoHooks
 from sunwell.tools.checkpoints import Checkpoints, UndoConflict, UndoError
 from sunwell.tools.edits import edit_file, write_file
 from sunwell.tools.jail import Jail
@@ -36,7 +36,7 @@ def cps(tmp_path: Path) -> Checkpoints:
 
 
 def turn_ctx(ws: Path, cps: Checkpoints, session: str, turn: str) -> ToolContext:
-    return ToolContext(jail=Jail(ws), checkpoint=lambda path, rel: cps.save(session, turn, path, rel), after_write=lambda path, rel, data: cps.record_after(session, turn, rel, data))  # fmt: skip
+    return ToolContext(jail=Jail(ws), undo=UndoHooks(before_write=lambda path, rel: cps.save(session, turn, path, rel), after_write=lambda path, rel, data: cps.record_after(session, turn, rel, data)))  # fmt: skip
 
 
 def state(root: Path) -> dict[str, tuple[bytes, int] | None]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from sunwell.tools.base import ToolContext, ToolFailure, Trust
+from sunwell.tools.base import ToolContext, ToolFailure, Trust, UndoHooks
 from sunwell.tools.edits import EDIT_FILE, MAX_CONTENT_BYTES, WRITE_FILE, edit_file, write_file
 from sunwell.tools.jail import Jail
 from sunwell.tools.safe_write import dir_is_inside, prepare_write, write_target
@@ -63,8 +63,8 @@ def when_the_temp_file_opens() -> Iterator[Callable[[Callable[[], None]], None]]
     assert not left, "the writer never created its temp file"
 
 
-def ctx(root: Path, **extra) -> ToolContext:
-    return ToolContext(jail=Jail(root), **extra)
+def ctx(root: Path, **hooks) -> ToolContext:
+    return ToolContext(jail=Jail(root), undo=UndoHooks(**hooks))
 
 
 async def fails(handler, args: dict, context: ToolContext) -> ToolFailure:
@@ -282,7 +282,7 @@ async def test_hooks_run_around_the_write(ws: Path) -> None:
     def after_write(path: Path, rel: str, data: bytes) -> None:
         calls.append(("after", path, rel, data))
 
-    context = ctx(ws, checkpoint=checkpoint, after_write=after_write)
+    context = ctx(ws, before_write=checkpoint, after_write=after_write)
     await write_file({"path": "a.txt", "content": "new"}, context)
     real = Jail(ws).root / "a.txt"
     assert calls == [("checkpoint", real, "a.txt", "hello\nworld\n"), ("after", real, "a.txt", b"new")]
@@ -299,13 +299,13 @@ async def test_a_failing_checkpoint_stops_the_write(ws: Path) -> None:
     def checkpoint(path: Path, rel: str) -> None:
         raise OSError("disk full")
 
-    failure = await fails(write_file, {"path": "a.txt", "content": "new"}, ctx(ws, checkpoint=checkpoint))
+    failure = await fails(write_file, {"path": "a.txt", "content": "new"}, ctx(ws, before_write=checkpoint))
     assert failure.error.code == "execution" and "nothing was written" in failure.error.message
 
     def limited(path: Path, rel: str) -> None:
         raise ToolFailure("rate_limit", "too many writes")
 
-    failure = await fails(write_file, {"path": "b/new.txt", "content": "new"}, ctx(ws, checkpoint=limited))
+    failure = await fails(write_file, {"path": "b/new.txt", "content": "new"}, ctx(ws, before_write=limited))
     assert failure.error.code == "rate_limit"
     assert (ws / "a.txt").read_text() == "hello\nworld\n" and not (ws / "b").exists()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fake_provider import Call, Reply
-from sunwell.tools.base import ToolContext
+from sunwell.tools.base import CommandSettings, ToolContext, UndoHooks
 from sunwell.tools.checkpoints import Checkpoints
 from sunwell.tools.jail import Jail
 from sunwell.tools.shell import RUN_COMMAND
@@ -32,8 +32,8 @@ FSMONITOR = "[core]\n\trepositoryformatversion = 0\n\tworktree = ..\n\tfsmonitor
 def staged(ws: Path, data: Path, command: str) -> tuple[str, list[dict]]:
     """Run `command` staged, Allow whatever it did; (the result the model reads, the previews shown)."""
     checkpoints = Checkpoints(data / "checkpoints")
-    ctx = ToolContext(jail=Jail(ws), staging_dir=data / "staging", max_output_bytes=50_000,
-                      checkpoint_changes=lambda files: checkpoints.save_changes("s", "t", files))
+    ctx = ToolContext(jail=Jail(ws), max_output_bytes=50_000, commands=CommandSettings(staging_dir=data / "staging"),
+                      undo=UndoHooks(before_changes=lambda files: checkpoints.save_changes("s", "t", files)))
 
     async def allow() -> tuple[str, dict]:  # as the orchestrator does once the user allows what it shows
         staged = await RUN_COMMAND.stage({"command": command, "timeout": 60}, ctx)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sunwell.tools.base import ToolContext, ToolFailure
+from sunwell.tools.base import SearchSettings, ToolContext, ToolFailure
 from sunwell.tools.files import compile_glob, list_files
 from sunwell.tools.jail import Jail
 from sunwell.tools.search import search_files
@@ -41,8 +41,8 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
-def context(root: Path, ripgrep: str | None = "", **extra: object) -> ToolContext:
-    return ToolContext(jail=Jail(root), ripgrep_path=ripgrep, **extra)
+def context(root: Path, ripgrep: str | None = "", timeout: float | None = None) -> ToolContext:
+    return ToolContext(jail=Jail(root), search=SearchSettings(ripgrep_path=ripgrep, timeout=timeout))
 
 
 async def failure(coro) -> ToolFailure:
@@ -117,7 +117,7 @@ async def test_malformed_and_oversized_globs_are_validation_errors(ws: Path) -> 
 
 
 async def test_a_runaway_regex_in_the_python_engine_ends_with_a_timeout(ws: Path) -> None:
-    error = (await failure(search_files({"pattern": RUNAWAY}, context(ws, "", search_timeout=2)))).error
+    error = (await failure(search_files({"pattern": RUNAWAY}, context(ws, "", timeout=2)))).error
     assert error.code == "timeout" and "2 s" in error.message
     assert error.suggestion and "(a+)+" in error.suggestion
     if sys.platform == "linux":
@@ -135,7 +135,7 @@ async def test_the_event_loop_keeps_running_during_a_runaway_regex(ws: Path) -> 
 
     clock = asyncio.create_task(ticker())
     try:
-        await failure(search_files({"pattern": RUNAWAY}, context(ws, "", search_timeout=3)))
+        await failure(search_files({"pattern": RUNAWAY}, context(ws, "", timeout=3)))
     finally:
         clock.cancel()
     assert ticks >= 10  # about 60 in 3 s; a loop held by the regex would see none

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.base import SearchSettings, Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.files import LIST_FILES, READ_FILE, compile_glob, list_files, read_file
 from sunwell.tools.jail import Jail
 from sunwell.tools.output import truncate
@@ -54,7 +54,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def context(root: Path, ripgrep: str | None = "", max_bytes: int = 100_000, blocked: tuple[str, ...] = ()):
-    return ToolContext(jail=Jail(root, blocked), max_output_bytes=max_bytes, ripgrep_path=ripgrep)
+    return ToolContext(jail=Jail(root, blocked), max_output_bytes=max_bytes, search=SearchSettings(ripgrep_path=ripgrep))
 
 
 async def failure(handler, args: dict, ctx: ToolContext) -> ToolFailure:

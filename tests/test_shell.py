@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SERVER
-from sunwell.tools.base import ToolContext, ToolFailure
+from sunwell.tools.base import CommandSettings, ToolContext, ToolFailure
 from sunwell.tools.environment import command_env
 from sunwell.tools.guarded import guarded_entries
 from sunwell.tools.jail import Jail
@@ -52,8 +52,8 @@ def home(monkeypatch: pytest.MonkeyPatch):
         yield Path(path)
 
 
-def context(ws: Path, **extra) -> ToolContext:
-    return ToolContext(jail=Jail(ws), max_output_bytes=20_000, **extra)
+def context(ws: Path, **settings) -> ToolContext:
+    return ToolContext(jail=Jail(ws), max_output_bytes=20_000, commands=CommandSettings(**settings))
 
 
 async def run(ws: Path, command: str, **kwargs) -> str:
@@ -113,14 +113,14 @@ async def test_extra_read_only_paths(ws: Path, home: Path) -> None:
     (home / "tool").mkdir()
     (home / "tool" / "bin").write_text("tool\n")
     output = await run(
-        ws, f"cat {home}/tool/bin; touch {home}/tool/x", sandbox_ro_paths=[f"{home}/tool", "/", "rel"]
+        ws, f"cat {home}/tool/bin; touch {home}/tool/x", ro_paths=[f"{home}/tool", "/", "rel"]
     )
     assert (
         output.startswith("tool\n")
         and "Read-only file system" in output
         and not (home / "tool" / "x").exists()
     )
-    assert CANARY not in await run(ws, f"cat {home}/.ssh/id_rsa", sandbox_ro_paths=f"{home}/tool")
+    assert CANARY not in await run(ws, f"cat {home}/.ssh/id_rsa", ro_paths=f"{home}/tool")
 
 
 # ---- network ---------------------------------------------------------------------------------------------------
@@ -238,7 +238,7 @@ async def test_timeout_is_capped_by_max_timeout(ws: Path) -> None:
 FLOOD_SCRIPT = """
 import asyncio, json, sys, time
 from pathlib import Path
-from sunwell.tools.base import ToolContext, ToolFailure
+from sunwell.tools.base import CommandSettings, ToolContext, ToolFailure
 from sunwell.tools.jail import Jail
 from sunwell.tools.shell import run_command
 
@@ -247,7 +247,7 @@ def hwm():
     return int(line.split()[1]) * 1024
 
 async def main():
-    ctx = ToolContext(jail=Jail(Path(sys.argv[1])), sandbox=sys.argv[2])
+    ctx = ToolContext(jail=Jail(Path(sys.argv[1])), commands=CommandSettings(sandbox=sys.argv[2]))
     await run_command({"command": "echo warm"}, ctx)
     before, started = hwm(), time.monotonic()
     output = await run_command({"command": "yes | head -c 200000000"}, ctx)

@@ -26,7 +26,7 @@ from sunwell.config import McpServerConfig, RateLimits
 from sunwell.lens.schema import Lens
 from sunwell.messages import ToolCall
 from sunwell.tools.approval import ApprovalPolicy
-from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.base import CommandSettings, Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.jail import Jail
 from sunwell.tools.mcp.remote_tools import sunwell_tools
 from sunwell.tools.ratelimit import RateLimiter
@@ -90,8 +90,7 @@ def test_mcp_and_lens_tools_declare_their_server_and_their_rendered_command():
 class Room:
     """One orchestrator over a real workspace, session store and gate; `answers` are the person's decisions."""
 
-    def __init__(self, tmp_path: Path, tools: list[Tool], answers: list[str], mode="ask", limiter=None,
-                 **ctx) -> None:
+    def __init__(self, tmp_path: Path, tools: list[Tool], answers: list[str], mode="ask", limiter=None) -> None:
         self.ws = tmp_path / "ws"
         self.ws.mkdir()
         self.asked: list[ApprovalRequest] = []
@@ -103,7 +102,7 @@ class Room:
 
         store = SessionStore(tmp_path / "data" / "sessions.db")
         log = TurnLog(store, store.create("t"), self.events.append)
-        self.ctx = ToolContext(jail=Jail(self.ws), staging_dir=tmp_path / "data" / "staging", **ctx)
+        self.ctx = ToolContext(jail=Jail(self.ws), commands=CommandSettings(staging_dir=tmp_path / "data" / "staging"))
         gate = Gate(ApprovalPolicy(mode=mode, ask=ask), limiter=limiter)
         self.orchestrator = Orchestrator(tools, tools, Trust.shell, self.ctx, log, gate)
 

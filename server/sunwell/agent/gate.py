@@ -64,7 +64,7 @@ class Gate:
         if tool.approval != "ask" and not protected:
             return Verdict()
         # a staged call with no network can do nothing but change files: ask about those, once it ran
-        if subject.staged and tool.stage is not None and not ctx.network:
+        if subject.staged and tool.stage is not None and not ctx.commands.network:
             problem = await staging_problem(ctx)
             if problem is None:
                 return Verdict(stage_first=True)

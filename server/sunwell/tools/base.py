@@ -10,7 +10,8 @@ from sunwell.messages import ToolError, ToolSpec
 from sunwell.tools.subject import NOTHING, Subject
 from sunwell.vocabulary import Trust
 
-__all__ = ["StagedEffects", "Subject", "Tool", "ToolContext", "ToolFailure", "Trust"]
+__all__ = ["CommandSettings", "SearchSettings", "StagedEffects", "Subject", "Tool", "ToolContext", "ToolFailure", "Trust",
+           "UndoHooks"]
 
 
 class ToolFailure(Exception):
@@ -21,43 +22,63 @@ class ToolFailure(Exception):
         self.error = ToolError(code=code, message=message, suggestion=suggestion)
 
 
-@dataclass
-class ToolContext:
-    """What a handler may use: the jail (the only way to a path) and the limits of this session."""
-
-    jail: Any  # sunwell.tools.jail.Jail (kept loose to avoid an import cycle in handlers' typing)
-    max_output_bytes: int = 100_000
+@dataclass(frozen=True)
+class SearchSettings:
     ripgrep_path: str | None = None
     """The rg executable for search_files; "" means none (the Python search), None: `rg` on PATH."""
+    timeout: float | None = None
+    """Deadline of one search_files call (None: the tool's default)."""
+
+
+@dataclass(frozen=True)
+class CommandSettings:
+    """How run_command runs a command: its sandbox, its time, what it may see, where its changes are staged."""
+
     sandbox: Literal["auto", "off"] = "auto"
-    """run_command in bubblewrap (and refuse without it), or `off`: unsandboxed, with a warning every turn."""
+    """In bubblewrap (and refused without it), or `off`: unsandboxed, with a warning every turn."""
     network: bool = False
     """Whether commands may use the network: only at trust level `full`."""
     max_timeout: float = 600.0
     """Cap, in seconds, on the `timeout` the model may ask of run_command (at most 3600)."""
     bwrap_path: str | None = None
     """The bwrap executable (None: `bwrap` on PATH); a path that does not exist means "no bwrap"."""
-    sandbox_ro_paths: Sequence[str] | str = ()
+    ro_paths: Sequence[str] | str = ()
     """Extra host paths shown read-only in the sandbox (toolchains such as ~/.pyenv), never credentials."""
-    search_timeout: float | None = None
-    """Deadline of one search_files call (None: the tool's default)."""
-    checkpoint: Callable[[Any, str], None] | None = None
-    """Called with (real path, workspace-relative path) before a write changes a file: undo keeps what it was."""
-    after_write: Callable[[Any, str, bytes], None] | None = None
-    """Called with (real path, relative path, the bytes written) after a write: undo can tell later edits."""
-    checkpoint_changes: Callable[[list[tuple[Any, str, str | None]]], None] | None = None
-    """Called with [(prior file, relative path, sha256 of the new content or None for a deletion)] before a
-    command's changes are applied (tools/effects.py): undo puts them back like writes."""
-    staging_dir: Any = None
-    """Where a command's changes are staged before they are shown (a Path), else the temp dir."""
-    staging_max_bytes: int = 500_000_000
-    staging_max_files: int = 20_000
-    complete: Callable[[str, str], Awaitable[str]] | None = None
-    """(system instructions, user text) -> the model's answer with no tools: a skill's nested model call."""
     env_passthrough: tuple[str, ...] = ()
     """Variables of Sunwell's environment commands may see besides the base allowlist (tools/environment.py)."""
     quarantine_dir: Any = None
     """Where what a command planted under a blocked or protected name is moved (a Path), else the temp dir."""
+    staging_dir: Any = None
+    """Where a command's changes are staged before they are shown (a Path), else the temp dir."""
+    staging_max_bytes: int = 500_000_000
+    staging_max_files: int = 20_000
+
+
+@dataclass(frozen=True)
+class UndoHooks:
+    """How undo learns what a call changes (tools/checkpoints.py); each None records nothing."""
+
+    before_write: Callable[[Any, str], None] | None = None
+    """Called with (real path, workspace-relative path) before a write changes a file: undo keeps what it was."""
+    after_write: Callable[[Any, str, bytes], None] | None = None
+    """Called with (real path, relative path, the bytes written) after a write: undo can tell later edits."""
+    before_changes: Callable[[list[tuple[Any, str, str | None]]], None] | None = None
+    """Called with [(prior file, relative path, sha256 of the new content or None for a deletion)] before a
+    command's changes are applied (tools/effects.py): undo puts them back like writes."""
+
+
+@dataclass
+class ToolContext:
+    """What a handler may use, as a few named capabilities: the jail (the only way to a path), the cap on a
+    result, how searches and commands run, undo's hooks, a nested model call, the turn's notices, secret masking."""
+
+    jail: Any  # sunwell.tools.jail.Jail (kept loose to avoid an import cycle in handlers' typing)
+    max_output_bytes: int = 100_000
+    search: SearchSettings = SearchSettings()
+    commands: CommandSettings = CommandSettings()
+    undo: UndoHooks = UndoHooks()
+    complete: Callable[[str, str], Awaitable[str]] | None = None
+    """(system instructions, user text) -> the model's answer with no tools: a skill's nested model call."""
     secrets: Any = None
     """A sunwell.tools.environment.EnvSecrets masking results before the model or a log sees them, or None."""
     notify: Callable[[str, str, str], None] | None = None

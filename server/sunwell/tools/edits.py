@@ -1,13 +1,13 @@
 """write_file and edit_file, written with the safe writer (`safe_write.py`).
 
-Hooks the engine may set on the ToolContext (plain callables, run in the tool's worker thread, never
+Undo's hooks the engine may set (ToolContext.undo: plain callables, run in the tool's worker thread, never
 concurrently with each other):
-- `checkpoint(path: Path, rel: str) -> None`: called once the call is known to be valid and before anything changes
+- `before_write(path: Path, rel: str) -> None`: called once the call is known to be valid and before anything changes
   (parent folders included); it records the prior state. A ToolFailure it raises (say `rate_limit`) is the call's
   result and nothing is written; any other exception becomes `execution`, and nothing is written either.
 - `after_write(path: Path, rel: str, data: bytes) -> None`: called after a successful write with the bytes written
   (byte accounting, the checkpoint's after-hash). The file is already written, so what it raises is logged and
-  dropped: a failed result would make the model retry a write that happened. Refuse writes in `checkpoint`.
+  dropped: a failed result would make the model retry a write that happened. Refuse writes in `before_write`.
 `path` is the real absolute path (symlinked parents resolved), `rel` the same relative to the workspace root.
 """
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 def commit(ctx: ToolContext, target: WriteTarget, data: bytes) -> bool:
     """Checkpoint hook, write, after-write hook (see the module docstring); True if the file was created."""
     inspect(target)  # refuse before a checkpoint is taken
-    checkpoint = ctx.checkpoint
+    checkpoint = ctx.undo.before_write
     if checkpoint is not None:
         try:
             checkpoint(target.path, target.rel)
@@ -47,7 +47,7 @@ def commit(ctx: ToolContext, target: WriteTarget, data: bytes) -> bool:
             raise ToolFailure("execution", f"could not save a checkpoint of {target.rel} ({exc}); nothing was "
                               "written") from exc
     created = write_target(target, data)
-    after_write = ctx.after_write
+    after_write = ctx.undo.after_write
     if after_write is not None:
         try:
             after_write(target.path, target.rel, data)

@@ -12,7 +12,7 @@ parsed. A dense pattern, though, is found long before such a search ends: past D
 started again with `--sort path` and stopped as soon as the first 501 are in, as a pattern found on every line
 then needs only the first files in path order.
 
-A search ends within `ctx.search_timeout` seconds (default 50, under the tool's own 60) with a `timeout`
+A search ends within `ctx.search.timeout` seconds (default 50, under the tool's own 60) with a `timeout`
 failure: the Python engine runs model-supplied regexes, which can backtrack for ever, so it runs in a child process
 that is killed then.
 """
@@ -163,7 +163,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
         )
     path = string_arg(args, "path", ".") or "."
     glob = string_arg(args, "glob") or None
-    timeout = _seconds(ctx.search_timeout) or DEFAULT_TIMEOUT
+    timeout = _seconds(ctx.search.timeout) or DEFAULT_TIMEOUT
     top = ctx.jail.resolve(path)
     if not (top.is_dir() or top.is_file()):  # ripgrep would block forever on a named pipe
         raise ToolFailure("unsupported", f"{path} is not a folder or a regular file")
@@ -171,7 +171,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
         hits = Hits(ctx.jail, glob_filter(glob, ctx.jail.relative(top)))
     except ValueError as exc:
         raise ToolFailure("validation", f"parameter 'glob': {exc}") from None
-    rg = _ripgrep(ctx.ripgrep_path)
+    rg = _ripgrep(ctx.search.ripgrep_path)
     if not rg:
         try:
             re.compile(pattern)

@@ -1,7 +1,7 @@
 """run_command: `bash -c COMMAND` in the workspace, sandboxed, time-limited, its output capped while it is read.
 
-Its settings are ToolContext fields: `sandbox`, `network`, `max_timeout`, `bwrap_path`, `sandbox_ro_paths`,
-`env_passthrough` and `quarantine_dir` (see tools/base.py). How the process is run and stopped: tools/process.py.
+Its settings are ToolContext.commands (CommandSettings, tools/base.py); undo learns of its changes through
+ToolContext.undo. How the process is run and stopped: tools/process.py.
 
 Where an overlay can be mounted (tools/staging.py), a command runs staged: `stage_command` runs it and holds what it
 changed back (StagedCommand) for the orchestrator to show and apply or discard; the handler applies it unasked (the
@@ -48,7 +48,7 @@ INSTALL_HINT = (
 
 def sandbox_warning(ctx: ToolContext) -> str | None:
     """The warning to show each turn while run_command runs unsandboxed, else None."""
-    if ctx.sandbox == "off":
+    if ctx.commands.sandbox == "off":
         return (
             "run_command runs WITHOUT a sandbox (sandbox: off): commands can read and change anything your user "
             "can, outside the workspace too. Remove `sandbox: off` from the config to turn the sandbox back on."
@@ -80,16 +80,16 @@ async def _prepare(args: dict[str, Any], ctx: ToolContext) -> _Job:
     if not cwd.is_dir():
         raise ToolFailure("unsupported", f"cwd is not a directory: {cwd_arg}", "pass a folder as cwd")
     timeout = _timeout(args.get("timeout"), ctx)
-    env = command_env(os.environ, ctx.env_passthrough)
+    env = command_env(os.environ, ctx.commands.env_passthrough)
     argv = ["bash", "-c", command]
     entries = await asyncio.to_thread(guarded_entries, ctx.jail)
-    if ctx.sandbox == "off":
+    if ctx.commands.sandbox == "off":
         return _Job(command, cwd, timeout, env, argv, entries, "the sandbox is off")
     bwrap, probe = await _bwrap(ctx)
     env.pop("TMPDIR", None)  # the host's temp dir is not in the sandbox; its own /tmp is
     prefix = await asyncio.to_thread(
-        bwrap_argv, ctx.jail.root, cwd, ctx.jail, network=ctx.network, bwrap=bwrap,
-        home=env.get("HOME"), ro_paths=ctx.sandbox_ro_paths, userns_flags=probe.userns_flags, entries=entries,
+        bwrap_argv, ctx.jail.root, cwd, ctx.jail, network=ctx.commands.network, bwrap=bwrap,
+        home=env.get("HOME"), ro_paths=ctx.commands.ro_paths, userns_flags=probe.userns_flags, entries=entries,
     )  # fmt: skip
     return _Job(command, cwd, timeout, env, prefix + argv, entries, await staging_problem(ctx))
 
@@ -103,8 +103,8 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
         finally:
             await staged.discard()
     snapshot = None
-    if ctx.checkpoint_changes is not None:  # no overlay here: undo from a copy taken before
-        budget = min(ctx.staging_max_bytes, SNAPSHOT_BUDGET)
+    if ctx.undo.before_changes is not None:  # no overlay here: undo from a copy taken before
+        budget = min(ctx.commands.staging_max_bytes, SNAPSHOT_BUDGET)
         snapshot = await asyncio.to_thread(Snapshot.take, ctx.jail, staging_parent(ctx), budget)
     try:
         try:
@@ -112,8 +112,8 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
         finally:  # also when the turn is cancelled: nothing planted may stay for the host to run (the thread
             # finishes the move even if this await is cancelled; the walk stays off the event loop)
             moved, folder = await asyncio.to_thread(quarantine_planted, ctx.jail, {e.rel for e in job.entries},
-                                                    ctx.quarantine_dir)
-            lost = await asyncio.to_thread(snapshot.record, ctx.checkpoint_changes) if snapshot else []
+                                                    ctx.commands.quarantine_dir)
+            lost = await asyncio.to_thread(snapshot.record, ctx.undo.before_changes) if snapshot else []
     finally:
         if snapshot is not None:
             snapshot.discard()
@@ -139,7 +139,7 @@ async def stage_command(args: dict[str, Any], ctx: ToolContext) -> StagedCommand
 
 
 async def _bwrap(ctx: ToolContext) -> tuple[str, BwrapProbe]:
-    bwrap = bwrap_available(ctx.bwrap_path)
+    bwrap = bwrap_available(ctx.commands.bwrap_path)
     if bwrap is None:
         raise ToolFailure("permission", INSTALL_HINT)
     probe = await probe_bwrap(bwrap)
@@ -165,7 +165,7 @@ class StagedCommand:
                                        cwd=jail.relative(self.job.cwd), exit_code=self.exit_code, output=self.output)
 
     async def apply(self) -> str:
-        applied = await asyncio.to_thread(apply, self.found, self.ctx.jail, self.ctx.checkpoint_changes)
+        applied = await asyncio.to_thread(apply, self.found, self.ctx.jail, self.ctx.undo.before_changes)
         return self.output + applied.note(self.found)
 
     async def discard(self) -> None:
@@ -176,7 +176,7 @@ async def _run_staged(job: _Job, ctx: ToolContext) -> StagedCommand:
     """Run in an overlay and assess what it did (tools/effects.py); the stage is the caller's once returned."""
     stage = await asyncio.to_thread(Stage.create, staging_parent(ctx))
     try:
-        cap = _Cap(stage, ctx.staging_max_bytes, ctx.staging_max_files)
+        cap = _Cap(stage, ctx.commands.staging_max_bytes, ctx.commands.staging_max_files)
         code, out, err = await run_process(stage.wrap(job.argv, ctx.jail.root), str(job.cwd), job.env, job.timeout,
                                            ctx.max_output_bytes, over=cap.over)
         if cap.reason is None:
@@ -239,7 +239,7 @@ def _seconds(value: object) -> float | None:
 
 
 def _max_timeout(ctx: ToolContext) -> float:
-    return min(_seconds(ctx.max_timeout) or DEFAULT_MAX_TIMEOUT, TIMEOUT_CEILING)
+    return min(_seconds(ctx.commands.max_timeout) or DEFAULT_MAX_TIMEOUT, TIMEOUT_CEILING)
 
 
 def _timeout(value: object, ctx: ToolContext) -> float:

@@ -16,9 +16,10 @@ from sunwell.tools.sandbox import bwrap_available, probe_bwrap
 
 async def staging_problem(ctx: ToolContext) -> str | None:
     """Why this context's commands cannot run staged (sandbox off, no bwrap, no unprivileged overlayfs), or None."""
-    if ctx.sandbox == "off":
+    commands = ctx.commands
+    if commands.sandbox == "off":
         return "the sandbox is off"
-    bwrap = bwrap_available(ctx.bwrap_path)
+    bwrap = bwrap_available(commands.bwrap_path)
     if bwrap is None:
         return "bubblewrap is not installed"
     probe = await probe_bwrap(bwrap)
@@ -30,4 +31,5 @@ async def staging_problem(ctx: ToolContext) -> str | None:
 
 
 def staging_parent(ctx: ToolContext) -> Path:
-    return Path(ctx.staging_dir) if ctx.staging_dir is not None else Path(tempfile.gettempdir()) / "sunwell-staging"
+    folder = ctx.commands.staging_dir
+    return Path(folder) if folder is not None else Path(tempfile.gettempdir()) / "sunwell-staging"
