@@ -1,9 +1,10 @@
-"""The engine both front ends drive: settings + workspace in, turns out.
+"""The engine under every session: settings + workspace in, turns out.
 
-The CLI and the sidecar are thin faces over this class: they pick a session, hand over a line of text and a sink
-for events, and render what comes back. Per-session state (allow-for-session rules, rate limits, the emulation
-fallback, the chat state) lives here, in `live` (agent/live.py), so a long-lived front end (the sidecar,
-`sunwell chat`) keeps it across turns and releases it when a session is cleared.
+Front ends hand a line to a `Session` (agent/session.py), which answers `::commands` and runs turns here
+(`run_turn`); the engine holds what they share: the providers, lenses, MCP servers, the session store. Per-session
+state (allow-for-session rules, rate limits, the emulation fallback, the chat state) lives here, in `live`
+(agent/live.py), so a long-lived front end (the sidecar, `sunwell chat`) keeps it across turns and releases it when
+a session is cleared.
 
 What only a turn needs (the loop, the gate, lenses, tool fitting, emulation) is imported when a turn or a tool list
 is first asked for: the sidecar builds an Engine before it can answer its first request, and those modules (with
@@ -14,9 +15,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 from sunwell.agent.events import DoneEvent, NoticeEvent
 from sunwell.agent.live import LiveSessions
@@ -157,11 +157,11 @@ class Engine:
             return live.window, "refusal"
         if (size := configured_window(self.settings.models, spec)) is not None:
             return size, "config"
-        if spec.provider in LOCAL_PROVIDERS and (said := await self.windows.ask(spec, self._endpoint(spec))):
+        if spec.provider in LOCAL_PROVIDERS and (said := await self.windows.ask(spec, self.endpoint(spec))):
             return said
         return self.capabilities(spec).context_window, "registry"
 
-    def _endpoint(self, spec: ModelSpec, *, made_only: bool = False) -> str | None:
+    def endpoint(self, spec: ModelSpec, *, made_only: bool = False) -> str | None:
         """The endpoint `spec`'s requests go to; with `made_only`, only if its adapter exists (importing an SDK
         to make one takes a second)."""
         if made_only and self._provider_key(spec) not in self._providers:
@@ -236,52 +236,6 @@ class Engine:
         catalogue = [*CORE_TOOLS, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []), *self.mcp.tools()]
         trust, allowed = narrow(lens.tool_policy if lens else None, trust, names)
         return select_tools(catalogue, trust, None if allowed is None else sorted(allowed)), catalogue, trust
-
-    def model_catalog(self, names: Sequence[str] | None = None, *, ask_servers: bool = False) -> ModelCatalog:
-        """The models a front end shows (`sunwell models`, `sunwell/models`), each resolved once, the way a turn
-        resolves it: `names` in their order (one entry each), else the configured model and every model with a
-        capability override (`models:` in the config), each once. A string that is no valid model string still
-        gets its capabilities, under the provider its id implies; only the configured model is then left out, as
-        no turn could run it. The window is a turn's but for what a session learned; with `ask_servers` a server on
-        this machine or network is asked for it (briefly), else only what a turn already heard is used."""
-        from sunwell.models.capabilities import describe
-
-        overrides = {key: value.model_dump(exclude_none=True) for key, value in self.settings.models.items()}
-        if names is None:
-            wanted = [(self.settings.model or "", "configured"), *((key, "override") for key in self.settings.models)]
-        else:
-            wanted = [(name, "named") for name in names]
-        current, models = None, {}
-        for index, (name, source) in enumerate(wanted):
-            try:
-                spec = parse_model_string(name)
-                provider, model = spec.provider, spec.model
-            except ValueError:
-                if names is None and (source == "configured" or not name):
-                    continue
-                provider, model = None, name  # `describe` takes the provider the id implies
-            info = describe(model, provider, overrides)
-            caps = info["capabilities"]
-            window, window_source = self._catalog_window(ModelSpec(info["provider"], model), caps["contextWindow"],
-                                                         ask_servers)
-            caps = caps | {"contextWindow": window, "notes": [*caps["notes"], f"context window: {window_source}"]}
-            entry = CatalogModel(id=f"{info['provider']}:{model}", name=name, model=model, provider=info["provider"],
-                                 parsed=info["parsed"], capabilities=caps, source=source, window=window,
-                                 window_source=window_source)
-            if source == "configured":
-                current = entry.id
-            models.setdefault(entry.id if names is None else index, entry)  # a model listed twice is shown once
-        return ModelCatalog(current=current, models=list(models.values()))
-
-    def _catalog_window(self, spec: ModelSpec, registry: int, ask_servers: bool) -> tuple[int, str]:
-        if (size := configured_window(self.settings.models, spec)) is not None:
-            return size, "config"
-        if spec.provider in LOCAL_PROVIDERS:
-            endpoint = self._endpoint(spec, made_only=not ask_servers)
-            said = self.windows.ask_now(spec, endpoint) if ask_servers else self.windows.known(spec, endpoint)
-            if said:
-                return said
-        return registry, "registry"
 
     async def run_turn(self, text: str, sink: Sink, *, session: str | None = None, model: str | None = None,
                        trust: str | None = None, tool_names: Sequence[str] | None = None,
@@ -431,33 +385,3 @@ async def complete_text(provider: Provider, model: str, system: str, user: str, 
     request = ModelRequest(model=model, system=system, messages=[UserMessage(text=user)], max_tokens=max_tokens)
     parts = [event.text async for event in provider.stream(request) if isinstance(event, TextDelta)]
     return "".join(parts)
-
-
-@dataclass(frozen=True)
-class CatalogModel:
-    """One model of `Engine.model_catalog`; `parsed` and `capabilities` are JSON-able, with camelCase keys."""
-
-    id: str
-    """`PROVIDER:MODEL`, as `--model` and `sunwell/chat` take it."""
-    name: str
-    """The string as it was written (a `--model`/argument, the `model` setting, a `models:` key)."""
-    model: str
-    """The id the provider is sent."""
-    provider: str
-    parsed: dict[str, Any]
-    """What the id says: family, version, size, variant, tags (`parse_model_id`)."""
-    capabilities: dict[str, Any]
-    """How this model calls tools; `notes` names the defaults, rules and overrides that made each value."""
-    source: Literal["configured", "override", "named"]
-    """Where it came from: the `model` setting, a `models:` override, or the caller's `names`."""
-    window: int
-    """The context window a turn budgets against (also `capabilities["contextWindow"]`)."""
-    window_source: str
-    """Where the window came from: "config", "server (…)" or "registry" (agent/windows.py)."""
-
-
-@dataclass(frozen=True)
-class ModelCatalog:
-    current: str | None
-    """The configured model's id; None when there is none, or it is no valid model string."""
-    models: list[CatalogModel]
