@@ -45,7 +45,7 @@ FOLDER_SUMMARY_AT = 25
 
 Record = Callable[[list[tuple[Path, str, str | None]]], None]
 """Checkpoints (prior file, workspace-relative path, sha256 of what will be written or None for a deletion) before
-anything changes: tools/base.py ToolContext.checkpoint_changes."""
+anything changes: tools/base.py UndoHooks.before_changes."""
 
 
 @dataclass
