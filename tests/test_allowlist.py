@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sunwell.tools.allowlist import CommandAllowlist
-from sunwell.tools.approval import ApprovalPolicy, ApprovalRequest
+from sunwell.tools.policy.allowlist import CommandAllowlist
+from sunwell.tools.policy.approval import ApprovalPolicy, ApprovalRequest
 
 ENTRIES = ["git status", "git show", "ls", "cat README.md"]
 

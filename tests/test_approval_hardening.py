@@ -13,8 +13,8 @@ from conftest import check_stream_rules
 from fake_provider import Call, Reply
 from sunwell.config import RateLimits
 from sunwell.lens.schema import RateLimits as LensRateLimits
-from sunwell.tools.ratelimit import RateLimiter, stricter
-from sunwell.tools.sandbox import bwrap_available, probe_bwrap
+from sunwell.tools.policy.ratelimit import RateLimiter, stricter
+from sunwell.tools.sandbox.bwrap import bwrap_available, probe_bwrap
 from test_approvals import Terminal
 
 OPENAI = "openai:gpt-4o"

@@ -20,8 +20,8 @@ from fake_provider import Call, Reply
 from sunwell.agent.gate import Gate
 from sunwell.approval_request import ApprovalRequest, CommandPreview, DiffPreview, EffectsPreview, ToolPreview
 from sunwell.messages import ToolCall
-from sunwell.tools.approval import ApprovalPolicy
 from sunwell.tools.base import Tool, ToolContext
+from sunwell.tools.policy.approval import ApprovalPolicy
 
 OPENAI = "openai:gpt-4o"
 

@@ -130,7 +130,7 @@ def named_arguments(path: Path, names: set[str]) -> list[str]:
 def test_the_gate_and_the_orchestrator_name_no_tool_argument_and_not_the_shell(module):
     path = PACKAGE.parent / (module.replace(".", "/") + ".py")
     assert named_arguments(path, argument_names()) == []
-    assert sorted(t for t in MODULES[module] if within(t, "sunwell.tools.shell")) == []
+    assert sorted(t for t in MODULES[module] if within(t, "sunwell.tools.handlers.shell")) == []
 
 
 def test_the_checker_sees_an_argument_named(tmp_path):

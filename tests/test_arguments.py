@@ -12,7 +12,7 @@ from conftest import check_stream_rules
 from fake_provider import Call, Reply
 from sunwell.models.arguments import parse_arguments
 from sunwell.models.base import Notice, ToolCallDone
-from sunwell.models.call_detector import CallDetector
+from sunwell.models.emulation.call_detector import CallDetector
 
 OPENAI = "openai:gpt-4o"
 ANTHROPIC = "anthropic:claude-sonnet-4-5"

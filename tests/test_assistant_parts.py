@@ -22,10 +22,10 @@ from sunwell.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from sunwell.models.anthropic_messages import map_conversation
 from sunwell.models.base import ModelRequest
-from sunwell.models.emulation_prompt import render_history_for_emulation
-from sunwell.models.openai_chat import map_messages
+from sunwell.models.emulation.prompt import render_history_for_emulation
+from sunwell.models.providers.anthropic_messages import map_conversation
+from sunwell.models.providers.openai_chat import map_messages
 
 OPENAI = "openai:gpt-4o"
 ANTHROPIC = "anthropic:claude-sonnet-4-5"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sunwell.tools.audit import AuditLog, format_entry, parse_since, redact
+from sunwell.tools.policy.audit import AuditLog, format_entry, parse_since, redact
 
 CANARY = "canary-9f8e7d6c5b"
 DOTENV_CANARY = "dotenv-canary-31415926"

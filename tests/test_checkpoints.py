@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from sunwell.tools.base import ToolContext, ToolFailure, UndoHooks
-from sunwell.tools.checkpoints import Checkpoints, UndoConflict, UndoError
-from sunwell.tools.edits import edit_file, write_file
-from sunwell.tools.jail import Jail
+from sunwell.tools.handlers.edits import edit_file, write_file
+from sunwell.tools.workspace.checkpoints import Checkpoints, UndoConflict, UndoError
+from sunwell.tools.workspace.jail import Jail
 
 BINARY = bytes(range(256)) * 4 + b"\r\n\x00tail"
 

@@ -19,8 +19,8 @@ from sunwell.config import load_settings
 from sunwell.messages import ToolSpec
 from sunwell.models.base import TextDelta, ToolCallDone
 from sunwell.models.capabilities import capabilities_for
-from sunwell.models.constrained import ConstrainedReply, answer_tool, reply_schema
-from sunwell.models.emulation_prompt import constrained_prompt
+from sunwell.models.emulation.constrained import ConstrainedReply, answer_tool, reply_schema
+from sunwell.models.emulation.prompt import constrained_prompt
 
 MODEL = "openai-compatible:qwen2.5-coder-0.5b"  # no native tools: emulated, as the registry says
 

@@ -21,7 +21,7 @@ from sunwell.agent.prompts import COMPACT_SYSTEM, SUMMARY_HEADING
 from sunwell.agent.session import Session
 from sunwell.config import ModelOverride, Settings
 from sunwell.models.base import ModelRequest
-from sunwell.models.openai_chat import map_messages
+from sunwell.models.providers.openai_chat import map_messages
 
 OPENAI = "openai:gpt-4o"
 ANTHROPIC = "anthropic:claude-sonnet-4-5"

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from sunwell.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, UserMessage
-from sunwell.models.call_detector import extract_tool_calls
 from sunwell.models.capabilities import CapabilityOverrideError, capabilities_for
-from sunwell.models.emulation_prompt import (
+from sunwell.models.emulation.call_detector import extract_tool_calls
+from sunwell.models.emulation.prompt import (
     FAMILY_STYLES,
     render_call,
     render_history_for_emulation,

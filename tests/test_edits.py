@@ -12,9 +12,9 @@ import jsonschema
 import pytest
 
 from sunwell.tools.base import ToolContext, ToolFailure, Trust, UndoHooks
-from sunwell.tools.edits import EDIT_FILE, MAX_CONTENT_BYTES, WRITE_FILE, edit_file, write_file
-from sunwell.tools.jail import Jail
-from sunwell.tools.safe_write import dir_is_inside, prepare_write, write_target
+from sunwell.tools.handlers.edits import EDIT_FILE, MAX_CONTENT_BYTES, WRITE_FILE, edit_file, write_file
+from sunwell.tools.workspace.jail import Jail
+from sunwell.tools.workspace.safe_write import dir_is_inside, prepare_write, write_target
 
 SECRET = b"outside secret\n"
 

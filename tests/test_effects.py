@@ -14,9 +14,9 @@ import pytest
 
 from fake_provider import Call, Reply
 from sunwell.tools.base import CommandSettings, ToolContext, ToolFailure, UndoHooks
-from sunwell.tools.checkpoints import Checkpoints
-from sunwell.tools.jail import Jail
-from sunwell.tools.shell import RUN_COMMAND, run_command, staging_problem
+from sunwell.tools.handlers.shell import RUN_COMMAND, run_command, staging_problem
+from sunwell.tools.workspace.checkpoints import Checkpoints
+from sunwell.tools.workspace.jail import Jail
 
 OPENAI = "openai:gpt-4o"
 CHANGES = ("printf 'third line\\n' >> a.txt && mkdir -p made && echo fresh > made/new.txt && rm src/app.py "

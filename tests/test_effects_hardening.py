@@ -17,9 +17,9 @@ import pytest
 
 from fake_provider import Call, Reply
 from sunwell.tools.base import CommandSettings, ToolContext, UndoHooks
-from sunwell.tools.checkpoints import Checkpoints
-from sunwell.tools.jail import Jail
-from sunwell.tools.shell import RUN_COMMAND
+from sunwell.tools.handlers.shell import RUN_COMMAND
+from sunwell.tools.workspace.checkpoints import Checkpoints
+from sunwell.tools.workspace.jail import Jail
 from test_sidecar_support import check_turn
 
 OPENAI = "openai:gpt-4o"

@@ -23,9 +23,9 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
-from sunwell.models.call_detector import CallDetector, extract_tool_calls, next_emulated_id
-from sunwell.models.emulation import EmulatedProvider, RecoveringProvider, rejects_tools
-from sunwell.models.emulation_prompt import render_history_for_emulation, tool_prompt
+from sunwell.models.emulation.call_detector import CallDetector, extract_tool_calls, next_emulated_id
+from sunwell.models.emulation.prompt import render_history_for_emulation, tool_prompt
+from sunwell.models.emulation.provider import EmulatedProvider, RecoveringProvider, rejects_tools
 
 TOOLS = [
     ToolSpec(name="read_file", description="Read a text file. Lines are numbered.", parameters={

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from sunwell.tools.base import SearchSettings, ToolContext, ToolFailure
-from sunwell.tools.files import compile_glob, list_files
-from sunwell.tools.jail import Jail
-from sunwell.tools.search import search_files
+from sunwell.tools.handlers.files import compile_glob, list_files
+from sunwell.tools.handlers.search import search_files
+from sunwell.tools.workspace.jail import Jail
 
 RG = shutil.which("rg")
 ENGINES = [
@@ -121,7 +121,7 @@ async def test_a_runaway_regex_in_the_python_engine_ends_with_a_timeout(ws: Path
     assert error.code == "timeout" and "2 s" in error.message
     assert error.suggestion and "(a+)+" in error.suggestion
     if sys.platform == "linux":
-        assert children_running("sunwell.tools.pygrep") == []  # the search was killed, not left running
+        assert children_running("sunwell.tools.handlers.pygrep") == []  # the search was killed, not left running
 
 
 async def test_the_event_loop_keeps_running_during_a_runaway_regex(ws: Path) -> None:
@@ -145,14 +145,14 @@ async def test_the_event_loop_keeps_running_during_a_runaway_regex(ws: Path) -> 
 async def test_cancelling_a_python_search_kills_its_child(ws: Path) -> None:
     task = asyncio.create_task(search_files({"pattern": RUNAWAY}, context(ws, "")))
     for _ in range(500):
-        if children_running("sunwell.tools.pygrep"):
+        if children_running("sunwell.tools.handlers.pygrep"):
             break
         await asyncio.sleep(0.01)
-    assert children_running("sunwell.tools.pygrep")
+    assert children_running("sunwell.tools.handlers.pygrep")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, GUARD)
-    assert children_running("sunwell.tools.pygrep") == []
+    assert children_running("sunwell.tools.handlers.pygrep") == []
 
 
 @pytest.mark.parametrize("rg", ENGINES)

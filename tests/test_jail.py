@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sunwell.tools.base import ToolFailure
-from sunwell.tools.jail import DEFAULT_BLOCKED, Jail
+from sunwell.tools.workspace.jail import DEFAULT_BLOCKED, Jail
 
 PROTOCOL_CODES = {"validation", "permission", "not_found", "unsupported"}
 
@@ -233,7 +233,7 @@ def test_a_walk_yields_exactly_what_is_blocked_allows(
     """The walk checks each entry's own name only (its folder was checked when it was entered): the same answer as
     `is_blocked` on the whole path and every folder above it, for default, extra and anchored patterns, any case,
     trailing dots and spaces included."""
-    from sunwell.tools.files import walk
+    from sunwell.tools.handlers.files import walk
 
     root = tmp_path_factory.mktemp("walk")
     folders = {tuple(parts[:i]) for parts in paths for i in range(1, len(parts))}

@@ -12,7 +12,7 @@ from fake_provider import Reply
 from sunwell.agent.mentions import Mention, attachments, mentioned_paths, read_mentions
 from sunwell.lsp import protocol
 from sunwell.messages import ATTACHMENTS_HEADER, UserMessage
-from sunwell.tools.jail import Jail
+from sunwell.tools.workspace.jail import Jail
 
 pytest_plugins = ["test_sidecar_support"]
 

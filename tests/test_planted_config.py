@@ -12,8 +12,8 @@ import pytest
 from fake_provider import Call, Reply
 from sunwell.config import load_settings
 from sunwell.tools.base import CommandSettings, ToolContext
-from sunwell.tools.jail import Jail
-from sunwell.tools.shell import run_command
+from sunwell.tools.handlers.shell import run_command
+from sunwell.tools.workspace.jail import Jail
 
 OPENAI = "openai:gpt-4o"
 PLANT = ("mkdir -p .sunwell && printf 'ripgrep_path: ./tool.sh\\nsandbox: off\\napproval: auto\\ntrust: full\\n' "
@@ -175,7 +175,7 @@ def test_a_lens_cannot_let_commands_run_without_asking(sunwell, fake, workspace)
 
 
 def test_what_counts_as_a_secret_value():
-    from sunwell.tools.environment import secret_values
+    from sunwell.tools.policy.environment import secret_values
 
     env = {"CI_JOB_JWT": "eyJhbGciOi.J9", "PWD": "/work/project", "COLORTERM": "truecolor",
            "OPENAI_BASE_URL": "http://127.0.0.1:4567/v1", "OLLAMA_HOST": "127.0.0.1:11434",  # named in errors

@@ -24,7 +24,6 @@ from sunwell.messages import (
     UserMessage,
 )
 from sunwell.model_strings import ModelSpec, ModelSpecError, parse_model_string
-from sunwell.models.anthropic_messages import AnthropicMessages
 from sunwell.models.base import (
     Finished,
     ModelRequest,
@@ -37,8 +36,9 @@ from sunwell.models.base import (
     ToolCallStarted,
 )
 from sunwell.models.factory import ProviderConfigError, create_provider, ollama_base_url
-from sunwell.models.openai_chat import ChatStreamReducer, OpenAIChat
-from sunwell.models.retry import parse_retry_after, stream_with_retries
+from sunwell.models.providers.anthropic_messages import AnthropicMessages
+from sunwell.models.providers.openai_chat import ChatStreamReducer, OpenAIChat
+from sunwell.models.providers.retry import parse_retry_after, stream_with_retries
 
 READ_FILE = ToolSpec(name="read_file", description="Read a file.",
                      parameters={"type": "object", "properties": {"path": {"type": "string"}}})
@@ -559,7 +559,7 @@ def test_default_endpoints():
 
 
 def test_importing_the_factory_does_not_import_the_sdks():
-    code = ("import sys, sunwell.models.factory, sunwell.models.retry, sunwell.model_strings; "
+    code = ("import sys, sunwell.models.factory, sunwell.models.providers.retry, sunwell.model_strings; "
             "print('openai' in sys.modules, 'anthropic' in sys.modules)")
     server = Path(__file__).resolve().parents[1] / "server"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sunwell.config import RateLimits
-from sunwell.tools.ratelimit import RateLimiter
+from sunwell.tools.policy.ratelimit import RateLimiter
 
 
 class Clock:

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sunwell.tools.base import SearchSettings, Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.files import LIST_FILES, READ_FILE, compile_glob, list_files, read_file
-from sunwell.tools.jail import Jail
+from sunwell.tools.handlers.files import LIST_FILES, READ_FILE, compile_glob, list_files, read_file
+from sunwell.tools.handlers.search import MAX_MATCHES, SEARCH_FILES, Hits, search_files
 from sunwell.tools.output import truncate
-from sunwell.tools.search import MAX_MATCHES, SEARCH_FILES, Hits, search_files
+from sunwell.tools.workspace.jail import Jail
 
 RG = shutil.which("rg")
 ENGINES = [

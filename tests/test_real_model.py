@@ -28,9 +28,9 @@ from sunwell.agent.context import SessionContext
 from sunwell.agent.windows import calibrated_estimate
 from sunwell.messages import UserMessage
 from sunwell.models.base import ContextOverflow, ModelRequest, TextDelta
-from sunwell.models.openai_chat import OpenAIChat
-from sunwell.models.retry import StreamCut
-from sunwell.models.window import WindowedProvider
+from sunwell.models.providers.openai_chat import OpenAIChat
+from sunwell.models.providers.retry import StreamCut
+from sunwell.models.providers.window import WindowedProvider
 
 MODEL_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 MODEL = "openai-compatible:qwen2.5-coder-0.5b"

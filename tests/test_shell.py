@@ -18,11 +18,11 @@ import pytest
 
 from conftest import SERVER
 from sunwell.tools.base import CommandSettings, ToolContext, ToolFailure
-from sunwell.tools.environment import command_env
-from sunwell.tools.guarded import guarded_entries
-from sunwell.tools.jail import Jail
-from sunwell.tools.sandbox import bwrap_available, probe_bwrap
-from sunwell.tools.shell import RUN_COMMAND, run_command, sandbox_warning
+from sunwell.tools.handlers.shell import RUN_COMMAND, run_command, sandbox_warning
+from sunwell.tools.policy.environment import command_env
+from sunwell.tools.policy.guarded import guarded_entries
+from sunwell.tools.sandbox.bwrap import bwrap_available, probe_bwrap
+from sunwell.tools.workspace.jail import Jail
 
 CANARY = "canary-7f3a9c"
 
@@ -239,8 +239,8 @@ FLOOD_SCRIPT = """
 import asyncio, json, sys, time
 from pathlib import Path
 from sunwell.tools.base import CommandSettings, ToolContext, ToolFailure
-from sunwell.tools.jail import Jail
-from sunwell.tools.shell import run_command
+from sunwell.tools.workspace.jail import Jail
+from sunwell.tools.handlers.shell import run_command
 
 def hwm():
     line = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:"))

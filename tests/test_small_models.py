@@ -127,7 +127,7 @@ def test_a_big_model_at_the_limit_is_asked_in_the_history(sunwell, fake):
 
 def test_the_file_list_is_shallow_first_bounded_and_leaves_out_hidden_and_blocked(tmp_path):
     from sunwell.agent.prompts import workspace_files
-    from sunwell.tools.jail import Jail
+    from sunwell.tools.workspace.jail import Jail
 
     for rel in ("z.md", "src/app.py", "src/deep/x.py", ".venv/lib/site.py", "node_modules/m/i.js", "key.pem",
                 ".env", "docs/a.md"):

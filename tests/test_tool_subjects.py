@@ -25,15 +25,15 @@ from sunwell.approval_request import ApprovalRequest, EffectsPreview
 from sunwell.config import McpServerConfig, RateLimits
 from sunwell.lens.schema import Lens
 from sunwell.messages import ToolCall
-from sunwell.tools.approval import ApprovalPolicy
 from sunwell.tools.base import CommandSettings, Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.jail import Jail
+from sunwell.tools.handlers.shell import RUN_COMMAND
 from sunwell.tools.mcp.remote_tools import sunwell_tools
-from sunwell.tools.ratelimit import RateLimiter
+from sunwell.tools.policy.approval import ApprovalPolicy
+from sunwell.tools.policy.ratelimit import RateLimiter
 from sunwell.tools.registry import CORE_TOOLS
-from sunwell.tools.shell import RUN_COMMAND
-from sunwell.tools.staging import staging_problem
+from sunwell.tools.sandbox.staging import staging_problem
 from sunwell.tools.subject import NOTHING, Command, McpCall, Subject, Write
+from sunwell.tools.workspace.jail import Jail
 
 CORE = {tool.name: tool for tool in CORE_TOOLS}
 

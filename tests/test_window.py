@@ -13,11 +13,11 @@ from fake_provider import FakeProvider, Reply
 from sunwell.agent.context import SessionContext
 from sunwell.agent.windows import calibrated_estimate
 from sunwell.messages import UserMessage
-from sunwell.models.anthropic_messages import AnthropicMessages
 from sunwell.models.base import ContextOverflow, ModelRequest, TextDelta
-from sunwell.models.openai_chat import OpenAIChat
-from sunwell.models.retry import StreamCut, stream_with_retries
-from sunwell.models.window import (
+from sunwell.models.providers.anthropic_messages import AnthropicMessages
+from sunwell.models.providers.openai_chat import OpenAIChat
+from sunwell.models.providers.retry import StreamCut, stream_with_retries
+from sunwell.models.providers.window import (
     ServerUnreachable,
     WindowedProvider,
     discover_window,

@@ -38,7 +38,7 @@ class ModelOverride(BaseModel):
     parallel_calls: bool | None = Field(None, alias="parallelCalls")
     temperature: float | None = Field(None, ge=0, le=2)
     constrained: bool | None = None
-    """Constrained decoding for emulated tool calls (models/constrained.py); on by default, a workspace may only
+    """Constrained decoding for emulated tool calls (models/emulation/constrained.py); on by default, a workspace may only
     turn it off."""
 
 
@@ -51,7 +51,7 @@ class RateLimits(BaseModel):
 
 
 class Staging(BaseModel):
-    """What one command may change in its staging overlay before its changes are refused (tools/effects.py)."""
+    """What one command may change in its staging overlay before its changes are refused (tools/sandbox/effects.py)."""
 
     model_config = ConfigDict(extra="forbid")
     max_bytes: int = Field(500_000_000, ge=0)

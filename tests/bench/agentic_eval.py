@@ -180,8 +180,8 @@ def run_anchor(task: Task, args: argparse.Namespace, root: Path) -> Outcome:
     from toolcall_eval import json_calls, json_object
 
     from sunwell.tools.base import ToolContext, ToolFailure, Trust
-    from sunwell.tools.jail import Jail
     from sunwell.tools.registry import CORE_TOOLS, select_tools
+    from sunwell.tools.workspace.jail import Jail
 
     ws = root / f"anchor-{task.id}" / "ws"
     for name, text in task.files.items():

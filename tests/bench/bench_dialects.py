@@ -36,8 +36,8 @@ sys.path[:0] = [
 ]
 
 from dialects.corpus import Case, cases, collapsed, leaks, tools
-from sunwell.models import call_detector
 from sunwell.models.base import TextDelta, ThinkingDelta, ToolCallDone
+from sunwell.models.emulation import call_detector
 
 TOOLS = tools()
 

@@ -242,15 +242,15 @@ PROBES = [
     ("sunwell.agent.sessions", "SessionStore.create", "session store: create session"),
     ("sunwell.agent.sessions", "SessionStore.messages", "session store: load history"),
     ("sunwell.agent.sessions", "SessionStore.close", "session store: close"),
-    ("sunwell.models.openai_chat", "OpenAIChat.__init__", "SDK client created (SSL context)"),
-    ("sunwell.models.openai_chat", "map_messages", "history -> Chat Completions messages"),
-    ("sunwell.models.openai_chat", "ChatStreamReducer.feed", "stream reducer"),
+    ("sunwell.models.providers.openai_chat", "OpenAIChat.__init__", "SDK client created (SSL context)"),
+    ("sunwell.models.providers.openai_chat", "map_messages", "history -> Chat Completions messages"),
+    ("sunwell.models.providers.openai_chat", "ChatStreamReducer.feed", "stream reducer"),
     ("sunwell.agent.loop", "validate_arguments", "jsonschema validation"),
     ("sunwell.agent.loop", "coerce_arguments", "argument coercion"),
     ("sunwell.agent.gate", "Gate.admit", "gate (rate limiter)"),
     ("sunwell.agent.loop", "execute", "tool run (read_file, worker thread)"),
-    ("sunwell.tools.jail", "Jail.resolve", "  of which the jail"),
-    ("sunwell.tools.audit", "AuditLog.record", "audit log line"),
+    ("sunwell.tools.workspace.jail", "Jail.resolve", "  of which the jail"),
+    ("sunwell.tools.policy.audit", "AuditLog.record", "audit log line"),
 ]
 
 

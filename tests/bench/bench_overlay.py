@@ -1,5 +1,5 @@
 """What staging a command in an overlay costs at its start: `true` in the plain bubblewrap sandbox vs the same
-sandbox started inside `unshare -Urm` with the workspace overlaid (tools/overlay.py), in ABBA order, and the whole
+sandbox started inside `unshare -Urm` with the workspace overlaid (tools/sandbox/overlay.py), in ABBA order, and the whole
 run_command call both ways (staged: the stage made, read and removed; plain: the snapshot fallback off).
 
     python tests/bench/bench_overlay.py [--reps 40] [--files 2000]
@@ -20,10 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
 
 from sunwell.tools.base import CommandSettings, ToolContext
-from sunwell.tools.jail import Jail
-from sunwell.tools.overlay import Stage
-from sunwell.tools.sandbox import bwrap_argv, bwrap_available, probe_bwrap
-from sunwell.tools.shell import run_command
+from sunwell.tools.handlers.shell import run_command
+from sunwell.tools.sandbox.bwrap import bwrap_argv, bwrap_available, probe_bwrap
+from sunwell.tools.sandbox.overlay import Stage
+from sunwell.tools.workspace.jail import Jail
 
 
 def timed(argv: list[str], cwd: Path) -> float:

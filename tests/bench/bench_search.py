@@ -88,7 +88,7 @@ def build_tree(root: Path, files: int) -> None:
 class Sides:
     def __init__(self, root: Path, rg: str) -> None:
         from sunwell.tools.base import SearchSettings, ToolContext
-        from sunwell.tools.jail import Jail
+        from sunwell.tools.workspace.jail import Jail
 
         self.root, self.rg = root, rg
         jail = Jail(root)
@@ -97,12 +97,12 @@ class Sides:
         self.policy += [f"--iglob=!{p}" for p in jail.blocked if "/" not in p.rstrip("/")]
 
     def search(self, pattern: str) -> Callable[[], Awaitable[str]]:
-        from sunwell.tools.search import search_files
+        from sunwell.tools.handlers.search import search_files
 
         return lambda: search_files({"pattern": pattern}, self.ctx)
 
     def list_files(self, pattern: str) -> Callable[[], Awaitable[str]]:
-        from sunwell.tools.files import list_files
+        from sunwell.tools.handlers.files import list_files
 
         return lambda: list_files({"pattern": pattern}, self.ctx)
 

@@ -54,8 +54,8 @@ from sunwell.agent.turn import TurnLog
 from sunwell.config import Settings
 from sunwell.models.capabilities import capabilities_for
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.jail import Jail
 from sunwell.tools.validation import coerce_arguments
+from sunwell.tools.workspace.jail import Jail
 from sunwell.vocabulary import canonical_tool_name
 
 SETS = ("simple_python", "multiple")

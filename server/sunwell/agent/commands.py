@@ -151,7 +151,7 @@ async def _compact(engine: Engine, state: ChatState, args: str) -> CommandResult
 @command("save")
 async def _save(engine: Engine, state: ChatState, args: str) -> str:
     from sunwell.tools.base import ToolFailure
-    from sunwell.tools.safe_write import prepare_write, write_target
+    from sunwell.tools.workspace.safe_write import prepare_write, write_target
 
     path = _one_argument(args, "::save <path>")
     messages = engine.store.messages(state.session, original=True) if state.session else []

@@ -32,7 +32,7 @@ from sunwell.messages import (
     UserMessage,
 )
 from sunwell.models.base import ContextOverflow, Finished, ModelRequest, Provider, ProviderError, TextDelta
-from sunwell.models.retry import stream_with_retries
+from sunwell.models.providers.retry import stream_with_retries
 
 
 @dataclass

@@ -30,7 +30,7 @@ from sunwell.agent.usage import SessionUsage, session_usage, usage_line
 from sunwell.agent.windows import calibrated_estimate
 from sunwell.messages import Message, ToolResultMessage, ToolSpec
 from sunwell.models.fitting import fit_tools
-from sunwell.models.window import WindowedProvider
+from sunwell.models.providers.window import WindowedProvider
 from sunwell.tools.base import Trust
 
 if TYPE_CHECKING:

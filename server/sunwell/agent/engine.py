@@ -30,14 +30,14 @@ from sunwell.messages import UserMessage
 from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
-from sunwell.models.window import WindowedProvider
-from sunwell.tools.approval import ApprovalPolicy, Asker
+from sunwell.models.providers.window import WindowedProvider
 from sunwell.tools.base import CommandSettings, SearchSettings, ToolContext, Trust, UndoHooks
-from sunwell.tools.checkpoints import Checkpoints, UndoResult
-from sunwell.tools.environment import EnvSecrets
-from sunwell.tools.jail import Jail
 from sunwell.tools.mcp import McpHub, Surroundings
-from sunwell.tools.ratelimit import RateLimiter, stricter
+from sunwell.tools.policy.approval import ApprovalPolicy, Asker
+from sunwell.tools.policy.environment import EnvSecrets
+from sunwell.tools.policy.ratelimit import RateLimiter, stricter
+from sunwell.tools.workspace.checkpoints import Checkpoints, UndoResult
+from sunwell.tools.workspace.jail import Jail
 
 if TYPE_CHECKING:
     from sunwell.agent.compaction import Summariser
@@ -74,7 +74,7 @@ class Engine:
         self.approval.timeout = settings.approval_timeout_sec
         self.approval.is_allowlisted = lambda command: False
         if settings.command_allowlist:  # bashlex builds its parser tables on import: only when needed
-            from sunwell.tools.allowlist import CommandAllowlist
+            from sunwell.tools.policy.allowlist import CommandAllowlist
 
             try:
                 self.approval.is_allowlisted = CommandAllowlist(settings.command_allowlist).allows
@@ -174,8 +174,8 @@ class Engine:
     def tool_calling_provider(self, spec: ModelSpec, session: str, inner: Provider | None = None,
                               window: int | None = None) -> Provider:
         """The provider wrapped for how this model calls tools: native, recovered from text, or emulated."""
-        from sunwell.models.emulation import EmulatedProvider, RecoveringProvider
-        from sunwell.models.fallback import ToolFallbackProvider
+        from sunwell.models.emulation.provider import EmulatedProvider, RecoveringProvider
+        from sunwell.models.providers.fallback import ToolFallbackProvider
 
         inner = inner or self.provider(spec)
         caps = self.capabilities(spec)
@@ -250,8 +250,8 @@ class Engine:
         from sunwell.agent.loop import Turn, TurnConfig
         from sunwell.lens.registry import narrow
         from sunwell.models.fitting import fit_tools
-        from sunwell.tools.audit import AuditLog
-        from sunwell.tools.shell import sandbox_warning
+        from sunwell.tools.handlers.shell import sandbox_warning
+        from sunwell.tools.policy.audit import AuditLog
 
         spec = self.model_spec(model)
         inner = self.provider(spec)  # a missing key or bad endpoint is a setup error, before any session exists

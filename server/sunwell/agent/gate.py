@@ -22,9 +22,9 @@ from pydantic import ValidationError
 from sunwell.agent.events import ApprovalEvent, NoticeEvent
 from sunwell.errors import first_problem
 from sunwell.messages import ToolCall, ToolError
-from sunwell.tools.approval import ApprovalPolicy, ApprovalRequest
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
-from sunwell.tools.staging import staging_problem
+from sunwell.tools.policy.approval import ApprovalPolicy, ApprovalRequest
+from sunwell.tools.sandbox.staging import staging_problem
 
 Emit = Callable[[Any], Any]
 
@@ -43,7 +43,7 @@ class Gate:
     approval: ApprovalPolicy
     dry_run: bool = False
     limiter: Any = None
-    """A sunwell.tools.ratelimit.RateLimiter kept per session, or None."""
+    """A sunwell.tools.policy.ratelimit.RateLimiter kept per session, or None."""
     _told: bool = False
     """Whether the turn was told that commands cannot be staged here."""
 

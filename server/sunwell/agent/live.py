@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from sunwell.agent.chat import ChatState
 from sunwell.agent.context import SessionContext
-from sunwell.tools.ratelimit import RateLimiter
+from sunwell.tools.policy.ratelimit import RateLimiter
 
 MAX_LIVE = 64
 

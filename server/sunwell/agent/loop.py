@@ -59,7 +59,7 @@ from sunwell.messages import (
 from sunwell.models import base as stream
 from sunwell.models.arguments import parse_arguments
 from sunwell.models.base import ContextOverflow, ModelRequest, Provider, ProviderError
-from sunwell.models.retry import stream_with_retries
+from sunwell.models.providers.retry import stream_with_retries
 from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.executor import failed
 from sunwell.tools.validation import coerce_arguments
@@ -89,7 +89,7 @@ class TurnConfig:
     gate: Gate | None = None
     """Dry run, rate limits and approvals; None runs valid calls directly (read-only tools only)."""
     audit: Any = None
-    """A sunwell.tools.audit.AuditLog, or None."""
+    """A sunwell.tools.policy.audit.AuditLog, or None."""
     small_model: bool = False
     """Small models get the answer-now nudges (they tend to keep calling tools after they have the answer)."""
     temperature: float | None = None

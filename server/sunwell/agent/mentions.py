@@ -21,7 +21,7 @@ from sunwell.messages import Attachment, Message, UserMessage
 from sunwell.vocabulary import MentionKind
 
 if TYPE_CHECKING:
-    from sunwell.tools.jail import Jail
+    from sunwell.tools.workspace.jail import Jail
 
 SHARE_OF_WINDOW = 0.25
 """What all of one line's attachments may take of the context window."""

@@ -45,7 +45,7 @@ class Orchestrator:
     gate: Gate | None = None
     """None runs valid calls directly (read-only tools only)."""
     audit: Any = None
-    """A sunwell.tools.audit.AuditLog, or None."""
+    """A sunwell.tools.policy.audit.AuditLog, or None."""
     memory: CallMemory | None = None
     """The turn's: it may answer a repeated read, and hears of every result."""
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from sunwell.messages import Message, UserMessage
 from sunwell.tools.base import ToolFailure
-from sunwell.tools.files import walk
-from sunwell.tools.jail import Jail
+from sunwell.tools.handlers.files import walk
+from sunwell.tools.workspace.jail import Jail
 
 SYSTEM = """You are Sunwell, a coding assistant working inside the user's workspace{root}.
 Use the tools to look at real files before you answer questions about them; never invent file contents.

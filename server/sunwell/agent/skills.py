@@ -14,7 +14,7 @@ from typing import Any
 
 from sunwell.lens.schema import Lens, Skill, render_command
 from sunwell.tools.base import StagedEffects, Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.shell import command_preview, run_command, stage_command
+from sunwell.tools.handlers.shell import command_preview, run_command, stage_command
 from sunwell.tools.subject import Command, Subject
 
 Complete = Callable[[str, str], Awaitable[str]]

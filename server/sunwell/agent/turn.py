@@ -27,7 +27,7 @@ class TurnLog:
         self.turn = turn or new_turn_id()
         self.seq = 0
         self.secrets = secrets
-        """A sunwell.tools.environment.EnvSecrets: no event carries a value of Sunwell's environment."""
+        """A sunwell.tools.policy.environment.EnvSecrets: no event carries a value of Sunwell's environment."""
 
     def emit(self, event: Event) -> Event:
         # Written into the model's __dict__ (pydantic keeps fields there): its __setattr__ would cost more than the

@@ -3,7 +3,7 @@
 In order: what a refusal for length taught the session (the server said so: it wins), the user's config
 (`models: {"openai-compatible:qwen2.5-coder-0.5b": {context_window: 4096}}`), what the server states (only local
 kinds of provider: Ollama and OpenAI-compatible servers; asked once per endpoint and model, see
-models/window.py), then the capability registry. Each answer names its source: "refusal", "config",
+models/providers/window.py), then the capability registry. Each answer names its source: "refusal", "config",
 "server (…)", "registry".
 """
 
@@ -19,7 +19,7 @@ from sunwell.agent.context import SessionContext, request_tokens
 from sunwell.config import ModelOverride
 from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec
 from sunwell.models.base import ModelRequest
-from sunwell.models.window import ServerUnreachable, ask_server, discover_window
+from sunwell.models.providers.window import ServerUnreachable, ask_server, discover_window
 
 CATALOG_TIMEOUT = 1.0
 """`sunwell models` asks a local server only, and waits this long at most per question."""

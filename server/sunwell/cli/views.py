@@ -46,7 +46,7 @@ def _when(epoch: float) -> str:
 
 def cmd_undo(args: argparse.Namespace) -> int:
     from sunwell.agent.engine import Engine, SetupError
-    from sunwell.tools.checkpoints import UndoError
+    from sunwell.tools.workspace.checkpoints import UndoError
 
     workspace, settings = settings_for(args)
     try:
@@ -69,7 +69,7 @@ def cmd_undo(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from sunwell.tools.audit import AuditLog, format_entry, parse_since
+    from sunwell.tools.policy.audit import AuditLog, format_entry, parse_since
 
     _, settings = settings_for(argparse.Namespace(workspace=None))
     try:

@@ -12,11 +12,11 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from sunwell.lsp.protocol import APPROVE
-from sunwell.tools.approval import Answer
+from sunwell.tools.policy.approval import Answer
 
 if TYPE_CHECKING:
     from sunwell.lsp.server import SunwellServer
-    from sunwell.tools.approval import ApprovalRequest
+    from sunwell.tools.policy.approval import ApprovalRequest
 
 
 class ClientAsker:

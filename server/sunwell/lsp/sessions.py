@@ -71,7 +71,7 @@ def setup(server: SunwellServer) -> None:
     async def undo(ls: SunwellServer, params: Any) -> dict[str, Any]:
         from sunwell.agent.engine import SetupError
         from sunwell.lsp.server import RequestFailed
-        from sunwell.tools.checkpoints import UndoError
+        from sunwell.tools.workspace.checkpoints import UndoError
 
         request = ls.parse(UndoParams, params, UNDO)
         engine = engine_or_fail(ls)

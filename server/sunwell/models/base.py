@@ -120,7 +120,7 @@ class ProviderError(Exception):
 
 
 class ContextOverflow(ProviderError):
-    """The provider refused the request for length (models/window.py reads its message); `limit` is the window it
+    """The provider refused the request for length (models/providers/window.py reads its message); `limit` is the window it
     stated, None when it stated none (llama.cpp) or when a stream ended before its first token right after a
     request that was likely too long (llama-cpp-python says nothing else)."""
 

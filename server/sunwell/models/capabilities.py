@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from sunwell.errors import SunwellError
 from sunwell.model_strings import LOCAL_PROVIDERS, PROVIDERS
-from sunwell.models.emulation_prompt import FAMILY_STYLES
+from sunwell.models.emulation.prompt import FAMILY_STYLES
 
 SMALL_MAX_BILLIONS = 3.0
 """At or below this size a model gets compact prompts and the small-model discipline nudges."""
@@ -144,7 +144,7 @@ class Capabilities:
     recover_text_calls: bool = False
     """Native, but the model may write its call as text: run the normalizer over the text too."""
     constrained: bool = True
-    """When tools are emulated, ask the server to constrain the reply to a call or an answer (models/constrained.py),
+    """When tools are emulated, ask the server to constrain the reply to a call or an answer (models/emulation/constrained.py),
     where it takes a schema; false never asks."""
     notes: tuple[str, ...] = ()
     """Which defaults, rules and overrides produced these values, for `sunwell models`."""

@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 from sunwell.errors import SunwellError
 from sunwell.model_strings import ModelSpec
-from sunwell.models.anthropic_messages import AnthropicMessages
 from sunwell.models.base import Provider
-from sunwell.models.openai_chat import OpenAIChat
+from sunwell.models.providers.anthropic_messages import AnthropicMessages
+from sunwell.models.providers.openai_chat import OpenAIChat
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com"

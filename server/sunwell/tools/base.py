@@ -45,7 +45,7 @@ class CommandSettings:
     ro_paths: Sequence[str] | str = ()
     """Extra host paths shown read-only in the sandbox (toolchains such as ~/.pyenv), never credentials."""
     env_passthrough: tuple[str, ...] = ()
-    """Variables of Sunwell's environment commands may see besides the base allowlist (tools/environment.py)."""
+    """Variables of Sunwell's environment commands may see besides the base allowlist (tools/policy/environment.py)."""
     quarantine_dir: Any = None
     """Where what a command planted under a blocked or protected name is moved (a Path), else the temp dir."""
     staging_dir: Any = None
@@ -56,7 +56,7 @@ class CommandSettings:
 
 @dataclass(frozen=True)
 class UndoHooks:
-    """How undo learns what a call changes (tools/checkpoints.py); each None records nothing."""
+    """How undo learns what a call changes (tools/workspace/checkpoints.py); each None records nothing."""
 
     before_write: Callable[[Any, str], None] | None = None
     """Called with (real path, workspace-relative path) before a write changes a file: undo keeps what it was."""
@@ -64,7 +64,7 @@ class UndoHooks:
     """Called with (real path, relative path, the bytes written) after a write: undo can tell later edits."""
     before_changes: Callable[[list[tuple[Any, str, str | None]]], None] | None = None
     """Called with [(prior file, relative path, sha256 of the new content or None for a deletion)] before a
-    command's changes are applied (tools/effects.py): undo puts them back like writes."""
+    command's changes are applied (tools/sandbox/effects.py): undo puts them back like writes."""
 
 
 @dataclass
@@ -72,7 +72,7 @@ class ToolContext:
     """What a handler may use, as a few named capabilities: the jail (the only way to a path), the cap on a
     result, how searches and commands run, undo's hooks, a nested model call, the turn's notices, secret masking."""
 
-    jail: Any  # sunwell.tools.jail.Jail (kept loose to avoid an import cycle in handlers' typing)
+    jail: Any  # sunwell.tools.workspace.jail.Jail (kept loose to avoid an import cycle in handlers' typing)
     max_output_bytes: int = 100_000
     search: SearchSettings = SearchSettings()
     commands: CommandSettings = CommandSettings()
@@ -80,7 +80,7 @@ class ToolContext:
     complete: Callable[[str, str], Awaitable[str]] | None = None
     """(system instructions, user text) -> the model's answer with no tools: a skill's nested model call."""
     secrets: Any = None
-    """A sunwell.tools.environment.EnvSecrets masking results before the model or a log sees them, or None."""
+    """A sunwell.tools.policy.environment.EnvSecrets masking results before the model or a log sees them, or None."""
     notify: Callable[[str, str, str], None] | None = None
     """(level, code, message) -> a `notice` event of the running turn (an MCP server failed or restarted)."""
 

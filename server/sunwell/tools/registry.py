@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sunwell.tools.base import Tool, Trust
-from sunwell.tools.edits import EDIT_FILE, WRITE_FILE
-from sunwell.tools.files import LIST_FILES, READ_FILE
-from sunwell.tools.search import SEARCH_FILES
-from sunwell.tools.shell import RUN_COMMAND
+from sunwell.tools.handlers.edits import EDIT_FILE, WRITE_FILE
+from sunwell.tools.handlers.files import LIST_FILES, READ_FILE
+from sunwell.tools.handlers.search import SEARCH_FILES
+from sunwell.tools.handlers.shell import RUN_COMMAND
 
 CORE_TOOLS: tuple[Tool, ...] = (LIST_FILES, SEARCH_FILES, READ_FILE, WRITE_FILE, EDIT_FILE, RUN_COMMAND)
 

@@ -1,9 +1,9 @@
 """How a stdio MCP server is started: in the same bubblewrap sandbox as run_command, unless its config says
 `sandbox: off`.
 
-What the server sees, on top of run_command's profile (tools/sandbox.py): the workspace read-only unless
+What the server sees, on top of run_command's profile (tools/sandbox/bwrap.py): the workspace read-only unless
 `sandbox: {write: true}`; no network unless `sandbox: {network: true}`; the allowlisted environment commands get
-(tools/environment.py) plus the server's own `env`. The sandbox's HOME is empty and its /tmp private, so a server
+(tools/policy/environment.py) plus the server's own `env`. The sandbox's HOME is empty and its /tmp private, so a server
 installed outside the system directories would vanish; its installation is shown read-only:
 - the command found on PATH, and the real file it links to: a virtualenv's root (found by its `pyvenv.cfg`), the
   outermost `node_modules` folder a script lives in, the prefix of a `bin/` folder (`~/.nvm/versions/node/v20`), or
@@ -30,10 +30,10 @@ from pathlib import Path
 from mcp.client.stdio import StdioServerParameters
 
 from sunwell.config import McpServerConfig
-from sunwell.tools.environment import command_env
-from sunwell.tools.guarded import CREATABLE_NAMES, guarded_entries
-from sunwell.tools.jail import Jail
-from sunwell.tools.sandbox import SYSTEM_DIRS, bwrap_argv, bwrap_available, probe_bwrap
+from sunwell.tools.policy.environment import command_env
+from sunwell.tools.policy.guarded import CREATABLE_NAMES, guarded_entries
+from sunwell.tools.sandbox.bwrap import SYSTEM_DIRS, bwrap_argv, bwrap_available, probe_bwrap
+from sunwell.tools.workspace.jail import Jail
 
 INSTALL_HINT = ("a sandboxed MCP server needs bubblewrap (apt-get install bubblewrap); or set `sandbox: off` for "
                 "this server in your user config to run it unsandboxed")
@@ -53,7 +53,7 @@ class Launch:
     sandboxed: bool
     guarded: set[str] = field(default_factory=set)
     """The workspace's blocked and protected entries when the server started (a writable sandbox: whatever it
-    plants under such a name afterwards is quarantined, tools/guarded.py)."""
+    plants under such a name afterwards is quarantined, tools/policy/guarded.py)."""
 
 
 async def stdio_launch(config: McpServerConfig, *, jail: Jail, data_dir: Path, passthrough: tuple[str, ...] = (),

@@ -34,8 +34,6 @@ from pydantic import ValidationError
 from sunwell import __version__
 from sunwell.config import McpServerConfig
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.environment import EnvSecrets
-from sunwell.tools.guarded import quarantine_planted
 from sunwell.tools.mcp.http_transport import http_transport
 from sunwell.tools.mcp.launch import Launch, LaunchError, stdio_launch
 from sunwell.tools.mcp.oversize import MAX_MESSAGE_BYTES, Oversized, is_too_large
@@ -43,6 +41,8 @@ from sunwell.tools.mcp.remote_tools import list_tools, sunwell_tools
 from sunwell.tools.mcp.results import render_result
 from sunwell.tools.mcp.stdio_transport import stdio_transport
 from sunwell.tools.mcp.surroundings import UNSANDBOXED, Notify, ServerDown, Surroundings
+from sunwell.tools.policy.environment import EnvSecrets
+from sunwell.tools.policy.guarded import quarantine_planted
 
 log = logging.getLogger(__name__)
 if not log.isEnabledFor(logging.DEBUG):

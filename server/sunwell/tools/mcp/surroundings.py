@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sunwell.tools.jail import Jail
+from sunwell.tools.workspace.jail import Jail
 
 Notify = Callable[[str, str, str], None]
 """(level, code, message): a `notice` event of the running turn."""

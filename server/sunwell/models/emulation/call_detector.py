@@ -1,0 +1,127 @@
+"""Tool calls a model wrote as text: all of them in a finished text (`extract_tool_calls`), or as the text streams
+(`CallDetector`), with the same result however the stream was chunked.
+
+Candidates are found and read by `normalize.py` (each open-model family's markers by `dialects.py`); a reply that
+is nothing but Python calls by `pythonic.py`. Tools are given as names, `ToolSpec`s or an `Offered` mapping; with
+their schemas, arguments written as bare text are typed (`arguments.typed_value`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+from sunwell.messages import AssistantMessage, Message, ToolSpec
+from sunwell.models.base import (
+    Notice,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArgs,
+    ToolCallDone,
+    ToolCallStarted,
+)
+from sunwell.models.emulation.found_calls import Extraction, Offered, offered
+from sunwell.models.emulation.normalize import settle, span_calls
+from sunwell.models.emulation.pythonic import PYTHONIC_OPEN, PYTHONIC_PREFIX, pythonic_calls
+from sunwell.models.emulation.span_scanner import SpanScanner
+
+EMULATED_ID_PREFIX = "emu_"
+CUT_OFF_NOTICE = "tool_call_cut_off"
+
+
+def extract_tool_calls(text: str, tools: Iterable[str | ToolSpec] | Offered, *,
+                       cut_off: bool = False) -> Extraction:
+    """Every call in a finished `text`, and the text without them. `cut_off`: the reply ended by length (or its
+    stream broke), so a call it ends inside is dropped, not run."""
+    schemas = offered(tools)
+    return pythonic_calls(text, schemas) or span_calls(text, schemas, cut_off=cut_off)
+
+
+class CallDetector:
+    """Finds tool calls in streamed text.
+
+    Prose flows out as `TextDelta` as soon as it cannot be part of a call; a recognised call becomes
+    `ToolCallStarted`/`ToolCallArgs`/`ToolCallDone` (after a `Notice` per repair), its text never shown; a
+    dialect's thinking channel becomes `ThinkingDelta`. Held text that turns out not to be a call is released
+    as text.
+    """
+
+    def __init__(self, tools: Iterable[str | ToolSpec] | Offered, *, first_id: int = 1) -> None:
+        self._tools = offered(tools)
+        self._scanner = SpanScanner(self._tools)
+        self._buf = ""
+        self._next_id = first_id
+        self.calls = 0
+        self._pythonic: bool | None = None
+        """Whether the reply began as a Python call (then it is held to the end: only a whole reply is one)."""
+
+    def feed(self, delta: str) -> list[StreamEvent]:
+        self._buf += delta
+        return self._drain(final=False)
+
+    def finish(self, *, cut_off: bool = False) -> list[StreamEvent]:
+        """The rest of the text. `cut_off`: the reply ended by length or its stream broke, so a call still open
+        is dropped (with a notice), never run."""
+        return self._drain(final=True, cut_off=cut_off)
+
+    def _drain(self, final: bool, cut_off: bool = False) -> list[StreamEvent]:
+        if self._pythonic is None:
+            if PYTHONIC_OPEN.match(self._buf):
+                self._pythonic = True
+            elif not final and (not self._buf.strip() or PYTHONIC_PREFIX.fullmatch(self._buf)):
+                return []  # `The` may still become `The(`
+            else:
+                self._pythonic = False
+        if self._pythonic:
+            if not final:
+                return []
+            self._pythonic = False
+            if found := pythonic_calls(self._buf, self._tools):
+                self._buf = ""
+                return self._call_events(found)
+        events: list[StreamEvent] = []
+        text: list[str] = []
+        while self._buf:
+            kind, end = self._scanner.step(self._buf, 0, final)
+            if kind == "wait":
+                break
+            span, self._buf = self._buf[:end], self._buf[end:]
+            found = settle(kind, span, self._tools, cut_off=cut_off)
+            if found is None:
+                text.append(span)
+                continue
+            text.append(found.remaining_text)
+            if found.calls or found.thinking or found.cut_off:
+                if "".join(text):
+                    events.append(TextDelta("".join(text)))
+                text = []
+            if found.thinking:
+                events.append(ThinkingDelta(found.thinking))
+            events += [Notice(code=CUT_OFF_NOTICE, level="warning", message=(
+                f"The reply was cut off inside a call to {name}; it was not run.")) for name in found.cut_off]
+            events += self._call_events(found)
+        if "".join(text):
+            events.append(TextDelta("".join(text)))
+        return events
+
+    def _call_events(self, found: Extraction) -> list[StreamEvent]:
+        events: list[StreamEvent] = [Notice(code="tool_call_repaired", message=r) for r in found.repairs]
+        for call in found.calls:
+            call_id = f"{EMULATED_ID_PREFIX}{self._next_id}"
+            self._next_id += 1
+            self.calls += 1
+            # The text is for the `toolCallDelta` event only: the loop takes the object as it was read.
+            args = call.raw if call.raw is not None else json.dumps(call.arguments, ensure_ascii=False)
+            parsed = call.arguments if call.raw is None else None
+            events += [ToolCallStarted(call_id, call.name), ToolCallArgs(call_id, args),
+                       ToolCallDone(call_id, call.name, args, parsed=parsed)]
+        return events
+
+
+def next_emulated_id(messages: Iterable[Message]) -> int:
+    """The first free `emu_<n>` in a conversation, so a resumed session never reuses a call id."""
+    used = [int(m[1]) for msg in messages if isinstance(msg, AssistantMessage) for c in msg.tool_calls
+            if (m := re.fullmatch(re.escape(EMULATED_ID_PREFIX) + r"(\d+)", c.id))]
+    return max(used, default=0) + 1

@@ -1,0 +1,194 @@
+"""The call formats of today's open models, read from their text (issue 16): each family's markers and how the
+text between them says a call.
+
+- Mistral Small 3.2, Magistral, Devstral: `[TOOL_CALLS]name[ARGS]{...}` (`[CALL_ID]id` may precede `[ARGS]`);
+  older Mistral: `[TOOL_CALLS] [{"name": ..., "arguments": ...}]`
+- Llama 4: `<|python_start|>[f(a=1)]<|python_end|>`; LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`
+- Qwen3-Coder: `<tool_call><function=f><parameter=a>\n1\n</parameter></function></tool_call>`
+- GLM-4.5: `<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>`
+- MiniMax: `<minimax:tool_call><invoke name="f"><parameter name="a">1</parameter></invoke></minimax:tool_call>`
+- DeepSeek V3/R1: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜>…`;
+  V3.1: `<｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜>`
+- Kimi K2: `<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{...}<|tool_call_end|>…`
+- gpt-oss (harmony): `<|channel|>commentary to=functions.f <|constrain|>json<|message|>{...}<|call|>`; the `analysis`
+  channel is thinking, the `final` channel the answer
+- Granite: `<|tool_call|>[{"name": ..., "arguments": ...}]`; Llama 3: `<|python_tag|>{"name": ..., "parameters": ...}`
+
+`span_scanner.SpanScanner` finds where such a span begins (`CLOSED`, `HARMONY`, `CONTROL`) and ends; the readers
+here turn a span into calls. Arguments written as JSON go through `arguments.parse_arguments`, those written as bare
+text through `arguments.typed_value` with the tool's schema; a Python-style list through `pythonic.python_calls`.
+Inside these markers any name is a call: a name that is not offered is answered `unknown_tool`, so the model can
+correct itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sunwell.models.arguments import parse_arguments, typed_value
+from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
+from sunwell.models.emulation.pythonic import python_calls
+
+DEEPSEEK_CALL, DEEPSEEK_SEP, DEEPSEEK_CALL_END = (
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁sep｜>",
+    "<｜tool▁call▁end｜>",
+)
+KIMI_CALL, KIMI_ARGS, KIMI_CALL_END = (
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+)
+
+CLOSED = {
+    "<tool_call>": "</tool_call>",
+    "<function=": "</function>",
+    "<function name=": "</function>",
+    "<tool name=": "</tool>",
+    "<invoke name=": "</invoke>",
+    "<minimax:tool_call>": "</minimax:tool_call>",
+    "<tool_calls>": "</tool_calls>",  # MiniMax-M1: one JSON call per line
+    "<|python_start|>": "<|python_end|>",
+    "<|tool_call_start|>": "<|tool_call_end|>",
+    "<｜tool▁calls▁begin｜>": "<｜tool▁calls▁end｜>",
+    DEEPSEEK_CALL: DEEPSEEK_CALL_END,
+    "<|tool_calls_section_begin|>": "<|tool_calls_section_end|>",
+    "<|tool_call_section_begin|>": "<|tool_call_section_end|>",
+    KIMI_CALL: KIMI_CALL_END,
+}
+"""Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
+JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>")
+"""Markers followed by JSON (Llama 3, Mistral, Granite); Mistral's current form puts the name first."""
+HARMONY = ("<|start|>", "<|channel|>")
+"""gpt-oss: a message header, up to `<|message|>`, says what the message is."""
+HARMONY_MESSAGE, HARMONY_CALL_END = "<|message|>", "<|call|>"
+CONTROL = (
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|constrain|>",
+    "<|python_end|>",
+    "<|tool_call_end|>",
+    "<|tool_calls_section_end|>",
+    "<｜tool▁calls▁end｜>",
+    "<｜tool▁call▁end｜>",
+)
+"""Control tokens with no text of their own: dropped wherever they stand (a server may pass them through)."""
+
+MISTRAL_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*\w*\s*)?(?:\[ARGS\])?\s*")
+_HARMONY_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
+_HARMONY_RECIPIENT = re.compile(r"\bto=([^\s<]+)")
+_INVOKE = re.compile(r"""<invoke\s+name=["']?([^"'>]+)["']?\s*>(.*?)(?:</invoke>|\Z)""", re.DOTALL)
+_XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (the XML emulation format)
+    r"""<(?:parameter=([^>\s]+)|parameter\s+name=["']?([^"'>]+)["']?|([\w.-]+))\s*>(.*?)</(?:parameter|\3)\s*>""",
+    re.DOTALL,
+)
+_GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)(?:</arg_value>|\Z)", re.DOTALL)
+_KIMI_ID = re.compile(r"\s*(?:functions\.)?([^\s:]+?)(?::\d+)?\s*$")
+
+
+def harmony_header(span: str) -> tuple[str | None, str | None, int] | None:
+    """`(channel, recipient, where the body begins)` of a harmony message, or None while `<|message|>` is
+    still to come."""
+    end = span.find(HARMONY_MESSAGE)
+    if end < 0:
+        return None
+    header = span[:end]
+    channel = m[1] if (m := _HARMONY_CHANNEL.search(header)) else None
+    recipient = m[1] if (m := _HARMONY_RECIPIENT.search(header)) else None
+    return channel, recipient, end + len(HARMONY_MESSAGE)
+
+
+def read_harmony(span: str) -> Extraction:
+    """A call (a message to `functions.f`), thinking (the `analysis` channel), or a header with nothing to keep
+    (the `final` and `commentary` channels' text streams on as the answer)."""
+    channel, recipient, body_at = harmony_header(span) or (None, None, len(span))
+    body = span[body_at:]
+    if recipient:
+        body = body.split(HARMONY_CALL_END, 1)[0]
+        return json_call(recipient.removeprefix("functions."), body)
+    if channel == "analysis":
+        return Extraction(thinking=body.split("<|end|>", 1)[0])
+    return Extraction()
+
+
+def read_mistral(body: str) -> Extraction | None:
+    """`name[ARGS]{...}` (`[TOOL_CALLS]` already taken off); None when no `[ARGS]`/JSON follows the name."""
+    m = MISTRAL_NAME.match(body)
+    rest = body[m.end() :] if m else ""
+    if m is None or not rest.lstrip().startswith("{"):
+        return None
+    return json_call(m[1], rest)
+
+
+def read_deepseek(span: str) -> Extraction:
+    out = Extraction()
+    for part in span.split(DEEPSEEK_CALL)[1:]:
+        part = part.split(DEEPSEEK_CALL_END, 1)[0]
+        kind, _, rest = part.partition(DEEPSEEK_SEP)
+        if "```" in rest or kind.strip() == "function":  # V3/R1: function<sep>name\n```json\n{...}\n```
+            name, _, fenced = rest.partition("\n")
+            arguments = re.sub(r"\A\s*```(?:json)?|```\s*\Z", "", fenced.strip())
+        else:  # V3.1: name<sep>{...}
+            name, arguments = kind, rest
+        _merge(out, json_call(name.strip(), arguments))
+    return out
+
+
+def read_kimi(span: str) -> Extraction:
+    out = Extraction()
+    for part in span.split(KIMI_CALL)[1:]:
+        ident, _, arguments = part.split(KIMI_CALL_END, 1)[0].partition(KIMI_ARGS)
+        if m := _KIMI_ID.match(ident):
+            _merge(out, json_call(m[1], arguments))
+    return out
+
+
+def read_glm(body: str, tools: Offered) -> Extraction | None:
+    """`name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>` inside `<tool_call>`; a bare offered name is a call
+    without arguments."""
+    head = re.split(r"\n|<arg_key>", body.strip(), maxsplit=1)[0].strip()
+    pairs = _GLM_ARG.findall(body)
+    if not re.fullmatch(r"[A-Za-z_][\w.\-]*", head) or not (pairs or head in tools):
+        return None
+    arguments = {k.strip(): typed_value(v, parameter_schema(tools, head, k.strip())) for k, v in pairs}
+    return Extraction(calls=[FoundCall(head, arguments)])
+
+
+def read_invokes(span: str, tools: Offered) -> Extraction | None:
+    """MiniMax: one or more `<invoke name="f"><parameter name="a">1</parameter></invoke>`."""
+    calls = [xml_call(m[1].strip(), m[2], tools).calls[0] for m in _INVOKE.finditer(span)]
+    return Extraction(calls=calls) if calls else None
+
+
+def read_python(body: str) -> Extraction | None:
+    """Llama 4's and LFM2's Python-style list of calls."""
+    calls = python_calls(body, (), any_name=True)
+    return Extraction(calls=calls) if calls else None
+
+
+def xml_call(name: str, body: str, tools: Offered) -> Extraction:
+    """`<function=name>…</function>`, `<tool name="name">…</tool>`, `<name>…</name>`: JSON or XML parameters."""
+    if body.strip().startswith("{"):
+        return json_call(name, body)
+    params = {}
+    for m in _XML_PARAM.finditer(body):
+        key = (m[1] or m[2] or m[3]).strip()
+        params[key] = typed_value(m[4], parameter_schema(tools, name, key))
+    return Extraction(calls=[FoundCall(name, params)])
+
+
+def json_call(name: str, text: str) -> Extraction:
+    """One call whose arguments are JSON text (repaired if need be; kept raw if no object can be read)."""
+    arguments, repairs = parse_arguments(text)
+    if arguments is None:
+        return Extraction(
+            calls=[FoundCall(name, {}, text.strip())],
+            repairs=[f"{name}: arguments are not a JSON object; passed on as raw"],
+        )
+    return Extraction(calls=[FoundCall(name, arguments)], repairs=[f"{name}: {r}" for r in repairs])
+
+
+def _merge(into: Extraction, found: Extraction) -> None:
+    into.calls += found.calls
+    into.repairs += found.repairs

@@ -1,0 +1,79 @@
+"""Calls written as Python: `Read_file(path="a.txt")`, Llama 3.2's and Llama 4's `[f(a=1), g(b=2)]`, LFM2's
+`<|tool_call_start|>[f(a=1)]<|tool_call_end|>`.
+
+Read with `ast` only: the arguments must be literals (`ast.literal_eval`, with JSON's `true`, `false` and `null`
+taken for Python's), so nothing is ever evaluated. A reply that is nothing but such calls is read by
+`pythonic_calls`; the streaming detector (`call_detector.CallDetector`) holds a reply that begins like one
+(`PYTHONIC_OPEN`) to its end, because prose may also start with `print(`. Calls on lines of their own between
+prose, and inside a dialect's call markers, are found by `normalize.py` with `python_calls`. The calls carry
+their arguments as objects: there is no JSON text to parse (`arguments.parse_arguments`) in a Python call.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Collection
+
+from sunwell.models.emulation.found_calls import Extraction, FoundCall
+from sunwell.vocabulary import canonical_tool_name
+
+PYTHONIC_OPEN = re.compile(r"\s*\[?\s*[A-Za-z_][\w.]*\s*\(")
+"""How a reply that is a Python call begins (`read_file(`, `[read_file(`)."""
+PYTHONIC_PREFIX = re.compile(r"\s*\[?\s*(?:[A-Za-z_][\w.]*\s*)?")
+"""Text that may still turn into `PYTHONIC_OPEN`."""
+_PYTHONIC_MAX = 100_000
+_JSON_WORDS = {"true": True, "false": False, "null": None}
+
+
+def pythonic_calls(text: str, tool_names: Collection[str]) -> Extraction | None:
+    """The calls when the whole `text` is Python calls of offered tools with literal keyword arguments
+    (`Read_file(path="a.txt")`, Llama 3.2's `[f(a=1), g(b=2)]`), else None. Nothing is evaluated."""
+    if not PYTHONIC_OPEN.match(text):
+        return None
+    calls = python_calls(text, tool_names)
+    if not calls:
+        return None
+    return Extraction(calls=calls, repairs=[f"read a call written as Python: {text.strip()[:80]}"])
+
+
+def python_calls(text: str, tool_names: Collection[str], *, any_name: bool = False) -> list[FoundCall] | None:
+    """The calls `text` consists of (one call, or a list of them), else None. Unless `any_name` (inside a
+    dialect's explicit call markers), each must call an offered tool, give or take its spelling."""
+    if len(text) > _PYTHONIC_MAX:
+        return None
+    try:
+        body = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    names = list(tool_names)
+    calls = []
+    for node in body.elts if isinstance(body, ast.List) else [body]:
+        name = (_dotted(node.func) if isinstance(node, ast.Call) else None) or ""
+        offered = any_name or name in names or canonical_tool_name(name, names) is not None  # the loop respells
+        if not name or not offered or node.args or any(k.arg is None for k in node.keywords):
+            return None  # not a tool, a positional argument (which parameter?) or **kwargs
+        try:
+            arguments = {k.arg: ast.literal_eval(_JsonWords().visit(k.value)) for k in node.keywords}
+            # the JSON values the literals stand for: a tuple is an array (a set or bytes is no JSON value)
+            arguments = json.loads(json.dumps(arguments))
+        except (ValueError, TypeError, SyntaxError, RecursionError):
+            return None  # not a literal (never evaluated), or no JSON value (a set, bytes)
+        calls.append(FoundCall(name, arguments))
+    return calls or None
+
+
+class _JsonWords(ast.NodeTransformer):
+    """`true`, `false` and `null` as the constants they mean (models trained on JSON write them in calls)."""
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.Constant(_JSON_WORDS[node.id]) if node.id in _JSON_WORDS else node
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and (base := _dotted(node.value)):
+        return f"{base}.{node.attr}"
+    return None

@@ -1,0 +1,1 @@
+"""The core tools' handlers: files, edits, search, commands."""

@@ -1,0 +1,1 @@
+"""Where commands run: bubblewrap, the staging overlay, its effects, the process runner."""

@@ -1,0 +1,228 @@
+"""The one safe writer: write_file and edit_file, undo (checkpoints) and `::save` all write with it.
+
+A write has two phases. `prepare_write` checks the path as the model gave it (the jail: escapes, blocked patterns;
+and no symlink as the last component). `write_target` then walks from the workspace root to the real parent one
+directory at a time with O_NOFOLLOW, so a directory swapped for a symlink after the check stops the write instead of
+redirecting it, writes a temp file in that directory (O_EXCL), fsyncs it, checks once more where the directory really
+is (/proc/self/fd) and renames the temp file over the target relative to the directory's fd. A file with other hard
+links is refused, not replaced: the replace would detach it from its twin outside, which the user would not expect.
+
+POSIX only (dir_fd, O_NOFOLLOW, O_DIRECTORY); /proc/self/fd is used where it exists (Linux).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from sunwell.tools.base import ToolFailure
+from sunwell.tools.workspace.jail import Jail
+
+_NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+
+
+@dataclass(frozen=True)
+class WriteTarget:
+    """A path that passed the jail: `parts` is its real location under `root`, `rel` the same as a posix path."""
+
+    root: Path
+    parts: tuple[str, ...]
+    rel: str
+    given: str
+
+    @property
+    def path(self) -> Path:
+        return self.root.joinpath(*self.parts)
+
+
+def prepare_write(jail: Jail, path: str) -> WriteTarget:
+    """Phase one: the jail's checks, plus no symlink as the final component (parents may be links inside it)."""
+    real = jail.resolve(path, must_exist=False)
+    joined = os.path.join(jail.root, path)
+    name = os.path.basename(joined)
+    if real == jail.root or name in ("", ".", ".."):
+        raise ToolFailure("unsupported", f"{path} names a folder, not a file", "give the path of a file")
+    if Path(os.path.realpath(os.path.dirname(joined))) / name != real:
+        raise ToolFailure("permission", f"{path} is a symbolic link; sunwell does not write through links",
+                          f"write to the file it points to, {jail.relative(real)}, instead")
+    parts = real.relative_to(jail.root).parts
+    return WriteTarget(jail.root, parts, "/".join(parts), path)
+
+
+def inspect(target: WriteTarget) -> os.stat_result | None:
+    """The target's lstat (None if it does not exist), refusing what may not be written over."""
+    fd = _open_parent(target, create=False)
+    if fd is None:
+        return None
+    try:
+        st = _lstat_at(fd, target)
+    finally:
+        os.close(fd)
+    if st is not None:
+        _check_existing(st, target)
+    return st
+
+
+def read_existing(target: WriteTarget, limit: int | None = None) -> bytes | None:
+    """The target's bytes, or None if it does not exist; `unsupported` if it is larger than `limit`."""
+    parent = _open_parent(target, create=False)
+    if parent is None:
+        return None
+    try:
+        fd = os.open(target.parts[-1], _READ_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _os_failure(exc, target) from None
+    finally:
+        os.close(parent)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        _check_existing(st, target)
+        if limit is not None and st.st_size > limit:
+            raise ToolFailure("unsupported", f"{target.given} is too large ({st.st_size:,} bytes; the limit is "
+                              f"{limit:,})", "use write_file to replace it whole")
+        return f.read()
+
+
+def write_target(target: WriteTarget, data: bytes, *, mode: int | None = None) -> bool:
+    """Phase two: write `data` atomically; True if the file was created. `mode` defaults to the existing file's
+    (a new file gets 0o644 less the umask)."""
+    fd = _open_parent(target, create=True)
+    assert fd is not None
+    name, tmp = target.parts[-1], f".sunwell-{secrets.token_hex(6)}.tmp"
+    try:
+        st = _lstat_at(fd, target)
+        if st is not None:
+            _check_existing(st, target)
+            mode = stat.S_IMODE(st.st_mode) if mode is None else mode
+        out = os.open(tmp, _CREATE_FLAGS, 0o600 if mode is not None else 0o644, dir_fd=fd)
+        try:
+            with os.fdopen(out, "wb") as f:
+                f.write(data)
+                f.flush()
+                if mode is not None:
+                    os.fchmod(out, mode)
+                os.fsync(out)
+            _check_still_inside(fd, target)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=fd)
+            raise
+        os.fsync(fd)
+        return st is None
+    except OSError as exc:
+        raise _os_failure(exc, target) from None
+    finally:
+        os.close(fd)
+
+
+def remove_target(target: WriteTarget) -> bool:
+    """Delete the target file (never what a symlink points to); False if it was not there."""
+    fd = _open_parent(target, create=False)
+    if fd is None:
+        return False
+    try:
+        st = _lstat_at(fd, target)
+        if st is None:
+            return False
+        _check_existing(st, target)
+        _check_still_inside(fd, target)
+        os.unlink(target.parts[-1], dir_fd=fd)
+        return True
+    except OSError as exc:
+        raise _os_failure(exc, target) from None
+    finally:
+        os.close(fd)
+
+
+def dir_is_inside(fd: int, root: Path) -> bool:
+    """Whether the directory open as `fd` is (still) under `root`; True when the OS cannot say (the O_NOFOLLOW
+    walk is then the only defence)."""
+    try:
+        where = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return True
+    return where == root or where.is_relative_to(root)
+
+
+def _open_parent(target: WriteTarget, *, create: bool) -> int | None:
+    """The real parent directory, opened one component at a time from the root without following links."""
+    fd = os.open(target.root, _DIR_FLAGS)
+    try:
+        for i, part in enumerate(target.parts[:-1]):
+            try:
+                try:
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        os.close(fd)
+                        return None
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                where = "/".join(target.parts[: i + 1])
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link_at(fd, part):  # Linux says ENOTDIR
+                    raise ToolFailure("permission", f"{where} became a symbolic link while writing "
+                                      f"{target.given}; nothing was written") from None
+                if exc.errno == errno.ENOTDIR:
+                    raise ToolFailure("unsupported", f"{where} is a file, not a folder") from None
+                raise _os_failure(exc, target) from None
+            os.close(fd)
+            fd = child
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _is_link_at(fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _lstat_at(fd: int, target: WriteTarget) -> os.stat_result | None:
+    try:
+        return os.stat(target.parts[-1], dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _check_existing(st: os.stat_result, target: WriteTarget) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise ToolFailure("permission", f"{target.given} is a symbolic link; sunwell does not write through links")
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolFailure("unsupported", f"{target.given} is a directory, not a file", "give the path of a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolFailure("unsupported", f"{target.given} is not a regular file (device, pipe or socket)")
+    if st.st_nlink > 1:
+        raise ToolFailure("permission", f"{target.given} has other hard links; writing it could change a file "
+                          "outside the workspace, so sunwell refuses", "write a new file instead")
+
+
+def _check_still_inside(fd: int, target: WriteTarget) -> None:
+    if not dir_is_inside(fd, target.root):
+        raise ToolFailure("permission", f"the folder of {target.given} moved out of the workspace while writing; "
+                          "nothing was written")
+
+
+def _os_failure(exc: OSError, target: WriteTarget) -> ToolFailure:
+    if exc.errno == errno.ELOOP:
+        return ToolFailure("permission", f"{target.given} is a symbolic link; sunwell does not write through links")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return ToolFailure("permission", f"permission denied by the operating system: {target.given}")
+    if exc.errno == errno.EISDIR:
+        return ToolFailure("unsupported", f"{target.given} is a directory, not a file")
+    return ToolFailure("execution", f"could not write {target.given}: {exc.strerror or exc}")
