@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from sunwell.tools.base import SearchSettings, Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.handlers.files import LIST_FILES, READ_FILE, compile_glob, list_files, read_file
-from sunwell.tools.handlers.search import MAX_MATCHES, SEARCH_FILES, Hits, search_files
+from sunwell.tools.handlers.search import SEARCH_FILES, search_files
+from sunwell.tools.handlers.search_hits import MAX_MATCHES, Hits
 from sunwell.tools.output import truncate
 from sunwell.tools.workspace.jail import Jail
 

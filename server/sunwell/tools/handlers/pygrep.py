@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sunwell.tools.base import ToolFailure
 from sunwell.tools.handlers.files import walk
-from sunwell.tools.handlers.search import (
+from sunwell.tools.handlers.search_hits import (
     MAX_MATCHES,
     MAX_RECORD_BYTES,
     WHOLE_FILE_CHECK_BYTES,

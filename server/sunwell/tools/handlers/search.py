@@ -21,17 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import bisect
 import contextlib
 import json
 import math
 import os
 import re
 import shutil
-import stat
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,115 +36,28 @@ from pydantic import Field
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.handlers.files import string_arg
+from sunwell.tools.handlers.search_hits import (
+    MAX_MATCHES,
+    MAX_RECORD_BYTES,
+    Hit,
+    Hits,
+    glob_filter,
+    line_too_long,
+)
 from sunwell.tools.output import truncate
 from sunwell.tools.subject import Subject
-from sunwell.tools.workspace.globs import compile_glob
 from sunwell.tools.workspace.jail import Jail
 
-MAX_MATCHES = 500
 MAX_LINE_CHARS = 300
-MAX_RECORD_BYTES = 64 << 20  # one line of a file (or of ripgrep's JSON about it)
 READ_BYTES = 1 << 20  # what is read from ripgrep at a time
 DENSE_MATCHES = 4 * MAX_MATCHES
 """Hits of an unordered ripgrep search after which the pattern is searched again, in path order."""
-WHOLE_FILE_CHECK_BYTES = 8 << 20
-SHORT_PATH_CHARS = 1_000  # well under the jail's limits on a path's length, so only longer ones need them
 MAX_PATTERN_CHARS = 10_000  # also keeps ripgrep's argv far below the system's limit
 DEFAULT_TIMEOUT = 50.0
 DRAIN_SECONDS = 1.0
 _PACKAGE_DIR = Path(__file__).resolve().parents[3]  # the folder holding `sunwell`
 NARROW_HINT = "use a narrower pattern or a glob such as '*.py'"
 _REGEX_HINT = "escape special characters such as ( [ { . * + ? with a backslash; look-around is not supported"
-
-
-@dataclass(frozen=True)
-class Hit:
-    rel: str
-    lineno: int
-    text: str
-
-
-class Hits:
-    """The first hits in path order, from files found in any order.
-
-    A file's hits count once the file is done, if it passes the glob and, again, the jail (so a hit never shows a
-    blocked or escaping file, whichever engine found it; checked once per file). Only the files that hold the first
-    MAX_MATCHES + 1 hits in path order are kept, at most MAX_MATCHES + 1 hits of each, so memory stays bounded
-    whatever the pattern.
-    """
-
-    def __init__(self, jail: Jail, glob_ok: Callable[[str], bool]) -> None:
-        self.jail = jail
-        self.glob_ok = glob_ok
-        self._files: list[tuple[list[str], str, list[tuple[int, str]]]] = []  # (sort key, rel, hits), sorted
-        self._count = 0
-        self._real_folders: dict[str, str | None] = {}
-
-    def wants(self, rel: str) -> bool:
-        """Whether hits of `rel` could still be shown: it passes the glob and the jail, and it is not behind all of
-        the files already kept once they hold enough hits."""
-        if self.full and _path_key(rel) > self._files[-1][0]:
-            return False
-        return self.glob_ok(rel) and self._in_jail(rel)
-
-    def add_file(self, rel: str, hits: list[tuple[int, str]], binary: bool, *, checked: bool = False) -> None:
-        """Count a finished file's hits; `checked` when `wants(rel)` said yes at its start."""
-        if not hits or binary or not (checked or self.wants(rel)):
-            return
-        key = _path_key(rel)
-        if self.full and key > self._files[-1][0]:
-            return
-        kept = hits[: MAX_MATCHES + 1]
-        bisect.insort(self._files, (key, rel, kept), key=_first)
-        self._count += len(kept)
-        while self._count - len(self._files[-1][2]) > MAX_MATCHES:  # the last file is not needed to fill it
-            self._count -= len(self._files.pop()[2])
-
-    def clear(self) -> None:
-        self._files, self._count = [], 0
-
-    def _in_jail(self, rel: str) -> bool:
-        """`jail.resolve(rel)` succeeds, worked out with each folder resolved once: a file that is not a symlink is
-        its folder's real path plus its name, so its own checks are one lstat and the blocked patterns."""
-        folder, _, name = rel.rpartition("/")
-        if folder not in self._real_folders:
-            self._real_folders[folder] = self._resolved(folder or ".")
-        real_folder = self._real_folders[folder]
-        if real_folder is None or len(rel) > SHORT_PATH_CHARS:  # a long path: the jail's own length checks
-            return real_folder is not None and self._resolved(rel) is not None
-        try:
-            mode = os.lstat(self.jail.root / rel).st_mode
-        except OSError:
-            return False
-        if stat.S_ISLNK(mode):
-            return self._resolved(rel) is not None
-        real = name if real_folder == "." else f"{real_folder}/{name}"
-        return not (self.jail.is_blocked(rel) or self.jail.is_blocked(real))
-
-    def _resolved(self, rel: str) -> str | None:
-        """The real path of `rel` relative to the root, or None where the jail refuses it."""
-        try:
-            return self.jail.relative(self.jail.resolve(rel))
-        except ToolFailure:
-            return None
-
-    @property
-    def full(self) -> bool:
-        """More hits are kept than will be shown (so a later file in path order adds nothing)."""
-        return self._count > MAX_MATCHES
-
-    @property
-    def items(self) -> list[Hit]:
-        return [Hit(rel, n, text) for _, rel, hits in self._files for n, text in hits]
-
-
-def _path_key(rel: str) -> list[str]:
-    """Path order: by name, folder by folder (a folder's files come right after the folder, as in a sorted walk)."""
-    return rel.split("/")
-
-
-def _first(item: tuple[list[str], str, list[tuple[int, str]]]) -> list[str]:
-    return item[0]
 
 
 async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -207,19 +116,6 @@ def _ripgrep(configured: str | None) -> str | None:
         return None
     candidate = configured or shutil.which("rg")
     return candidate if candidate and os.access(candidate, os.X_OK) else None
-
-
-def glob_filter(glob: str | None, top_rel: str) -> Callable[[str], bool]:
-    """A glob without `/` is matched against the file name, one with `/` against the path from the workspace root
-    or from the searched folder; a leading `!` excludes. Raises ValueError for a malformed glob."""
-    if not glob:
-        return lambda rel: True
-    negate = glob.startswith("!")
-    matcher = compile_glob(glob.removeprefix("!"))
-    if "/" not in glob:
-        return lambda rel: bool(matcher.match(rel.rsplit("/", 1)[-1])) != negate
-    below = len(top_rel) + 1 if top_rel != "." else 0
-    return lambda rel: bool(matcher.match(rel) or matcher.match(rel[below:])) != negate
 
 
 # ---- ripgrep ---------------------------------------------------------------------------------------------------
@@ -382,14 +278,6 @@ async def _search_python(pattern: str, top: Path, glob: str | None, jail: Jail, 
     if "error" in reply:
         raise ToolFailure(reply["error"]["code"], reply["error"]["message"], reply["error"].get("suggestion"))
     return [Hit(rel, lineno, text) for rel, lineno, text in reply["hits"]]
-
-
-def line_too_long(rel: str) -> ToolFailure:
-    return ToolFailure(
-        "execution",
-        f"search stopped at a line longer than {MAX_RECORD_BYTES >> 20} MB in {rel or 'a file'}",
-        f"exclude that file with a glob such as '!{rel.rsplit('/', 1)[-1] or '*.min.js'}'",
-    )
 
 
 # ---- output ----------------------------------------------------------------------------------------------------
