@@ -11,7 +11,8 @@ import pytest
 
 from conftest import check_stream_rules
 from fake_provider import FAKE_SIGNATURE, Call, Reply, Thinking, thinking_signature
-from sunwell.agent.sessions import SessionStore, message_line
+from sunwell.agent.log_lines import message_line
+from sunwell.agent.sessions import SessionStore
 from sunwell.agent.transcript_markdown import transcript_markdown
 from sunwell.messages import (
     AssistantMessage,

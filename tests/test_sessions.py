@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from sunwell.agent.log_lines import message_line
 from sunwell.agent.sessions import (
     EventRow,
     SessionNotFound,
     SessionStore,
     SessionStoreError,
-    message_line,
     repair_history,
 )
 from sunwell.messages import (

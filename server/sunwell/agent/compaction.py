@@ -20,8 +20,8 @@ from sunwell.agent.context import (
     protected_from,
     text_tokens,
 )
+from sunwell.agent.log_lines import call_line
 from sunwell.agent.prompts import COMPACT_SYSTEM, compact_request, is_summary, summary_message
-from sunwell.agent.sessions import call_line
 from sunwell.messages import (
     AssistantMessage,
     Message,

@@ -17,8 +17,8 @@ import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sunwell.agent.log_lines import call_line
 from sunwell.agent.prompts import elided_output
-from sunwell.agent.sessions import call_line
 from sunwell.errors import SunwellError
 from sunwell.messages import (
     AssistantMessage,

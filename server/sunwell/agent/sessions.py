@@ -23,24 +23,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self, assert_never
+from typing import Any, Self
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, from_json
 
+from sunwell.agent.log_lines import message_line
 from sunwell.errors import SunwellError
 from sunwell.messages import (
     AssistantMessage,
-    AssistantPart,
     Message,
-    SystemMessage,
-    TextPart,
-    ThinkingPart,
     ToolCall,
-    ToolCallPart,
     ToolError,
     ToolResultMessage,
-    UserMessage,
 )
 from sunwell.models.encodable import encodable
 
@@ -367,48 +362,3 @@ def apply_elision(history: list[Message], outputs: dict[str, str]) -> None:
 def _interrupted(call: ToolCall) -> ToolResultMessage:
     error = ToolError(code="interrupted", message="the tool did not finish: the turn was interrupted")
     return ToolResultMessage(call_id=call.id, name=call.name, output="", ok=False, error=error)
-
-
-def call_line(call: ToolCall) -> str:
-    """`read_file(path="a.txt")`: a tool call as one line."""
-    args = ", ".join(
-        f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in call.arguments.items()
-    )
-    return _one_line(f"{call.name}({args or call.raw or ''})")
-
-
-def message_line(message: Message) -> str:
-    """A message as the one line a person reads in the log: `user: Read a.txt`, `✔ read_file 12 lines`."""
-    match message:
-        case SystemMessage():
-            return _one_line(f"{message.role}: {message.text}")
-        case UserMessage():
-            return _one_line(f"{message.role}: {message.content_for_model()}")
-        case AssistantMessage():
-            said = [_part_line(part) for part in message.parts]
-            return _one_line("assistant: " + ("; ".join(filter(None, said)) or
-                                              ("(thinking)" if message.thinking else "")))
-        case ToolResultMessage():
-            if message.error is not None:
-                return _one_line(f"✘ {message.name} {message.error.code}: {message.error.message}")
-            lines = len(message.output.splitlines())
-            return _one_line(f"✔ {message.name} {lines} line{'' if lines == 1 else 's'}")
-        case _:
-            assert_never(message)
-
-
-def _part_line(part: AssistantPart) -> str:
-    match part:
-        case TextPart():
-            return part.text
-        case ThinkingPart():
-            return ""  # said only when nothing else was
-        case ToolCallPart():
-            return call_line(part.call)
-        case _:
-            assert_never(part)
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -7,8 +7,8 @@ import time
 from collections.abc import Sequence
 from typing import assert_never
 
+from sunwell.agent.log_lines import call_line
 from sunwell.agent.prompts import SUMMARY_HEADING, is_summary
-from sunwell.agent.sessions import call_line
 from sunwell.messages import (
     AssistantMessage,
     Message,
