@@ -1,0 +1,167 @@
+"""The settings model: every key of the user and workspace config, typed, with its default (PROTOCOL.md "Config";
+README "Sessions and configuration"). Validated once, where it is loaded (config/loading.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from sunwell.vocabulary import ApprovalMode, TrustName
+
+
+class ModelOverride(BaseModel):
+    """Per-model capability overrides, keyed by the full model string or the bare model id."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    native_tools: bool | None = Field(None, alias="nativeTools")
+    emulation: Literal["json", "xml", "hermes", "llama3", "mistral", "harmony"] | None = None
+    """How tools are taught to a model without native calls: json or xml, or a family's own format."""
+    context_window: int | None = Field(None, alias="contextWindow", gt=0)
+    parallel_calls: bool | None = Field(None, alias="parallelCalls")
+    temperature: float | None = Field(None, ge=0, le=2)
+    constrained: bool | None = None
+    """Constrained decoding for emulated tool calls (models/emulation/constrained.py); on by default, a workspace may only
+    turn it off."""
+
+
+class RateLimits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tool_calls_per_min: int = 30
+    writes_per_min: int = 10
+    shell_per_min: int = 5
+    bytes_written: int = 10_000_000
+
+
+class Staging(BaseModel):
+    """What one command may change in its staging overlay before its changes are refused (tools/sandbox/effects.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_bytes: int = Field(500_000_000, ge=0)
+    max_files: int = Field(20_000, ge=0)
+
+
+class McpSandbox(BaseModel):
+    """What a sandboxed stdio MCP server may do besides reading the system and the workspace."""
+
+    model_config = ConfigDict(extra="forbid")
+    write: bool = False
+    """The workspace writable (else read-only)."""
+    network: bool = False
+
+
+class McpServerConfig(BaseModel):
+    """One MCP server (PROTOCOL.md "Config keys"): a `command` run over stdio, or a streamable HTTP `url`."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        return "off" if value is False else value
+
+    command: str | None = Field(None, min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables the server gets on top of the allowlisted environment commands get."""
+    cwd: str | None = None
+    """Where the server runs, relative to the workspace (default: the workspace)."""
+    url: str | None = Field(None, pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+    trust: TrustName | None = None
+    """The trust level its tools need; default `shell` for a command, `full` for a url."""
+    approval: Literal["ask", "auto"] = "ask"
+    tools: list[str] | None = None
+    """Allowlist of the server's tool names; None offers all."""
+    disabled_tools: list[str] = Field(default_factory=list, alias="disabledTools")
+    timeout: float = Field(60, gt=0, le=3600)
+    """Seconds one request (a start, a listing, a call) may take."""
+    sandbox: McpSandbox | Literal["off"] = Field(default_factory=McpSandbox)
+    """A command runs in bubblewrap like run_command; `off` runs it as you (user config only)."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either `command` (a stdio server) or `url` (a streamable HTTP server)")
+        return self
+
+    @property
+    def needs(self) -> TrustName:
+        return self.trust or ("shell" if self.command else "full")
+
+
+class Price(BaseModel):
+    """What a model costs, in USD per million tokens (PROTOCOL.md `prices:`), for the cost display only."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML reads a bare `off` as false
+
+    model: str | None = None
+    """Model string, `PROVIDER:MODEL` (PROTOCOL.md "Model strings")."""
+    base_url: str | None = None
+    """Endpoint of an `openai-compatible` provider."""
+    trust: TrustName = "workspace"
+    """What the model may do: discovery < read_only < workspace < shell < full."""
+    approval: ApprovalMode | None = None
+    """How risky calls are answered; unset means `ask` on a terminal, else `deny`."""
+    max_tool_turns: int = Field(50, ge=1)
+    """Bound on model round trips that use tools, per turn."""
+    dry_run: bool = False
+    data_dir: Path | None = None
+    """Sessions, audit log and checkpoints; default `$XDG_DATA_HOME/sunwell`."""
+    max_output_bytes: int = Field(100_000, ge=1_000)
+    """Cap on one tool result's output."""
+    max_tokens: int = Field(4096, ge=1)
+    ripgrep_path: str | None = None
+    approval_timeout_sec: float = Field(600, gt=0)
+    provider_attempts: int = Field(3, ge=1, le=10)
+    tool_timeout_sec: float = Field(30, gt=0)
+    """Default time limit of one tool call."""
+    blocked_paths: list[str] = Field(default_factory=list)
+    """Extra path patterns the tools may not touch (added to the built-in ones)."""
+    command_allowlist: list[str] = Field(default_factory=list)
+    sandbox: Literal["auto", "off"] = "auto"
+    """`off` runs shell commands without bubblewrap (a warning every turn)."""
+    max_command_timeout_sec: float = Field(600, gt=0, le=3600)
+    """Cap on the `timeout` a model may ask of run_command."""
+    rate_limits: RateLimits = Field(default_factory=RateLimits)
+    staging: Staging = Field(default_factory=Staging)
+    models: dict[str, ModelOverride] = Field(default_factory=dict)
+    system_prompt: str | None = None
+    """Replaces the built-in system instructions."""
+    compact_at: float = Field(0.8, gt=0, le=1)
+    """Compact when the next request (its input and the output reserved for the answer) would pass this fraction
+    of the context window: old tool results are elided first, then older turns are summarised."""
+    compaction_model: str | None = None
+    """A model string (`PROVIDER:MODEL`) that writes the summaries when history is compacted; default: the
+    session's model."""
+    env_passthrough: list[str] = Field(default_factory=list)
+    """Variables commands may see besides PATH, HOME, LANG/LC_*, TERM, USER, SHELL, TMPDIR, TZ."""
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Per million tokens, keyed by model string or model id; on top of the defaults (sunwell.agent.usage)."""
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """MCP servers whose tools become Sunwell tools named `SERVER__TOOL` (README "Tools from outside")."""
+    _ignored: list[str] = PrivateAttr(default_factory=list)
+    _proposed_mcp: dict[str, McpServerConfig] = PrivateAttr(default_factory=dict)
+
+    @property
+    def ignored_workspace_keys(self) -> list[str]:
+        """Keys the workspace config tried to set but may not (WORKSPACE_MAY_NOT_SET, or a widening value)."""
+        return self._ignored
+
+    @property
+    def proposed_mcp_servers(self) -> dict[str, McpServerConfig]:
+        """MCP servers the workspace config proposes: never merged into `mcp_servers`, started only once the user
+        approved that exact command (tools/mcp/consent.py); narrowed to the defaults (ask, sandboxed)."""
+        return self._proposed_mcp
