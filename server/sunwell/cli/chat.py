@@ -25,6 +25,7 @@ from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import DIM, RED, RESET, JsonLines, Transcript, render_markdown, visible
 from sunwell.cli.terminal_input import History, StdinLines, prompt_text, repaint_command
 from sunwell.commands_spec import parse_command
+from sunwell.errors import SetupError
 
 if TYPE_CHECKING:
     from sunwell.agent.engine import Engine
@@ -129,7 +130,6 @@ class Chat:
 
     def _handle(self, loop: asyncio.AbstractEventLoop, line: str) -> bool:
         """Run one line to its end; True when the chat is over (`::exit`)."""
-        from sunwell.agent.engine import SetupError
         from sunwell.agent.sessions import SessionStoreError
 
         presses = 0

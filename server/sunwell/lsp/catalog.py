@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
+from sunwell.errors import SetupError
 from sunwell.lsp.protocol import (
     COMMANDS,
     MODELS,
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 def setup(server: SunwellServer) -> None:
     @server.feature(TOOLS)
     async def tools(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.agent.engine import SetupError
         from sunwell.lsp.sessions import engine_or_fail
         from sunwell.tools.base import Trust
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
+from sunwell.errors import SetupError
 from sunwell.lsp.protocol import (
     SESSION,
     SESSIONS,
@@ -69,7 +70,6 @@ def setup(server: SunwellServer) -> None:
 
     @server.feature(UNDO)
     async def undo(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.agent.engine import SetupError
         from sunwell.lsp.server import RequestFailed
         from sunwell.tools.workspace.checkpoints import UndoError
 
