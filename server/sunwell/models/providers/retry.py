@@ -126,3 +126,15 @@ async def stream_with_retries(
                 await aclose()
         yield Retrying(attempt=attempt + 1, delay=delay, reason=reason)
         await sleep(delay)
+
+
+class RetryingProvider:
+    """`inner` with every request sent through `stream_with_retries`: the outermost layer of a turn's provider
+    (models/factory.py `provider_for`), so the loop only streams."""
+
+    def __init__(self, inner: Provider, *, attempts: int = 3) -> None:
+        self.inner, self.attempts = inner, attempts
+        self.name = inner.name
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        return stream_with_retries(self.inner, request, attempts=self.attempts)
