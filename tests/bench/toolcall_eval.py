@@ -8,9 +8,9 @@ pointing at its `bfcl_eval/data`). Their schemas are converted to JSON Schema (`
 `number`, `tuple` -> `array`, `any` -> no type; no parameters beyond the declared ones, as for a Python
 function) and dots in function names become `_`.
 
-`sunwell` mode offers each case's functions as tools to a real turn (`sunwell.agent.loop.Turn`) with the
-provider wrapped exactly as `Engine.tool_calling_provider` wraps it for this model, and the dry-run gate, so
-nothing runs: the first call that passes validation is the answer (the turn is stopped there). A call that fails
+`sunwell` mode offers each case's functions as tools to a real turn (`sunwell.agent.loop.Turn`), planned as the
+engine plans one (`sunwell.agent.plan.plan_turn`) and sent through the engine's provider stack for this model
+(`Engine.provider_stack`), with the dry-run gate, so nothing runs: the first call that passes validation is the answer (the turn is stopped there). A call that fails
 validation is answered with the loop's own error and the model may correct itself, for up to `--rounds` calls.
 `sunwell-free` is the same with constrained decoding turned off for the model (`constrained: false`), as the
 product runs on a server that takes no schema. `naive` mode is a client that sends the same question and tools
@@ -47,11 +47,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
 
+from sunwell.agent.compaction import Summariser
 from sunwell.agent.engine import Engine
 from sunwell.agent.gate import Gate
 from sunwell.agent.loop import Turn, TurnConfig
+from sunwell.agent.plan import plan_turn
 from sunwell.agent.turn import TurnLog
 from sunwell.config import Settings
+from sunwell.messages import UserMessage
 from sunwell.models.capabilities import capabilities_for
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.validation import coerce_arguments
@@ -299,25 +302,23 @@ class SunwellClient:
         # Assembled the way `Engine.run_turn` assembles a turn, with the case's functions as the only tools.
         engine, tools = self.engine, case.tools
         spec = engine.model_spec()
-        caps = engine.capabilities(spec)
         session = engine.open_session(None, case.question)
-        log = TurnLog(engine.store, session, sink)
+        window = await engine.context_window(spec, session)
+        jail = Jail(engine.workspace)
+        plan = await plan_turn(self.settings, spec, engine.capabilities(spec), window, tools, (Trust.read_only, None),
+                               jail=jail, lens=None, instructions=(), context=engine.live.get(session).context,
+                               text=case.question)
+        stack = engine.provider_stack(spec, session, window[0])
         config = TurnConfig(
-            provider=engine.tool_calling_provider(spec, session),
-            model=spec.model,
-            tools=tools,
-            catalogue=tools,
-            trust=Trust.read_only,
-            tool_ctx=ToolContext(jail=Jail(engine.workspace)),
-            max_tool_turns=self.settings.max_tool_turns,
-            max_tokens=self.settings.max_tokens,
-            provider_attempts=self.settings.provider_attempts,
-            system=self.settings.system_prompt,
+            plan=plan,
+            provider=stack.turn,
+            tool_ctx=ToolContext(jail=jail),
+            summariser=Summariser(stack.windowed, spec.model, plan.window, self.settings.provider_attempts),
             gate=Gate(engine.approval, dry_run=True),
-            small_model=caps.small,
-            temperature=caps.temperature,
+            max_tool_turns=self.settings.max_tool_turns,
         )
-        return await Turn(config, log, engine.store.messages(session)).run(case.question)
+        log = TurnLog(engine.store, session, sink)
+        return await Turn(config, log, engine.store.messages(session)).run(UserMessage(text=case.question))
 
 
 class NativeClient:

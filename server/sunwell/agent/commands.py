@@ -127,12 +127,13 @@ async def _focus(engine: Engine, state: ChatState, args: str) -> str:
 @command("context")
 async def _context(engine: Engine, state: ChatState, args: str) -> str:
     lens = _active_lens(engine, state, required=False)
-    offered, _, level = engine.tools(_trust(engine, state), state.tool_names, lens)
     try:
-        view = await session_view(engine, state)
-        model, window = f"`{view.model}`", describe_context(view)
+        view = await session_view(engine, state)  # the next turn's own plan: what it shows is what is sent
+        offered, level = view.plan.tools, view.plan.trust
+        model, window = f"`{view.plan.spec}`", describe_context(view)
         messages = len(view.history)
     except SetupError as exc:
+        offered, _, level = engine.tools(_trust(engine, state), state.tool_names, lens)
         model, window = f"none ({exc})", []
         messages = len(engine.store.messages(state.session)) if state.session else 0
     rows = [("model", model), ("trust", _trust_text(engine, state, level)),

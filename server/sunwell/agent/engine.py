@@ -1,7 +1,8 @@
 """The engine under every session: settings + workspace in, turns out.
 
 Front ends hand a line to a `Session` (agent/session.py), which answers `::commands` and runs turns here
-(`run_turn`); the engine holds what they share: the providers, lenses, MCP servers, the session store. Per-session
+(`run_turn`: the turn's plan, agent/plan.py, the provider stack, models/factory.py, then the loop, agent/loop.py);
+the engine holds what they share: the providers, lenses, MCP servers, the session store. Per-session
 state (allow-for-session rules, rate limits, the emulation fallback, the chat state) lives here, in `live`
 (agent/live.py), so a long-lived front end (the sidecar, `sunwell chat`) keeps it across turns and releases it when
 a session is cleared.
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sunwell.agent.context import SessionContext
 from sunwell.agent.events import DoneEvent, NoticeEvent
 from sunwell.agent.live import LiveSessions
 from sunwell.agent.mentions import Mention, mentioned_paths, read_mentions
@@ -30,8 +32,7 @@ from sunwell.messages import UserMessage
 from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
-from sunwell.models.providers.window import WindowedProvider
-from sunwell.tools.base import CommandSettings, SearchSettings, ToolContext, Trust, UndoHooks
+from sunwell.tools.base import CommandSettings, SearchSettings, Tool, ToolContext, Trust, UndoHooks
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.policy.approval import ApprovalPolicy, Asker
 from sunwell.tools.policy.environment import EnvSecrets
@@ -41,11 +42,10 @@ from sunwell.tools.workspace.jail import Jail
 
 if TYPE_CHECKING:
     from sunwell.agent.compaction import Summariser
+    from sunwell.agent.plan import Grant, TurnPlan
     from sunwell.lens.registry import LensRegistry
     from sunwell.lens.schema import Lens
-
-PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST",
-                "SUNWELL_BASE_URL", "SUNWELL_API_KEY")  # what create_provider reads
+    from sunwell.models.factory import Adapters, ProviderStack
 
 
 class Engine:
@@ -57,7 +57,7 @@ class Engine:
         self.asker = asker
         self._store: SessionStore | None = None
         self._lenses: LensRegistry | None = None
-        self._providers: dict[tuple[str | None, ...], Provider] = {}
+        self._adapters: Adapters | None = None
         self.windows = ServerWindows()
         self.approval = ApprovalPolicy(mode=settings.approval or "deny", ask=asker,
                                        timeout=settings.approval_timeout_sec)
@@ -128,21 +128,25 @@ class Engine:
             raise SetupError(str(exc)) from None
 
     def provider(self, spec: ModelSpec) -> Provider:
-        """The SDK adapter for `spec`, made once per endpoint and key: an SDK client holds a connection pool and
-        an SSL context (megabytes each), so one per turn made a long-lived sidecar grow with every turn. The
-        adapters, and all they import, are imported here: the sidecar's start does not need them."""
-        from sunwell.models.factory import create_provider
+        """The SDK adapter for `spec`, made once per endpoint and key (models/factory.py `Adapters`). The adapters,
+        and all they import, are imported here: the sidecar's start does not need them."""
+        from sunwell.models.factory import Adapters
 
-        key = self._provider_key(spec)
-        if key not in self._providers:
-            try:
-                self._providers[key] = create_provider(spec, base_url=self.settings.base_url)
-            except ValueError as exc:
-                raise SetupError(str(exc)) from None
-        return self._providers[key]
+        self._adapters = self._adapters or Adapters()
+        try:
+            return self._adapters.get(spec, self.settings.base_url)
+        except ValueError as exc:
+            raise SetupError(str(exc)) from None
 
-    def _provider_key(self, spec: ModelSpec) -> tuple[str | None, ...]:
-        return (spec.provider, self.settings.base_url, *(os.environ.get(name) for name in PROVIDER_ENV))
+    def provider_stack(self, spec: ModelSpec, session: str, window: int) -> ProviderStack:
+        """What a turn of `session` streams from (models/factory.py `provider_for`); a server that refuses native
+        tools is remembered for the session."""
+        from sunwell.models.factory import provider_for
+
+        live = self.live.get(session)
+        return provider_for(spec, self.capabilities(spec), adapter=self.provider(spec), window=window,
+                            estimate=calibrated_estimate(live.context), attempts=self.settings.provider_attempts,
+                            emulating=live.emulating, on_fallback=lambda: setattr(live, "emulating", True))
 
     def capabilities(self, spec: ModelSpec) -> Capabilities:
         overrides = {key: value.model_dump(exclude_none=True) for key, value in self.settings.models.items()}
@@ -164,31 +168,12 @@ class Engine:
     def endpoint(self, spec: ModelSpec, *, made_only: bool = False) -> str | None:
         """The endpoint `spec`'s requests go to; with `made_only`, only if its adapter exists (importing an SDK
         to make one takes a second)."""
-        if made_only and self._provider_key(spec) not in self._providers:
+        if made_only and not (self._adapters and self._adapters.made(spec, self.settings.base_url)):
             return None
         try:
             return getattr(self.provider(spec), "base_url", None)
         except SetupError:  # no endpoint configured: nothing to ask
             return None
-
-    def tool_calling_provider(self, spec: ModelSpec, session: str, inner: Provider | None = None,
-                              window: int | None = None) -> Provider:
-        """The provider wrapped for how this model calls tools: native, recovered from text, or emulated."""
-        from sunwell.models.emulation.provider import EmulatedProvider, RecoveringProvider
-        from sunwell.models.providers.fallback import ToolFallbackProvider
-
-        inner = inner or self.provider(spec)
-        caps = self.capabilities(spec)
-        window = window or caps.context_window
-        emulated = EmulatedProvider(inner, style=caps.emulation, compact=caps.small or window <= 8192,
-                                    parallel=caps.parallel_calls, constrained=caps.constrained)
-        live = self.live.get(session)
-        if not caps.native_tools or live.emulating:
-            return emulated
-        native = RecoveringProvider(inner) if caps.recover_text_calls else inner
-        if spec.provider in LOCAL_PROVIDERS:
-            return ToolFallbackProvider(native, emulated, on_fallback=lambda: setattr(live, "emulating", True))
-        return native
 
     def open_session(self, session: str | None, title: str) -> str:
         if session is None:
@@ -227,15 +212,36 @@ class Engine:
             raise SetupError(f"session {session} belongs to the workspace {home}: run undo there")
         return checkpoints.undo(session, self.workspace, self.jail(), force=force)
 
-    def tools(self, trust: Trust, names: Sequence[str] | None = None, lens: Lens | None = None):
-        """(offered tools, catalogue, effective trust): a lens can only narrow what the user granted."""
-        from sunwell.agent.skills import skill_tools
+    def grant(self, trust: Trust, names: Sequence[str] | None, lens: Lens | None) -> Grant:
+        """The trust level and tools a turn gets: what the user granted, which a lens can only narrow."""
         from sunwell.lens.registry import narrow
-        from sunwell.tools.registry import CORE_TOOLS, select_tools
 
-        catalogue = [*CORE_TOOLS, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []), *self.mcp.tools()]
-        trust, allowed = narrow(lens.tool_policy if lens else None, trust, names)
-        return select_tools(catalogue, trust, None if allowed is None else sorted(allowed)), catalogue, trust
+        return narrow(lens.tool_policy if lens else None, trust, names)
+
+    def catalogue(self, lens: Lens | None) -> list[Tool]:
+        """Every tool known now: the core tools, the lens' skills, the tools of the MCP servers started."""
+        from sunwell.agent.skills import skill_tools
+        from sunwell.tools.registry import CORE_TOOLS
+
+        return [*CORE_TOOLS, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []), *self.mcp.tools()]
+
+    def tools(self, trust: Trust, names: Sequence[str] | None = None,
+              lens: Lens | None = None) -> tuple[list[Tool], list[Tool], Trust]:
+        """(offered tools, catalogue, effective trust), as a turn's plan offers them."""
+        from sunwell.agent.plan import offered_tools
+
+        grant, catalogue = self.grant(trust, names, lens), self.catalogue(lens)
+        return offered_tools(catalogue, grant), catalogue, grant[0]
+
+    async def plan(self, spec: ModelSpec, session: str | None, lens: Lens | None, grant: Grant,
+                   instructions: Sequence[str], *, text: str = "", window: tuple[int, str] | None = None) -> TurnPlan:
+        """The plan of `session`'s next turn (agent/plan.py): `run_turn`'s, and `::context`'s for its figures."""
+        from sunwell.agent.plan import plan_turn
+
+        window = window or await self.context_window(spec, session)
+        context = self.live.get(session).context if session else SessionContext()
+        return await plan_turn(self.settings, spec, self.capabilities(spec), window, self.catalogue(lens), grant,
+                               jail=self.jail(lens), lens=lens, instructions=instructions, context=context, text=text)
 
     async def run_turn(self, text: str, sink: Sink, *, session: str | None = None, model: str | None = None,
                        trust: str | None = None, tool_names: Sequence[str] | None = None,
@@ -248,83 +254,64 @@ class Engine:
         from sunwell.agent.compaction import Summariser
         from sunwell.agent.gate import Gate
         from sunwell.agent.loop import Turn, TurnConfig
-        from sunwell.lens.registry import narrow
-        from sunwell.models.fitting import fit_tools
-        from sunwell.tools.handlers.shell import sandbox_warning
         from sunwell.tools.policy.audit import AuditLog
 
         spec = self.model_spec(model)
-        inner = self.provider(spec)  # a missing key or bad endpoint is a setup error, before any session exists
+        self.provider(spec)  # a missing key or bad endpoint is a setup error, before any session exists
         active_lens = self.lens(lens) if lens else None
-        tools, catalogue, level = self.tools(Trust[trust or self.settings.trust], tool_names, active_lens)
+        grant = self.grant(Trust[trust or self.settings.trust], tool_names, active_lens)
         session = self.open_session(session, text)
         live = self.live.get(session)
-        window, window_source = await self.context_window(spec, session)
-        windowed = WindowedProvider(inner, window, calibrated_estimate(live.context))
-        provider = self.tool_calling_provider(spec, session, windowed, window)
+        window = await self.context_window(spec, session)
+        stack = self.provider_stack(spec, session, window[0])
 
         def learned(size: int) -> None:  # a refusal taught the window: this session keeps it
-            live.window, live.window_model, windowed.window = size, str(spec), size
+            live.window, live.window_model, stack.windowed.window = size, str(spec), size
 
-        history = self.store.messages(session)
-        secrets = EnvSecrets(os.environ, self.settings.env_passthrough)
-        log = TurnLog(self.store, session, sink, secrets=secrets)
-        ctx = self._tool_context(session, log.turn, level, active_lens, provider, spec.model)
+        log = TurnLog(self.store, session, sink, secrets=EnvSecrets(os.environ, self.settings.env_passthrough))
+        ctx = self._tool_context(session, log, grant[0], active_lens, stack.calls, spec.model)
         found = [*mentions, *(mentioned_paths(text, ctx.jail) if mentions_in_text else [])]
-        line = UserMessage(text=text, attachments=read_mentions(found, ctx.jail, window))
-        ctx.secrets = secrets
-        ctx.notify = lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message))
-        warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in tools) else None
-        notices = [NoticeEvent(level="warning", code="sandbox_off", message=warning)] if warning else []
+        line = UserMessage(text=text, attachments=read_mentions(found, ctx.jail, window[0]))
+        said: list[NoticeEvent] = []  # by MCP servers starting: shown when the turn starts
         if self.mcp.servers:  # started lazily, once a turn may use their tools: then their tools join the catalogue
-            await self.mcp.start(level, narrow(active_lens.tool_policy if active_lens else None, level, tool_names)[1],
-                                 lambda lv, code, text: notices.append(NoticeEvent(level=lv, code=code, message=text)),
+            await self.mcp.start(*grant, lambda level, code, message: said.append(NoticeEvent(
+                                     level=level, code=code, message=message)),
                                  ask=self.approval.ask if self.approval.mode == "ask" else None,
                                  ask_timeout=self.settings.approval_timeout_sec, session=session, turn=log.turn)
-            tools, catalogue, level = self.tools(Trust[trust or self.settings.trust], tool_names, active_lens)
-        if active_lens and active_lens.tool_policy and active_lens.tool_policy.command_allowlist:
+        plan = await self.plan(spec, session, active_lens, grant, instructions, text=line.content_for_model(),
+                               window=window)
+        own = Summariser(stack.windowed, spec.model, plan.window, self.settings.provider_attempts, live.context)
+        config = TurnConfig(
+            plan=plan, provider=stack.turn, tool_ctx=ctx, summariser=await self.summariser(session, own),
+            gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session, active_lens)),
+            audit=AuditLog(self.data_dir, passthrough=self.settings.env_passthrough),
+            notices=self._first_notices(plan, ctx, active_lens, said), max_tool_turns=self.settings.max_tool_turns,
+            on_window_learned=learned)
+        return await Turn(config, log, self.store.messages(session)).run(line)
+
+    def _first_notices(self, plan: TurnPlan, ctx: ToolContext, lens: Lens | None,
+                       servers: list[NoticeEvent]) -> list[NoticeEvent]:
+        """What a turn says before anything else: commands unsandboxed, what the MCP servers said on starting,
+        settings a lens or the workspace may not widen, tools fitted to the window."""
+        from sunwell.tools.handlers.shell import sandbox_warning
+
+        warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in plan.tools) else None
+        notices = [NoticeEvent(level="warning", code="sandbox_off", message=warning)] if warning else []
+        notices += servers
+        if lens and lens.tool_policy and lens.tool_policy.command_allowlist:
             notices.append(NoticeEvent(level="warning", code="workspace_config_ignored",
-                                       message=f"the lens {active_lens.name} may only narrow what you allowed; "
+                                       message=f"the lens {lens.name} may only narrow what you allowed; "
                                                "ignored: tool_policy.command_allowlist"))
         if ignored := self.settings.ignored_workspace_keys:
             notices.append(NoticeEvent(level="warning", code="workspace_config_ignored",
                                        message=f"the workspace config (.sunwell/config.yaml) may only narrow what you "
                                                f"allowed; ignored: {', '.join(ignored)}. Set these in your user "
                                                f"config ({user_config_path()}), on the command line or in VS Code."))
-        caps = self.capabilities(spec)
-        specs, fitted = fit_tools([t.spec for t in tools], context_window=window, user_text=line.content_for_model())
-        if fitted:
+        if plan.fitted:
             notices.append(NoticeEvent(level="info", code="tools_fitted",
-                                       message=f"tool definitions fitted to the {window}-token "
-                                               f"context window: {'; '.join(fitted)}"))
-        config = TurnConfig(
-            provider=provider,
-            model=spec.model,
-            tools=tools,
-            specs=specs,
-            catalogue=catalogue,
-            trust=level,
-            tool_ctx=ctx,
-            max_tool_turns=self.settings.max_tool_turns,
-            max_tokens=self.settings.max_tokens,
-            provider_attempts=self.settings.provider_attempts,
-            system=self.settings.system_prompt,
-            extra_instructions=[*([active_lens.instructions] if active_lens and active_lens.instructions else []),
-                                *instructions],
-            gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session, active_lens)),
-            audit=AuditLog(self.data_dir, passthrough=self.settings.env_passthrough),
-            turn_notices=notices,
-            small_model=caps.small,
-            temperature=caps.temperature,
-            context_window=window,
-            window_source=window_source,
-            on_window_learned=learned,
-            compact_at=self.settings.compact_at,
-            compaction=await self.summariser(session, Summariser(windowed, spec.model, window,
-                                                                 self.settings.provider_attempts, live.context)),
-            context=live.context,
-        )
-        return await Turn(config, log, history).run(line)
+                                       message=f"tool definitions fitted to the {plan.window}-token "
+                                               f"context window: {'; '.join(plan.fitted)}"))
+        return notices
 
     async def aclose(self) -> None:
         """Stop what the engine started (MCP servers); front ends call it before their event loop ends."""
@@ -351,9 +338,10 @@ class Engine:
         return usage.with_limits(stricter(self.settings.rate_limits, lens.tool_policy.rate_limits
                                           if lens and lens.tool_policy else None))
 
-    def _tool_context(self, session: str, turn: str, trust: Trust, lens: Lens | None, provider: Provider,
+    def _tool_context(self, session: str, log: TurnLog, trust: Trust, lens: Lens | None, provider: Provider,
                       model: str) -> ToolContext:
-        checkpoints = self.checkpoints
+        checkpoints, turn = self.checkpoints, log.turn
+
         async def complete(system: str, user: str) -> str:
             return await complete_text(provider, model, system, user, self.settings.max_tokens)
 
@@ -377,6 +365,8 @@ class Engine:
                 before_changes=lambda files: checkpoints.save_changes(session, turn, files),
             ),
             complete=complete,
+            secrets=log.secrets,
+            notify=lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message)),
         )
 
 

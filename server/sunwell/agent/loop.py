@@ -1,7 +1,9 @@
 """The tool loop: stream a response, have its calls run, feed the results back, until the model answers.
 
-The calls are run by the orchestrator (agent/orchestrator.py); what the turn remembers of them to nudge a model
-going round in circles is agent/call_memory.py. Every failure of a call is data the model reads; provider faults
+What every request carries (tools, system prompt, window, budget) was decided before the turn, in its plan
+(agent/plan.py); the provider it streams from retries, emulates and watches the window on its own
+(models/factory.py `provider_for`). The calls are run by the orchestrator (agent/orchestrator.py); what the turn
+remembers of them to nudge a model going round in circles is agent/call_memory.py. Every failure of a call is data the model reads; provider faults
 end the turn with status `error`; cancellation ends it with status `cancelled`. Every request is fitted to the
 context window first (agent/context_keeper.py); a refusal for length corrects the window and is retried once, made
 smaller, never blindly. Whatever happens, the turn emits exactly one `done`, last, and leaves the session valid for
@@ -18,7 +20,7 @@ from typing import Any
 
 from sunwell.agent.call_memory import CallMemory, LoopGuardTripped
 from sunwell.agent.compaction import Summariser
-from sunwell.agent.context import BYTES_PER_TOKEN, PROJECT_MAX_TOKENS, Budget, ContextFull, SessionContext
+from sunwell.agent.context import ContextFull
 from sunwell.agent.context_keeper import ContextKeeper
 from sunwell.agent.events import (
     DoneEvent,
@@ -32,15 +34,8 @@ from sunwell.agent.events import (
 )
 from sunwell.agent.gate import Gate
 from sunwell.agent.orchestrator import Orchestrator
-from sunwell.agent.prompts import (
-    ANSWER_FROM_RESULTS,
-    LIMIT_REACHED,
-    answer_from_results,
-    named_files,
-    project_instructions,
-    system_prompt,
-    workspace_files,
-)
+from sunwell.agent.plan import TurnPlan
+from sunwell.agent.prompts import ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results
 from sunwell.agent.turn import TurnLog
 from sunwell.messages import (
     AssistantMessage,
@@ -59,55 +54,31 @@ from sunwell.messages import (
 from sunwell.models import base as stream
 from sunwell.models.arguments import parse_arguments
 from sunwell.models.base import ContextOverflow, ModelRequest, Provider, ProviderError
-from sunwell.models.providers.retry import stream_with_retries
-from sunwell.tools.base import Tool, ToolContext, Trust
+from sunwell.tools.base import ToolContext
 from sunwell.tools.executor import failed
 from sunwell.tools.validation import coerce_arguments
 from sunwell.vocabulary import canonical_tool_name
 
 
-@dataclass
+@dataclass(frozen=True)
 class TurnConfig:
     """Everything one turn needs besides the conversation."""
 
+    plan: TurnPlan
     provider: Provider
-    model: str
-    tools: Sequence[Tool]
-    """Offered this turn (already filtered by trust and lens)."""
+    """The whole stack (models/factory.py `provider_for`): retries, tool calling, the window."""
     tool_ctx: ToolContext
-    specs: Sequence[ToolSpec] | None = None
-    """What the model is shown of `tools` when not their full specs (fitted to a small context window); calls are
-    still validated against, and may use, the full tools."""
-    trust: Trust = Trust.workspace
-    catalogue: Sequence[Tool] = ()
-    """Every tool Sunwell knows, so a call above the trust level is `permission`, not `unknown_tool`."""
-    max_tool_turns: int = 50
-    max_tokens: int = 4096
-    provider_attempts: int = 3
-    system: str | None = None
-    extra_instructions: list[str] = field(default_factory=list)
+    summariser: Summariser
+    """Who summarises when history is compacted: this turn's model, or `compaction_model`."""
     gate: Gate | None = None
     """Dry run, rate limits and approvals; None runs valid calls directly (read-only tools only)."""
     audit: Any = None
     """A sunwell.tools.policy.audit.AuditLog, or None."""
-    small_model: bool = False
-    """Small models get the answer-now nudges (they tend to keep calling tools after they have the answer)."""
-    temperature: float | None = None
-    """Sent with every request; None leaves the server's default."""
-    turn_notices: list[NoticeEvent] = field(default_factory=list)
+    notices: Sequence[NoticeEvent] = ()
     """Shown once at the start of the turn (e.g. shell running without a sandbox, tools fitted to the window)."""
-    context_window: int = 128_000
-    """The model's context window in tokens: every request is fitted to it."""
-    window_source: str = "registry"
-    """Where `context_window` came from: "config", "server (…)", "registry", "refusal"."""
+    max_tool_turns: int = 50
     on_window_learned: Callable[[int], None] | None = None
     """Called with the corrected window when a length refusal teaches it (the engine keeps it for the session)."""
-    compact_at: float = 0.8
-    """Make room when the next request would pass this fraction of the window (config `compact_at`)."""
-    compaction: Summariser | None = None
-    """Who summarises when history is compacted (config `compaction_model`); None: this turn's provider and model."""
-    context: SessionContext = field(default_factory=SessionContext)
-    """The session's calibration of the token estimate (LiveSession.context), kept across turns."""
 
 
 @dataclass
@@ -147,18 +118,17 @@ class Turn:
         self.tool_calls = 0
         self._unanswered: dict[str, ToolCall] = {}
         self._request = ""
-        self.memory = CallMemory(log, config.small_model)
-        budget = Budget(config.context_window, config.max_tokens, config.compact_at, config.context)
-        summariser = config.compaction or Summariser(config.provider, config.model, config.context_window,
-                                                     config.provider_attempts, config.context)
-        self.keeper = ContextKeeper(budget, config.window_source, summariser, log, history, config.on_window_learned)
-        self.calls = Orchestrator(config.tools, config.catalogue, config.trust, config.tool_ctx, log, config.gate,
+        plan = self.plan = config.plan
+        self.memory = CallMemory(log, plan.capabilities.small)
+        self.keeper = ContextKeeper(plan.budget, plan.window_source, config.summariser, log, history,
+                                    config.on_window_learned)
+        self.calls = Orchestrator(plan.tools, plan.catalogue, plan.trust, config.tool_ctx, log, config.gate,
                                   config.audit, self.memory)
 
     async def run(self, message: UserMessage) -> DoneEvent:
         self._request = message.content_for_model()
         self._add(message)
-        for notice in self.config.turn_notices:
+        for notice in self.config.notices:
             self.log.emit(notice)
         try:
             status = await self._loop()
@@ -174,25 +144,11 @@ class Turn:
             return self._done("cancelled")
 
     async def _loop(self) -> str:
-        cfg = self.config
-        root = cfg.tool_ctx.jail.root
-        files = named = None
-        if cfg.small_model:
-            files = await asyncio.to_thread(workspace_files, cfg.tool_ctx.jail)
-            named = await asyncio.to_thread(named_files, cfg.tool_ctx.jail, self._request)
-        # AGENTS.md and .sunwell/instructions.md, read again every turn: words for the model, never settings
-        budget = int(min(PROJECT_MAX_TOKENS, cfg.context_window // 10) * BYTES_PER_TOKEN)
-        project, _ = await asyncio.to_thread(project_instructions, cfg.tool_ctx.jail, budget)
-        tools = list(cfg.specs) if cfg.specs is not None else [tool.spec for tool in cfg.tools]
-        if cfg.system:
-            system = "\n\n".join([cfg.system, *project])
-        else:
-            reader = "read_file" if any(t.name == "read_file" for t in tools) else None
-            system = system_prompt(root, [*project, *cfg.extra_instructions], cfg.small_model, files, named, reader)
+        cfg, system, tools, small = self.config, self.plan.system, self.plan.specs, self.plan.capabilities.small
         for round_no in range(cfg.max_tool_turns + 1):
             limit = round_no == cfg.max_tool_turns
             final = limit or self.memory.answer_now
-            if final and cfg.small_model and self.memory.ran:
+            if final and small and self.memory.ran:
                 response = await self._send(self._answer_request, system, tools)
             else:
                 if limit:
@@ -202,7 +158,7 @@ class Turn:
             parts = [(ToolCallPart(call=self._repair(p.call)) if isinstance(p, ToolCallPart) else p)
                      for p in response.parts if not (final and isinstance(p, ToolCallPart))]
             calls = [part.call for part in parts if isinstance(part, ToolCallPart)]
-            if not (calls or final or response.text.strip()) and cfg.small_model and self.memory.ran:
+            if not (calls or final or response.text.strip()) and small and self.memory.ran:
                 self.memory.enough("the model answered nothing")  # and the empty answer is not kept
                 self.keeper.measured(response.request, response.usage, response.parts)
                 continue
@@ -222,9 +178,9 @@ class Turn:
 
     def _history_request(self, system: str, tools: list[ToolSpec], final: bool) -> ModelRequest:
         """The next request: the history as it is now (after any room was made), the answer's reserve."""
-        return ModelRequest(model=self.config.model, system=system, messages=list(self.history), tools=tools,
+        return ModelRequest(model=self.plan.spec.model, system=system, messages=list(self.history), tools=tools,
                             tool_choice="none" if final else "auto", max_tokens=self.keeper.budget.reserve,
-                            temperature=self.config.temperature)
+                            temperature=self.plan.capabilities.temperature)
 
     async def _send(self, build: Callable[[], ModelRequest], system: str, tools: list[ToolSpec]) -> _Response:
         """Make room, then send the request `build` makes. A refusal for length is retried once, smaller, with the
@@ -249,7 +205,7 @@ class Turn:
     async def _stream(self, request: ModelRequest) -> _Response:
         out = _Response()
         emit = self.log.emit
-        async for ev in stream_with_retries(self.config.provider, request, attempts=self.config.provider_attempts):
+        async for ev in self.config.provider.stream(request):
             match ev:
                 case stream.TextDelta(text=delta):
                     out.add_text(delta)
@@ -296,7 +252,7 @@ class Turn:
         The `toolCall` event showed the call as the model made it; the history and the session keep the fixed one.
         """
         if self.calls.offered(call.name) is None:
-            name = canonical_tool_name(call.name, [t.name for t in self.config.tools])
+            name = canonical_tool_name(call.name, [t.name for t in self.plan.tools])
             if name is not None:
                 self.log.emit(NoticeEvent(level="info", code="repaired_tool_name",
                                           message=f"ran {name} for the call to '{call.name}'"))
@@ -315,9 +271,9 @@ class Turn:
         """A small model's last request: the turn's results in one message, no tools (see ANSWER_FROM_RESULTS)."""
         results = self.memory.results_for_answer()
         budget = min(8000, self.keeper.answer_chars(ANSWER_FROM_RESULTS + self._request))
-        return ModelRequest(model=self.config.model, system=ANSWER_FROM_RESULTS, tool_choice="none",
+        return ModelRequest(model=self.plan.spec.model, system=ANSWER_FROM_RESULTS, tool_choice="none",
                             messages=[UserMessage(text=answer_from_results(self._request, results, budget))],
-                            max_tokens=self.keeper.budget.reserve, temperature=self.config.temperature)
+                            max_tokens=self.keeper.budget.reserve, temperature=self.plan.capabilities.temperature)
 
     def _add(self, message: Message) -> None:
         self.history.append(message)

@@ -1,0 +1,108 @@
+"""One turn's plan: what every request of the turn carries, decided once, before the first request.
+
+The tools (allowed by trust, narrowed by the lens and the user's tool list, fitted to the window), the window and
+where it came from, the system prompt (Sunwell's words or the configured prompt; AGENTS.md and
+.sunwell/instructions.md within their budget; the lens' and `::focus`'s instructions; for a small model the hints
+and the workspace's files) and the budget requests are fitted to. `Engine.run_turn` makes one and the loop sends
+it; `::context` makes the very same one (`Engine.plan`) for its figures, so what it shows is what is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sunwell.agent.context import BYTES_PER_TOKEN, PROJECT_MAX_TOKENS, Budget, SessionContext
+from sunwell.agent.prompts import (
+    LoadedInstructions,
+    named_files,
+    project_instructions,
+    system_prompt,
+    workspace_files,
+)
+from sunwell.config import Settings
+from sunwell.messages import ToolSpec
+from sunwell.model_strings import ModelSpec
+from sunwell.models.capabilities import Capabilities
+from sunwell.models.fitting import fit_tools
+from sunwell.tools.base import Tool, Trust
+from sunwell.tools.registry import select_tools
+from sunwell.tools.workspace.jail import Jail
+
+if TYPE_CHECKING:
+    from sunwell.lens.schema import Lens
+
+Grant = tuple[Trust, Collection[str] | None]
+"""The trust level a turn runs at and the tools it may use (None: all that level allows): what the user granted,
+narrowed by the lens (`Engine.grant`)."""
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    spec: ModelSpec
+    trust: Trust
+    """The user's trust level, narrowed by the lens."""
+    tools: tuple[Tool, ...]
+    """Offered this turn: allowed at `trust`, by the lens and by the user's tool list."""
+    catalogue: tuple[Tool, ...]
+    """Every tool Sunwell knows, so that a call above the trust level is `permission`, not `unknown_tool`."""
+    specs: list[ToolSpec]
+    """What the model is shown of `tools`, fitted to a small window (calls are still validated against, and may
+    use, the full tools). One list for the whole turn: the context keeper counts it once, by identity."""
+    fitted: tuple[str, ...]
+    """What fitting gave up, one note per kind of trimming (the `tools_fitted` notice)."""
+    system: str
+    loaded: tuple[LoadedInstructions, ...]
+    """The project instructions read into `system`."""
+    budget: Budget
+    """The window (a refusal for length corrects it mid-turn), the answer's reserve, `compact_at` and the session's
+    calibration of the estimate."""
+    window_source: str
+    """Where the window came from: "config", "server (…)", "registry", "refusal"."""
+    capabilities: Capabilities
+    """`small`: the small-model hints are in `system` and the loop nudges the model to answer; `temperature` goes
+    with every request."""
+
+    @property
+    def window(self) -> int:
+        return self.budget.window
+
+
+def offered_tools(catalogue: Sequence[Tool], grant: Grant) -> list[Tool]:
+    """The tools of `catalogue` a turn with `grant` is offered."""
+    trust, allowed = grant
+    return select_tools(catalogue, trust, None if allowed is None else sorted(allowed))
+
+
+async def plan_turn(settings: Settings, spec: ModelSpec, capabilities: Capabilities, window: tuple[int, str],
+                    catalogue: Sequence[Tool], grant: Grant, *, jail: Jail, lens: Lens | None,
+                    instructions: Sequence[str], context: SessionContext, text: str = "") -> TurnPlan:
+    """The plan of a turn of `spec` for the user's line `text` (as the model reads it, attachments included; ""
+    for `::context`, which has no line yet): `window` is (tokens, source) as `Engine.context_window` gives it,
+    `catalogue` every tool known, `jail` the turn's (the lens' blocked paths added), `context` the session's."""
+    size, source = window
+    tools = offered_tools(catalogue, grant)
+    # the user's words decide which tools keep their detail longest when they must be trimmed
+    specs, fitted = fit_tools([tool.spec for tool in tools], context_window=size, user_text=text)
+    lens_words = [lens.instructions] if lens and lens.instructions else []
+    system, loaded = await asyncio.to_thread(_system, settings.system_prompt, jail, [*lens_words, *instructions],
+                                             capabilities.small, size, specs, text)
+    return TurnPlan(spec=spec, trust=grant[0], tools=tuple(tools), catalogue=tuple(catalogue), specs=specs,
+                    fitted=tuple(fitted), system=system, loaded=tuple(loaded),
+                    budget=Budget(size, settings.max_tokens, settings.compact_at, context), window_source=source,
+                    capabilities=capabilities)
+
+
+def _system(configured: str | None, jail: Jail, extra: list[str], small: bool, window: int,
+            specs: Sequence[ToolSpec], text: str) -> tuple[str, list[LoadedInstructions]]:
+    """The system prompt and the project instructions in it. They are read from disk for every plan: they are
+    words for the model, never settings, and may have changed since the last turn."""
+    project, loaded = project_instructions(jail, int(min(PROJECT_MAX_TOKENS, window // 10) * BYTES_PER_TOKEN))
+    if configured:  # the user's own prompt replaces Sunwell's words, the lens' and the focus' too
+        return "\n\n".join([configured, *project]), loaded
+    files = workspace_files(jail) if small else None
+    named = named_files(jail, text) if small else None
+    reader = "read_file" if any(spec.name == "read_file" for spec in specs) else None
+    return system_prompt(jail.root, [*project, *extra], small, files, named, reader), loaded
