@@ -29,6 +29,7 @@ SOURCES: list[tuple[str, str]] = [
     ("sunwell.vocabulary", "Decision"),
     ("sunwell.vocabulary", "DecidedBy"),
     ("sunwell.vocabulary", "ErrorCode"),
+    ("sunwell.vocabulary", "NoticeCode"),
     ("sunwell.vocabulary", "Risk"),
     ("sunwell.vocabulary", "TurnStatus"),
     ("sunwell.vocabulary", "NoticeLevel"),

@@ -7,6 +7,7 @@ the two modules together, it only hides it, and a type-only import is a dependen
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,17 @@ def test_the_checker_sees_an_argument_named(tmp_path):
     source.write_text('def f(call):\n    """The path."""\n    return call.arguments.get("path"), call.arguments["new_text"], '
                       'f"{call.name} content"\n')
     assert named_arguments(source, argument_names()) == ["line 3: 'path'", "line 3: 'new_text'"]
+
+
+def test_every_code_the_engine_writes_is_in_the_vocabulary():
+    """A notice or error code is a word of the vocabulary (pydantic refuses any other where an event is made): every
+    literal code in the package, including those of paths the suite may not reach, is declared there."""
+    from typing import get_args
+
+    from sunwell.vocabulary import ErrorCode, NoticeCode
+
+    known = set(get_args(ErrorCode)) | set(get_args(NoticeCode))
+    pattern = re.compile(r'code="(\w+)"|ToolFailure\(\s*"(\w+)"|notify\("\w+", "(\w+)"|_NOTICE = "(\w+)"')
+    used = {next(g for g in m.groups() if g) for path in PACKAGE.rglob("*.py")
+            for m in pattern.finditer(path.read_text(encoding="utf-8"))}
+    assert len(used) > 25 and sorted(used - known) == []

@@ -31,6 +31,28 @@ export type Event =
   | ContextUsageEvent
   | DoneEvent;
 export type Message = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage;
+export type NoticeCode =
+  | 'provider_retry'
+  | 'context_overflow'
+  | 'compacted'
+  | 'workspace_config_ignored'
+  | 'mcp_server'
+  | 'result_cut'
+  | 'tools_fitted'
+  | 'sandbox_off'
+  | 'effects_unavailable'
+  | 'loop_guard'
+  | 'empty_answer'
+  | 'answer_from_results'
+  | 'repeated_call'
+  | 'repaired_arguments'
+  | 'repaired_tool_name'
+  | 'coerced_arguments'
+  | 'emulation_fallback'
+  | 'constrained_decoding_refused'
+  | 'tool_call_from_text'
+  | 'tool_call_repaired'
+  | 'tool_call_cut_off';
 export type NoticeLevel = 'info' | 'warning' | 'error';
 export type Preview = DiffPreview | CommandPreview | EffectsPreview | ToolPreview;
 export type Risk = 'write' | 'shell' | 'network' | 'mcp';
@@ -79,6 +101,7 @@ export interface SunwellProtocol {
   Message?: Message;
   ModelInfo?: ModelInfo;
   ModelsResult?: ModelsResult;
+  NoticeCode?: NoticeCode;
   NoticeLevel?: NoticeLevel;
   Params?: Params;
   Preview?: Preview;
@@ -299,7 +322,28 @@ export interface NoticeEvent {
   seq: number;
   type: 'notice';
   level: 'info' | 'warning' | 'error';
-  code: string;
+  code:
+    | 'provider_retry'
+    | 'context_overflow'
+    | 'compacted'
+    | 'workspace_config_ignored'
+    | 'mcp_server'
+    | 'result_cut'
+    | 'tools_fitted'
+    | 'sandbox_off'
+    | 'effects_unavailable'
+    | 'loop_guard'
+    | 'empty_answer'
+    | 'answer_from_results'
+    | 'repeated_call'
+    | 'repaired_arguments'
+    | 'repaired_tool_name'
+    | 'coerced_arguments'
+    | 'emulation_fallback'
+    | 'constrained_decoding_refused'
+    | 'tool_call_from_text'
+    | 'tool_call_repaired'
+    | 'tool_call_cut_off';
   message: string;
 }
 export interface CommandOutputEvent {
@@ -582,6 +626,7 @@ export const Vocabulary = {
   DecidedBy: ['user', 'policy'] as readonly DecidedBy[],
   Decision: ['allow', 'deny', 'allowSession'] as readonly Decision[],
   ErrorCode: ['validation', 'unknown_tool', 'permission', 'not_found', 'unsupported', 'denied', 'dry_run', 'timeout', 'rate_limit', 'execution', 'network', 'interrupted'] as readonly ErrorCode[],
+  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off'] as readonly NoticeCode[],
   NoticeLevel: ['info', 'warning', 'error'] as readonly NoticeLevel[],
   Risk: ['write', 'shell', 'network', 'mcp'] as readonly Risk[],
   TrustName: ['discovery', 'read_only', 'workspace', 'shell', 'full'] as readonly TrustName[],

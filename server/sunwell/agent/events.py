@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from sunwell.messages import ToolError, Usage, WireModel
+from sunwell.vocabulary import NoticeCode
 
 
 class _Event(WireModel):
@@ -65,7 +66,7 @@ class ToolResultEvent(_Event):
 class NoticeEvent(_Event):
     type: Literal["notice"] = "notice"
     level: Literal["info", "warning", "error"]
-    code: str
+    code: NoticeCode
     message: str
 
 

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 
 from sunwell.messages import Message, ToolSpec, Usage
 from sunwell.models.encodable import encodable
+from sunwell.vocabulary import NoticeCode
 
 ToolChoice = Literal["auto", "none", "required"] | str
 """`auto`, `none`, `required`, or the name of the one tool the model must call."""
@@ -92,7 +93,7 @@ class Retrying(_ModelOutput):
 class Notice(_ModelOutput):
     """Something the user should know about the stream (a repaired call, an emulation fallback…)."""
 
-    code: str
+    code: NoticeCode
     message: str
     level: Literal["info", "warning", "error"] = "info"
 
