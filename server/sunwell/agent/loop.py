@@ -3,11 +3,11 @@
 What every request carries (tools, system prompt, window, budget) was decided before the turn, in its plan
 (agent/plan.py); the provider it streams from retries, emulates and watches the window on its own
 (models/factory.py `provider_for`). The calls are run by the orchestrator (agent/orchestrator.py); what the turn
-remembers of them to nudge a model going round in circles is agent/call_memory.py. Every failure of a call is data the model reads; provider faults
-end the turn with status `error`; cancellation ends it with status `cancelled`. Every request is fitted to the
-context window first (agent/context_keeper.py); a refusal for length corrects the window and is retried once, made
-smaller, never blindly. Whatever happens, the turn emits exactly one `done`, last, and leaves the session valid for
-every provider (each call answered by one result).
+remembers of them to nudge a model going round in circles is agent/call_memory.py. Every failure of a call is data
+the model reads; provider faults end the turn with status `error`; cancellation ends it with status `cancelled`.
+Every request is fitted to the context window first (agent/context_keeper.py); a refusal for length corrects the
+window and is retried once, made smaller, never blindly. Whatever happens, the turn emits exactly one `done`, last,
+and leaves the session valid for every provider (each call answered by one result).
 """
 
 from __future__ import annotations
