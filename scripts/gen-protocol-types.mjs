@@ -57,7 +57,7 @@ export async function generate() {
   // json-schema-to-typescript notes on every definition where it came from; that says nothing here.
   ts = ts.replace(/\n \*\n \* This interface was referenced by `SunwellProtocol`'s JSON-Schema\n \* via the `definition` "\w+"\./g, '');
   ts = ts.replace(/\/\*\*\n \* This interface was referenced by `SunwellProtocol`'s JSON-Schema\n \* via the `definition` "\w+"\.\n \*\/\n/g, '');
-  const lines = ['', '/** Every custom method name of the sidecar (sunwell.lsp.protocol). */', 'export const Method = {'];
+  const lines = ['', '/** Every custom method name of the sidecar (sunwell.wire.protocol). */', 'export const Method = {'];
   for (const [name, value] of Object.entries(methods)) lines.push(`  ${constName(name)}: '${value}',`);
   lines.push('} as const;', '', '/** Request method -> its params and result types. */', 'export interface Requests {');
   for (const [method, [params, result]] of Object.entries(requests)) {

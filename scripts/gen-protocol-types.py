@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
-INPUT_BASES: list[tuple[str, str]] = [("sunwell.lsp.protocol", "Params")]
+INPUT_BASES: list[tuple[str, str]] = [("sunwell.wire.protocol", "Params")]
 """Models the client sends (params, initializationOptions): a field with a default may be left out of them."""
 
 SOURCES: list[tuple[str, str]] = [
@@ -33,15 +33,15 @@ SOURCES: list[tuple[str, str]] = [
     ("sunwell.vocabulary", "Risk"),
     ("sunwell.vocabulary", "TurnStatus"),
     ("sunwell.vocabulary", "NoticeLevel"),
-    ("sunwell.approval_request", "*"),
-    ("sunwell.agent.events", "Event"),
-    ("sunwell.messages", "Message"),
-    ("sunwell.messages", "Usage"),
-    ("sunwell.messages", "ToolError"),
-    ("sunwell.lsp.protocol", "*"),
-    ("sunwell.agent.events", "SessionEvent"),
-    ("sunwell.agent.events", "UserMessageEvent"),
-    ("sunwell.agent.usage", "SessionUsage"),
+    ("sunwell.wire.approval", "*"),
+    ("sunwell.wire.events", "Event"),
+    ("sunwell.wire.messages", "Message"),
+    ("sunwell.wire.messages", "Usage"),
+    ("sunwell.wire.messages", "ToolError"),
+    ("sunwell.wire.protocol", "*"),
+    ("sunwell.wire.events", "SessionEvent"),
+    ("sunwell.wire.events", "UserMessageEvent"),
+    ("sunwell.wire.usage", "SessionUsage"),
 ]
 
 

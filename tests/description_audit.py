@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sunwell.messages import ToolSpec
+from sunwell.wire.messages import ToolSpec
 
 PASSING_SCORE = 0.6
 _USAGE = re.compile(

@@ -18,10 +18,10 @@ from pydantic import ValidationError
 from conftest import check_stream_rules
 from fake_provider import Call, Reply
 from sunwell.agent.gate import Gate
-from sunwell.approval_request import ApprovalRequest, CommandPreview, DiffPreview, EffectsPreview, ToolPreview
-from sunwell.messages import ToolCall
 from sunwell.tools.base import Tool, ToolContext
 from sunwell.tools.policy.approval import ApprovalPolicy
+from sunwell.wire.approval import ApprovalRequest, CommandPreview, DiffPreview, EffectsPreview, ToolPreview
+from sunwell.wire.messages import ToolCall
 
 OPENAI = "openai:gpt-4o"
 

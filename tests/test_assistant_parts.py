@@ -14,7 +14,11 @@ from fake_provider import FAKE_SIGNATURE, Call, Reply, Thinking, thinking_signat
 from sunwell.agent.log_lines import message_line
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.transcript_markdown import transcript_markdown
-from sunwell.messages import (
+from sunwell.models.base import ModelRequest
+from sunwell.models.emulation.prompt import render_history_for_emulation
+from sunwell.models.providers.anthropic_messages import map_conversation
+from sunwell.models.providers.openai_chat import map_messages
+from sunwell.wire.messages import (
     AssistantMessage,
     TextPart,
     ThinkingPart,
@@ -23,10 +27,6 @@ from sunwell.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from sunwell.models.base import ModelRequest
-from sunwell.models.emulation.prompt import render_history_for_emulation
-from sunwell.models.providers.anthropic_messages import map_conversation
-from sunwell.models.providers.openai_chat import map_messages
 
 OPENAI = "openai:gpt-4o"
 ANTHROPIC = "anthropic:claude-sonnet-4-5"

@@ -16,11 +16,11 @@ from conftest import check_stream_rules
 from fake_provider import Fail, FakeProvider, Reply
 from sunwell.agent.engine import Engine
 from sunwell.config import load_settings
-from sunwell.messages import ToolSpec
 from sunwell.models.base import TextDelta, ToolCallDone
 from sunwell.models.capabilities import capabilities_for
 from sunwell.models.emulation.constrained import ConstrainedReply, answer_tool, reply_schema
 from sunwell.models.emulation.prompt import constrained_prompt
+from sunwell.wire.messages import ToolSpec
 
 MODEL = "openai-compatible:qwen2.5-coder-0.5b"  # no native tools: emulated, as the registry says
 

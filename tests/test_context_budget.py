@@ -405,7 +405,7 @@ def test_the_cli_prints_one_line_per_compaction(sunwell, fake, files, tmp_path):
 def test_the_log_rebuilds_elisions_and_compactions_and_keeps_the_originals(tmp_path):
     from sunwell.agent.prompts import summary_message
     from sunwell.agent.sessions import SessionStore
-    from sunwell.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+    from sunwell.wire.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 
     call = ToolCall(id="c1", name="read_file", arguments={"path": "a.txt"})
     with SessionStore(tmp_path / "sessions.db") as store:

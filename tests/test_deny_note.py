@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from fake_provider import Call, Reply
-from sunwell.lsp.protocol import ApproveResult
+from sunwell.wire.protocol import ApproveResult
 
 pytest_plugins = ["test_sidecar_support"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from description_audit import PASSING_SCORE, audit_tool
-from sunwell.messages import ToolSpec
 from sunwell.tools.registry import CORE_TOOLS
+from sunwell.wire.messages import ToolSpec
 
 PARAMS = {"type": "object", "properties": {"path": {"type": "string", "description": "File to read."}},
           "required": ["path"]}

@@ -12,10 +12,10 @@ import random
 import pytest
 
 from dialects.corpus import Case, cases, collapsed, leaks, tools
-from sunwell.messages import ToolSpec
 from sunwell.models.arguments import load_json, parse_arguments, typed_value
 from sunwell.models.base import Notice, TextDelta, ThinkingDelta, ToolCallDone
 from sunwell.models.emulation.call_detector import CUT_OFF_NOTICE, CallDetector, extract_tool_calls
+from sunwell.wire.messages import ToolSpec
 
 TOOLS = tools()
 CASES = cases()

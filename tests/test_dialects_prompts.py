@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from sunwell.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, UserMessage
 from sunwell.models.capabilities import CapabilityOverrideError, capabilities_for
 from sunwell.models.emulation.call_detector import extract_tool_calls
 from sunwell.models.emulation.prompt import (
@@ -17,6 +16,7 @@ from sunwell.models.emulation.prompt import (
     render_history_for_emulation,
     tool_prompt,
 )
+from sunwell.wire.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, UserMessage
 
 TOOLS = [
     ToolSpec(

@@ -12,10 +12,10 @@ import pytest
 from conftest import check_stream_rules
 from dialects.corpus import cases, collapsed, leaks, tools
 from fake_provider import FakeProvider, Reply
-from sunwell.messages import ToolSpec, UserMessage
 from sunwell.models.base import ModelRequest, Notice, TextDelta, ThinkingDelta, ToolCallDone
 from sunwell.models.emulation.provider import RecoveringProvider
 from sunwell.models.providers.openai_chat import OpenAIChat
+from sunwell.wire.messages import ToolSpec, UserMessage
 
 SPECS = [ToolSpec(name=name, description=name, parameters=schema) for name, schema in tools().items()]
 FIRST_OF_EACH = {case.format: case for case in reversed(cases()) if case.calls and not case.cut_off}

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sunwell.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, Usage, UserMessage
 from sunwell.models.base import (
     Finished,
     ModelRequest,
@@ -26,6 +25,7 @@ from sunwell.models.base import (
 from sunwell.models.emulation.call_detector import CallDetector, extract_tool_calls, next_emulated_id
 from sunwell.models.emulation.prompt import render_history_for_emulation, tool_prompt
 from sunwell.models.emulation.provider import EmulatedProvider, RecoveringProvider, rejects_tools
+from sunwell.wire.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, Usage, UserMessage
 
 TOOLS = [
     ToolSpec(name="read_file", description="Read a text file. Lines are numbered.", parameters={

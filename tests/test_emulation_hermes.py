@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import re
 
-from sunwell.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, UserMessage
 from sunwell.models.base import Finished, ModelRequest, TextDelta, ToolCallDone
 from sunwell.models.capabilities import capabilities_for
 from sunwell.models.emulation.call_detector import extract_tool_calls
 from sunwell.models.emulation.prompt import render_call, render_history_for_emulation, tool_prompt
 from sunwell.models.emulation.provider import EmulatedProvider
+from sunwell.wire.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, UserMessage
 
 TOOLS = [
     ToolSpec(name="read_file", description="Read a text file. Lines are numbered.", parameters={

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from sunwell.messages import ToolSpec
 from sunwell.models.fitting import estimate_tokens, fit_tools, namespace_clashes, relevance
 from sunwell.tools.registry import CORE_TOOLS
+from sunwell.wire.messages import ToolSpec
 
 SPECS = [tool.spec for tool in CORE_TOOLS]
 FULL = estimate_tokens(SPECS)

@@ -8,8 +8,8 @@ import pytest
 
 from conftest import check_stream_rules
 from fake_provider import Call, Reply
-from sunwell.messages import ToolSpec
 from sunwell.models.fitting import estimate_tokens
+from sunwell.wire.messages import ToolSpec
 
 OPENAI = "openai:gpt-4o"
 

@@ -12,13 +12,13 @@ import pytest
 
 from mcp_support import GARBAGE, HttpToolbox, free_port, toolbox
 from sunwell.config import McpServerConfig
-from sunwell.messages import ToolCall
 from sunwell.tools.base import ToolContext, Trust
 from sunwell.tools.executor import execute
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.mcp.naming import tool_name
 from sunwell.tools.mcp.surroundings import UNSANDBOXED
 from sunwell.tools.workspace.jail import Jail
+from sunwell.wire.messages import ToolCall
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 

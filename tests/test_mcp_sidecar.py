@@ -14,7 +14,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from fake_provider import Call, Reply
 from mcp_support import toolbox, write_user_config
-from sunwell.lsp import protocol
+from sunwell.wire import protocol
 from test_sidecar_support import check_turn
 
 pytest_plugins = ["test_sidecar_support"]

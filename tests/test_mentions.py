@@ -10,9 +10,9 @@ import sys
 
 from fake_provider import Reply
 from sunwell.agent.mentions import Mention, attachments, mentioned_paths, read_mentions
-from sunwell.lsp import protocol
-from sunwell.messages import ATTACHMENTS_HEADER, UserMessage
 from sunwell.tools.workspace.jail import Jail
+from sunwell.wire import protocol
+from sunwell.wire.messages import ATTACHMENTS_HEADER, UserMessage
 
 pytest_plugins = ["test_sidecar_support"]
 

@@ -13,16 +13,6 @@ from pathlib import Path
 import pytest
 
 from fake_provider import Call, Fail, FakeProvider, Reply
-from sunwell.messages import (
-    AssistantMessage,
-    SystemMessage,
-    ToolCall,
-    ToolError,
-    ToolResultMessage,
-    ToolSpec,
-    Usage,
-    UserMessage,
-)
 from sunwell.model_strings import ModelSpec, ModelSpecError, parse_model_string
 from sunwell.models.base import (
     Finished,
@@ -39,6 +29,16 @@ from sunwell.models.factory import ProviderConfigError, create_provider, ollama_
 from sunwell.models.providers.anthropic_messages import AnthropicMessages
 from sunwell.models.providers.openai_chat import ChatStreamReducer, OpenAIChat
 from sunwell.models.providers.retry import parse_retry_after, stream_with_retries
+from sunwell.wire.messages import (
+    AssistantMessage,
+    SystemMessage,
+    ToolCall,
+    ToolError,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
 
 READ_FILE = ToolSpec(name="read_file", description="Read a file.",
                      parameters={"type": "object", "properties": {"path": {"type": "string"}}})

@@ -26,11 +26,11 @@ import pytest
 from conftest import SERVER, Run, check_stream_rules
 from sunwell.agent.context import SessionContext
 from sunwell.agent.windows import calibrated_estimate
-from sunwell.messages import UserMessage
 from sunwell.models.base import ContextOverflow, ModelRequest, TextDelta
 from sunwell.models.providers.openai_chat import OpenAIChat
 from sunwell.models.providers.retry import StreamCut
 from sunwell.models.providers.window import WindowedProvider
+from sunwell.wire.messages import UserMessage
 
 MODEL_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 MODEL = "openai-compatible:qwen2.5-coder-0.5b"

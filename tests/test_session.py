@@ -15,7 +15,7 @@ from sunwell.agent.mentions import Mention
 from sunwell.agent.replay import replay
 from sunwell.agent.session import Session
 from sunwell.config import Settings
-from sunwell.messages import ATTACHMENTS_HEADER
+from sunwell.wire.messages import ATTACHMENTS_HEADER
 
 OPENAI = "openai:gpt-4o"
 
@@ -170,7 +170,7 @@ async def test_attachments_reach_every_provider_as_the_same_bytes_now_and_from_t
 async def test_a_log_written_before_attachment_parts_sends_and_replays_as_it_did(engine, fake):
     """Sessions stored with the attachments inside the user's text: the same bytes go to the model, and a replay
     still shows the line apart from its attachments' labels."""
-    from sunwell.messages import AssistantMessage, UserMessage
+    from sunwell.wire.messages import AssistantMessage, UserMessage
 
     session = engine.open_session(None, "look at these")
     engine.store.append_message(session, "t_old", 0, UserMessage(text=SENT_WITH_ATTACHMENTS))

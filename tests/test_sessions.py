@@ -21,7 +21,7 @@ from sunwell.agent.sessions import (
     SessionStoreError,
     repair_history,
 )
-from sunwell.messages import (
+from sunwell.wire.messages import (
     AssistantMessage,
     SystemMessage,
     ToolCall,
@@ -353,7 +353,7 @@ _WRITER = textwrap.dedent(
     """
     import os, signal, sys
     from sunwell.agent.sessions import SessionStore
-    from sunwell.messages import AssistantMessage, ToolCall, UserMessage
+    from sunwell.wire.messages import AssistantMessage, ToolCall, UserMessage
 
     store = SessionStore(sys.argv[1])
     session = store.create("crash")

@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcMethodNotFound
 
 from fake_provider import Call, Reply
-from sunwell.lsp import protocol
+from sunwell.wire import protocol
 from test_sidecar_support import OPENAI, SERVER_COMMAND, check_turn
 
 pytest_plugins = ["test_sidecar_support"]  # the `sidecar` and `sidecar_factory` fixtures

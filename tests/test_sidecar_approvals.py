@@ -14,7 +14,7 @@ import pytest
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from fake_provider import Call, Reply
-from sunwell.lsp import protocol
+from sunwell.wire import protocol
 from test_sidecar_support import OPENAI, check_turn
 
 pytest_plugins = ["test_sidecar_support"]  # the `sidecar` and `sidecar_factory` fixtures

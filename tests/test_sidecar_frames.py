@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import SERVER
-from sunwell.lsp import protocol
+from sunwell.wire import protocol
 
 HANG_GUARD = 60.0
 """Seconds to wait for an answer or an exit: generous, the machine is shared; only a wedged server reaches it."""

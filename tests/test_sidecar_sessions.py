@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 
 from fake_provider import Call, Reply
-from sunwell.agent.events import ApprovalEvent, NoticeEvent, ToolCallEvent, ToolResultEvent
 from sunwell.agent.replay import UNFINISHED, replay
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.turn import TurnLog
-from sunwell.lsp import protocol
-from sunwell.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from sunwell.wire import protocol
+from sunwell.wire.events import ApprovalEvent, NoticeEvent, ToolCallEvent, ToolResultEvent
+from sunwell.wire.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 
 pytest_plugins = ["test_sidecar_support"]  # the `sidecar` and `sidecar_factory` fixtures
 

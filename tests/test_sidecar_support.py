@@ -20,8 +20,8 @@ from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
-from sunwell.lsp import protocol
 from sunwell.lsp.server import json_converter
+from sunwell.wire import protocol
 
 OPENAI = "openai:gpt-4o"
 SERVER_COMMAND = [sys.executable, "-m", "sunwell.lsp"]

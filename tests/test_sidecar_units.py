@@ -10,12 +10,12 @@ from lsprotocol import types
 
 from sunwell.agent.engine import Engine
 from sunwell.config import Settings
-from sunwell.lsp import protocol
 from sunwell.lsp.approvals import answer_of
 from sunwell.lsp.catalog import model_catalog
 from sunwell.lsp.configuration import data_dir_problem, read_options, resolve_settings, workspace_root
-from sunwell.lsp.protocol import ChatParams, InvalidParams, parse
 from sunwell.lsp.sessions import iso_time
+from sunwell.wire import protocol
+from sunwell.wire.protocol import ChatParams, InvalidParams, parse
 
 
 def test_options_keep_the_valid_keys_and_name_the_bad_ones():

@@ -21,10 +21,8 @@ from sunwell.agent.orchestrator import Orchestrator
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.skills import skill_tools
 from sunwell.agent.turn import TurnLog
-from sunwell.approval_request import ApprovalRequest, EffectsPreview
 from sunwell.config import McpServerConfig, RateLimits
 from sunwell.lens.schema import Lens
-from sunwell.messages import ToolCall
 from sunwell.tools.base import CommandSettings, Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.handlers.shell import RUN_COMMAND
 from sunwell.tools.mcp.remote_tools import sunwell_tools
@@ -34,6 +32,8 @@ from sunwell.tools.registry import CORE_TOOLS
 from sunwell.tools.sandbox.staging import staging_problem
 from sunwell.tools.subject import NOTHING, Command, McpCall, Subject, Write
 from sunwell.tools.workspace.jail import Jail
+from sunwell.wire.approval import ApprovalRequest, EffectsPreview
+from sunwell.wire.messages import ToolCall
 
 CORE = {tool.name: tool for tool in CORE_TOOLS}
 

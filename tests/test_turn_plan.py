@@ -19,7 +19,7 @@ from sunwell.agent.context import Budget, SessionContext, text_tokens, tools_tok
 from sunwell.agent.engine import Engine
 from sunwell.agent.session import Session
 from sunwell.config import Settings
-from sunwell.messages import ToolSpec
+from sunwell.wire.messages import ToolSpec
 
 NATIVE = "openai:gpt-4o"
 SMALL = "openai-compatible:qwen2.5-coder-0.5b"  # emulated, hermes, constrained: its tools are in the prompt

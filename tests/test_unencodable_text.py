@@ -17,10 +17,10 @@ import pytest
 from conftest import check_stream_rules
 from fake_provider import FAKE_SIGNATURE, Call, Reply, Thinking
 from sunwell.agent.sessions import SessionStore
-from sunwell.messages import AssistantMessage, TextPart, ToolCall, ToolCallPart
 from sunwell.models.arguments import parse_arguments
 from sunwell.models.base import TextDelta, ThinkingDelta, ToolCallArgs, ToolCallDone, ToolCallStarted
 from sunwell.models.encodable import encodable
+from sunwell.wire.messages import AssistantMessage, TextPart, ToolCall, ToolCallPart
 from test_sidecar_support import check_turn
 
 pytest_plugins = ["test_sidecar_support"]  # the `sidecar` fixture

@@ -13,7 +13,7 @@ from conftest import SERVER
 from fake_provider import Reply
 from sunwell.agent.usage import DEFAULT_PRICES, cost, price_for, usage_line
 from sunwell.config import Price, load_settings
-from sunwell.lsp import protocol
+from sunwell.wire import protocol
 
 pytest_plugins = ["test_sidecar_support"]  # the `sidecar` and `sidecar_factory` fixtures
 
@@ -86,7 +86,7 @@ async def test_usage_of_an_unknown_session_is_invalid_params(sidecar):
 
 
 def test_usage_line_says_when_it_is_an_estimate_and_when_there_is_no_price():
-    from sunwell.agent.usage import SessionUsage, TurnUsage
+    from sunwell.wire.usage import SessionUsage, TurnUsage
 
     usage = SessionUsage(model="openai-compatible:qwen", turns=[TurnUsage(turn="t", input_tokens=1200, output_tokens=30,
                                                                           estimated=True)],

@@ -12,7 +12,6 @@ import pytest
 from fake_provider import FakeProvider, Reply
 from sunwell.agent.context import SessionContext
 from sunwell.agent.windows import calibrated_estimate
-from sunwell.messages import UserMessage
 from sunwell.models.base import ContextOverflow, ModelRequest, TextDelta
 from sunwell.models.providers.anthropic_messages import AnthropicMessages
 from sunwell.models.providers.openai_chat import OpenAIChat
@@ -25,6 +24,7 @@ from sunwell.models.providers.window import (
     length_refusal,
     stated_limit,
 )
+from sunwell.wire.messages import UserMessage
 
 
 @pytest.mark.parametrize("message, limit", [

@@ -589,7 +589,7 @@ export interface UsageParams {
   session: string;
 }
 
-/** Every custom method name of the sidecar (sunwell.lsp.protocol). */
+/** Every custom method name of the sidecar (sunwell.wire.protocol). */
 export const Method = {
   approve: 'sunwell/approve',
   chat: 'sunwell/chat',

@@ -91,7 +91,7 @@ class Model:
 
 def canonical(body: dict):
     """The canonical request a Chat Completions body was mapped from (enough to estimate it)."""
-    from sunwell.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, UserMessage
+    from sunwell.wire.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, UserMessage
 
     system, messages = "", []
     for m in body["messages"]:

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
 
 from sunwell.agent.sessions import SessionStore
-from sunwell.messages import (
+from sunwell.wire.messages import (
     AssistantMessage,
     Message,
     ToolCall,

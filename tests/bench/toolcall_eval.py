@@ -54,12 +54,12 @@ from sunwell.agent.loop import Turn, TurnConfig
 from sunwell.agent.plan import plan_turn
 from sunwell.agent.turn import TurnLog
 from sunwell.config import Settings
-from sunwell.messages import UserMessage
 from sunwell.models.capabilities import capabilities_for
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.validation import coerce_arguments
 from sunwell.tools.workspace.jail import Jail
 from sunwell.vocabulary import canonical_tool_name
+from sunwell.wire.messages import UserMessage
 
 SETS = ("simple_python", "multiple")
 REPAIR_NOTICES = {"tool_call_repaired", "tool_call_from_text", "repaired_arguments", "coerced_arguments",

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 
-from sunwell.agent.events import NoticeEvent, ToolResultEvent
 from sunwell.agent.turn import TurnLog
-from sunwell.messages import ToolCall, ToolResultMessage
 from sunwell.tools.base import Tool
+from sunwell.wire.events import NoticeEvent, ToolResultEvent
+from sunwell.wire.messages import ToolCall, ToolResultMessage
 
 GUARD_WARN, GUARD_STOP = 3, 5
 REPEAT_NOTE = ("[Sunwell] You already made this exact call in this turn; here is its result again. "

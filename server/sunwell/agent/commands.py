@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from sunwell.agent.chat import ChatState
 from sunwell.agent.context_commands import compact_session, describe_context, session_view
-from sunwell.agent.events import Event
 from sunwell.agent.lens_commands import (
     activate_lens,
     describe_lenses,
@@ -27,6 +26,7 @@ from sunwell.agent.transcript_markdown import transcript_markdown
 from sunwell.commands_spec import COMMAND_DOCS, CommandDoc, parse_command
 from sunwell.errors import SetupError, SunwellError
 from sunwell.tools.base import Trust
+from sunwell.wire.events import Event
 
 if TYPE_CHECKING:
     from sunwell.agent.engine import Engine

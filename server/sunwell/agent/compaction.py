@@ -22,7 +22,9 @@ from sunwell.agent.context import (
 )
 from sunwell.agent.log_lines import call_line
 from sunwell.agent.prompts import COMPACT_SYSTEM, compact_request, is_summary, summary_message
-from sunwell.messages import (
+from sunwell.models.base import ContextOverflow, Finished, ModelRequest, Provider, ProviderError, TextDelta
+from sunwell.models.providers.retry import stream_with_retries
+from sunwell.wire.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -31,8 +33,6 @@ from sunwell.messages import (
     Usage,
     UserMessage,
 )
-from sunwell.models.base import ContextOverflow, Finished, ModelRequest, Provider, ProviderError, TextDelta
-from sunwell.models.providers.retry import stream_with_retries
 
 
 @dataclass

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from sunwell.agent.log_lines import call_line
 from sunwell.agent.prompts import elided_output
 from sunwell.errors import SunwellError
-from sunwell.messages import (
+from sunwell.tools.output import truncate
+from sunwell.wire.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -29,7 +30,6 @@ from sunwell.messages import (
     ToolSpec,
     UserMessage,
 )
-from sunwell.tools.output import truncate
 
 BYTES_PER_TOKEN = 4.2
 """Of letters and blanks: prose and code run 3.8-4.3 bytes a token in common tokenizers (Qwen2.5, cl100k)."""

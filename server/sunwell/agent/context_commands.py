@@ -19,13 +19,14 @@ from sunwell.agent.context import (
     text_tokens,
     tools_tokens,
 )
-from sunwell.agent.events import ContextUsageEvent, Event, NoticeEvent
 from sunwell.agent.mentions import attachments
 from sunwell.agent.plan import TurnPlan
 from sunwell.agent.prompts import is_summary
-from sunwell.agent.usage import SessionUsage, session_usage, usage_line
-from sunwell.messages import Message, ToolResultMessage
+from sunwell.agent.usage import session_usage, usage_line
 from sunwell.tools.base import Trust
+from sunwell.wire.events import ContextUsageEvent, Event, NoticeEvent
+from sunwell.wire.messages import Message, ToolResultMessage
+from sunwell.wire.usage import SessionUsage
 
 if TYPE_CHECKING:
     from sunwell.agent.chat import ChatState

@@ -25,10 +25,11 @@ from sunwell.agent.context import (
     request_tokens,
     text_tokens,
 )
-from sunwell.agent.events import ContextUsageEvent, NoticeEvent
 from sunwell.agent.sessions import apply_elision
 from sunwell.agent.turn import TurnLog
-from sunwell.messages import (
+from sunwell.models.base import ContextOverflow, ModelRequest
+from sunwell.wire.events import ContextUsageEvent, NoticeEvent
+from sunwell.wire.messages import (
     AssistantPart,
     Message,
     TextPart,
@@ -37,7 +38,6 @@ from sunwell.messages import (
     ToolSpec,
     Usage,
 )
-from sunwell.models.base import ContextOverflow, ModelRequest
 
 ELIDE_TO = 0.7
 """Elision frees enough to get this far under the threshold, so that it is not needed again at the next round."""

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sunwell.agent.context import SessionContext
-from sunwell.agent.events import DoneEvent, NoticeEvent
 from sunwell.agent.live import LiveSessions
 from sunwell.agent.mentions import Mention, mentioned_paths, read_mentions
 from sunwell.agent.sessions import SessionStore
@@ -28,7 +27,6 @@ from sunwell.agent.turn import Sink, TurnLog
 from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
 from sunwell.config import Settings, user_config_path
 from sunwell.errors import SetupError
-from sunwell.messages import UserMessage
 from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
@@ -39,6 +37,8 @@ from sunwell.tools.policy.environment import EnvSecrets
 from sunwell.tools.policy.ratelimit import RateLimiter, stricter
 from sunwell.tools.workspace.checkpoints import Checkpoints, UndoResult
 from sunwell.tools.workspace.jail import Jail
+from sunwell.wire.events import DoneEvent, NoticeEvent
+from sunwell.wire.messages import UserMessage
 
 if TYPE_CHECKING:
     from sunwell.agent.compaction import Summariser

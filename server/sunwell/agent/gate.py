@@ -19,12 +19,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sunwell.agent.events import ApprovalEvent, NoticeEvent
 from sunwell.errors import first_problem
-from sunwell.messages import ToolCall, ToolError
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
 from sunwell.tools.policy.approval import ApprovalPolicy, ApprovalRequest
 from sunwell.tools.sandbox.staging import staging_problem
+from sunwell.wire.events import ApprovalEvent, NoticeEvent
+from sunwell.wire.messages import ToolCall, ToolError
 
 Emit = Callable[[Any], Any]
 

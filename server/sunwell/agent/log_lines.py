@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import assert_never
 
-from sunwell.messages import (
+from sunwell.wire.messages import (
     AssistantMessage,
     AssistantPart,
     Message,

@@ -22,7 +22,19 @@ from sunwell.agent.call_memory import CallMemory, LoopGuardTripped
 from sunwell.agent.compaction import Summariser
 from sunwell.agent.context import ContextFull
 from sunwell.agent.context_keeper import ContextKeeper
-from sunwell.agent.events import (
+from sunwell.agent.gate import Gate
+from sunwell.agent.orchestrator import Orchestrator
+from sunwell.agent.plan import TurnPlan
+from sunwell.agent.prompts import ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results
+from sunwell.agent.turn import TurnLog
+from sunwell.models import base as stream
+from sunwell.models.arguments import parse_arguments
+from sunwell.models.base import ContextOverflow, ModelRequest, Provider, ProviderError
+from sunwell.tools.base import ToolContext
+from sunwell.tools.executor import failed
+from sunwell.tools.validation import coerce_arguments
+from sunwell.vocabulary import canonical_tool_name
+from sunwell.wire.events import (
     DoneEvent,
     NoticeEvent,
     TextEvent,
@@ -32,12 +44,7 @@ from sunwell.agent.events import (
     ToolCallStartEvent,
     ToolResultEvent,
 )
-from sunwell.agent.gate import Gate
-from sunwell.agent.orchestrator import Orchestrator
-from sunwell.agent.plan import TurnPlan
-from sunwell.agent.prompts import ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results
-from sunwell.agent.turn import TurnLog
-from sunwell.messages import (
+from sunwell.wire.messages import (
     AssistantMessage,
     AssistantPart,
     Message,
@@ -51,13 +58,6 @@ from sunwell.messages import (
     Usage,
     UserMessage,
 )
-from sunwell.models import base as stream
-from sunwell.models.arguments import parse_arguments
-from sunwell.models.base import ContextOverflow, ModelRequest, Provider, ProviderError
-from sunwell.tools.base import ToolContext
-from sunwell.tools.executor import failed
-from sunwell.tools.validation import coerce_arguments
-from sunwell.vocabulary import canonical_tool_name
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Context mentions: what a user attaches to a line with `@` (a workspace file, the editor's selection, the
 workspace's problems, the terminal's last output), sent with it to the model within a budget.
 
-What is read becomes the attachments of the user's message (sunwell.messages.Attachment), so that they stay in the
+What is read becomes the attachments of the user's message (sunwell.wire.messages.Attachment), so that they stay in the
 session's history like anything else the user said, are counted by the context budget and compacted with the rest,
 and `::context` and a replay list them without reading them back out of text; a model reads each after the line in an
 `<attachment>` block that names it. A file is read here, through the jail (a blocked or outside path is refused as
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sunwell.agent.context import BYTES_PER_TOKEN, text_tokens
-from sunwell.messages import Attachment, Message, UserMessage
 from sunwell.vocabulary import MentionKind
+from sunwell.wire.messages import Attachment, Message, UserMessage
 
 if TYPE_CHECKING:
     from sunwell.tools.workspace.jail import Jail

@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from sunwell.agent.call_memory import CallMemory
-from sunwell.agent.events import ToolResultEvent
 from sunwell.agent.gate import Gate, Verdict
 from sunwell.agent.turn import TurnLog
-from sunwell.messages import ToolCall, ToolError, ToolResultMessage
 from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.executor import answered, attempt, execute, failed, masked
 from sunwell.tools.validation import unknown_tool_error, validate_arguments
 from sunwell.vocabulary import canonical_tool_name
+from sunwell.wire.events import ToolResultEvent
+from sunwell.wire.messages import ToolCall, ToolError, ToolResultMessage
 
 
 @dataclass

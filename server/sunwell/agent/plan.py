@@ -23,13 +23,13 @@ from sunwell.agent.prompts import (
     workspace_files,
 )
 from sunwell.config import Settings
-from sunwell.messages import ToolSpec
 from sunwell.model_strings import ModelSpec
 from sunwell.models.capabilities import Capabilities
 from sunwell.models.fitting import fit_tools
 from sunwell.tools.base import Tool, Trust
 from sunwell.tools.registry import select_tools
 from sunwell.tools.workspace.jail import Jail
+from sunwell.wire.messages import ToolSpec
 
 if TYPE_CHECKING:
     from sunwell.lens.schema import Lens

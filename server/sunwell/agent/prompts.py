@@ -8,10 +8,10 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from sunwell.messages import Message, UserMessage
 from sunwell.tools.base import ToolFailure
 from sunwell.tools.handlers.files import walk
 from sunwell.tools.workspace.jail import Jail
+from sunwell.wire.messages import Message, UserMessage
 
 SYSTEM = """You are Sunwell, a coding assistant working inside the user's workspace{root}.
 Use the tools to look at real files before you answer questions about them; never invent file contents.

@@ -9,7 +9,8 @@ from typing import Any, TypeVar, get_args
 
 from pydantic import TypeAdapter, ValidationError
 
-from sunwell.agent.events import (
+from sunwell.agent.sessions import EventRow
+from sunwell.wire.events import (
     DoneEvent,
     Event,
     SessionEvent,
@@ -18,8 +19,7 @@ from sunwell.agent.events import (
     ToolCallEvent,
     UserMessageEvent,
 )
-from sunwell.agent.sessions import EventRow
-from sunwell.messages import AssistantMessage, Message, UserMessage
+from sunwell.wire.messages import AssistantMessage, Message, UserMessage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 from sunwell.agent.chat import ChatState, Overrides, UserInput
 from sunwell.agent.commands import run_command
-from sunwell.agent.events import CommandOutputEvent, DoneEvent, Event, SessionEvent
 from sunwell.agent.replay import replay
 from sunwell.agent.turn import Sink, new_turn_id
 from sunwell.commands_spec import parse_command
-from sunwell.messages import Message
 from sunwell.model_strings import ModelSpec
+from sunwell.wire.events import CommandOutputEvent, DoneEvent, Event, SessionEvent
+from sunwell.wire.messages import Message
 
 if TYPE_CHECKING:
     from sunwell.agent.engine import Engine

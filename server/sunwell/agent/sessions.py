@@ -30,14 +30,14 @@ from pydantic_core import PydanticSerializationError, from_json
 
 from sunwell.agent.log_lines import message_line
 from sunwell.errors import SunwellError
-from sunwell.messages import (
+from sunwell.models.encodable import encodable
+from sunwell.wire.messages import (
     AssistantMessage,
     Message,
     ToolCall,
     ToolError,
     ToolResultMessage,
 )
-from sunwell.models.encodable import encodable
 
 log = logging.getLogger(__name__)
 

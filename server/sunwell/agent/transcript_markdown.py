@@ -9,7 +9,7 @@ from typing import assert_never
 
 from sunwell.agent.log_lines import call_line
 from sunwell.agent.prompts import SUMMARY_HEADING, is_summary
-from sunwell.messages import (
+from sunwell.wire.messages import (
     AssistantMessage,
     Message,
     SystemMessage,

@@ -6,9 +6,9 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from sunwell.agent.events import Event
 from sunwell.agent.sessions import SessionStore
-from sunwell.messages import Message
+from sunwell.wire.events import Event
+from sunwell.wire.messages import Message
 
 Sink = Callable[[Event], None]
 

@@ -16,11 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
 from sunwell.agent.context import message_tokens
 from sunwell.config import Price
-from sunwell.messages import AssistantMessage, Message, WireModel
+from sunwell.wire.messages import AssistantMessage, Message
+from sunwell.wire.usage import SessionUsage, TurnUsage
 
 if TYPE_CHECKING:
     from sunwell.agent.sessions import EventRow
@@ -68,27 +67,6 @@ def price_for(model: str | None, configured: Mapping[str, Price] = {}) -> Price 
         if candidates:
             return table[max(candidates, key=len)]
     return None
-
-
-class TurnUsage(WireModel):
-    turn: str
-    input_tokens: int
-    output_tokens: int
-    estimated: bool
-    """No usage came from the server: Sunwell's estimate."""
-    cost: float | None = None
-    """USD at the model's price; null when the model has no price."""
-
-
-class SessionUsage(WireModel):
-    model: str | None
-    """The model the cost is counted at."""
-    turns: list[TurnUsage] = Field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    estimated: bool = False
-    """Some turn's figure is an estimate."""
-    cost: float | None = None
 
 
 @dataclass

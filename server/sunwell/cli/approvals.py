@@ -14,8 +14,8 @@ import sys
 import threading
 from typing import TextIO, assert_never
 
-from sunwell.approval_request import ApprovalRequest, CommandPreview, DiffPreview, EffectsPreview, ToolPreview
 from sunwell.cli.rendering import visible
+from sunwell.wire.approval import ApprovalRequest, CommandPreview, DiffPreview, EffectsPreview, ToolPreview
 
 ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
            "a": "allowSession", "always": "allowSession", "s": "allowSession"}

@@ -29,8 +29,8 @@ from sunwell.errors import SetupError
 
 if TYPE_CHECKING:
     from sunwell.agent.engine import Engine
-    from sunwell.agent.events import DoneEvent, Event
     from sunwell.agent.session import LineResult, Session
+    from sunwell.wire.events import DoneEvent, Event
 
 log = logging.getLogger(__name__)
 DOUBLE_PRESS_SEC = 2.0

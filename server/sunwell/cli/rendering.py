@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 from sunwell.commands_spec import parse_command
 
 if TYPE_CHECKING:
-    from sunwell.agent.events import Event
+    from sunwell.wire.events import Event
 
 BOLD_CYAN, CYAN, BOLD, DIM, RED, RESET = "\x1b[1;36m", "\x1b[36m", "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[0m"
 

@@ -11,8 +11,8 @@ import asyncio
 import secrets
 from typing import TYPE_CHECKING, Any
 
-from sunwell.lsp.protocol import APPROVE
 from sunwell.tools.policy.approval import Answer
+from sunwell.wire.protocol import APPROVE
 
 if TYPE_CHECKING:
     from sunwell.lsp.server import SunwellServer

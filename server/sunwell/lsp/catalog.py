@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from sunwell.errors import SetupError
-from sunwell.lsp.protocol import (
+from sunwell.wire.protocol import (
     COMMANDS,
     MODELS,
     TOOLS,

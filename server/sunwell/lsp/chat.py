@@ -16,12 +16,12 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from sunwell.errors import SunwellError
-from sunwell.lsp.protocol import CHAT, ChatParams, ChatResult
-from sunwell.messages import WireModel
+from sunwell.wire.messages import WireModel
+from sunwell.wire.protocol import CHAT, ChatParams, ChatResult
 
 if TYPE_CHECKING:
-    from sunwell.agent.events import DoneEvent, Event
     from sunwell.lsp.server import SunwellServer
+    from sunwell.wire.events import DoneEvent, Event
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +69,8 @@ class Relay:
         self.ls.send_event(wire_json(event))
 
     def finish(self, status: str, error: str | None = None) -> DoneEvent:
-        from sunwell.agent.events import DoneEvent
         from sunwell.agent.turn import new_turn_id
+        from sunwell.wire.events import DoneEvent
 
         done = DoneEvent(status=status, tool_calls=self.tool_calls, usage=None, error=error,
                          session=self.session, turn=self.turn or new_turn_id(), seq=self.next_seq)

@@ -20,7 +20,7 @@ from pygls.uris import to_fs_path
 
 from sunwell.errors import ConfigError, SetupError, first_problem
 from sunwell.lsp.failures import Unavailable
-from sunwell.lsp.protocol import CONFIG_SECTION, InitializationOptions
+from sunwell.wire.protocol import CONFIG_SECTION, InitializationOptions
 
 SHUTDOWN_GRACE = 10.0
 """Seconds `shutdown` waits for MCP servers to stop."""

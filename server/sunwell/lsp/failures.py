@@ -7,7 +7,7 @@ import json
 from pygls.exceptions import JsonRpcException
 
 from sunwell.errors import SunwellError
-from sunwell.lsp import protocol
+from sunwell.wire import protocol
 
 
 class Unavailable(SunwellError):

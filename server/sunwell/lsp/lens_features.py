@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
-from sunwell.lsp.protocol import LANGUAGE_ID
+from sunwell.wire.protocol import LANGUAGE_ID
 
 if TYPE_CHECKING:
     from sunwell.lens.loader import Diagnostic, LensResult, Range

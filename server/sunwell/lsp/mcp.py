@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from sunwell.lsp.failures import RequestFailed
-from sunwell.lsp.protocol import (
+from sunwell.wire.protocol import (
     MCP,
     MCP_RESTART,
     EmptyParams,

@@ -31,13 +31,13 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from sunwell import __version__
-from sunwell.lsp import protocol
 from sunwell.lsp.failures import UNPARSEABLE, RequestFailed, Unavailable
+from sunwell.wire import protocol
 
 __all__ = ["RequestFailed", "SunwellServer", "Unavailable", "create_server"]
 from sunwell.lsp.framing import FrameReader
 from sunwell.lsp.process import claim_stdio, configure_logging
-from sunwell.lsp.protocol import InitializationOptions, InvalidParams
+from sunwell.wire.protocol import InitializationOptions, InvalidParams
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

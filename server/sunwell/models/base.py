@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from sunwell.messages import Message, ToolSpec, Usage
 from sunwell.models.encodable import encodable
 from sunwell.vocabulary import NoticeCode
+from sunwell.wire.messages import Message, ToolSpec, Usage
 
 ToolChoice = Literal["auto", "none", "required"] | str
 """`auto`, `none`, `required`, or the name of the one tool the model must call."""

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import is_dataclass, replace
 from typing import Any, TypeVar
 
-from sunwell.messages import ToolSpec
+from sunwell.wire.messages import ToolSpec
 
 CHARS_PER_TOKEN = 4
 NAME_LIMIT = 64

@@ -6,9 +6,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from sunwell.messages import ToolError, ToolSpec
 from sunwell.tools.subject import NOTHING, Subject
 from sunwell.vocabulary import Trust
+from sunwell.wire.messages import ToolError, ToolSpec
 
 __all__ = ["CommandSettings", "SearchSettings", "StagedEffects", "Subject", "Tool", "ToolContext", "ToolFailure", "Trust",
            "UndoHooks"]

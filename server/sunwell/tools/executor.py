@@ -11,9 +11,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from sunwell.messages import ToolCall, ToolError, ToolResultMessage
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
 from sunwell.tools.output import truncate
+from sunwell.wire.messages import ToolCall, ToolError, ToolResultMessage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -22,7 +22,7 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match, relevance
 
-from sunwell.messages import ToolError
+from sunwell.wire.messages import ToolError
 
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
 _INTEGER = re.compile(r"\s*[+-]?\d+\s*")

@@ -12,7 +12,6 @@ import json
 import re
 from collections.abc import Iterable
 
-from sunwell.messages import AssistantMessage, Message, ToolSpec
 from sunwell.models.base import (
     Notice,
     StreamEvent,
@@ -26,6 +25,7 @@ from sunwell.models.emulation.found_calls import Extraction, Offered, offered
 from sunwell.models.emulation.normalize import settle, span_calls
 from sunwell.models.emulation.pythonic import PYTHONIC_OPEN, PYTHONIC_PREFIX, pythonic_calls
 from sunwell.models.emulation.span_scanner import SpanScanner
+from sunwell.wire.messages import AssistantMessage, Message, ToolSpec
 
 EMULATED_ID_PREFIX = "emu_"
 CUT_OFF_NOTICE = "tool_call_cut_off"

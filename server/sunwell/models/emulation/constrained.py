@@ -25,7 +25,6 @@ from typing import Any, Literal
 
 import jiter
 
-from sunwell.messages import ToolSpec
 from sunwell.models.base import (
     ModelRequest,
     Notice,
@@ -36,6 +35,7 @@ from sunwell.models.base import (
     ToolCallStarted,
 )
 from sunwell.models.emulation.call_detector import EMULATED_ID_PREFIX, CallDetector
+from sunwell.wire.messages import ToolSpec
 
 Dialect = Literal["json_schema", "json_object"]
 DIALECTS: tuple[Dialect, ...] = ("json_schema", "json_object")

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Self
 
-from sunwell.messages import ToolSpec
+from sunwell.wire.messages import ToolSpec
 
 Offered = Mapping[str, dict[str, Any]]
 """Offered tools: name -> parameter schema (`{}` when unknown)."""

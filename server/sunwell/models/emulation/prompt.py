@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Literal, assert_never
 
-from sunwell.messages import (
+from sunwell.wire.messages import (
     AssistantMessage,
     AssistantPart,
     Message,

@@ -14,7 +14,6 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-from sunwell.messages import ToolResultMessage, UserMessage
 from sunwell.models.base import (
     Finished,
     ModelRequest,
@@ -41,6 +40,7 @@ from sunwell.models.emulation.prompt import (
     render_history_for_emulation,
     tool_prompt,
 )
+from sunwell.wire.messages import ToolResultMessage, UserMessage
 
 
 class EmulatedProvider:

@@ -13,17 +13,6 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from sunwell.messages import (
-    AssistantMessage,
-    AssistantPart,
-    SystemMessage,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-)
 from sunwell.models.base import (
     Finished,
     ModelRequest,
@@ -37,6 +26,17 @@ from sunwell.models.base import (
 )
 from sunwell.models.providers.retry import StreamCut, fault_for_status, one_line
 from sunwell.models.providers.window import length_refusal
+from sunwell.wire.messages import (
+    AssistantMessage,
+    AssistantPart,
+    SystemMessage,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 
 # An `error` event inside a 200 stream carries only a type; it means what this HTTP status would.
 _ERROR_TYPE_STATUS = {

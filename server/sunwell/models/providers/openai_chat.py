@@ -16,17 +16,6 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from sunwell.messages import (
-    AssistantMessage,
-    SystemMessage,
-    TextPart,
-    ThinkingPart,
-    ToolCall,
-    ToolCallPart,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-)
 from sunwell.models.base import (
     Finished,
     ModelRequest,
@@ -47,6 +36,17 @@ from sunwell.models.emulation.constrained import (
 )
 from sunwell.models.providers.retry import StreamCut, fault_for_status, one_line
 from sunwell.models.providers.window import length_refusal
+from sunwell.wire.messages import (
+    AssistantMessage,
+    SystemMessage,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolCallPart,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 
 
 class OpenAIChat:

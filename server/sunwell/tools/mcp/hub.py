@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sunwell.approval_request import ApprovalRequest
 from sunwell.config import McpServerConfig
 from sunwell.tools.base import Tool, Trust
 from sunwell.tools.mcp.consent import Consents, fingerprint, launch_line
 from sunwell.tools.mcp.naming import server_prefix
 from sunwell.tools.mcp.surroundings import UNSANDBOXED, Notify, ServerDown, Surroundings
+from sunwell.wire.approval import ApprovalRequest
 
 if TYPE_CHECKING:
     from sunwell.tools.mcp.server import McpServer

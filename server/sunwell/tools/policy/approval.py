@@ -9,7 +9,7 @@ template, not the model's argument that happens to be called `command`). A call 
 configuration the host executes) skips the allowlist and session rules and the `auto` mode: a person answers it,
 or, with no one to ask, it is denied.
 
-The request is the wire model of `sunwell/approve` (sunwell.approval_request), re-exported here for the policy's
+The request is the wire model of `sunwell/approve` (sunwell.wire.approval), re-exported here for the policy's
 users.
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from sunwell.approval_request import ApprovalRequest
 from sunwell.vocabulary import DECISIONS, ApprovalMode, DecidedBy, Decision
+from sunwell.wire.approval import ApprovalRequest
 
 __all__ = ["Answer", "ApprovalPolicy", "ApprovalRequest", "Asker", "Ruling"]
 log = logging.getLogger(__name__)

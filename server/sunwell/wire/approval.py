@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from sunwell.messages import WireModel
 from sunwell.vocabulary import Risk
+from sunwell.wire.messages import WireModel
 
 __all__ = [
     "ApprovalRequest",

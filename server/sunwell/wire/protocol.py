@@ -14,12 +14,12 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sunwell.agent.events import SessionEvent
-from sunwell.agent.usage import SessionUsage
-from sunwell.approval_request import ApprovalRequest
 from sunwell.errors import first_problem
-from sunwell.messages import Message, Usage, WireModel
 from sunwell.vocabulary import ApprovalMode, Decision, MentionKind, TrustName, TurnStatus
+from sunwell.wire.approval import ApprovalRequest
+from sunwell.wire.events import SessionEvent
+from sunwell.wire.messages import Message, Usage, WireModel
+from sunwell.wire.usage import SessionUsage
 
 CHAT = "sunwell/chat"
 CHAT_EVENT = "sunwell/chatEvent"

@@ -6,8 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from sunwell.messages import ToolError, Usage, WireModel
 from sunwell.vocabulary import NoticeCode
+from sunwell.wire.messages import ToolError, Usage, WireModel
 
 
 class _Event(WireModel):
