@@ -200,6 +200,7 @@ def test_the_mcp_chat_command(env, workspace, config_home):
                           timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "**box** — stopped" in proc.stdout and "toolbox.py" in proc.stdout  # a chat command starts nothing
+    assert "runs as you" in proc.stdout.split("**box**")[1].split("**theirs**")[0]  # sandbox: off, said
     assert "**theirs** — awaiting approval" in proc.stdout and "sunwell mcp approve theirs" in proc.stdout
     assert "::mcp" in proc.stdout
 

@@ -255,6 +255,8 @@ async def _mcp(engine: Engine, state: ChatState, args: str) -> str:
                      f"approval {row.approval} · sandbox {row.sandbox}")
         if row.state == "awaiting approval":
             lines.append(f"  approve it with `sunwell mcp approve {row.name}`")
+        if row.warning:
+            lines.append(f"  {row.warning}")
         if row.tools:
             lines.append("  tools: " + ", ".join(f"`{name}`" for name in row.tools))
     return "**MCP servers** (started when a turn may use their tools)\n\n" + "\n".join(lines)
