@@ -42,7 +42,7 @@ def setup(server: SunwellServer) -> None:
         except SetupError as exc:
             raise JsonRpcInvalidParams(f"{TOOLS}: {exc}") from None
         trust = Trust[request.trust or engine.settings.trust]
-        _, _, level = engine.tools(trust, None, lens)
+        level = engine.grant(trust, None, lens)[0]
         # MCP servers list their tools once started: the ones this trust allows start now (none is asked about)
         await engine.mcp.start(level, None, lambda _level, _code, message: log.info("%s", message))
         offered, _, _ = engine.tools(trust, None, lens)
