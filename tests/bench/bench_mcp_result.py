@@ -29,9 +29,8 @@ TESTS = Path(__file__).resolve().parents[1]
 
 def one(reader: str, megabytes: int) -> dict:
     sys.path.insert(0, str(TESTS))
-    from mcp_support import toolbox
-
     import sunwell.tools.mcp.server as bridge
+    from mcp_support import toolbox
     from sunwell.config import McpServerConfig
     from sunwell.tools.base import ToolContext, Trust
     from sunwell.tools.executor import execute
