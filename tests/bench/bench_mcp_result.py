@@ -78,8 +78,8 @@ def main() -> None:
         return
     found: dict[str, list[dict]] = {"sdk": [], "sunwell": []}
     for _ in range(args.runs):  # interleaved, so a noisy moment hits both
-        for reader in found:
-            found[reader].append(run(reader, args.megabytes))
+        for reader, rows in found.items():
+            rows.append(run(reader, args.megabytes))
     times = {reader: statistics.median(r["seconds"] for r in rows) for reader, rows in found.items()}
     rss = {reader: max(r["rss_mb"] for r in rows) for reader, rows in found.items()}
     print(f"{args.megabytes} MB result, read whole (median of {args.runs}): SDK reader {times['sdk']:.2f} s, "
