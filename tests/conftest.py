@@ -87,3 +87,17 @@ def check_stream_rules(events: list[dict]) -> None:
         if e["type"] == "toolResult":
             assert e["ok"] == (e["error"] is None)
     assert events[-1]["toolCalls"] == len(calls)
+
+
+@pytest.fixture
+def engine(tmp_path: Path, workspace: Path, fake: FakeProvider, monkeypatch: pytest.MonkeyPatch):
+    """An engine in `workspace` on openai:gpt-4o at the fake server, approving automatically (no user config)."""
+    from sunwell.agent.engine import Engine
+    from sunwell.config import Settings
+
+    for var in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "SUNWELL_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{fake.url}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return Engine(Settings(model="openai:gpt-4o", data_dir=tmp_path / "data", approval="auto"), workspace)

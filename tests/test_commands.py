@@ -11,11 +11,9 @@ import pytest
 from fake_provider import Call, Reply
 from sunwell.agent.chat import ChatState, UserInput
 from sunwell.agent.commands import _HANDLERS, commands_catalog, run_command
-from sunwell.agent.engine import Engine
 from sunwell.agent.lens_commands import LensCommandError, parse_skill_arguments
 from sunwell.agent.session import Session
 from sunwell.commands_spec import COMMAND_DOCS, Command, parse_command
-from sunwell.config import Settings
 from sunwell.lens import vocabulary
 
 OPENAI = "openai:gpt-4o"
@@ -60,16 +58,6 @@ def test_every_documented_command_has_a_handler_and_the_catalogs_agree():
     assert [doc.name for doc in commands_catalog(terminal=True)] == [*names, "exit"]
     assert vocabulary.CHAT_COMMANDS == tuple(commands_catalog())  # what lens completion offers
     assert all(doc.usage.startswith(f"::{doc.name}") and doc.description for doc in COMMAND_DOCS)
-
-
-@pytest.fixture
-def engine(tmp_path, workspace, fake, monkeypatch):
-    for var in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "SUNWELL_MODEL"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", f"{fake.url}/v1")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return Engine(Settings(model=OPENAI, data_dir=tmp_path / "data", approval="auto"), workspace)
 
 
 @pytest.fixture

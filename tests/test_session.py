@@ -10,24 +10,12 @@ import pytest
 
 from fake_provider import Reply
 from sunwell.agent.chat import Overrides, UserInput
-from sunwell.agent.engine import Engine
 from sunwell.agent.mentions import Mention
 from sunwell.agent.replay import replay
 from sunwell.agent.session import Session
-from sunwell.config import Settings
 from sunwell.wire.messages import ATTACHMENTS_HEADER
 
 OPENAI = "openai:gpt-4o"
-
-
-@pytest.fixture
-def engine(tmp_path, workspace, fake, monkeypatch):
-    for var in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "SUNWELL_MODEL"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", f"{fake.url}/v1")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return Engine(Settings(model=OPENAI, data_dir=tmp_path / "data", approval="auto"), workspace)
 
 
 def sent_user_text(fake) -> str:
