@@ -10,7 +10,7 @@ from sunwell.models.fitting import estimate_tokens, fit_tools, namespace_clashes
 from sunwell.tools.registry import CORE_TOOLS
 from sunwell.wire.messages import ToolSpec
 
-SPECS = [tool.spec for tool in CORE_TOOLS]
+SPECS = [tool.spec for tool in CORE_TOOLS if tool.risk != "network"]  # the workspace tools
 FULL = estimate_tokens(SPECS)
 READ = "Read a.txt and tell me what it says"
 

@@ -26,6 +26,7 @@ from sunwell.lens.schema import Lens
 from sunwell.tools.base import CommandSettings, Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.handlers.shell import RUN_COMMAND
 from sunwell.tools.mcp.remote_tools import sunwell_tools
+from sunwell.tools.network.urls import parse_url
 from sunwell.tools.policy.approval import ApprovalPolicy
 from sunwell.tools.policy.ratelimit import RateLimiter
 from sunwell.tools.registry import CORE_TOOLS
@@ -55,6 +56,8 @@ def test_the_generated_schemas_are_the_ones_the_tools_always_sent():
      Subject(writes=(Write("a.txt", b"new"),))),
     ("run_command", {"command": "make", "cwd": "src"}, Subject(command=Command("make", "src"), staged=True)),
     ("run_command", {"command": "ls"}, Subject(command=Command("ls", "."), staged=True)),
+    ("web_fetch", {"url": "HTTPS://Docs.Python.org./3/?q=1#x"},
+     Subject(web=parse_url("https://docs.python.org/3/?q=1"))),
 ])
 def test_each_core_tool_declares_what_a_call_touches(name, arguments, subject):
     assert CORE[name].declared(arguments) == subject

@@ -54,7 +54,7 @@ export type NoticeCode =
   | 'tool_call_repaired'
   | 'tool_call_cut_off';
 export type NoticeLevel = 'info' | 'warning' | 'error';
-export type Preview = DiffPreview | CommandPreview | EffectsPreview | ToolPreview;
+export type Preview = DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview;
 export type Risk = 'write' | 'shell' | 'network' | 'mcp';
 export type SessionEvent =
   | UserMessageEvent
@@ -91,6 +91,7 @@ export interface SunwellProtocol {
   EmptyParams?: EmptyParams;
   ErrorCode?: ErrorCode;
   Event?: Event;
+  FetchPreview?: FetchPreview;
   FileChange?: FileChange;
   InitializationOptions?: InitializationOptions;
   McpRestartParams?: McpRestartParams;
@@ -138,7 +139,7 @@ export interface ApprovalRequest {
     [k: string]: unknown;
   };
   risk: 'write' | 'shell' | 'network' | 'mcp';
-  preview: DiffPreview | CommandPreview | EffectsPreview | ToolPreview;
+  preview: DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview;
 }
 /**
  * A write or an edit: the file as it is and as the call would leave it.
@@ -189,6 +190,14 @@ export interface ToolPreview {
   arguments: {
     [k: string]: unknown;
   };
+}
+/**
+ * A request to a web host: the host first (what allow-for-session allows), then the whole URL.
+ */
+export interface FetchPreview {
+  kind: 'fetch';
+  url: string;
+  host: string;
 }
 export interface ApproveResult {
   decision: 'allow' | 'deny' | 'allowSession';

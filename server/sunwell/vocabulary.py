@@ -20,7 +20,7 @@ class Trust(enum.IntEnum):
     read_only = 1  # + read files
     workspace = 2  # + write and edit files
     shell = 3  # + run commands
-    full = 4  # + network tools
+    full = 4  # + commands may use the network
 
 
 TRUST_NAMES: tuple[str, ...] = get_args(TrustName)

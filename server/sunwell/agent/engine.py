@@ -32,7 +32,11 @@ from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
 from sunwell.tools.base import CommandSettings, SearchSettings, Tool, ToolContext, Trust, UndoHooks
 from sunwell.tools.mcp import McpHub, Surroundings
+from sunwell.tools.network.hosts import HostRules
+from sunwell.tools.network.policy import Network
+from sunwell.tools.network.search import SearchService
 from sunwell.tools.policy.approval import ApprovalPolicy, Asker
+from sunwell.tools.policy.audit import Redactor
 from sunwell.tools.policy.environment import EnvSecrets
 from sunwell.tools.policy.ratelimit import RateLimiter, stricter
 from sunwell.tools.workspace.checkpoints import Checkpoints, UndoResult
@@ -68,6 +72,11 @@ class Engine:
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings for the next turn; allow-for-session rules and rate-limit windows are kept."""
+        try:
+            host_rules = HostRules(settings.network.allow, settings.network.deny)
+        except ValueError as exc:
+            raise SetupError(f"invalid setting network: {exc}") from None
+        self.host_rules = host_rules
         self.settings = settings
         self.mcp.configure(settings.mcp_servers, settings.proposed_mcp_servers, self._mcp_surroundings(settings))
         self.approval.mode = settings.approval or "deny"
@@ -221,9 +230,12 @@ class Engine:
     def catalogue(self, lens: Lens | None) -> list[Tool]:
         """Every tool known now: the core tools, the lens' skills, the tools of the MCP servers started."""
         from sunwell.agent.skills import skill_tools
+        from sunwell.tools.handlers.web import WEB_SEARCH
         from sunwell.tools.registry import CORE_TOOLS
 
-        return [*CORE_TOOLS, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []), *self.mcp.tools()]
+        searching = [WEB_SEARCH] if self.settings.web_search else []
+        return [*CORE_TOOLS, *searching, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []),
+                *self.mcp.tools()]
 
     def tools(self, trust: Trust, names: Sequence[str] | None = None,
               lens: Lens | None = None) -> tuple[list[Tool], list[Tool], Trust]:
@@ -338,6 +350,15 @@ class Engine:
         return usage.with_limits(stricter(self.settings.rate_limits, lens.tool_policy.rate_limits
                                           if lens and lens.tool_policy else None))
 
+    def _network(self, session: str) -> Network:
+        """The user's host rules and caps, the hosts allowed for `session`, its page cache (tools/network/)."""
+        settings, redactor = self.settings.network, Redactor(passthrough=self.settings.env_passthrough)
+        search = self.settings.web_search
+        return Network(self.host_rules, settings.max_bytes, settings.timeout, is_secret=lambda text: redactor(text) != text,
+                       session_hosts=lambda: self.approval.session_hosts(session), cache=self.live.get(session).pages,
+                       search=search and SearchService.configured(search.provider, search.base_url,
+                                                                  search.api_key_env, settings.timeout))
+
     def _tool_context(self, session: str, log: TurnLog, trust: Trust, lens: Lens | None, provider: Provider,
                       model: str) -> ToolContext:
         checkpoints, turn = self.checkpoints, log.turn
@@ -366,6 +387,7 @@ class Engine:
             ),
             complete=complete,
             secrets=log.secrets,
+            network=self._network(session),
             notify=lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message)),
         )
 

@@ -6,6 +6,10 @@ A write to configuration the host executes (`Jail.is_protected`: `.vscode/`, `.e
 the tool's approval, the mode, the allowlist or a session rule say: it is decided here, on the path the write will
 really reach (resolved through the jail, symlinks followed), before anything that could wave the call through.
 
+A call to the web is judged on its host (tools/network/policy.py): refused before anyone is asked when the host is
+denied, a private address not listed exactly, or the URL carries a secret; run unasked when the user allowed the host
+(`network.allow`, or for this session); else asked.
+
 A call that can run staged, where commands can be staged and have no network, is not asked before it runs: its
 verdict says `stage_first`, the orchestrator runs it staged and comes back to `review` with what it changed.
 """
@@ -61,6 +65,15 @@ class Gate:
                 return Verdict(ToolError(code="rate_limit", message=message,
                                          suggestion="make fewer calls, or wait and try again"))
         protected = any(_protected(write.path, ctx) for write in subject.writes)
+        if subject.web is not None:
+            if ctx.network is None:
+                return Verdict(ToolError(code="unsupported", message=f"{tool.name}: no network here"))
+            if refusal := ctx.network.refusal(subject.web):  # the URL is not repeated: it may carry a secret
+                return Verdict(ToolError(code="permission", message=f"{tool.name} refused the URL: {refusal}",
+                                         suggestion="do not try this URL again; tell the user what you wanted"))
+            if ctx.network.allowed(subject.web):
+                emit(ApprovalEvent(call_id=call.id, decision="allow", by="policy"))
+                return Verdict(decision="allow", by="policy")
         if tool.approval != "ask" and not protected:
             return Verdict()
         # a staged call with no network can do nothing but change files: ask about those, once it ran

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from sunwell.agent.chat import ChatState
 from sunwell.agent.context import SessionContext
+from sunwell.tools.network.cache import PageCache
 from sunwell.tools.policy.ratelimit import RateLimiter
 
 MAX_LIVE = 64
@@ -37,6 +38,8 @@ class LiveSession:
     """Two turns of one session wait for each other."""
     context: SessionContext = field(default_factory=SessionContext)
     """The token estimate's calibration from the responses' usage, and the last figures `::context` shows."""
+    pages: PageCache = field(default_factory=PageCache)
+    """What web_fetch fetched: the same URL within minutes is not fetched again."""
 
 
 class LiveSessions:

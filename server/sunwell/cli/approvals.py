@@ -15,7 +15,14 @@ import threading
 from typing import TextIO, assert_never
 
 from sunwell.cli.rendering import visible
-from sunwell.wire.approval import ApprovalRequest, CommandPreview, DiffPreview, EffectsPreview, ToolPreview
+from sunwell.wire.approval import (
+    ApprovalRequest,
+    CommandPreview,
+    DiffPreview,
+    EffectsPreview,
+    FetchPreview,
+    ToolPreview,
+)
 
 ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
            "a": "allowSession", "always": "allowSession", "s": "allowSession"}
@@ -29,6 +36,8 @@ def render_preview(request: ApprovalRequest, color: bool = False) -> str:
         return _diff(preview.path, preview.before, preview.after, color)
     if isinstance(preview, EffectsPreview):
         return _effects(preview, color)
+    if isinstance(preview, FetchPreview):  # the host first: it is what allow-for-session allows
+        return f"host {visible(preview.host)}\n  {visible(preview.url)}"
     if isinstance(preview, ToolPreview) and preview.server:
         arguments = json.dumps(preview.arguments, ensure_ascii=False, indent=2)
         return visible(f"{preview.tool} on the MCP server {preview.server}, with:\n{arguments}")
@@ -89,8 +98,10 @@ class TerminalAsker:
         async with self._lock:
             preview = render_preview(request, self.color)
             self.out.write(f"\n{visible(request.name)} wants to {_verb(request)}:\n{preview}\n")
+            session = (f"[a]llow {visible(request.preview.host)} for this session"
+                       if isinstance(request.preview, FetchPreview) else "[a]llow for this session")
             while True:
-                self.out.write("Allow? [y]es / [n]o / [a]llow for this session: ")
+                self.out.write(f"Allow? [y]es / [n]o / {session}: ")
                 self.out.flush()
                 line = await _read_answer(self.stdin)
                 if not line:  # end of input: nobody is there to say yes
@@ -107,7 +118,7 @@ def _verb(request: ApprovalRequest) -> str:
         case "write":
             return "change a file"
         case "network":
-            return "use the network"
+            return "fetch from the web" if isinstance(request.preview, FetchPreview) else "use the network"
         case "mcp":
             return "call a tool of an MCP server"
         case other:

@@ -1,5 +1,5 @@
 """What a workspace config may set on top of the user's: only what narrows (lower trust and limits, more blocked
-paths, dry run on, model overrides the user left unset, a model on a provider the user configured), each value
+paths and denied hosts, dry run on, model overrides the user left unset, a model on a provider the user configured), each value
 compared as the settings model reads it. The rest is ignored and named (`workspace_config_ignored`)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from sunwell.vocabulary import TRUST_NAMES
 # the user is told things cost.
 WORKSPACE_MAY_NOT_SET = frozenset({
     "ripgrep_path", "sandbox", "approval", "base_url", "data_dir", "command_allowlist", "env_passthrough",
-    "mcp_servers", "prices",
+    "mcp_servers", "prices", "web_search", "learned_apis",
 })  # fmt: skip
 # Limits a workspace may lower but not raise; in the groups, every field is one.
 CEILINGS = ("max_tool_turns", "max_output_bytes", "max_tokens", "provider_attempts", "tool_timeout_sec",
@@ -68,6 +68,12 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any],
             ignored += refused
         elif key == "blocked_paths":
             merged[key] = [*ours, *theirs]
+        elif key == "network":  # more hosts denied, lower caps; never a host allowed
+            wider = [name for name in ("max_bytes", "timeout") if not getattr(theirs, name) <= getattr(ours, name)]
+            ignored += [f"network.{name}" for name in ("allow", *wider) if name in theirs.model_fields_set]
+            merged[key] = {**ours.model_dump(), "deny": [*ours.deny, *theirs.deny],
+                           **{name: getattr(theirs, name) for name in ("max_bytes", "timeout")
+                              if name in theirs.model_fields_set and name not in wider}}
         elif _widens(key, theirs, ours, may_choose):
             ignored.append(key)
         else:

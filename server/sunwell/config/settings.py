@@ -91,6 +91,38 @@ class McpServerConfig(BaseModel):
         return self.trust or ("shell" if self.command else "full")
 
 
+class NetworkSettings(BaseModel):
+    """Which web hosts network tools reach without asking or never (tools/network/), and how much they read."""
+
+    model_config = ConfigDict(extra="forbid")
+    allow: list[str] = Field(default_factory=list)
+    """Fetched without asking: names (`docs.python.org`), `*.name` for its sub-domains, IP literals. A private or
+    loopback address is reached only when its exact name or address is here (never through a wildcard)."""
+    deny: list[str] = Field(default_factory=list)
+    """Never fetched; a workspace config may add here."""
+    max_bytes: int = Field(5_000_000, ge=1_000)
+    """A response larger than this is refused (what is downloaded)."""
+    timeout: float = Field(30, gt=0, le=600)
+    """Seconds for the whole fetch, redirects included."""
+
+
+class WebSearchSettings(BaseModel):
+    """The search service behind `web_search` (tools/network/search.py); `web_search` is offered only when set."""
+
+    model_config = ConfigDict(extra="forbid")
+    provider: Literal["searxng", "brave", "tavily"] = "searxng"
+    base_url: str | None = Field(None, pattern=r"^https?://")
+    """Default: the provider's public endpoint; required for SearXNG, which has none."""
+    api_key_env: str | None = None
+    """The environment variable holding the key (Brave, Tavily); never the key itself."""
+
+    @model_validator(mode="after")
+    def _searxng_needs_url(self) -> WebSearchSettings:
+        if self.provider == "searxng" and not self.base_url:
+            raise ValueError("web_search.provider searxng needs base_url (your SearXNG instance)")
+        return self
+
+
 class Price(BaseModel):
     """What a model costs, in USD per million tokens (PROTOCOL.md `prices:`), for the cost display only."""
 
@@ -152,6 +184,8 @@ class Settings(BaseModel):
     """Per million tokens, keyed by model string or model id; on top of the defaults (sunwell.agent.usage)."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """MCP servers whose tools become Sunwell tools named `SERVER__TOOL` (README "Tools from outside")."""
+    network: NetworkSettings = Field(default_factory=NetworkSettings)
+    web_search: WebSearchSettings | None = None
     _ignored: list[str] = PrivateAttr(default_factory=list)
     _proposed_mcp: dict[str, McpServerConfig] = PrivateAttr(default_factory=dict)
 

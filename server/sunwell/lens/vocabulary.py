@@ -41,15 +41,20 @@ CORE_TOOL_DOCS: dict[str, ToolDoc] = {doc.name: doc for doc in (
             "`path`, `old_text`, `new_text`, `replace_all` (default false)", "workspace", "ask"),
     ToolDoc("run_command", "Run a shell command in the sandbox (non-zero exit is a normal result).",
             '`command`, `cwd` (default "."), `timeout` (seconds, default 30)', "shell", "ask"),
+    ToolDoc("web_fetch", "Fetch a web page (http/https) as markdown; the user allows each host (network.allow).",
+            '`url`, `format` (`markdown` default, `text`, `raw`), `offset` (characters, optional)', "read_only",
+            "ask, per host"),
+    ToolDoc("web_search", "Search the web through the configured service (offered only when `web_search:` is set).",
+            "`query`, `max_results` (1-10, default 5)", "read_only", "auto"),
 )}
 CORE_TOOLS: tuple[str, ...] = tuple(CORE_TOOL_DOCS)
 
 TRUST_DOCS: dict[str, str] = {
     "discovery": "List and search files only.",
-    "read_only": "`discovery` + read files.",
+    "read_only": "`discovery` + read files, fetch web pages (each host allowed by the user).",
     "workspace": "`read_only` + write and edit files in the workspace.",
     "shell": "`workspace` + run shell commands in the sandbox.",
-    "full": "`shell` + network tools.",
+    "full": "`shell` + commands may use the network.",
 }
 TRUST_LEVELS = TRUST_NAMES
 assert tuple(TRUST_DOCS) == TRUST_NAMES, "a trust level without its doc"

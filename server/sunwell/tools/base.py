@@ -70,7 +70,8 @@ class UndoHooks:
 @dataclass
 class ToolContext:
     """What a handler may use, as a few named capabilities: the jail (the only way to a path), the cap on a
-    result, how searches and commands run, undo's hooks, a nested model call, the turn's notices, secret masking."""
+    result, how searches and commands run, undo's hooks, a nested model call, the turn's notices, secret masking, the
+    network."""
 
     jail: Any  # sunwell.tools.workspace.jail.Jail (kept loose to avoid an import cycle in handlers' typing)
     max_output_bytes: int = 100_000
@@ -83,6 +84,9 @@ class ToolContext:
     """A sunwell.tools.policy.environment.EnvSecrets masking results before the model or a log sees them, or None."""
     notify: Callable[[str, str, str], None] | None = None
     """(level, code, message) -> a `notice` event of the running turn (an MCP server failed or restarted)."""
+    network: Any = None
+    """A sunwell.tools.network.policy.Network: the user's host rules, the caps, the session's page cache; None: no
+    network tools."""
 
 
 class StagedEffects(Protocol):

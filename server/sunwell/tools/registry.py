@@ -9,8 +9,9 @@ from sunwell.tools.handlers.edits import EDIT_FILE, WRITE_FILE
 from sunwell.tools.handlers.files import LIST_FILES, READ_FILE
 from sunwell.tools.handlers.search import SEARCH_FILES
 from sunwell.tools.handlers.shell import RUN_COMMAND
+from sunwell.tools.handlers.web import WEB_FETCH
 
-CORE_TOOLS: tuple[Tool, ...] = (LIST_FILES, SEARCH_FILES, READ_FILE, WRITE_FILE, EDIT_FILE, RUN_COMMAND)
+CORE_TOOLS: tuple[Tool, ...] = (LIST_FILES, SEARCH_FILES, READ_FILE, WRITE_FILE, EDIT_FILE, RUN_COMMAND, WEB_FETCH)
 
 
 def select_tools(tools: Sequence[Tool], trust: Trust, names: Sequence[str] | None = None) -> list[Tool]:

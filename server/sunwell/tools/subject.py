@@ -1,14 +1,18 @@
 """What one tool call touches, as the tool declares it: the subject policy judges.
 
 Policy (agent/gate.py) reads this, never a tool's argument names: a write's path for the protected-path check and
-its bytes for the write budget, a command and its folder, an MCP server and tool. A new kind of tool states its
-subject here instead of adding a special case to the gate (Claude Code's permission rules name a tool and its
-subject the same way: `Bash(git diff:*)`, `Edit(src/**)`).
+its bytes for the write budget, a command and its folder, an MCP server and tool, a URL's host. A new kind of tool
+states its subject here instead of adding a special case to the gate (Claude Code's permission rules name a tool and
+its subject the same way: `Bash(git diff:*)`, `Edit(src/**)`, `WebFetch(domain:docs.python.org)`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sunwell.tools.network.urls import Target
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,8 @@ class Subject:
     writes: tuple[Write, ...] = ()
     command: Command | None = None
     mcp: McpCall | None = None
+    web: Target | None = None
+    """The URL the call requests, parsed and normalised: policy judges its host (tools/network/policy.py)."""
     staged: bool = False
     """Its file changes can be made in a staging overlay, shown, then applied or discarded (the tool's `stage`)."""
 

@@ -23,6 +23,7 @@ __all__ = [
     "CommandPreview",
     "DiffPreview",
     "EffectsPreview",
+    "FetchPreview",
     "FileChange",
     "Preview",
     "ToolPreview",
@@ -84,7 +85,19 @@ class ToolPreview(WireModel):
     arguments: dict[str, Any]
 
 
-Preview = Annotated[DiffPreview | CommandPreview | EffectsPreview | ToolPreview, Field(discriminator="kind")]
+class FetchPreview(WireModel):
+    """A request to a web host: the host first (what allow-for-session allows), then the whole URL."""
+
+    kind: Literal["fetch"] = "fetch"
+    url: str
+    host: str
+    """IDNA-normalised (`xn--` for a non-ASCII name), so a look-alike shows as what it is."""
+
+
+Preview = Annotated[DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview,
+                    Field(discriminator="kind")]
+HOST_RULE = "network:host"
+"""The middle of a session rule that allows a host (for every network tool), not one tool."""
 
 
 class ApprovalRequest(WireModel):
@@ -109,7 +122,10 @@ class ApprovalRequest(WireModel):
 
     def session_rule(self) -> tuple[str, str, str] | None:
         """What allow-for-session remembers: the exact tool, and for shell the exact command line (none known:
-        nothing is remembered, the answer counts for this call only); for an MCP tool the exact arguments too."""
+        nothing is remembered, the answer counts for this call only); for an MCP tool the exact arguments too; for a
+        web request its host, whatever tool asks."""
+        if self.risk == "network" and isinstance(self.preview, FetchPreview):
+            return self.session, HOST_RULE, self.preview.host
         if self.risk == "mcp":
             return self.session, self.name, json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)
         if self.risk != "shell":

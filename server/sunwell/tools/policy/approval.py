@@ -2,7 +2,8 @@
 
 The terminal answers it with a prompt, the sidecar with a `sunwell/approve` request to VS Code; `auto` and `deny`
 modes, the command allowlist and allow-for-session rules answer it without asking anyone (`by: "policy"`).
-Allow-for-session remembers the exact tool for writes and the exact command string for shell, never a prefix.
+Allow-for-session remembers the exact tool for writes, the exact command string for shell (never a prefix), the
+host for a web request.
 
 Rules judge what will run, never an argument's name: for shell, the preview's `command` (a lens skill's rendered
 template, not the model's argument that happens to be called `command`). A call marked `always_ask` (a write to
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from sunwell.vocabulary import DECISIONS, ApprovalMode, DecidedBy, Decision
-from sunwell.wire.approval import ApprovalRequest
+from sunwell.wire.approval import HOST_RULE, ApprovalRequest
 
 __all__ = ["Answer", "ApprovalPolicy", "ApprovalRequest", "Asker", "Ruling"]
 log = logging.getLogger(__name__)
@@ -81,6 +82,10 @@ class ApprovalPolicy:
             self._session_rules.add(rule)
         note = note.strip()[:NOTE_LIMIT] if isinstance(note, str) and decision == "deny" else None
         return Ruling(decision, "user", note or None)  # type: ignore[arg-type]
+
+    def session_hosts(self, session: str) -> set[str]:
+        """The web hosts the user allowed for `session`."""
+        return {rule[2] for rule in self._session_rules if rule[0] == session and rule[1] == HOST_RULE}
 
     def forget(self, sessions: Collection[str] = ()) -> None:
         self._session_rules = {rule for rule in self._session_rules if rule[0] not in sessions}

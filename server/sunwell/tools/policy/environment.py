@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote
 
 COMMAND_ENV = frozenset({"PATH", "HOME", "LANG", "LANGUAGE", "TERM", "USER", "SHELL", "TMPDIR", "TZ"})
 MIN_SECRET_LENGTH = 8  # shorter values ("1", "true", "root") would redact half of every transcript
@@ -72,6 +73,8 @@ class EnvSecrets:
         if self._pattern is None:
             return value
         if isinstance(value, str):
+            if "%" in value and self._pattern.search(decoded := unquote(unquote(value))):
+                value = decoded  # percent-encoded, as a URL carries it (`tok%2D5f3a`): masked in its decoded form
             return self._pattern.sub(self._replacement, value) if self._pattern.search(value) else value
         if isinstance(value, Mapping):
             return {self.mask(k): self.mask(v) for k, v in value.items()}
