@@ -59,6 +59,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     }),
     register('sunwell.undoLastTurn', () => undoLastTurn(controller, sidecar)),
     register('sunwell.setApiKey', () => setApiKey(deps.keys)),
+    register('sunwell.setWebSearchKey', () => setWebSearchKey(deps.keys)),
     register('sunwell.showAuditLog', () => showAuditLog(sidecar)),
     register('sunwell.restartSidecar', () => sidecar.restart('asked by the user', true)),
     register('sunwell.showSessions', () => showSessions(controller, sidecar)),
@@ -81,7 +82,8 @@ export function pick(target: 'model' | 'trust' | 'lens'): void {
 /** Writes a setting where it is in force: the workspace when set there (and allowed there), else the user settings.
  *  Machine-scoped settings (trust, interpreter, endpoints) live in the user settings only: a workspace file must not
  *  raise what the user granted. */
-const MACHINE_SCOPED = new Set(['trustLevel', 'python', 'serverCommand', 'baseUrl', 'openaiBaseUrl', 'anthropicBaseUrl', 'ollamaHost']);
+const MACHINE_SCOPED = new Set(['trustLevel', 'python', 'serverCommand', 'baseUrl', 'openaiBaseUrl', 'anthropicBaseUrl', 'ollamaHost',
+  'network.allow', 'network.deny', 'webSearch.provider', 'webSearch.baseUrl', 'webSearch.apiKeyEnv']);
 
 async function updateSetting(key: string, value: unknown): Promise<void> {
   const config = vscode.workspace.getConfiguration('sunwell');
@@ -207,6 +209,19 @@ async function setApiKey(keys: ApiKeyStore): Promise<void> {
   });
   if (value === undefined) return;
   await keys.set(chosen.provider, value.trim());
+}
+
+/** The key of the search service (Brave, Tavily), passed to the engine in the variable `sunwell.webSearch.apiKeyEnv` names. */
+async function setWebSearchKey(keys: ApiKeyStore): Promise<void> {
+  const variable = vscode.workspace.getConfiguration('sunwell').get<string>('webSearch.apiKeyEnv') || 'SUNWELL_WEB_SEARCH_KEY';
+  const value = await vscode.window.showInputBox({
+    title: 'Sunwell: web search API key',
+    prompt: `Stored in VS Code’s secret storage and passed to the engine as ${variable}. Leave empty to remove the key.`,
+    password: true,
+    ignoreFocusOut: true,
+  });
+  if (value === undefined) return;
+  await keys.set('webSearch', value.trim());
 }
 
 async function showAuditLog(sidecar: Sidecar): Promise<void> {

@@ -1,38 +1,41 @@
-// API keys live in VS Code's SecretStorage and reach the sidecar only through its environment.
+// API keys (the model providers' and the web search service's) live in VS Code's SecretStorage and reach the
+// sidecar only through its environment.
 import * as vscode from 'vscode';
-import { API_KEYS, type ApiKeys, type KeyProvider } from './common/settings';
+import { API_KEYS, type ApiKeys, type SecretName } from './common/settings';
+
+const NAMES: SecretName[] = [...(Object.keys(API_KEYS) as SecretName[]), 'webSearch'];
 
 const PREFIX = 'sunwell.apiKey.';
 
 export class ApiKeyStore implements vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<KeyProvider>();
+  private readonly changed = new vscode.EventEmitter<SecretName>();
   /** A key was set or removed (from this window or another): the sidecar must restart to see it. */
   readonly onDidChange = this.changed.event;
   private readonly subscription: vscode.Disposable;
 
   constructor(private readonly secrets: vscode.SecretStorage) {
     this.subscription = secrets.onDidChange((e) => {
-      if (e.key.startsWith(PREFIX)) this.changed.fire(e.key.slice(PREFIX.length) as KeyProvider);
+      if (e.key.startsWith(PREFIX)) this.changed.fire(e.key.slice(PREFIX.length) as SecretName);
     });
   }
 
   async all(): Promise<ApiKeys> {
     const keys: ApiKeys = {};
-    for (const provider of Object.keys(API_KEYS) as KeyProvider[]) {
-      const value = await this.secrets.get(PREFIX + provider);
-      if (value) keys[provider] = value;
+    for (const name of NAMES) {
+      const value = await this.secrets.get(PREFIX + name);
+      if (value) keys[name] = value;
     }
     return keys;
   }
 
-  async has(provider: KeyProvider): Promise<boolean> {
-    return !!(await this.secrets.get(PREFIX + provider));
+  async has(name: SecretName): Promise<boolean> {
+    return !!(await this.secrets.get(PREFIX + name));
   }
 
   /** An empty value removes the key. */
-  async set(provider: KeyProvider, value: string): Promise<void> {
-    if (value) await this.secrets.store(PREFIX + provider, value);
-    else await this.secrets.delete(PREFIX + provider);
+  async set(name: SecretName, value: string): Promise<void> {
+    if (value) await this.secrets.store(PREFIX + name, value);
+    else await this.secrets.delete(PREFIX + name);
   }
 
   dispose(): void {

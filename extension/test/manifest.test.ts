@@ -32,7 +32,8 @@ describe('manifest', () => {
 
   it('keeps what decides what runs and how much is allowed out of workspace settings (machine scope)', () => {
     const props = contributes.configuration.properties;
-    for (const key of ['python', 'serverCommand', 'trustLevel', 'baseUrl', 'openaiBaseUrl', 'anthropicBaseUrl', 'ollamaHost']) {
+    for (const key of ['python', 'serverCommand', 'trustLevel', 'baseUrl', 'openaiBaseUrl', 'anthropicBaseUrl', 'ollamaHost',
+      'network.allow', 'network.deny', 'webSearch.provider', 'webSearch.baseUrl', 'webSearch.apiKeyEnv']) {
       assert.equal(props[`sunwell.${key}`].scope, 'machine', key);
       assert.match(sources, new RegExp(`MACHINE_SCOPED = new Set\\(\\[[^\\]]*'${key}'`), `updateSetting must not write ${key} to the workspace`);
     }
@@ -61,7 +62,7 @@ describe('manifest', () => {
   it('has the commands the issue lists, each registered by the code, and menus name only contributed ones', () => {
     const ids = contributes.commands.map((c: { command: string }) => c.command);
     for (const id of ['openChat', 'newSession', 'stop', 'selectModel', 'setTrustLevel', 'useLens', 'undoLastTurn', 'setApiKey',
-      'showAuditLog', 'restartSidecar', 'runSkill']) {
+      'showAuditLog', 'restartSidecar', 'runSkill', 'setWebSearchKey']) {
       assert.ok(ids.includes(`sunwell.${id}`), id);
     }
     for (const id of ids) assert.ok(sources.includes(`'${id}'`), `${id} is registered`);
@@ -75,7 +76,8 @@ describe('manifest', () => {
   it('has the settings the client reads', () => {
     const keys = Object.keys(contributes.configuration.properties);
     for (const key of ['model', 'trustLevel', 'approvalTimeoutSec', 'maxToolTurns', 'python', 'openaiBaseUrl', 'anthropicBaseUrl',
-      'baseUrl', 'ollamaHost', 'serverCommand', 'dryRun']) {
+      'baseUrl', 'ollamaHost', 'serverCommand', 'dryRun', 'network.allow', 'network.deny', 'webSearch.provider', 'webSearch.baseUrl',
+      'webSearch.apiKeyEnv']) {
       assert.ok(keys.includes(`sunwell.${key}`), key);
     }
     assert.deepEqual(contributes.configuration.properties['sunwell.trustLevel'].enum, ['discovery', 'read_only', 'workspace', 'shell', 'full']);

@@ -54,7 +54,31 @@ describe('initializationOptions and configuration changes', () => {
       dryRun: false,
       baseUrl: 'http://127.0.0.1:9/v1',
       prices: null,
+      network: { allow: [], deny: [] },
+      webSearch: null,
     });
+  });
+
+  it('pass the network rules and the search service (its key travels in the environment, never here)', () => {
+    const { settings, problems } = readSettings(lookup({ 'network.allow': [' docs.python.org ', '127.0.0.1', ''],
+      'network.deny': ['*.ads.example'], 'webSearch.provider': 'brave' }));
+    assert.deepEqual(problems, []);
+    const config = sidecarConfiguration(settings);
+    assert.deepEqual(config.network, { allow: ['docs.python.org', '127.0.0.1'], deny: ['*.ads.example'] });
+    assert.deepEqual(config.webSearch, { provider: 'brave', baseUrl: null, apiKeyEnv: 'SUNWELL_WEB_SEARCH_KEY' });
+    const searx = readSettings(lookup({ 'webSearch.provider': 'searxng', 'webSearch.baseUrl': 'http://127.0.0.1:8888' })).settings;
+    assert.equal(sidecarConfiguration(searx).webSearch?.baseUrl, 'http://127.0.0.1:8888');
+  });
+
+  it('name a wrong network or search setting and use its default', () => {
+    const { settings, problems } = readSettings(lookup({ 'network.allow': 'docs.python.org', 'network.deny': [1],
+      'webSearch.provider': 'google', 'webSearch.baseUrl': 'file:///etc', 'webSearch.apiKeyEnv': 'MY KEY' }));
+    assert.deepEqual(settings['network.allow'], []);
+    assert.equal(settings['webSearch.provider'], '');
+    assert.equal(settings['webSearch.apiKeyEnv'], 'SUNWELL_WEB_SEARCH_KEY');
+    assert.equal(problems.length, 5);
+    assert.ok(problems.some((p) => p.startsWith('sunwell.network.allow: "docs.python.org"')));
+    assert.ok(problems.some((p) => p.startsWith('sunwell.webSearch.provider: "google"')));
   });
 
   it('pass prices (USD per million tokens) as the sidecar\'s `prices`, and name a wrong one', () => {
@@ -86,6 +110,14 @@ describe('the sidecar environment', () => {
     assert.equal(env.OPENAI_API_KEY, 'sk-o');
     assert.equal(env.ANTHROPIC_API_KEY, 'sk-a');
     assert.equal(env.SUNWELL_API_KEY, 'sk-c');
+  });
+
+  it('carries the web search key in the variable the setting names', () => {
+    assert.equal(sidecarEnvironment(DEFAULTS, { webSearch: 'bs-1' }, {}).SUNWELL_WEB_SEARCH_KEY, 'bs-1');
+    const env = sidecarEnvironment({ ...DEFAULTS, 'webSearch.apiKeyEnv': 'BRAVE_KEY' }, { webSearch: 'bs-1' }, {});
+    assert.deepEqual([env.BRAVE_KEY, env.SUNWELL_WEB_SEARCH_KEY], ['bs-1', undefined]);
+    assert.equal(needsRestart(DEFAULTS, { ...DEFAULTS, 'webSearch.apiKeyEnv': 'BRAVE_KEY' }), true);
+    assert.equal(needsRestart(DEFAULTS, { ...DEFAULTS, 'network.allow': ['a.example'] }), false);
   });
 
   it('keeps inherited variables where nothing is set, and never puts the compatible key in OPENAI_API_KEY', () => {

@@ -91,6 +91,59 @@ describe('cards', () => {
     assert.match(card.querySelector('[data-testid="approval-result"]')?.textContent ?? '', /Denied/);
   });
 
+  it('an approval card for a fetch shows the host first, then the whole URL as text; Allow host for session', () => {
+    const base = { session: 's', turn: 't' };
+    const url = 'http://docs.example.invalid/page?q=' + 'x'.repeat(300);
+    let state = turn('fetch', [{ ...base, seq: 0, type: 'toolCall', callId: 'f1', name: 'web_fetch', arguments: { url } }]);
+    state = reduce(state, { type: 'approvalRequested', params: { ...base, callId: 'f1', name: 'web_fetch', arguments: { url },
+      risk: 'network', preview: { kind: 'fetch', url, host: 'docs.example.invalid' } } });
+    let card = draw(state).querySelector('[data-testid="approval-card"]') as HTMLElement;
+    assert.equal(card.dataset.risk, 'network');
+    const host = card.querySelector('[data-testid="approval-host"]')!;
+    const shownUrl = card.querySelector('[data-testid="approval-url"]')!;
+    assert.equal(host.textContent, 'docs.example.invalid');
+    assert.ok(host.compareDocumentPosition(shownUrl) & 4, 'the host comes before the URL');
+    assert.equal(shownUrl.textContent, url);
+    assert.equal(card.querySelectorAll('a').length, 0, 'the URL is text, not a link');
+    assert.match(card.querySelector('[data-testid="approval-risk"]')?.textContent ?? '', /network/);
+    const session = card.querySelector('[data-testid="approval-allow-session"]') as HTMLElement;
+    assert.equal(session.textContent, 'Allow host for session');
+    assert.match(session.title, /docs\.example\.invalid/);
+    state = reduce(state, { type: 'approvalAnswered', callId: 'f1', decision: 'allowSession' });
+    card = draw(state).querySelector('[data-testid="approval-card"]') as HTMLElement;
+    assert.match(card.querySelector('[data-testid="approval-result"]')?.textContent ?? '', /Allowed docs\.example\.invalid for this session/);
+  });
+
+  it('a web_fetch card links to the page by its title, with its host; other results show as before', () => {
+    const base = { session: 's', turn: 't' };
+    const fetched = (callId: string, output: string) => [
+      { ...base, seq: 0, type: 'toolCall' as const, callId, name: 'web_fetch', arguments: { url: 'http://127.0.0.1:8123/page.html' } },
+      { ...base, seq: 1, type: 'toolResult' as const, callId, name: 'web_fetch', ok: true, output, error: null, durationMs: 12 },
+    ];
+    const root = draw(turn('fetch', [
+      ...fetched('p1', 'URL: http://127.0.0.1:8123/page.html\nTitle: The <b>test</b> page\nThe text below…\n\n# Hi'),
+      ...fetched('p2', 'http://a.example/ redirects to http://b.example/, another host, which was not fetched.'),
+    ]));
+    const [page, redirect] = [...root.querySelectorAll('[data-testid="tool-card"]')];
+    const link = page.querySelector('[data-testid="page-link"]') as HTMLAnchorElement;
+    assert.equal(link.getAttribute('href'), 'http://127.0.0.1:8123/page.html');
+    assert.equal(link.textContent, 'The <b>test</b> page', 'the title is text');
+    assert.equal(page.querySelector('[data-testid="page-host"]')?.textContent, '127.0.0.1');
+    assert.equal(redirect.querySelector('[data-testid="web-result"]'), null);
+    assert.match(page.querySelector('[data-testid="tool-head"]')?.textContent ?? '', /Fetch\s*http:\/\/127\.0\.0\.1:8123\/page\.html/);
+  });
+
+  it('a web_search card lists its hits as links', () => {
+    const base = { session: 's', turn: 't' };
+    const output = "1 results for 'x' (snippets…):\n\n1. Example\n   https://example.com/a\n   a snippet";
+    const root = draw(turn('search', [
+      { ...base, seq: 0, type: 'toolCall', callId: 's1', name: 'web_search', arguments: { query: 'x' } },
+      { ...base, seq: 1, type: 'toolResult', callId: 's1', name: 'web_search', ok: true, output, error: null, durationMs: 5 },
+    ]));
+    const hits = [...root.querySelectorAll('[data-testid="search-hit"] a')].map((a) => [a.textContent, a.getAttribute('href')]);
+    assert.deepEqual(hits, [['Example', 'https://example.com/a']]);
+  });
+
   it('a replayed call a person answered says how; one a policy decided says nothing more', () => {
     const base = { session: 's', turn: 't' };
     const call = (callId: string) => ({ ...base, seq: 1, type: 'toolCall' as const, callId, name: 'write_file', arguments: { path: 'b.txt' } });

@@ -9,6 +9,7 @@ control endpoint, one scenario at a time:
                                        answers {"requests": N} (how many requests were recorded so far)
     GET  {control}/requests?since=N    the requests recorded since N: [{"path", "body"}]
     GET  {control}/state               {"remaining": n, "requests": N}
+    GET  {control}/page.html           a small HTML page with a title, for web_fetch of a local address
 
 It stops when its stdin closes or on SIGTERM.
 """
@@ -30,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for fake
 from fake_provider import Call, FakeProvider, Reply
 
 TODO = "# TODO\n\n- [x] chat in VS Code\n- [ ] ship it\n"
+PAGE = ("<!doctype html><html><head><title>Sunwell test page</title></head><body><h1>Local docs</h1>"
+        "<p>Served by the end-to-end test's fake server on 127.0.0.1.</p></body></html>")
 SLOW_TEXT = "Counting slowly, stop me whenever you like: " + ", ".join(str(n) for n in range(1, 400)) + "."
 
 
@@ -96,6 +99,12 @@ SCENARIOS: dict[str, list[Any]] = {
         Reply(tool_calls=[Call("run_command", json.dumps({"command": "echo hi > new.txt"}))], chunk=16),
         Reply(text="Wrote `new.txt`.", chunk=8),
     ],
+    # web_fetch of a host the user did not allow: the card asks, host first; the name never resolves
+    "fetch-ask": [
+        Reply(tool_calls=[Call("web_fetch", json.dumps({"url": "http://docs.example.invalid/page"}))], chunk=16),
+        Reply(text="`docs.example.invalid` could not be reached.", chunk=8),
+    ],
+    # "fetch-local" (web_fetch of this server's /page.html, allowed in the user settings) is added once the port is known
     # a file the turn creates, for the turn's Undo button
     "write-undo": [
         Reply(tool_calls=[Call("write_file", json.dumps({"path": "undo-me.txt", "content": "temporary\n"}))], chunk=16),
@@ -135,6 +144,13 @@ def main() -> int:
             if url.path == "/requests":
                 since = int(parse_qs(url.query).get("since", ["0"])[0])
                 self._json(200, [{"path": r.path, "body": r.body} for r in fake.requests[since:]])
+            elif url.path == "/page.html":
+                data = PAGE.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
             elif url.path == "/state":
                 self._json(200, {"remaining": fake.remaining, "requests": len(fake.requests)})
             else:
@@ -144,6 +160,10 @@ def main() -> int:
     control.daemon_threads = True
     threading.Thread(target=control.serve_forever, args=(0.05,), daemon=True).start()
     host, port = control.server_address[:2]
+    SCENARIOS["fetch-local"] = [
+        Reply(tool_calls=[Call("web_fetch", json.dumps({"url": f"http://{host}:{port}/page.html"}))], chunk=16),
+        Reply(text="The local page is titled **Sunwell test page**.", chunk=8),
+    ]
     print(json.dumps({"url": fake.url, "control": f"http://{host}:{port}"}), flush=True)
 
     done = threading.Event()

@@ -258,6 +258,7 @@ async function main() {
     'sunwell.model': 'openai:gpt-4o',
     'sunwell.openaiBaseUrl': `${fake.url}/v1`,
     'sunwell.approvalTimeoutSec': 300,
+    'sunwell.network.allow': ['127.0.0.1'], // the fake server's page (web-fetch): a private address, listed exactly
     ...(SIDECAR_PYTHON ? { 'sunwell.python': SIDECAR_PYTHON } : {}),
   };
   writeFileSync(path.join(DATA, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
@@ -843,6 +844,84 @@ async function main() {
     await waitTurnEnd(ends, 'completed');
     check(existsSync(path.join(WS, 'new.txt')) && readFileSync(path.join(WS, 'new.txt'), 'utf8') === 'hi\n', 'Allow did not write new.txt');
     await shot('effects-allowed');
+  });
+
+  // (issue 27) web_fetch: a host not in sunwell.network.allow asks, host first, and "Allow host for session" answers
+  // it (the name never resolves: the card shows the network error); 127.0.0.1, listed in the user settings, is
+  // fetched without a card and its tool card links to the page by its title.
+  await scenario('web-fetch', 90_000, async () => {
+    await runCommand(page, 'Sunwell: Open Chat');
+    await clickViewAction('New Session');
+    await byTest('welcome').waitFor({ state: 'visible', timeout: 5000 });
+    await script('fetch-ask');
+    let ends = await count('turn-end');
+    await send('Read http://docs.example.invalid/page');
+    const approval = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await approval.waitFor({ timeout: 20_000 });
+    check(await approval.getAttribute('data-risk') === 'network', `risk ${await approval.getAttribute('data-risk')}`);
+    const host = approval.locator('[data-testid="approval-host"]');
+    const url = approval.locator('[data-testid="approval-url"]');
+    check(await host.innerText() === 'docs.example.invalid', `host shown: ${await host.innerText()}`);
+    check(await url.innerText() === 'http://docs.example.invalid/page', `URL shown: ${await url.innerText()}`);
+    check((await host.boundingBox()).y < (await url.boundingBox()).y, 'the host is not above the URL');
+    check(await approval.locator('a').count() === 0, 'the URL is a link in the approval card');
+    check(/network/.test(await approval.locator('[data-testid="approval-risk"]').innerText()), 'the risk is not named');
+    const allowHost = approval.locator('[data-testid="approval-allow-session"]');
+    check(await allowHost.innerText() === 'Allow host for session', `the session button says "${await allowHost.innerText()}"`);
+    await clearNotifications(page);
+    await shot('fetch-approval');
+    await allowHost.click();
+    await waitTurnEnd(ends, 'completed');
+    const failed = chat().locator('[data-testid="tool-card"][data-tool="web_fetch"]').last();
+    check(await failed.getAttribute('data-status') === 'error', `the unresolvable fetch ended ${await failed.getAttribute('data-status')}`);
+    const error = failed.locator('[data-testid="tool-error"]');
+    check(await error.getAttribute('data-code') === 'network', `error ${await error.getAttribute('data-code')}: ${await error.innerText()}`);
+    check(/Allowed docs\.example\.invalid for this session/.test(await failed.locator('[data-testid="approval-result"]').innerText()),
+      `answered: ${await failed.locator('[data-testid="approval-result"]').innerText()}`);
+    log(`  error card: ${nbsp(await error.innerText()).replace(/\s+/g, ' ')}`);
+    await shot('fetch-network-error');
+
+    await script('fetch-local');
+    ends = await count('turn-end');
+    const before = await chat().locator('[data-testid="tool-card"][data-tool="web_fetch"]').count();
+    let asked = false;
+    await send('Now read the local test page');
+    const card = chat().locator('[data-testid="tool-card"][data-tool="web_fetch"]').nth(before);
+    await until(async () => {
+      asked ||= (await chat().locator('[data-testid="approval-card"][data-state="pending"]').count()) > 0;
+      return (await count('turn-end')) > ends;
+    }, { timeoutMs: 30_000, every: 50, message: 'the local fetch did not finish' });
+    await waitTurnEnd(ends, 'completed');
+    check(!asked, 'a host in sunwell.network.allow was asked');
+    check(await card.getAttribute('data-status') === 'ok', `the local fetch ended ${await card.getAttribute('data-status')}: ${await card.innerText()}`);
+    const link = card.locator('[data-testid="page-link"]');
+    check(await link.innerText() === 'Sunwell test page', `the card's link says "${await link.innerText()}"`);
+    check(/^http:\/\/127\.0\.0\.1:\d+\/page\.html$/.test(await link.getAttribute('href')), `link to ${await link.getAttribute('href')}`);
+    check(await card.locator('[data-testid="page-host"]').innerText() === '127.0.0.1', 'the card does not show the host');
+    await shot('fetch-local-page');
+
+    // The link goes to VS Code's opener (its confirmation, or a new browser tab), never into the webview.
+    const popup = browser.waitForEvent('page', { timeout: 8000 }).catch(() => null);
+    await link.click();
+    const dialog = page.locator('.monaco-dialog-box');
+    const opened = await Promise.race([
+      dialog.waitFor({ state: 'visible', timeout: 8000 }).then(() => 'dialog', () => null),
+      popup.then((p) => (p ? p : null)),
+    ]);
+    check(opened, 'clicking the page link did nothing');
+    if (opened === 'dialog') {
+      log(`  link: VS Code asks: ${nbsp(await dialog.innerText()).replace(/\s+/g, ' ').slice(0, 200)}`);
+      await shot('fetch-link-confirm');
+      await dialog.locator('.monaco-button').filter({ hasText: 'Cancel' }).first().click();
+    } else {
+      await opened.waitForLoadState('domcontentloaded').catch(() => undefined);
+      // VS Code trusts localhost links without asking; code-server opens them through its port proxy (/proxy/PORT/)
+      const port = new URL(await link.getAttribute('href')).port;
+      log(`  link: VS Code opened ${opened.url()} in a new tab`);
+      check(opened.url().includes(`127.0.0.1:${port}/`) || opened.url().includes(`/proxy/${port}/`), `the new tab is ${opened.url()}`);
+      await opened.close();
+    }
+    check(await byTest('chat-input').count() === 1, 'the chat webview navigated away');
   });
 
   // (g) a lens file: a diagnostic on the misspelt key, and completion of a trust level

@@ -8,13 +8,15 @@ const TOOL_TITLES: Record<string, string> = {
   write_file: 'Write',
   edit_file: 'Edit',
   run_command: 'Run',
+  web_fetch: 'Fetch',
+  web_search: 'Web search',
 };
 
 export function toolTitle(name: string): string {
   return TOOL_TITLES[name] ?? (name || 'Tool');
 }
 
-/** The argument that says what a call is about (its path, command or pattern), for the card's header. */
+/** The argument that says what a call is about (its path, command, pattern, URL or query), for the card's header. */
 export function toolTarget(name: string, args: Record<string, unknown> | null, argsText: string): string {
   const pick = (key: string) => (args && typeof args[key] === 'string' ? (args[key] as string) : undefined);
   let target: string | undefined;
@@ -31,7 +33,7 @@ export function toolTarget(name: string, args: Record<string, unknown> | null, a
   if (target === undefined && args) target = Object.values(args).find((v): v is string => typeof v === 'string');
   if (target === undefined) {
     // Arguments still streaming: show the path or command as soon as its string is complete.
-    const m = /"(?:path|command|pattern)"\s*:\s*"((?:[^"\\]|\\.)*)"/.exec(argsText);
+    const m = /"(?:path|command|pattern|url|query)"\s*:\s*"((?:[^"\\]|\\.)*)"/.exec(argsText);
     if (m) target = m[1].replace(/\\(.)/g, '$1');
   }
   const oneLine = (target ?? '').replace(/\s+/g, ' ').trim();

@@ -17,6 +17,26 @@ export interface Settings {
   dryRun: boolean;
   /** USD per million tokens by model (the cost display), on top of Sunwell's defaults. */
   prices: Record<string, { input: number; output: number }>;
+  /** Hosts web_fetch reaches without asking, and never: added to `network:` of the user config. */
+  'network.allow': string[];
+  'network.deny': string[];
+  /** The search service behind web_search; '' leaves `web_search:` of the user config. */
+  'webSearch.provider': WebSearchProvider | '';
+  'webSearch.baseUrl': string;
+  /** The variable that carries the search key (from SecretStorage) to the sidecar. */
+  'webSearch.apiKeyEnv': string;
+}
+
+export const WEB_SEARCH_PROVIDERS = ['searxng', 'brave', 'tavily'] as const;
+export type WebSearchProvider = (typeof WEB_SEARCH_PROVIDERS)[number];
+
+/**
+ * What the client adds to the wire's options; the sidecar reads them in server/sunwell/lsp/configuration.py
+ * (`ClientOptions`): user-level network rules, added to the config's, and the search service, replacing its own.
+ */
+export interface SidecarOptions extends InitializationOptions {
+  network: { allow: string[]; deny: string[] };
+  webSearch: { provider: WebSearchProvider; baseUrl: string | null; apiKeyEnv: string } | null;
 }
 
 export const DEFAULTS: Settings = {
@@ -32,6 +52,11 @@ export const DEFAULTS: Settings = {
   ollamaHost: '',
   dryRun: false,
   prices: {},
+  'network.allow': [],
+  'network.deny': [],
+  'webSearch.provider': '',
+  'webSearch.baseUrl': '',
+  'webSearch.apiKeyEnv': 'SUNWELL_WEB_SEARCH_KEY',
 };
 
 /** Which secret goes to which variable; each SDK reads its own (PROTOCOL.md "Model strings"). */
@@ -41,7 +66,9 @@ export const API_KEYS = {
   'openai-compatible': { env: 'SUNWELL_API_KEY', label: 'OpenAI-compatible server' },
 } as const;
 export type KeyProvider = keyof typeof API_KEYS;
-export type ApiKeys = Partial<Record<KeyProvider, string>>;
+/** The model providers' keys, and the web search service's (its variable is a setting). */
+export type SecretName = KeyProvider | 'webSearch';
+export type ApiKeys = Partial<Record<SecretName, string>>;
 
 export interface ReadResult {
   settings: Settings;
@@ -52,7 +79,7 @@ export interface ReadResult {
 /** Reads `sunwell.*` through `get` (a WorkspaceConfiguration's get, or a plain lookup in tests). */
 export function readSettings(get: (key: string) => unknown): ReadResult {
   const problems: string[] = [];
-  const settings: Settings = { ...DEFAULTS, serverCommand: [], prices: {} };
+  const settings: Settings = { ...DEFAULTS, serverCommand: [], prices: {}, 'network.allow': [], 'network.deny': [] };
   const bad = (key: keyof Settings, value: unknown, want: string) => {
     problems.push(`sunwell.${key}: ${JSON.stringify(value)} is not ${want}; using ${JSON.stringify(DEFAULTS[key])}`);
   };
@@ -87,6 +114,27 @@ export function readSettings(get: (key: string) => unknown): ReadResult {
     if (valid) settings.prices = prices as Settings['prices'];
     else bad('prices', prices, 'a map of model to {input, output} (USD per million tokens)');
   }
+  for (const key of ['network.allow', 'network.deny'] as const) {
+    const value = get(key);
+    if (value === undefined || value === null) continue;
+    if (Array.isArray(value) && value.every((v) => typeof v === 'string')) settings[key] = value.map((v) => v.trim()).filter(Boolean);
+    else bad(key, value, 'a list of host names or addresses');
+  }
+  const provider = get('webSearch.provider');
+  if (provider !== undefined && provider !== null && provider !== '') {
+    if ((WEB_SEARCH_PROVIDERS as readonly unknown[]).includes(provider)) settings['webSearch.provider'] = provider as WebSearchProvider;
+    else bad('webSearch.provider', provider, `one of ${WEB_SEARCH_PROVIDERS.join(', ')}`);
+  }
+  const baseUrl = get('webSearch.baseUrl');
+  if (baseUrl !== undefined && baseUrl !== null && baseUrl !== '') {
+    if (typeof baseUrl === 'string' && /^https?:\/\//.test(baseUrl.trim())) settings['webSearch.baseUrl'] = baseUrl.trim();
+    else bad('webSearch.baseUrl', baseUrl, 'an http(s) URL');
+  }
+  const keyEnv = get('webSearch.apiKeyEnv');
+  if (keyEnv !== undefined && keyEnv !== null && keyEnv !== '') {
+    if (typeof keyEnv === 'string' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(keyEnv.trim())) settings['webSearch.apiKeyEnv'] = keyEnv.trim();
+    else bad('webSearch.apiKeyEnv', keyEnv, 'an environment variable name');
+  }
   const command = get('serverCommand');
   if (command !== undefined && command !== null) {
     if (Array.isArray(command) && command.every((c) => typeof c === 'string')) settings.serverCommand = command.filter((c) => c !== '');
@@ -100,7 +148,8 @@ export function readSettings(get: (key: string) => unknown): ReadResult {
  * The `sunwell` section of `workspace/didChangeConfiguration`: every key, null where the setting is empty, so
  * clearing a setting in VS Code hands the value back to Sunwell's own config.
  */
-export function sidecarConfiguration(s: Settings): InitializationOptions {
+export function sidecarConfiguration(s: Settings): SidecarOptions {
+  const provider = s['webSearch.provider'];
   return {
     model: s.model || null,
     trust: s.trustLevel,
@@ -110,11 +159,13 @@ export function sidecarConfiguration(s: Settings): InitializationOptions {
     dryRun: s.dryRun,
     baseUrl: s.baseUrl || null,
     prices: Object.keys(s.prices).length ? s.prices : null,
+    network: { allow: s['network.allow'], deny: s['network.deny'] },
+    webSearch: provider ? { provider, baseUrl: s['webSearch.baseUrl'] || null, apiKeyEnv: s['webSearch.apiKeyEnv'] } : null,
   };
 }
 
 /** `initializationOptions`: the configuration plus the data dir (VS Code's workspace storage). */
-export function initializationOptions(s: Settings, dataDir: string): InitializationOptions {
+export function initializationOptions(s: Settings, dataDir: string): SidecarOptions {
   return { dataDir, ...sidecarConfiguration(s) };
 }
 
@@ -133,6 +184,7 @@ export function sidecarEnvironment(s: Settings, keys: ApiKeys, base: NodeJS.Proc
     const key = keys[provider];
     if (key) env[API_KEYS[provider].env] = key;
   }
+  if (keys.webSearch) env[s['webSearch.apiKeyEnv']] = keys.webSearch;
   // The sidecar's stdout is the protocol: make sure Python never buffers it, and never writes bytecode into a
   // read-only install of the bundled package.
   env.PYTHONUNBUFFERED = '1';
@@ -148,7 +200,8 @@ export function needsRestart(before: Settings, after: Settings): boolean {
     before.openaiBaseUrl !== after.openaiBaseUrl ||
     before.anthropicBaseUrl !== after.anthropicBaseUrl ||
     before.ollamaHost !== after.ollamaHost ||
-    before.baseUrl !== after.baseUrl
+    before.baseUrl !== after.baseUrl ||
+    before['webSearch.apiKeyEnv'] !== after['webSearch.apiKeyEnv']
   );
 }
 

@@ -4,7 +4,8 @@ import {
   diffStat, endpointSetting, formatCost, formatDuration, formatUsage, needsApiKey, toolTarget, toolTitle, unreachableEndpoint,
 } from '../common/format';
 import type { ApprovalCard, Item, ToolItem, TurnEndItem } from '../common/state';
-import type { EffectsPreview, FileChange } from '../protocol';
+import type { EffectsPreview, FetchPreview, FileChange, Preview } from '../protocol';
+import { fetchedPage, searchHits } from '../common/webResults';
 import { h, icon } from './dom';
 import type { RenderMarkdown } from './markdown';
 
@@ -105,8 +106,35 @@ function renderTool(tool: ToolItem, ctx: RenderContext): HTMLElement {
     className: `tool-card status-${tool.status}${awaiting ? ' awaiting' : ''}`,
     'data-testid': 'tool-card', 'data-id': tool.id, 'data-call-id': tool.callId, 'data-tool': tool.name,
     'data-status': awaiting ? 'awaitingApproval' : tool.status,
-  }, head, body, error, tool.approval ? renderApproval(tool, tool.approval)
+  }, head, tool.status === 'ok' ? renderWebResult(tool) : null, body, error, tool.approval ? renderApproval(tool, tool.approval)
     : tool.decision?.by === 'user' ? renderAnswered('answered', tool.decision.decision, 'user', null) : null);
+}
+
+/**
+ * What web_fetch read (the page's title, its host, a link to it) and what web_search found, under the card's head.
+ * The links are plain anchors: the view's click handler sends them to the extension, which opens them with
+ * `vscode.env.openExternal` (VS Code asks the user first); the webview itself never navigates.
+ */
+function renderWebResult(tool: ToolItem): HTMLElement | null {
+  // Styled as an answered approval's line: the footer of a card.
+  const line = (...children: (HTMLElement | string)[]) =>
+    h('div', { className: 'approval approval-answered', 'data-testid': 'web-result' }, ...children);
+  if (tool.name === 'web_fetch') {
+    const page = fetchedPage(tool.output);
+    if (!page) return null;
+    return line(icon('globe'), ' ',
+      h('a', { href: page.url, title: page.url, 'data-testid': 'page-link' }, page.title ?? page.url),
+      ' ', h('span', { className: 'tool-duration', 'data-testid': 'page-host' }, page.host));
+  }
+  if (tool.name === 'web_search') {
+    const hits = searchHits(tool.output);
+    if (!hits.length) return null;
+    return line(h('ul', { className: 'effect-changes', 'data-testid': 'search-hits' }, ...hits.map((hit) =>
+      h('li', { className: 'effect-change', 'data-testid': 'search-hit' }, icon('globe'),
+        h('a', { href: hit.url, title: hit.url }, hit.title || hit.url),
+        h('span', { className: 'tool-duration' }, hit.host)))));
+  }
+  return null;
 }
 
 const DECISION_TEXT: Record<string, string> = {
@@ -122,32 +150,46 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
     ? h('button', { className: 'link-button', 'data-action': 'showDiff', 'data-testid': 'approval-show-diff' }, icon('diff'), ' Show diff')
     : null;
   if (card.state !== 'pending') {
-    const answered = renderAnswered(card.state, card.decision, card.by, showDiff);
+    const answered = renderAnswered(card.state, card.decision, card.by, showDiff, preview.kind === 'fetch' ? preview.host : null);
     answered.dataset.risk = card.risk;
     return answered;
   }
-  if (preview.kind === 'diff') {
-    const stat = diffStat(preview.before, preview.after);
-    parts.push(h('div', { className: 'approval-title' }, icon('shield'),
-      ` ${preview.before === null ? 'Create' : tool.name === 'edit_file' ? 'Edit' : 'Overwrite'} `,
-      h('code', { 'data-testid': 'approval-path' }, preview.path), '?'));
-    parts.push(h('div', { className: 'diffstat', 'data-testid': 'approval-diffstat' },
-      h('span', { className: 'added' }, `+${stat.added}`), ' ', h('span', { className: 'removed' }, `−${stat.removed}`),
-      preview.before === null ? ' (new file)' : ''));
-  } else if (preview.kind === 'effects') {
-    parts.push(...renderEffects(preview));
-  } else if (preview.kind === 'command') {
-    parts.push(h('div', { className: 'approval-title' }, icon('shield'), ' Run this command?'));
-    parts.push(h('pre', { className: 'approval-command', 'data-testid': 'approval-command' }, preview.command));
-    parts.push(h('div', { className: 'approval-cwd', 'data-testid': 'approval-cwd' }, 'in ', h('code', {}, preview.cwd || '.')));
-  } else {
-    parts.push(h('div', { className: 'approval-title' }, icon('shield'), ` Allow ${tool.name} (${card.risk})?`));
-    parts.push(h('pre', { className: 'approval-command' }, JSON.stringify(tool.arguments ?? preview, null, 2)));
+  switch (preview.kind) {
+    case 'diff': {
+      const stat = diffStat(preview.before, preview.after);
+      parts.push(h('div', { className: 'approval-title' }, icon('shield'),
+        ` ${preview.before === null ? 'Create' : tool.name === 'edit_file' ? 'Edit' : 'Overwrite'} `,
+        h('code', { 'data-testid': 'approval-path' }, preview.path), '?'));
+      parts.push(h('div', { className: 'diffstat', 'data-testid': 'approval-diffstat' },
+        h('span', { className: 'added' }, `+${stat.added}`), ' ', h('span', { className: 'removed' }, `−${stat.removed}`),
+        preview.before === null ? ' (new file)' : ''));
+      break;
+    }
+    case 'effects':
+      parts.push(...renderEffects(preview));
+      break;
+    case 'command':
+      parts.push(h('div', { className: 'approval-title' }, icon('shield'), ' Run this command?'));
+      parts.push(h('pre', { className: 'approval-command', 'data-testid': 'approval-command' }, preview.command));
+      parts.push(h('div', { className: 'approval-cwd', 'data-testid': 'approval-cwd' }, 'in ', h('code', {}, preview.cwd || '.')));
+      break;
+    case 'fetch':
+      parts.push(...renderFetch(preview));
+      break;
+    case 'tool':
+      parts.push(h('div', { className: 'approval-title' }, icon('shield'), ` Allow ${tool.name} (${card.risk})?`));
+      parts.push(h('pre', { className: 'approval-command' }, JSON.stringify(tool.arguments ?? preview, null, 2)));
+      break;
+    default:
+      parts.push(...unknownPreview(preview));
   }
+  const [sessionLabel, sessionTitle] = preview.kind === 'fetch'
+    ? ['Allow host for session', `Fetch any page of ${preview.host} without asking again in this session`]
+    : ['Allow for this session', `Allow ${tool.name} without asking again in this session`];
   parts.push(h('div', { className: 'approval-actions' },
     h('button', { className: 'button primary', 'data-action': 'allow', 'data-testid': 'approval-allow' }, 'Allow'),
     h('button', { className: 'button secondary', 'data-action': 'allowSession', 'data-testid': 'approval-allow-session',
-      title: `Allow ${tool.name} without asking again in this session` }, 'Allow for this session'),
+      title: sessionTitle }, sessionLabel),
     h('button', { className: 'button secondary', 'data-action': 'deny', 'data-testid': 'approval-deny',
       title: 'Deny; the note beside it, if any, goes to the model with the denial' }, 'Deny'),
     showDiff),
@@ -155,6 +197,29 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
     placeholder: 'Why not? A note for the model with Deny (optional)', 'aria-label': 'Note for the model with the denial' }));
   return h('div', { className: `approval approval-${card.state}`, 'data-testid': 'approval-card', 'data-state': card.state,
     'data-risk': card.risk, role: 'group', 'aria-label': 'Approval' }, ...parts);
+}
+
+/**
+ * A request to a web host: the host first, as the server normalised it (IDNA), since allowing it for the session
+ * allows that host; then the whole URL as text (never a link), wrapped, so nothing in it can pass for the host.
+ */
+function renderFetch(preview: FetchPreview): HTMLElement[] {
+  return [
+    h('div', { className: 'approval-title' }, icon('globe'), ' Fetch from ', h('strong', { 'data-testid': 'approval-host' }, preview.host), '?'),
+    h('pre', { className: 'approval-command', 'data-testid': 'approval-url', title: 'The whole URL' }, preview.url),
+    h('div', { className: 'approval-cwd', 'data-testid': 'approval-risk' }, 'risk: ', h('code', {}, 'network'),
+      ' · Sunwell requests this URL and gives the page to the model as data'),
+  ];
+}
+
+/** A preview kind left out of the switch above is a compile error (`never`); one from a newer sidecar shows as
+ *  data, with the usual answers. */
+function unknownPreview(preview: never): HTMLElement[] {
+  const raw = preview as Preview;
+  return [
+    h('div', { className: 'approval-title' }, icon('shield'), ` Allow this call (${String((raw as { kind?: unknown }).kind)})?`),
+    h('pre', { className: 'approval-command' }, JSON.stringify(raw, null, 2)),
+  ];
 }
 
 const CHANGE_BADGE: Record<FileChange['change'], [string, string]> = {
@@ -203,9 +268,10 @@ export function renderEffects(preview: EffectsPreview): HTMLElement[] {
  * log keeps the decision, not the question).
  */
 function renderAnswered(state: 'answered' | 'expired' | 'stopped', decision: ApprovalCard['decision'], by: ApprovalCard['by'],
-  showDiff: HTMLElement | null): HTMLElement {
+  showDiff: HTMLElement | null, host: string | null = null): HTMLElement {
   const text = state === 'stopped' ? 'Stopped'
     : state === 'expired' ? 'No answer in time: denied'
+    : decision === 'allowSession' && host ? `Allowed ${host} for this session`
     : `${DECISION_TEXT[decision ?? 'deny']}${by === 'policy' ? ' by policy' : ''}`;
   return h('div', { className: `approval approval-${state}`, 'data-testid': 'approval-card', 'data-state': state },
     h('div', { className: 'approval-result', 'data-testid': 'approval-result' },

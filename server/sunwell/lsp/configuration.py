@@ -3,6 +3,10 @@
 `initialize` only notes the workspace root and the options, so that its answer (which the editor waits for) is
 quick; `initialized` loads the settings, builds the engine and checks the data dir. A bad option is reported and
 dropped (the rest still apply); a data dir that cannot be used is reported once, and lens features still work.
+
+The client's network rules are the user's own (VS Code keeps them in user settings only): they are added to the
+config's `network.allow` and `network.deny`, which a workspace config may only add to, never replace. Its search
+service, when it names one, replaces the config's `web_search`.
 """
 
 from __future__ import annotations
@@ -12,15 +16,15 @@ import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from lsprotocol import types
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 from pygls.uris import to_fs_path
 
 from sunwell.errors import ConfigError, SetupError, first_problem
 from sunwell.lsp.failures import Unavailable
-from sunwell.wire.protocol import CONFIG_SECTION, InitializationOptions
+from sunwell.wire.protocol import CONFIG_SECTION, InitializationOptions, Params
 
 SHUTDOWN_GRACE = 10.0
 """Seconds `shutdown` waits for MCP servers to stop."""
@@ -28,6 +32,29 @@ SHUTDOWN_GRACE = 10.0
 if TYPE_CHECKING:
     from sunwell.config import Settings
     from sunwell.lsp.server import SunwellServer
+
+
+class ClientNetwork(Params):
+    """`network` from the client (VS Code's `sunwell.network.*`, machine scope): hosts added to the config's."""
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class ClientWebSearch(Params):
+    """`webSearch` from the client: the search service, in place of the config's `web_search`."""
+
+    provider: Literal["searxng", "brave", "tavily"]
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """The variable the client put the key in (VS Code: from its secret storage)."""
+
+
+class ClientOptions(InitializationOptions):
+    """The options with what an editor adds from its user settings: the network rules and the search service."""
+
+    network: ClientNetwork | None = None
+    web_search: ClientWebSearch | None = None
 
 
 def setup(server: SunwellServer) -> None:
@@ -56,7 +83,8 @@ def setup(server: SunwellServer) -> None:
         changed, problems = read_options(section, "configuration", warn_unknown=False)
         for problem in problems:
             ls.show_message(problem)
-        ls.options = ls.options.model_copy(update=changed.model_dump(exclude_unset=True))
+        # by field, not through model_dump: a nested option must stay a model
+        ls.options = ls.options.model_copy(update={name: getattr(changed, name) for name in changed.model_fields_set})
         apply_settings(ls)
 
     @server.feature(types.SHUTDOWN)
@@ -77,20 +105,20 @@ def workspace_root(params: types.InitializeParams) -> Path:
     return Path(params.root_path) if params.root_path else Path.cwd()
 
 
-def read_options(raw: Any, source: str, warn_unknown: bool = True) -> tuple[InitializationOptions, list[str]]:
+def read_options(raw: Any, source: str, warn_unknown: bool = True) -> tuple[ClientOptions, list[str]]:
     """The valid options of `raw`; each invalid (or, with `warn_unknown`, unknown) key is dropped with a message
     naming it."""
     if raw is None:
-        return InitializationOptions(), []
+        return ClientOptions(), []
     if not isinstance(raw, Mapping):
-        return InitializationOptions(), [f"{source} must be an object; ignored"]
+        return ClientOptions(), [f"{source} must be an object; ignored"]
     values = dict(raw)
-    known = {info.alias or name for name, info in InitializationOptions.model_fields.items()}
+    known = {info.alias or name for name, info in ClientOptions.model_fields.items()}
     problems = [f"{source}: unknown setting '{key}' ignored" for key in values if key not in known and warn_unknown]
     values = {key: value for key, value in values.items() if key in known}
     while True:
         try:
-            return InitializationOptions.model_validate(values), problems
+            return ClientOptions.model_validate(values), problems
         except ValidationError as exc:
             key, problem = first_problem(exc)
             key = key.split(".")[0]
@@ -105,7 +133,7 @@ def resolve_settings(root: Path, options: InitializationOptions,
     A setting the config layers reject is reported and the options are retried alone, then the defaults."""
     from sunwell.config import Settings, default_data_dir, load_settings
 
-    flags = options.model_dump(exclude_none=True)
+    flags = options.model_dump(exclude_none=True, exclude={"network", "web_search"})
     problems: list[str] = []
     try:
         settings = load_settings(root if root.is_dir() else None, flags, env)
@@ -119,9 +147,43 @@ def resolve_settings(root: Path, options: InitializationOptions,
             settings = Settings()
         if settings.data_dir is None:
             settings.data_dir = default_data_dir(env)
+    _add_client_web(settings, options, problems)
     if settings.approval is None:
         settings.approval = "ask"  # PROTOCOL.md: the sidecar asks its client unless told otherwise
     return settings, problems
+
+
+def _add_client_web(settings: Settings, options: InitializationOptions, problems: list[str]) -> None:
+    """The client's network rules added to the settings', its search service in place of theirs; a bad entry is
+    reported and left out (the others still apply)."""
+    from sunwell.config.settings import WebSearchSettings
+    from sunwell.tools.network.hosts import HostRules
+
+    network = getattr(options, "network", None)
+    if network is not None:
+        def valid(key: str, entries: list[str]) -> list[str]:
+            kept = []
+            for entry in entries:
+                try:
+                    HostRules(**{key: [entry]})
+                except ValueError as exc:
+                    problems.append(f"invalid setting {exc}; ignored")  # the message names the key and the entry
+                else:
+                    kept.append(entry)
+            return kept
+
+        current = settings.network
+        settings.network = current.model_copy(update={
+            "allow": list(dict.fromkeys([*current.allow, *valid("allow", network.allow)])),
+            "deny": list(dict.fromkeys([*current.deny, *valid("deny", network.deny)])),
+        })
+    search = getattr(options, "web_search", None)
+    if search is not None:
+        try:
+            settings.web_search = WebSearchSettings.model_validate(search.model_dump())
+        except ValidationError as exc:
+            key, problem = first_problem(exc)
+            problems.append(f"invalid setting 'webSearch{'.' + key if key else ''}': {problem}; using the config's web_search")
 
 
 def data_dir_problem(path: Path) -> str | None:
