@@ -920,6 +920,7 @@ async function main() {
       log(`  link: VS Code opened ${opened.url()} in a new tab`);
       check(opened.url().includes(`127.0.0.1:${port}/`) || opened.url().includes(`/proxy/${port}/`), `the new tab is ${opened.url()}`);
       await opened.close();
+      await page.bringToFront(); // the workbench's focus back, else later key gestures (Ctrl+Space) go nowhere
     }
     check(await byTest('chat-input').count() === 1, 'the chat webview navigated away');
   });
