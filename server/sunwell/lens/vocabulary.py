@@ -41,6 +41,15 @@ CORE_TOOL_DOCS: dict[str, ToolDoc] = {doc.name: doc for doc in (
             "`path`, `old_text`, `new_text`, `replace_all` (default false)", "workspace", "ask"),
     ToolDoc("run_command", "Run a shell command in the sandbox (non-zero exit is a normal result).",
             '`command`, `cwd` (default "."), `timeout` (seconds, default 30)', "shell", "ask"),
+    ToolDoc("update_plan", "Show and keep current a checklist of the task's steps (a `plan` event).",
+            "`items` (`[{step, status: pending|in_progress|done}]`), `explanation` (optional)", "discovery", "auto"),
+    ToolDoc("get_time", "The current date and time.",
+            '`format` (`iso8601` default, `unix`, `human`), `timezone` (IANA, optional)', "discovery", "auto"),
+    ToolDoc("math_eval", "Evaluate an arithmetic expression with math's functions; bounded size and time.",
+            "`expression`", "discovery", "auto"),
+    ToolDoc("kv_set", "Store a text value under a key for the session (64 KB in all).", "`key`, `value`",
+            "discovery", "auto"),
+    ToolDoc("kv_get", "Read a value stored with kv_set in this session.", "`key`", "discovery", "auto"),
 )}
 CORE_TOOLS: tuple[str, ...] = tuple(CORE_TOOL_DOCS)
 
