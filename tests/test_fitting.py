@@ -99,8 +99,8 @@ def test_the_agents_own_tools_are_left_out_before_any_file_tool_loses_a_word():
     tools, notes = fit_tools(every, context_window=(FULL + 20) * 4, user_text="plan the fix, step by step",
                              expendable=expendable)
     assert tools == SPECS
-    assert notes == [f"left out {', '.join(sorted(expendable, key=names(every).index, reverse=True))} "
-                     "(conveniences) to fit the context window"]
+    left_out = ", ".join(sorted(expendable, key=names(every).index, reverse=True))
+    assert notes == [f"left out {left_out} (conveniences) to fit the context window"]
     # a little more room: the one the request is about stays, the least relevant go first
     size = estimate_tokens([*SPECS, by_name(every, "update_plan")])
     tools, notes = fit_tools(every, context_window=(size + 20) * 4, user_text="make a plan and update it",
@@ -113,8 +113,8 @@ def test_the_agents_own_tools_are_left_out_before_any_file_tool_loses_a_word():
 
 
 def test_a_window_too_small_even_for_one_tool_keeps_one_when_every_tool_is_expendable():
-    tools, notes = fit_tools([t.spec for t in CORE_TOOLS if t.expendable], context_window=10,
-                             user_text="compute 2 ** 10", expendable={t.name for t in CORE_TOOLS})
+    tools, _ = fit_tools([t.spec for t in CORE_TOOLS if t.expendable], context_window=10,
+                         user_text="compute 2 ** 10", expendable={t.name for t in CORE_TOOLS})
     assert names(tools) == ["math_eval"]
 
 

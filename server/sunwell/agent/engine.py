@@ -35,6 +35,7 @@ from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.policy.approval import ApprovalPolicy, Asker
 from sunwell.tools.policy.environment import EnvSecrets
 from sunwell.tools.policy.ratelimit import RateLimiter, stricter
+from sunwell.tools.scratch import Scratch
 from sunwell.tools.workspace.checkpoints import Checkpoints, UndoResult
 from sunwell.tools.workspace.jail import Jail
 from sunwell.wire.events import DoneEvent, NoticeEvent
@@ -367,6 +368,7 @@ class Engine:
             complete=complete,
             secrets=log.secrets,
             notify=lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message)),
+            scratch=Scratch(self.live.get(session).scratch, show_plan=log.emit),
         )
 
 

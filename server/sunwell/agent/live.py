@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from sunwell.agent.chat import ChatState
 from sunwell.agent.context import SessionContext
 from sunwell.tools.policy.ratelimit import RateLimiter
+from sunwell.tools.scratch import ScratchState
 
 MAX_LIVE = 64
 
@@ -37,6 +38,8 @@ class LiveSession:
     """Two turns of one session wait for each other."""
     context: SessionContext = field(default_factory=SessionContext)
     """The token estimate's calibration from the responses' usage, and the last figures `::context` shows."""
+    scratch: ScratchState = field(default_factory=ScratchState)
+    """What the agent's own tools keep: kv_set's values, update_plan's plan (tools/scratch.py)."""
 
 
 class LiveSessions:
