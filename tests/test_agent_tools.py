@@ -218,3 +218,14 @@ def test_a_workspace_may_make_the_dry_run_stricter_never_looser(tmp_path: Path):
         user.write_text(f"dry_run: {mine}\n")
         (ws / ".sunwell" / "config.yaml").write_text(f"dry_run: {theirs}\n")
         assert load_settings(ws, {}, env={"XDG_CONFIG_HOME": str(tmp_path / "config")}).dry_run == expected, (mine, theirs)
+
+
+def test_the_sidecar_takes_dry_run_risky_from_its_client(tmp_path: Path):
+    from sunwell.lsp.configuration import read_options, resolve_settings
+
+    for given, expected in [({"dryRun": "risky"}, "risky"), ({"dryRun": True}, True), ({}, False)]:
+        options, problems = read_options(given, "initializationOptions")
+        settings, more = resolve_settings(tmp_path, options, env={"XDG_CONFIG_HOME": str(tmp_path / "none")})
+        assert settings.dry_run == expected and problems == more == []
+    options, problems = read_options({"dryRun": "sometimes"}, "initializationOptions")
+    assert options.dry_run is None and len(problems) == 1 and "invalid setting 'dryRun'" in problems[0]

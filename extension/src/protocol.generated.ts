@@ -402,7 +402,7 @@ export interface InitializationOptions {
   trust?: ('discovery' | 'read_only' | 'workspace' | 'shell' | 'full') | null;
   approval?: ('ask' | 'auto' | 'deny') | null;
   maxToolTurns?: number | null;
-  dryRun?: boolean | null;
+  dryRun?: boolean | 'risky' | null;
   baseUrl?: string | null;
   approvalTimeoutSec?: number | null;
   ripgrepPath?: string | null;
