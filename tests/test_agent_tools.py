@@ -229,3 +229,14 @@ def test_the_sidecar_takes_dry_run_risky_from_its_client(tmp_path: Path):
         assert settings.dry_run == expected and problems == more == []
     options, problems = read_options({"dryRun": "sometimes"}, "initializationOptions")
     assert options.dry_run is None and len(problems) == 1 and "invalid setting 'dryRun'" in problems[0]
+
+
+def test_a_plan_step_cannot_drive_the_terminal():
+    import io
+
+    from sunwell.cli.rendering import Transcript
+    from sunwell.wire.events import PlanEvent, PlanItem
+
+    out = io.StringIO()
+    Transcript(out)(PlanEvent(items=[PlanItem(step="\x1b[2J\x1b[Hall good\u202e", status="in_progress")]))
+    assert out.getvalue() == "Plan 0/1\n  ▶ \\x1b[2J\\x1b[Hall good\\u202e\n"
