@@ -32,7 +32,7 @@ MAX_BITS = 10_000
 MAX_COUNTING = 10_000
 """The largest n of factorial, comb and perm (their results are judged by MAX_BITS as well)."""
 
-_BUILTINS: dict[str, Callable[..., Any]] = {"abs": abs, "round": round, "min": min, "max": max}
+_BUILTINS: dict[str, Callable[..., Any]] = {"abs": abs, "min": min, "max": max}
 _CONSTANTS = {name: value for name, value in vars(math).items() if isinstance(value, float)}
 _NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword,
           ast.Name, ast.Load, ast.Attribute, ast.Constant, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
@@ -90,6 +90,21 @@ def _counting(function: Callable[..., Any]) -> Callable[..., Any]:
     return bounded
 
 
+def _round(number: Any, ndigits: Any = None) -> Any:
+    # a whole number rounded to -n digits is computed with 10**n: refused before it is, like any other huge power
+    if isinstance(ndigits, int) and abs(ndigits) > MAX_BITS:
+        raise _TooLarge
+    return round(number, ndigits)
+
+
+def _lcm(*numbers: Any) -> Any:
+    """math.lcm a pair at a time, each step judged, so that many large arguments cannot build a huge one first."""
+    result = 1
+    for number in numbers:
+        result = _checked(math.lcm(result, number))
+    return result
+
+
 def _bounded(function: Callable[..., Any]) -> Callable[..., Any]:
     return lambda *args, **kwargs: _checked(function(*args, **kwargs))
 
@@ -106,8 +121,10 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     **{name: (_counting if name in ("factorial", "comb", "perm") else _bounded)(value)
        for name, value in vars(math).items() if callable(value) and not name.startswith("_")},
     **{name: _bounded(value) for name, value in _BUILTINS.items()},
+    "lcm": _lcm,
+    "round": _round,
 }
-_MATH = SimpleNamespace(**{name: value for name, value in _FUNCTIONS.items() if name not in _BUILTINS}, **_CONSTANTS)
+_MATH = SimpleNamespace(**{name: value for name, value in _FUNCTIONS.items() if hasattr(math, name)}, **_CONSTANTS)
 
 
 # ---- the check and the evaluation ------------------------------------------------------------------------------
