@@ -10,7 +10,9 @@ from sunwell.models.fitting import estimate_tokens, fit_tools, namespace_clashes
 from sunwell.tools.registry import CORE_TOOLS
 from sunwell.wire.messages import ToolSpec
 
-SPECS = [tool.spec for tool in CORE_TOOLS if tool.risk != "network"]  # the workspace tools
+FILE_TOOLS = ("list_files", "search_files", "read_file", "write_file", "edit_file", "run_command")
+SPECS = [tool.spec for tool in CORE_TOOLS if tool.name in FILE_TOOLS]
+"""The trimming steps are shown on the file tools; the agent's own tools are left out before them (below)."""
 FULL = estimate_tokens(SPECS)
 READ = "Read a.txt and tell me what it says"
 
@@ -87,6 +89,33 @@ def test_the_input_is_not_modified():
     before = [spec.model_copy(deep=True) for spec in SPECS]
     fit_tools(SPECS, context_window=500, user_text=READ)
     assert SPECS == before
+
+
+def test_the_agents_own_tools_are_left_out_before_any_file_tool_loses_a_word():
+    every = [tool.spec for tool in CORE_TOOLS if tool.risk != "network"]
+    expendable = {tool.name for tool in CORE_TOOLS if tool.expendable}
+    assert expendable == {"update_plan", "get_time", "math_eval", "kv_set", "kv_get"}
+    # room for the file tools whole, not for the rest: the conveniences go, the file tools keep every word
+    tools, notes = fit_tools(every, context_window=(FULL + 20) * 4, user_text="plan the fix, step by step",
+                             expendable=expendable)
+    assert tools == SPECS
+    left_out = ", ".join(sorted(expendable, key=names(every).index, reverse=True))
+    assert notes == [f"left out {left_out} (conveniences) to fit the context window"]
+    # a little more room: the one the request is about stays, the least relevant go first
+    size = estimate_tokens([*SPECS, by_name(every, "update_plan")])
+    tools, notes = fit_tools(every, context_window=(size + 20) * 4, user_text="make a plan and update it",
+                             expendable=expendable)
+    assert names(tools) == [*FILE_TOOLS, "update_plan"] and len(notes) == 1
+    # without the word, update_plan is no more precious than the others
+    tools, _ = fit_tools(every, context_window=(size + 20) * 4, user_text="what time is it in Tokyo",
+                         expendable=expendable)
+    assert names(tools) == [*FILE_TOOLS, "get_time"]
+
+
+def test_a_window_too_small_even_for_one_tool_keeps_one_when_every_tool_is_expendable():
+    tools, _ = fit_tools([t.spec for t in CORE_TOOLS if t.expendable], context_window=10,
+                         user_text="compute 2 ** 10", expendable={t.name for t in CORE_TOOLS})
+    assert names(tools) == ["math_eval"]
 
 
 # --- namespacing --------------------------------------------------------------------------------------------

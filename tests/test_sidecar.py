@@ -20,6 +20,8 @@ from sunwell.wire import protocol
 from test_sidecar_support import OPENAI, SERVER_COMMAND, check_turn
 
 pytest_plugins = ["test_sidecar_support"]  # the `sidecar` and `sidecar_factory` fixtures
+AGENTS_OWN = ("update_plan", "get_time", "math_eval", "kv_set", "kv_get")
+"""The agent's own tools: offered from the lowest trust level on."""
 
 
 async def test_chat_turn_with_a_tool_call_streams_events_in_order(sidecar, fake, workspace):
@@ -138,7 +140,7 @@ async def test_catalogue_methods(sidecar):
     assert read["source"] == "core" and read["policy"] == "auto" and read["minTrust"] == "read_only"
     assert read["description"]
     narrow = await sidecar.request(protocol.TOOLS, {"trust": "discovery"})
-    assert {t["name"] for t in narrow["tools"]} == {"list_files", "search_files"}
+    assert {t["name"] for t in narrow["tools"]} == {"list_files", "search_files", *AGENTS_OWN}
 
     models = await sidecar.request(protocol.MODELS, {})
     assert models["current"] == OPENAI
@@ -262,7 +264,7 @@ async def test_did_change_configuration_applies_new_settings(sidecar):
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)
     tools = await sidecar.request(protocol.TOOLS, {})
-    assert {t["name"] for t in tools["tools"]} == {"list_files", "search_files"}
+    assert {t["name"] for t in tools["tools"]} == {"list_files", "search_files", *AGENTS_OWN}
 
 
 async def test_stdout_carries_only_protocol(sidecar, fake):

@@ -29,6 +29,7 @@ export type Event =
   | NoticeEvent
   | CommandOutputEvent
   | ContextUsageEvent
+  | PlanEvent
   | DoneEvent;
 export type Message = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage;
 export type NoticeCode =
@@ -68,6 +69,7 @@ export type SessionEvent =
   | NoticeEvent
   | CommandOutputEvent
   | ContextUsageEvent
+  | PlanEvent
   | DoneEvent;
 export type TrustName = 'discovery' | 'read_only' | 'workspace' | 'shell' | 'full';
 export type TurnStatus = 'completed' | 'cancelled' | 'limitReached' | 'error';
@@ -375,6 +377,21 @@ export interface ContextUsageEvent {
   windowTokens: number;
   estimated: boolean;
 }
+/**
+ * The agent's plan as `update_plan` last set it: the whole checklist each time, not a change to it.
+ */
+export interface PlanEvent {
+  session: string;
+  turn: string;
+  seq: number;
+  type: 'plan';
+  items: PlanItem[];
+  explanation?: string | null;
+}
+export interface PlanItem {
+  step: string;
+  status: 'pending' | 'in_progress' | 'done';
+}
 export interface DoneEvent {
   session: string;
   turn: string;
@@ -394,7 +411,7 @@ export interface InitializationOptions {
   trust?: ('discovery' | 'read_only' | 'workspace' | 'shell' | 'full') | null;
   approval?: ('ask' | 'auto' | 'deny') | null;
   maxToolTurns?: number | null;
-  dryRun?: boolean | null;
+  dryRun?: boolean | 'risky' | null;
   baseUrl?: string | null;
   approvalTimeoutSec?: number | null;
   ripgrepPath?: string | null;
@@ -548,6 +565,7 @@ export interface SessionResult {
     | NoticeEvent
     | CommandOutputEvent
     | ContextUsageEvent
+    | PlanEvent
     | DoneEvent
   )[];
 }

@@ -1,7 +1,7 @@
 // The chat view model: real event streams of the engine in, the transcript the webview draws out.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { forStorage, initialState, isBusy, pendingApprovals, reduce, replay, type ChatState, type Item, type ToolItem } from '../src/common/state';
+import { forStorage, initialState, isBusy, pendingApprovals, planProgress, reduce, replay, type ChatState, type Item, type ToolItem } from '../src/common/state';
 import type { ApprovalRequest, ChatEvent } from '../src/protocol';
 import { recorded, replayed, run, turn } from './helpers';
 
@@ -280,7 +280,7 @@ describe('stored sessions', () => {
     }
   });
 
-  for (const name of ['text', 'tool-round-trip', 'write-denied', 'write-allowed', 'bad-call', 'limit']) {
+  for (const name of ['text', 'tool-round-trip', 'write-denied', 'write-allowed', 'bad-call', 'limit', 'plan']) {
     it(`replay the transcript the live stream drew (${name})`, () => {
       const live = turn('go', recorded(name));
       const events = replayed(name);
@@ -357,5 +357,48 @@ describe('keeping the transcript between windows', () => {
     assert.equal(stored.turn, null);
     assert.equal(tools(stored)[0].approval?.state, 'expired');
     assert.ok((tools(stored)[1].output ?? '').length < 200);
+  });
+});
+
+describe('the plan', () => {
+  const last = { items: [{ step: 'Read a.txt', status: 'done' }, { step: 'Summarise it', status: 'in_progress' }],
+    explanation: 'a.txt is short' };
+
+  it('keeps the latest plan of the turn, which replaces the one before, and adds no item to the transcript', () => {
+    const events = recorded('plan');
+    const first = events.findIndex((e) => e.type === 'plan');
+    let state = turn('go', events.slice(0, first + 1));
+    assert.deepEqual(state.plan, { items: [{ step: 'Read a.txt', status: 'in_progress' }, { step: 'Summarise it', status: 'pending' }],
+      explanation: null });
+    assert.deepEqual(planProgress(state.plan), { done: 0, total: 2, current: 0 });
+    state = run(events.slice(first + 1), state);
+    assert.deepEqual(state.plan, last);
+    assert.deepEqual(planProgress(state.plan), { done: 1, total: 2, current: 1 });
+    assert.deepEqual(kinds(state), ['user', 'tool', 'tool', 'assistant', 'turnEnd']);
+  });
+
+  it('comes back with a replay of the stored session, and goes with a new session', () => {
+    const events = replayed('plan');
+    const stored = replay(initialState(), events[0].session, events);
+    assert.deepEqual(stored.plan, last);
+    assert.equal(reduce(stored, { type: 'newSession' }).plan, null);
+    // another stored session without a plan shows none, not the one before
+    const other = replayed('text');
+    assert.equal(reduce(stored, { type: 'sessionLoaded', session: other[0].session, events: other }).plan, null);
+  });
+
+  it('is kept for a reload of the window', () => {
+    const state = turn('go', recorded('plan'));
+    assert.deepEqual(forStorage(state).plan, last);
+  });
+
+  it('ignores a plan from another session, and counts a plan with nothing in progress', () => {
+    const state = turn('go', recorded('text'));
+    const foreign = { ...recorded('plan').find((e) => e.type === 'plan')!, session: 'someone-else' };
+    assert.equal(reduce(state, foreign).plan, null);
+    assert.deepEqual(planProgress({ items: [{ step: 'a', status: 'done' }, { step: 'b', status: 'pending' }], explanation: null }),
+      { done: 1, total: 2, current: null });
+    assert.equal(planProgress(null), null);
+    assert.equal(planProgress({ items: [], explanation: null }), null);
   });
 });

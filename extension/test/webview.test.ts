@@ -4,6 +4,7 @@ import { before, describe, it } from 'node:test';
 import { JSDOM } from 'jsdom';
 import { initialState, reduce, replay, type ChatState } from '../src/common/state';
 import { createMarkdownRenderer, type RenderMarkdown } from '../src/webview/markdown';
+import { createPlanPanel, drawPlan } from '../src/webview/plan';
 import { renderItem, type RenderContext } from '../src/webview/render';
 import { recorded, turn } from './helpers';
 
@@ -179,5 +180,32 @@ describe('messages from the webview', () => {
     assert.equal(isWebviewMessage({ type: 'approve', callId: 'c', decision: 'always' }), false);
     assert.equal(isWebviewMessage({ type: 'send' }), false);
     assert.equal(isWebviewMessage({ type: 'toString' }), false);
+  });
+});
+
+describe('the pinned plan', () => {
+  it('shows 2/5-style progress and the step in progress, highlighted, as text only', () => {
+    const panel = createPlanPanel();
+    drawPlan(panel, null);
+    assert.equal(panel.hidden, true);
+    const state = turn('go', recorded('plan'));
+    drawPlan(panel, state.plan);
+    assert.equal(panel.hidden, false);
+    assert.equal(panel.querySelector('[data-testid="plan-count"]')?.textContent, '1/2');
+    assert.equal(panel.querySelector('[data-testid="plan-current"]')?.textContent, 'Summarise it');
+    const steps = [...panel.querySelectorAll<HTMLElement>('[data-testid="plan-step"]')];
+    assert.deepEqual(steps.map((s) => [s.dataset.status, s.textContent, s.getAttribute('aria-current')]),
+      [['done', 'Read a.txt', null], ['in_progress', 'Summarise it', 'step']]);
+    assert.match(panel.textContent ?? '', /a\.txt is short/);
+  });
+
+  it('keeps being open or closed across updates, and never renders a step as HTML', () => {
+    const panel = createPlanPanel();
+    drawPlan(panel, { items: [{ step: 'a', status: 'in_progress' }], explanation: null });
+    panel.open = true;
+    drawPlan(panel, { items: [{ step: '<img src=x onerror=alert(1)>', status: 'done' }], explanation: null });
+    assert.equal(panel.open, true);
+    assert.equal(panel.querySelectorAll('img').length, 0);
+    assert.equal(panel.querySelector('[data-testid="plan-current"]')?.textContent, 'All steps done');
   });
 });

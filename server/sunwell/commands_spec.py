@@ -70,6 +70,8 @@ COMMAND_DOCS: tuple[CommandDoc, ...] = (
                "Run a skill of the active lens; args as a JSON object or `key=value` pairs."),
     CommandDoc("mcp", "::mcp",
                "List the MCP servers, their state (stopped, running, failed and why, awaiting approval) and tools."),
+    CommandDoc("plan", "::plan",
+               "Show the model's plan for the task at hand, as `update_plan` last set it in this conversation."),
     CommandDoc("exit", "::exit", "Leave the chat.", terminal_only=True),
 )
 

@@ -27,6 +27,9 @@ TRUST_NAMES: tuple[str, ...] = get_args(TrustName)
 assert TRUST_NAMES == tuple(level.name for level in Trust), "TrustName and Trust disagree"
 
 ApprovalMode = Literal["ask", "auto", "deny"]
+DryRun = bool | Literal["risky"]
+"""`--dry-run`: False runs every call, True none (`--dry-run`, `--dry-run=all`), "risky" only the harmless ones:
+reads, listings, searches, the plan, the time, arithmetic, kv_get (PROTOCOL.md "Read-only")."""
 Decision = Literal["allow", "deny", "allowSession"]
 DECISIONS: tuple[str, ...] = get_args(Decision)
 DecidedBy = Literal["user", "policy"]

@@ -11,6 +11,7 @@ import type {
   DecidedBy,
   Decision,
   NoticeLevel,
+  PlanItem,
   Preview,
   SessionEvent,
   SessionInfo,
@@ -121,6 +122,12 @@ export interface ContextMeter {
   estimated: boolean;
 }
 
+/** The agent's checklist, as `update_plan` last set it in this session (the `plan` event). */
+export interface Plan {
+  items: PlanItem[];
+  explanation: string | null;
+}
+
 export type SidecarStatus = 'starting' | 'ready' | 'stopped' | 'notInstalled' | 'error';
 
 export interface ChatState {
@@ -137,6 +144,8 @@ export interface ChatState {
   sessionUsage: SessionUsage | null;
   /** How full the model's context window is, after the last model request (`contextUsage`). */
   context: ContextMeter | null;
+  /** The session's latest plan (live, or from a replay of a stored session); null before its first. */
+  plan: Plan | null;
   settings: { model: string | null; trust: string | null; lens: string | null };
   sessions: SessionInfo[];
   commands: CommandInfo[];
@@ -172,6 +181,7 @@ export function initialState(): ChatState {
     usage: null,
     sessionUsage: null,
     context: null,
+    plan: null,
     settings: { model: null, trust: null, lens: null },
     sessions: [],
     commands: [],
@@ -197,7 +207,7 @@ export function findTool(state: ChatState, callId: string): ToolItem | undefined
 
 const EVENT_TYPES = new Set<string>([
   'text', 'thinking', 'toolCallStart', 'toolCallDelta', 'toolCall', 'approval', 'toolResult', 'notice',
-  'commandOutput', 'contextUsage', 'done',
+  'commandOutput', 'contextUsage', 'plan', 'done',
 ]);
 
 export function isChatEvent(action: ChatAction): action is ChatEvent {
@@ -250,7 +260,7 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
     case 'sessionLoaded':
       return replay(state, action.session, action.events);
     case 'newSession':
-      return { ...state, session: null, items: [], turn: null, usage: null, sessionUsage: null, context: null };
+      return { ...state, session: null, items: [], turn: null, usage: null, sessionUsage: null, context: null, plan: null };
     case 'usageReported': {
       if (action.session !== state.session) return state;
       const byTurn = new Map(action.usage.turns?.map((t) => [t.turn, t]) ?? []);
@@ -361,11 +371,21 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
     }
     case 'contextUsage':
       return { ...next, context: { used: ev.usedTokens, window: ev.windowTokens, estimated: ev.estimated } };
+    case 'plan':
+      return { ...next, plan: { items: ev.items, explanation: ev.explanation ?? null } };
     case 'done':
       return endTurn(next, ev.turn, { status: ev.status, toolCalls: ev.toolCalls, usage: ev.usage, error: ev.error ?? null });
     default:
       return assertNever(ev);
   }
+}
+
+/** The plan's figures as the pinned checklist shows them: `2/5` done and the step in progress, if any. */
+export function planProgress(plan: Plan | null | undefined): { done: number; total: number; current: number | null } | null {
+  if (!plan?.items.length) return null;
+  const current = plan.items.findIndex((item) => item.status === 'in_progress');
+  return { done: plan.items.filter((item) => item.status === 'done').length, total: plan.items.length,
+    current: current < 0 ? null : current };
 }
 
 /**
@@ -453,7 +473,7 @@ function pretty(value: unknown): string {
  * `done`) through the same reducer as the live chat.
  */
 export function replay(state: ChatState, session: string, events: readonly SessionEvent[]): ChatState {
-  let next: ChatState = { ...state, session, items: [], turn: null, usage: null, sessionUsage: null, context: null };
+  let next: ChatState = { ...state, session, items: [], turn: null, usage: null, sessionUsage: null, context: null, plan: null };
   for (const event of events) next = reduce(next, event);
   // The sidecar ends every turn it replays; should one be open, the chat must not stay busy.
   return next.turn ? reduce(next, { type: 'turnFinished', status: 'error' }) : next;

@@ -7,6 +7,7 @@ import { initialState, isBusy, reduce, undoableTurn, waitingForModel, type ChatS
 import { h, icon } from './dom';
 import { ChatInput } from './input';
 import { createMarkdownRenderer } from './markdown';
+import { createPlanPanel, drawPlan } from './plan';
 import { renderItem, type RenderContext } from './render';
 
 interface VsCodeApi {
@@ -66,7 +67,10 @@ const sendButton = h('button', { className: 'icon-button send', id: 'send', 'dat
   title: 'Send (Enter)', 'aria-label': 'Send' }, icon('send'));
 const stopButton = h('button', { className: 'icon-button stop', id: 'stop', 'data-testid': 'stop-button', 'data-action': 'stop',
   title: 'Stop (Escape)', 'aria-label': 'Stop', hidden: true }, icon('debug-stop'));
+const planPanel = createPlanPanel();
+let drawnPlan: ChatState['plan'] | undefined;
 const composer = h('footer', { className: 'composer', 'data-testid': 'composer' },
+  planPanel,
   input.element,
   h('div', { className: 'composer-bar' }, modelChip, trustChip, lensChip, h('span', { className: 'spacer' }), contextMeter, usage, sessionUsage, sendButton, stopButton));
 document.getElementById('app')!.append(banner, scroller, composer);
@@ -186,6 +190,10 @@ function renderChrome(): void {
     contextMeter.querySelector<HTMLElement>('.context-label')!.textContent = meter.text;
     contextMeter.querySelector<HTMLElement>('.context-fill')!.style.width = `${meter.percent}%`;
     contextMeter.classList.toggle('full', meter.percent >= 80);
+  }
+  if (state.plan !== drawnPlan) {
+    drawnPlan = state.plan;
+    drawPlan(planPanel, state.plan);
   }
   renderBanner();
   renderWelcome();

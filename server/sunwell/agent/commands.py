@@ -26,7 +26,7 @@ from sunwell.agent.transcript_markdown import transcript_markdown
 from sunwell.commands_spec import COMMAND_DOCS, CommandDoc, parse_command
 from sunwell.errors import SetupError, SunwellError
 from sunwell.tools.base import Trust
-from sunwell.wire.events import Event
+from sunwell.wire.events import Event, PlanEvent
 
 if TYPE_CHECKING:
     from sunwell.agent.engine import Engine
@@ -192,7 +192,9 @@ async def _tools(engine: Engine, state: ChatState, args: str) -> str:
     text = f"**Tools** at trust {_trust_text(engine, state, level)}\n\n" + ("\n".join(lines) or "No tools.")
     if above:
         text += "\n\nNeed a higher trust: " + ", ".join(above) + "."
-    if engine.settings.dry_run:
+    if engine.settings.dry_run == "risky":
+        text += "\n\nDry run: only read-only calls run; the others are shown, not executed."
+    elif engine.settings.dry_run:
         text += "\n\nDry run: calls are shown, none is executed."
     return text
 
@@ -260,6 +262,28 @@ async def _mcp(engine: Engine, state: ChatState, args: str) -> str:
         if row.tools:
             lines.append("  tools: " + ", ".join(f"`{name}`" for name in row.tools))
     return "**MCP servers** (started when a turn may use their tools)\n\n" + "\n".join(lines)
+
+
+@command("plan")
+async def _plan(engine: Engine, state: ChatState, args: str) -> str:
+    plan = current_plan(engine, state.session)
+    if plan is None:
+        return "No plan yet: for a task of several steps the model keeps one with `update_plan`."
+    done = sum(item.status == "done" for item in plan.items)
+    shown = {"done": "- [x] {}", "in_progress": "- [ ] **{}** (in progress)", "pending": "- [ ] {}"}
+    lines = [shown[item.status].format(item.step) for item in plan.items]
+    why = f"\n\n{plan.explanation}" if plan.explanation else ""
+    return f"**Plan** ({done}/{len(plan.items)} done)\n\n" + "\n".join(lines) + why
+
+
+def current_plan(engine: Engine, session: str | None) -> PlanEvent | None:
+    """The session's plan: as its live state holds it, else (a session reopened from disk) its log's last."""
+    if session is None:
+        return None
+    if session in engine.live and (plan := engine.live.get(session).scratch.plan) is not None:
+        return plan
+    rows = [row for row in engine.store.events(session) if row.kind == "plan"]
+    return PlanEvent.model_validate(rows[-1].data) if rows else None
 
 
 @command("exit")

@@ -33,12 +33,11 @@ from sunwell.models.capabilities import Capabilities, capabilities_for
 from sunwell.tools.base import CommandSettings, SearchSettings, Tool, ToolContext, Trust, UndoHooks
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.network.hosts import HostRules
-from sunwell.tools.network.policy import Network
-from sunwell.tools.network.search import SearchService
+from sunwell.tools.network.policy import network_for
 from sunwell.tools.policy.approval import ApprovalPolicy, Asker
-from sunwell.tools.policy.audit import Redactor
 from sunwell.tools.policy.environment import EnvSecrets
 from sunwell.tools.policy.ratelimit import RateLimiter, stricter
+from sunwell.tools.scratch import Scratch
 from sunwell.tools.workspace.checkpoints import Checkpoints, UndoResult
 from sunwell.tools.workspace.jail import Jail
 from sunwell.wire.events import DoneEvent, NoticeEvent
@@ -350,15 +349,6 @@ class Engine:
         return usage.with_limits(stricter(self.settings.rate_limits, lens.tool_policy.rate_limits
                                           if lens and lens.tool_policy else None))
 
-    def _network(self, session: str) -> Network:
-        """The user's host rules and caps, the hosts allowed for `session`, its page cache (tools/network/)."""
-        settings, redactor = self.settings.network, Redactor(passthrough=self.settings.env_passthrough)
-        search = self.settings.web_search
-        return Network(self.host_rules, settings.max_bytes, settings.timeout, is_secret=lambda text: redactor(text) != text,
-                       session_hosts=lambda: self.approval.session_hosts(session), cache=self.live.get(session).pages,
-                       search=search and SearchService.configured(search.provider, search.base_url,
-                                                                  search.api_key_env, settings.timeout))
-
     def _tool_context(self, session: str, log: TurnLog, trust: Trust, lens: Lens | None, provider: Provider,
                       model: str) -> ToolContext:
         checkpoints, turn = self.checkpoints, log.turn
@@ -387,8 +377,10 @@ class Engine:
             ),
             complete=complete,
             secrets=log.secrets,
-            network=self._network(session),
+            network=network_for(self.settings, self.host_rules, lambda: self.approval.session_hosts(session),
+                                self.live.get(session).pages),
             notify=lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message)),
+            scratch=Scratch(self.live.get(session).scratch, show_plan=log.emit),
         )
 
 

@@ -27,6 +27,7 @@ from sunwell.errors import first_problem
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
 from sunwell.tools.policy.approval import ApprovalPolicy, ApprovalRequest
 from sunwell.tools.sandbox.staging import staging_problem
+from sunwell.vocabulary import DryRun
 from sunwell.wire.events import ApprovalEvent, NoticeEvent
 from sunwell.wire.messages import ToolCall, ToolError
 
@@ -45,7 +46,8 @@ class Verdict:
 @dataclass
 class Gate:
     approval: ApprovalPolicy
-    dry_run: bool = False
+    dry_run: DryRun = False
+    """True: no call runs; "risky": only the tools that declare themselves harmless run (`--dry-run=risky`)."""
     limiter: Any = None
     """A sunwell.tools.policy.ratelimit.RateLimiter kept per session, or None."""
     _told: bool = False
@@ -53,7 +55,7 @@ class Gate:
 
     async def admit(self, tool: Tool, call: ToolCall, ctx: ToolContext, session: str, turn: str,
                     emit: Emit) -> Verdict:
-        if self.dry_run:
+        if self.dry_run is True or (self.dry_run == "risky" and not tool.harmless):
             return Verdict(ToolError(code="dry_run", message=f"dry run: {tool.name} was not executed"))
         try:
             subject = tool.declared(call.arguments)

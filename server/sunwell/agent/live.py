@@ -17,6 +17,7 @@ from sunwell.agent.chat import ChatState
 from sunwell.agent.context import SessionContext
 from sunwell.tools.network.cache import PageCache
 from sunwell.tools.policy.ratelimit import RateLimiter
+from sunwell.tools.scratch import ScratchState
 
 MAX_LIVE = 64
 
@@ -40,6 +41,8 @@ class LiveSession:
     """The token estimate's calibration from the responses' usage, and the last figures `::context` shows."""
     pages: PageCache = field(default_factory=PageCache)
     """What web_fetch fetched: the same URL within minutes is not fetched again."""
+    scratch: ScratchState = field(default_factory=ScratchState)
+    """What the agent's own tools keep: kv_set's values, update_plan's plan (tools/scratch.py)."""
 
 
 class LiveSessions:

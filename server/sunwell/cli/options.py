@@ -26,7 +26,12 @@ def add_turn_options(parser: argparse.ArgumentParser) -> None:
     approve.add_argument("--approve", choices=["ask", "auto", "deny"],
                          help="how risky calls are answered (default: ask on a terminal, else deny)")
     approve.add_argument("--yes", action="store_const", const="auto", dest="approve", help="= --approve auto")
-    parser.add_argument("--dry-run", action="store_true", default=None, help="show tool calls, execute none")
+    # `--dry-run=risky` is an option of its own: `--dry-run` taking an optional value would swallow a prompt after it
+    parser.add_argument("--dry-run", "--dry-run=all", action="store_const", const=True, default=None,
+                        help="show tool calls, execute none")
+    parser.add_argument("--dry-run=risky", action="store_const", const="risky", dest="dry_run",
+                        help="run the read-only tools (read, list, search, the plan, the time, arithmetic, kv_get); "
+                             "every other call is shown, not executed")
     parser.add_argument("--max-tool-turns", type=int)
     parser.add_argument("--session", help="continue a stored session")
     parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")

@@ -57,6 +57,8 @@ class Transcript:
     def __init__(self, out: TextIO = sys.stdout, color: bool = False) -> None:
         self.out, self.color = out, color
         self.at_line_start = True
+        self._plan: object = None
+        """The plan last printed: the model resends the whole plan, and an unchanged one is not printed again."""
 
     def __call__(self, event: Event) -> None:
         match event.type:
@@ -77,6 +79,9 @@ class Transcript:
                 self._line(self._style(visible(f"── conversation compacted: {event.message} ──"), "2"))
             case "notice":
                 self._line(self._style(visible(f"! {event.message}"), "33" if event.level != "info" else "2"))
+            case "plan" if (event.items, event.explanation) != self._plan:
+                self._plan = (event.items, event.explanation)
+                self._line(plan_lines(event, self._style))
             case "commandOutput":
                 self._line(visible(event.output))
             case "done":
@@ -101,6 +106,21 @@ def result_line(event, style=lambda text, code: text) -> str:
         lines = event.output.count("\n") + (1 if event.output and not event.output.endswith("\n") else 0)
         return style(f"  ✔ {lines} line{'s' if lines != 1 else ''} · {event.duration_ms} ms", "32")
     return style(visible(f"  ✘ {event.error.code}: {event.error.message}"), "31")
+
+
+_PLAN_MARKS = {"done": ("✔", "32"), "in_progress": ("▶", "1;36"), "pending": ("○", "0")}
+
+
+def plan_lines(event, style=lambda text, code: text) -> str:
+    """The plan as a checklist: `Plan 2/5`, then a line per step, the one in progress highlighted."""
+    done = sum(item.status == "done" for item in event.items)
+    lines = [style(f"Plan {done}/{len(event.items)}", "1")]
+    for item in event.items:
+        mark, code = _PLAN_MARKS[item.status]
+        lines.append(style(visible(f"  {mark} {item.step}"), code))
+    if event.explanation:
+        lines.append(style(visible(f"  {event.explanation}"), "2"))
+    return "\n".join(lines)
 
 
 _INLINE = re.compile(r"`([^`]+)`|\*\*([^*]+)\*\*|(?<![\w:])(::[a-zA-Z][\w-]*)")

@@ -81,11 +81,14 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any],
     return merged, ignored
 
 
+_DRY_RUN_ORDER: tuple[object, ...] = (False, "risky", True)
+
+
 def _widens(key: str, theirs: Any, ours: Any, may_choose: Callable[[str], bool]) -> bool:
     if key == "trust":
         return TRUST_NAMES.index(theirs) > TRUST_NAMES.index(ours)
-    if key == "dry_run":
-        return bool(ours and not theirs)
+    if key == "dry_run":  # off < risky < all: a workspace may only run fewer calls for real
+        return _DRY_RUN_ORDER.index(theirs) < _DRY_RUN_ORDER.index(ours)
     if key in CEILINGS:
         return not theirs <= ours  # not `>`: a NaN is no lower limit either
     if key in ("model", "compaction_model"):

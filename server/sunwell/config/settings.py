@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from sunwell.vocabulary import ApprovalMode, TrustName
+from sunwell.vocabulary import ApprovalMode, DryRun, TrustName
 
 
 class ModelOverride(BaseModel):
@@ -139,6 +139,11 @@ class Settings(BaseModel):
     def _yaml_off(cls, value: Any) -> Any:
         return "off" if value is False else value  # YAML reads a bare `off` as false
 
+    @field_validator("dry_run", mode="before")
+    @classmethod
+    def _dry_run_all(cls, value: Any) -> Any:
+        return True if value == "all" else value  # `--dry-run=all` is `--dry-run`
+
     model: str | None = None
     """Model string, `PROVIDER:MODEL` (PROTOCOL.md "Model strings")."""
     base_url: str | None = None
@@ -149,7 +154,8 @@ class Settings(BaseModel):
     """How risky calls are answered; unset means `ask` on a terminal, else `deny`."""
     max_tool_turns: int = Field(50, ge=1)
     """Bound on model round trips that use tools, per turn."""
-    dry_run: bool = False
+    dry_run: DryRun = False
+    """True: show tool calls and run none; "risky": run only the harmless ones (reads, the plan, the time...)."""
     data_dir: Path | None = None
     """Sessions, audit log and checkpoints; default `$XDG_DATA_HOME/sunwell`."""
     max_output_bytes: int = Field(100_000, ge=1_000)

@@ -46,6 +46,15 @@ CORE_TOOL_DOCS: dict[str, ToolDoc] = {doc.name: doc for doc in (
             "ask, per host"),
     ToolDoc("web_search", "Search the web through the configured service (offered only when `web_search:` is set).",
             "`query`, `max_results` (1-10, default 5)", "read_only", "auto"),
+    ToolDoc("update_plan", "Show and keep current a checklist of the task's steps (a `plan` event).",
+            "`items` (`[{step, status: pending|in_progress|done}]`), `explanation` (optional)", "discovery", "auto"),
+    ToolDoc("get_time", "The current date and time.",
+            '`format` (`iso8601` default, `unix`, `human`), `timezone` (IANA, optional)', "discovery", "auto"),
+    ToolDoc("math_eval", "Evaluate an arithmetic expression with math's functions; bounded size and time.",
+            "`expression`", "discovery", "auto"),
+    ToolDoc("kv_set", "Store a text value under a key for the session (64 KB in all).", "`key`, `value`",
+            "discovery", "auto"),
+    ToolDoc("kv_get", "Read a value stored with kv_set in this session.", "`key`", "discovery", "auto"),
 )}
 CORE_TOOLS: tuple[str, ...] = tuple(CORE_TOOL_DOCS)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import is_dataclass, replace
 from typing import Any, TypeVar
 
@@ -38,16 +38,32 @@ def estimate_tokens(tools: Sequence[ToolSpec]) -> int:
     return -(-chars // CHARS_PER_TOKEN)
 
 
-def fit_tools(tools: list[ToolSpec], *, context_window: int, user_text: str,
-              budget_ratio: float = 0.25) -> tuple[list[ToolSpec], list[str]]:
-    """The tools, trimmed to fit `budget_ratio` of `context_window`, and a note per kind of trimming done."""
+def fit_tools(tools: list[ToolSpec], *, context_window: int, user_text: str, budget_ratio: float = 0.25,
+              expendable: Collection[str] = ()) -> tuple[list[ToolSpec], list[str]]:
+    """The tools, trimmed to fit `budget_ratio` of `context_window`, and a note per kind of trimming done. The
+    `expendable` ones (by name: the plan, the time, arithmetic...) are left out first, before any other tool loses
+    a word, least relevant first."""
     budget = int(context_window * budget_ratio)
     if estimate_tokens(tools) <= budget:
         return list(tools), []
     words = _words(user_text)
     order = sorted(range(len(tools)), key=lambda i: (relevance(tools[i], words), -i))  # least relevant first
     current = list(tools)
+    dropped: list[int] = []
+
+    def kept() -> list[ToolSpec]:
+        return [t for j, t in enumerate(current) if j not in dropped]
+
+    def fits() -> bool:
+        return estimate_tokens(kept()) <= budget
+
     notes: list[str] = []
+    for i in [i for i in order if tools[i].name in expendable][:len(tools) - 1]:  # one tool always stays
+        if fits():
+            break
+        dropped.append(i)
+    if dropped:
+        notes.append(f"left out {', '.join(tools[i].name for i in dropped)} (conveniences) to fit the context window")
     steps: list[tuple[Callable[[ToolSpec], ToolSpec], str]] = [
         (_first_sentence, "cut the descriptions of {names} to their first sentence"),
         (_without_optional_descriptions, "dropped the descriptions of optional parameters of {names}"),
@@ -56,25 +72,27 @@ def fit_tools(tools: list[ToolSpec], *, context_window: int, user_text: str,
     for trim, note in steps:
         changed = []
         for i in order:
-            if estimate_tokens(current) <= budget:
+            if fits():
                 break
+            if i in dropped:
+                continue
             trimmed = trim(current[i])
             if trimmed != current[i]:
                 current[i] = trimmed
                 changed.append(current[i].name)
         if changed:
             notes.append(note.format(names=", ".join(changed)))
-        if estimate_tokens(current) <= budget:
-            return current, notes
-    dropped: set[int] = set()
-    for i in order[:-1]:  # the most relevant tool always stays
-        if estimate_tokens([t for j, t in enumerate(current) if j not in dropped]) <= budget:
+        if fits():
+            return kept(), notes
+    left_out = []
+    for i in [i for i in order if i not in dropped][:-1]:  # the most relevant tool always stays
+        if fits():
             break
-        dropped.add(i)
-    if dropped:
-        names = ", ".join(current[i].name for i in sorted(dropped, key=order.index))
-        notes.append(f"left out {names} (least relevant to the request) to fit the context window")
-    return [t for j, t in enumerate(current) if j not in dropped], notes
+        dropped.append(i)
+        left_out.append(current[i].name)
+    if left_out:
+        notes.append(f"left out {', '.join(left_out)} (least relevant to the request) to fit the context window")
+    return kept(), notes
 
 
 def relevance(tool: ToolSpec, words: set[str]) -> int:

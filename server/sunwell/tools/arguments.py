@@ -50,6 +50,18 @@ class _ToolSchema(GenerateJsonSchema):
         return {key: self.sort(value[key], key) for key in keys}
 
 
+def _inlined(node: Any, defs: dict[str, Any]) -> Any:
+    """`node` with each `$ref` to a nested model replaced by that model's schema: providers and the emulation
+    prompts want a tool's parameters in one piece (update_plan's steps)."""
+    if isinstance(node, list):
+        return [_inlined(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        return _inlined(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    return {key: _inlined(value, defs) for key, value in node.items()}
+
+
 class ToolArguments(BaseModel):
     """The base of a core tool's arguments model: unknown arguments are refused, as the schema says."""
 
@@ -57,7 +69,8 @@ class ToolArguments(BaseModel):
 
     @classmethod
     def schema_for_tool(cls) -> dict[str, Any]:
-        return cls.model_json_schema(schema_generator=_ToolSchema)
+        schema = cls.model_json_schema(schema_generator=_ToolSchema)
+        return _inlined(schema, schema.pop("$defs", {}))
 
     @classmethod
     def subject_of(cls, arguments: dict[str, Any]) -> Subject:

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from sunwell.tools.scratch import Scratch
 from sunwell.tools.subject import NOTHING, Subject
 from sunwell.vocabulary import Trust
 from sunwell.wire.messages import ToolError, ToolSpec
@@ -70,8 +71,8 @@ class UndoHooks:
 @dataclass
 class ToolContext:
     """What a handler may use, as a few named capabilities: the jail (the only way to a path), the cap on a
-    result, how searches and commands run, undo's hooks, a nested model call, the turn's notices, secret masking, the
-    network."""
+    result, how searches and commands run, undo's hooks, a nested model call, the turn's notices, secret masking,
+    the session's scratch state, the network."""
 
     jail: Any  # sunwell.tools.workspace.jail.Jail (kept loose to avoid an import cycle in handlers' typing)
     max_output_bytes: int = 100_000
@@ -87,6 +88,8 @@ class ToolContext:
     network: Any = None
     """A sunwell.tools.network.policy.Network: the user's host rules, the caps, the session's page cache; None: no
     network tools."""
+    scratch: Scratch | None = None
+    """The session's key-value store and plan (kv_set, kv_get, update_plan); None: a context with no session."""
 
 
 class StagedEffects(Protocol):
@@ -123,6 +126,12 @@ class Tool:
     risk: Literal["write", "shell", "network", "mcp"] | None = None
     read_only: bool = True
     """Read-only calls of one response may run concurrently; the others run in order."""
+    harmless: bool = False
+    """It changes nothing and reaches no network (PROTOCOL.md "Read-only": reads, listings, the plan, the time,
+    arithmetic, kv_get): `--dry-run=risky` runs it for real. False for any tool that does not say so."""
+    expendable: bool = False
+    """A convenience the agent can do without (the plan, the time, arithmetic, the key-value store): fitting
+    leaves it out before anything else when the context window is small."""
     source: str = "core"
     timeout: float = 60.0
     preview: Preview | None = None

@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sunwell.tools.base import Tool, Trust
+from sunwell.tools.handlers.arithmetic import MATH_EVAL
+from sunwell.tools.handlers.builtins import GET_TIME, KV_GET, KV_SET
 from sunwell.tools.handlers.edits import EDIT_FILE, WRITE_FILE
 from sunwell.tools.handlers.files import LIST_FILES, READ_FILE
+from sunwell.tools.handlers.plan import UPDATE_PLAN
 from sunwell.tools.handlers.search import SEARCH_FILES
 from sunwell.tools.handlers.shell import RUN_COMMAND
 from sunwell.tools.handlers.web import WEB_FETCH
 
-CORE_TOOLS: tuple[Tool, ...] = (LIST_FILES, SEARCH_FILES, READ_FILE, WRITE_FILE, EDIT_FILE, RUN_COMMAND, WEB_FETCH)
+CORE_TOOLS: tuple[Tool, ...] = (LIST_FILES, SEARCH_FILES, READ_FILE, WRITE_FILE, EDIT_FILE, RUN_COMMAND, WEB_FETCH,
+                                UPDATE_PLAN, GET_TIME, MATH_EVAL, KV_SET, KV_GET)
 
 
 def select_tools(tools: Sequence[Tool], trust: Trust, names: Sequence[str] | None = None) -> list[Tool]:

@@ -86,6 +86,19 @@ class ContextUsageEvent(_Event):
     """No usage from the server: `used_tokens` is Sunwell's estimate."""
 
 
+class PlanItem(WireModel):
+    step: str
+    status: Literal["pending", "in_progress", "done"]
+
+
+class PlanEvent(_Event):
+    """The agent's plan as `update_plan` last set it: the whole checklist each time, not a change to it."""
+
+    type: Literal["plan"] = "plan"
+    items: list[PlanItem]
+    explanation: str | None = None
+
+
 class DoneEvent(_Event):
     type: Literal["done"] = "done"
     status: Literal["completed", "cancelled", "limitReached", "error"]
@@ -102,7 +115,7 @@ class DoneEvent(_Event):
 
 Event = Annotated[
     TextEvent | ThinkingEvent | ToolCallStartEvent | ToolCallDeltaEvent | ToolCallEvent | ApprovalEvent
-    | ToolResultEvent | NoticeEvent | CommandOutputEvent | ContextUsageEvent | DoneEvent,
+    | ToolResultEvent | NoticeEvent | CommandOutputEvent | ContextUsageEvent | PlanEvent | DoneEvent,
     Field(discriminator="type"),
 ]
 

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sunwell.errors import first_problem
-from sunwell.vocabulary import ApprovalMode, Decision, MentionKind, TrustName, TurnStatus
+from sunwell.vocabulary import ApprovalMode, Decision, DryRun, MentionKind, TrustName, TurnStatus
 from sunwell.wire.approval import ApprovalRequest
 from sunwell.wire.events import SessionEvent
 from sunwell.wire.messages import Message, Usage, WireModel
@@ -66,7 +66,8 @@ class InitializationOptions(Params):
     approval: ApprovalMode | None = None
     """`ask` (the default) sends `sunwell/approve` to the client; `auto` and `deny` answer without asking."""
     max_tool_turns: int | None = None
-    dry_run: bool | None = None
+    dry_run: DryRun | None = None
+    """true: no tool call runs; "risky": only the read-only ones (PROTOCOL.md `--dry-run=risky`)."""
     base_url: str | None = None
     approval_timeout_sec: float | None = None
     ripgrep_path: str | None = None

@@ -336,6 +336,7 @@ LIST_FILES = Tool(
     handler=list_files,
     subject=ListFilesArguments.subject_of,
     min_trust=Trust.discovery,
+    harmless=True,
 )
 
 READ_FILE = Tool(
@@ -351,4 +352,5 @@ READ_FILE = Tool(
     handler=read_file,
     subject=ReadFileArguments.subject_of,
     min_trust=Trust.read_only,
+    harmless=True,
 )

@@ -322,4 +322,5 @@ SEARCH_FILES = Tool(
     handler=search_files,
     subject=SearchFilesArguments.subject_of,
     min_trust=Trust.discovery,
+    harmless=True,
 )

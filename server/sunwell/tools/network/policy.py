@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING
 
 from sunwell.tools.network.cache import PageCache
 from sunwell.tools.network.hosts import HostRules, Resolver
+from sunwell.tools.network.search import SearchService
 from sunwell.tools.network.urls import Target, secret_in_url
+from sunwell.tools.policy.audit import Redactor
 
 if TYPE_CHECKING:
-    from sunwell.tools.network.search import SearchService
+    from sunwell.config import Settings
 
 @dataclass
 class Network:
@@ -49,3 +51,15 @@ class Network:
     def allowed(self, target: Target) -> bool:
         """Whether `target` is fetched without asking."""
         return self.rules.allowed(target) or target.host in self.session_hosts()
+
+
+def network_for(settings: Settings, rules: HostRules, session_hosts: Callable[[], set[str]],
+                cache: PageCache) -> Network:
+    """The network a turn's tools get from the user's settings: `rules` (built from them once, when they were
+    loaded), the hosts allowed for the session, its page cache, the search service if one is configured."""
+    redactor, search = Redactor(passthrough=settings.env_passthrough), settings.web_search
+    service = search and SearchService.configured(search.provider, search.base_url, search.api_key_env,
+                                                  settings.network.timeout)
+    return Network(rules, settings.network.max_bytes, settings.network.timeout,
+                   is_secret=lambda text: redactor(text) != text, session_hosts=session_hosts, cache=cache,
+                   search=service)
