@@ -1,7 +1,7 @@
 """Tool-call dialects (issue 16): per format, the calls Sunwell finds in the corpus of tests/dialects/ (model outputs
 written from each open-model family's documented format), read whole and streamed.
 
-    python tests/bench/bench_dialects.py [--check] [--seeds 5]
+    python tests/bench/bench_dialects.py [--check] [--seeds 5] [--corpus docs|ported|heldout]
 
 For each case the reply is read by `extract_tool_calls` (complete) and by the `CallDetector` the providers use
 (streamed), fed one character at a time, 3 and 7 at a time, and in SEEDS random chunkings. Per format:
@@ -12,6 +12,9 @@ For each case the reply is read by `extract_tool_calls` (complete) and by the `C
   most any chunking found (a call found with other arguments is no false call: it is missing from `exact`);
 * leaks: cases whose visible answer holds call text (a marker, `"arguments"`...; LEAK_MARKERS of the corpus);
 * text: cases whose visible answer (and thinking) is the expected one: prose kept, call text removed.
+
+`--corpus ported` measures the public parsers' own cases (tests/dialects/ported/, issue 32) per source and
+format; `--corpus heldout` the ones gathered after the tuning (`heldout_*.yaml`), reported apart.
 
 `--check` exits 1 unless every format is at least 98 % exact with no false call and no leak, complete and
 streamed. Run it against another checkout's engine with PYTHONPATH=that/server (the report says which API it
@@ -35,11 +38,9 @@ sys.path[:0] = [
     str(Path(__file__).parents[2] / "server"),
 ]
 
-from dialects.corpus import Case, cases, collapsed, leaks, tools
+from dialects.corpus import Case, cases, collapsed, leaks, ported_cases
 from sunwell.models.base import TextDelta, ThinkingDelta, ToolCallDone
 from sunwell.models.emulation import call_detector
-
-TOOLS = tools()
 
 
 @dataclass
@@ -51,17 +52,17 @@ class Read:
 
 def read_complete(case: Case) -> Read:
     try:
-        out = call_detector.extract_tool_calls(case.text, TOOLS, cut_off=case.cut_off)
+        out = call_detector.extract_tool_calls(case.text, case.tools, cut_off=case.cut_off)
     except TypeError:  # an engine from before issue 16
-        out = call_detector.extract_tool_calls(case.text, list(TOOLS))
+        out = call_detector.extract_tool_calls(case.text, list(case.tools))
     return Read([(c.name, c.arguments) for c in out.calls], out.remaining_text, getattr(out, "thinking", ""))
 
 
 def read_streamed(case: Case, cuts: list[int]) -> Read:
     try:
-        detector = call_detector.CallDetector(TOOLS)
+        detector = call_detector.CallDetector(case.tools)
     except TypeError:
-        detector = call_detector.CallDetector(list(TOOLS))
+        detector = call_detector.CallDetector(list(case.tools))
     events = []
     for a, b in zip([0, *cuts], [*cuts, len(case.text)], strict=True):
         events += detector.feed(case.text[a:b])
@@ -101,10 +102,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--corpus", choices=("docs", "ported", "heldout"), default="docs")
     args = parser.parse_args()
     rows: dict[str, Counter] = {}
-    for case in cases():
-        row = rows.setdefault(case.format, Counter())
+    chosen = {"docs": cases, "ported": lambda: ported_cases(held_out=False),
+              "heldout": lambda: ported_cases(held_out=True)}[args.corpus]()
+    for case in chosen:
+        key = case.format if args.corpus == "docs" else f"{case.source}: {case.format}"
+        row = rows.setdefault(key, Counter())
         row["cases"] += 1
         row["expected"] += len(case.calls)
         exact, false, leaked, text = score(case, read_complete(case))

@@ -4,6 +4,12 @@ with the calls it holds, the text a user should see, and the thinking it carries
 One YAML file per format; each case has `text` (the model's output), `calls` (a list of `{name: arguments}`),
 `shown` (the visible answer; compared with whitespace collapsed), optionally `thinking`, and `cut_off: true` when
 the reply ended by length (then no call may run). `tools.yaml` holds the offered tools' schemas.
+
+`ported/` (issue 32) holds the cases the public parsers test their own servers with (one file per project; its
+README says how they were ported and where the projects disagree). A file there has its own `tools` (name ->
+schema) and `cases`; a case also names its `source` (file and test) and `format`, and may offer only some of the
+file's tools (`tools: [names]`). Files whose name starts with `heldout_` were gathered after the tuning and are
+reported apart.
 """
 
 from __future__ import annotations
@@ -58,6 +64,11 @@ class Case:
     cut_off: bool = False
     allowed: tuple[str, ...] = field(default=())
     """Leak markers the expected answer itself contains (an example in backticks)."""
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+    """The tools offered (name -> schema)."""
+    source: str = "sunwell"
+    """Where the case comes from: `sunwell` (written from the documentation) or the project it was ported from."""
+    held_out: bool = False
 
 
 def tools() -> dict[str, dict[str, Any]]:
@@ -65,26 +76,47 @@ def tools() -> dict[str, dict[str, Any]]:
 
 
 def cases() -> list[Case]:
+    """The cases written from each family's documentation (the top folder)."""
+    offered = tools()
     out = []
     for path in sorted(HERE.glob("*.yaml")):
         if path.name == "tools.yaml":
             continue
         for name, case in yaml.safe_load(path.read_text(encoding="utf-8")).items():
-            calls = [next(iter(call.items())) for call in case.get("calls") or []]
-            shown = case.get("shown", "")
-            out.append(
-                Case(
-                    format=path.stem,
-                    name=name,
-                    text=case["text"],
-                    calls=calls,
-                    shown=shown,
-                    thinking=case.get("thinking", ""),
-                    cut_off=case.get("cut_off", False),
-                    allowed=tuple(m for m in LEAK_MARKERS if m in shown),
-                )
-            )
+            out.append(_case(name, case, fmt=path.stem, offered=offered))
     return out
+
+
+def ported_cases(*, held_out: bool | None = None) -> list[Case]:
+    """The public parsers' own cases (`ported/`); `held_out` picks the tuning set (False) or the held-out one."""
+    out = []
+    for path in sorted((HERE / "ported").glob("*.yaml")):
+        apart = path.stem.startswith("heldout_")
+        if held_out is not None and apart != held_out:
+            continue
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        schemas = data["tools"]
+        for name, case in data["cases"].items():
+            offered = {n: schemas[n] for n in case["tools"]} if "tools" in case else schemas
+            out.append(_case(name, case, fmt=case["format"], offered=offered,
+                             source=path.stem.removeprefix("heldout_"), held_out=apart))
+    return out
+
+
+def _case(name: str, case: dict[str, Any], *, fmt: str, offered: dict[str, Any], **more: Any) -> Case:
+    shown = case.get("shown", "")
+    return Case(
+        format=fmt,
+        name=name,
+        text=case["text"],
+        calls=[next(iter(call.items())) for call in case.get("calls") or []],
+        shown=shown,
+        thinking=case.get("thinking", ""),
+        cut_off=case.get("cut_off", False),
+        allowed=tuple(m for m in LEAK_MARKERS if m in shown),
+        tools=offered,
+        **more,
+    )
 
 
 def leaks(case: Case, shown: str) -> list[str]:

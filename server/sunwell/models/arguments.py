@@ -113,7 +113,7 @@ def typed_value(text: str, schema: dict[str, Any] | None) -> Any:
 
 
 def _trimmed(text: str) -> str:
-    if "\n" not in text.strip("\n"):
+    if "\n" not in text.strip():  # one line, however indented the template wrote it
         return text.strip()
     return re.sub(r"\n[ \t]*\Z", "", text.removeprefix("\n"))
 

@@ -22,7 +22,7 @@ from sunwell.models.base import (
     ToolCallStarted,
 )
 from sunwell.models.emulation.found_calls import Extraction, Offered, offered
-from sunwell.models.emulation.normalize import settle, span_calls
+from sunwell.models.emulation.normalize import Separator, settle, span_calls
 from sunwell.models.emulation.pythonic import PYTHONIC_OPEN, PYTHONIC_PREFIX, pythonic_calls
 from sunwell.models.emulation.span_scanner import SpanScanner
 from sunwell.wire.messages import AssistantMessage, Message, ToolSpec
@@ -54,6 +54,7 @@ class CallDetector:
         self._buf = ""
         self._next_id = first_id
         self.calls = 0
+        self._separator = Separator()
         self._pythonic: bool | None = None
         """Whether the reply began as a Python call (then it is held to the end: only a whole reply is one)."""
 
@@ -90,9 +91,9 @@ class CallDetector:
             span, self._buf = self._buf[:end], self._buf[end:]
             found = settle(kind, span, self._tools, cut_off=cut_off)
             if found is None:
-                text.append(span)
+                text.append(self._separator.text(span))
                 continue
-            text.append(found.remaining_text)
+            text += [self._separator.found(found), found.remaining_text]
             if found.calls or found.thinking or found.cut_off:
                 if "".join(text):
                     events.append(TextDelta("".join(text)))
@@ -102,6 +103,9 @@ class CallDetector:
             events += [Notice(code=CUT_OFF_NOTICE, level="warning", message=(
                 f"The reply was cut off inside a call to {name}; it was not run.")) for name in found.cut_off]
             events += self._call_events(found)
+        if final:
+            text.append(self._separator.held)
+            self._separator.held = ""
         if "".join(text):
             events.append(TextDelta("".join(text)))
         return events

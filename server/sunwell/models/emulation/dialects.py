@@ -23,6 +23,7 @@ correct itself.
 
 from __future__ import annotations
 
+import json
 import re
 
 from sunwell.models.arguments import parse_arguments, typed_value
@@ -64,6 +65,9 @@ HARMONY = ("<|start|>", "<|channel|>")
 HARMONY_MESSAGE, HARMONY_CALL_END = "<|message|>", "<|call|>"
 CONTROL = (
     "<|end|>",
+    "[/TOOL_CALLS]",
+    "<|tool_call_argument_begin|>",
+    "<｜end▁of▁sentence｜>",
     "<|return|>",
     "<|call|>",
     "<|constrain|>",
@@ -83,7 +87,7 @@ _XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (t
     r"""<(?:parameter=([^>\s]+)|parameter\s+name=["']?([^"'>]+)["']?|([\w.-]+))\s*>(.*?)</(?:parameter|\3)\s*>""",
     re.DOTALL,
 )
-_GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)(?:</arg_value>|\Z)", re.DOTALL)
+_GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*<arg_value>(.*?)(?:</arg_value>|\Z)", re.DOTALL)
 _KIMI_ID = re.compile(r"\s*(?:functions\.)?([^\s:]+?)(?::\d+)?\s*$")
 
 
@@ -146,13 +150,32 @@ def read_kimi(span: str) -> Extraction:
 
 def read_glm(body: str, tools: Offered) -> Extraction | None:
     """`name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>` inside `<tool_call>`; a bare offered name is a call
-    without arguments."""
-    head = re.split(r"\n|<arg_key>", body.strip(), maxsplit=1)[0].strip()
+    without arguments. A line break may arrive escaped (`\\n`, sglang's test of GLM-4.6 output)."""
+    head = re.split(r"\n|\\n|<arg_key>", body.strip(), maxsplit=1)[0].strip()
     pairs = _GLM_ARG.findall(body)
     if not re.fullmatch(r"[A-Za-z_][\w.\-]*", head) or not (pairs or head in tools):
         return None
-    arguments = {k.strip(): typed_value(v, parameter_schema(tools, head, k.strip())) for k, v in pairs}
+    arguments = {k.strip(): _glm_value(v, parameter_schema(tools, head, k.strip())) for k, v in pairs}
     return Extraction(calls=[FoundCall(head, arguments)])
+
+
+def _glm_value(text: str, schema: dict | None) -> object:
+    """GLM's template writes a string as it is and any other value as JSON; a string the model wrote as JSON
+    (`"London"`) is read as one (mlx-lm's glm47 test), and JSON whose quotes came escaped (`[{\\"id\\": …}]`) too."""
+    value = typed_value(text, schema)
+    if not isinstance(value, str):
+        return value
+    word = value.strip()
+    if len(word) > 1 and word[0] == word[-1] == '"':
+        try:
+            decoded = json.loads(word)
+        except ValueError:
+            return value
+        return decoded if isinstance(decoded, str) else value
+    if '\\"' in word and word[:1] in "[{":
+        unescaped = typed_value(word.replace('\\"', '"'), schema)
+        return value if isinstance(unescaped, str) else unescaped
+    return value
 
 
 def read_invokes(span: str, tools: Offered) -> Extraction | None:

@@ -39,7 +39,7 @@ from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered,
 from sunwell.models.emulation.pythonic import python_calls
 from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
 
-__all__ = ["Extraction", "FoundCall", "SpanScanner", "parse_span", "settle", "span_calls"]
+__all__ = ["Extraction", "FoundCall", "Separator", "SpanScanner", "parse_span", "settle", "span_calls"]
 
 NAME_KEYS = ("name", "tool", "tool_name", "function")
 ARGUMENT_KEYS = ("arguments", "args", "parameters", "input", "params")
@@ -54,20 +54,48 @@ def span_calls(text: str, tools: Collection[str] | Offered, *, cut_off: bool = F
 
 def _extract(text: str, tools: Offered, explicit: bool, cut_off: bool = False) -> Extraction:
     scanner, out, kept, pos = SpanScanner(tools), Extraction(), [], 0
+    separator = Separator()
     while pos < len(text):
         kind, end = scanner.step(text, pos, final=True)
         span, pos = text[pos:end], end
         found = settle(kind, span, tools, cut_off=cut_off, explicit=explicit)
         if found is None:
-            kept.append(span)
+            kept.append(separator.text(span))
             continue
+        kept.append(separator.found(found))
         kept.append(found.remaining_text)
         out.calls += found.calls
         out.repairs += found.repairs
         out.thinking += found.thinking
         out.cut_off += found.cut_off
-    out.remaining_text = "".join(kept)
+    out.remaining_text = "".join(kept) + separator.held
     return out
+
+
+class Separator:
+    """The `;` Llama 3 writes between calls (`{…}; {…}`), dropped when a call follows it: text after a call that
+    may be one is held (`held`) until what comes next says."""
+
+    def __init__(self) -> None:
+        self.after_call = False
+        self.held = ""
+
+    def text(self, span: str) -> str:
+        """What of a text span to show now."""
+        if self.after_call and _SEPARATOR.fullmatch(self.held + span):
+            self.held += span
+            return ""
+        out, self.held, self.after_call = self.held + span, "", False
+        return out
+
+    def found(self, found: Extraction) -> str:
+        """What held text to show before a span that held calls (or thinking, or a control token)."""
+        out = "" if found.calls and ";" in self.held else self.held
+        self.held, self.after_call = "", bool(found.calls) or (self.after_call and not found.remaining_text)
+        return out
+
+
+_SEPARATOR = re.compile(r"\s*;?\s*")
 
 
 def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bool = False) -> Extraction | None:
@@ -103,16 +131,16 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
     if span.startswith("[TOOL_CALLS]"):
         body = span.removeprefix("[TOOL_CALLS]")
         if body.lstrip()[:1] in ("{", "["):
-            return _json_calls(body, names, explicit=True)
+            return _json_calls(body, tools, explicit=True)
         return dialects.read_mistral(body)
     for marker in ("<|python_tag|>", "<|tool_call|>"):
         if span.startswith(marker):
             body = span.removeprefix(marker)
-            return _json_calls(body, names, explicit=True) if body.strip() else Extraction()
+            return _json_calls(body, tools, explicit=True) if body.strip() else Extraction()
     for opener in ("<|python_start|>", "<|tool_call_start|>"):
         if span.startswith(opener):
             body = _between(span, opener, dialects.CLOSED[opener])
-            found = dialects.read_python(body) or _json_calls(body, names, explicit=True)
+            found = dialects.read_python(body) or _json_calls(body, tools, explicit=True)
             return found or (Extraction(remaining_text=body) if opener == "<|python_start|>" else None)
     if span.startswith(("<｜tool▁calls▁begin｜>", dialects.DEEPSEEK_CALL)):
         return _nonempty(dialects.read_deepseek(span))
@@ -132,7 +160,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
             return dialects.xml_call(m[1], _between(span, m[0], closer or f"</{m[1]}>"), tools)
     if (calls := _python_span(span, names)) is not None:
         return calls
-    return _json_calls(span, names, explicit)
+    return _json_calls(span, tools, explicit)
 
 
 def _python_span(span: str, names: frozenset[str]) -> Extraction | None:
@@ -155,14 +183,14 @@ def _between(span: str, opener: str, closer: str) -> str:
     return body.removesuffix(closer)
 
 
-def _json_calls(text: str, names: frozenset[str], explicit: bool) -> Extraction | None:
-    if not explicit and not (CALLISH.search(text) or any(name in text for name in names)):
+def _json_calls(text: str, tools: Offered, explicit: bool) -> Extraction | None:
+    if not explicit and not (CALLISH.search(text) or any(name in text for name in tools)):
         return None
     loaded = load_json(text.strip())
     if loaded is None:
         return None
     value, repair = loaded
-    found = _calls_from_value(value, names, explicit)
+    found = _calls_from_value(value, tools, explicit)
     if not found:
         return None
     calls = [call for call, _ in found]
@@ -170,7 +198,7 @@ def _json_calls(text: str, names: frozenset[str], explicit: bool) -> Extraction 
     return Extraction(calls=calls, repairs=repairs + [note for _, notes in found for note in notes])
 
 
-def _calls_from_value(value: Any, names: frozenset[str], explicit: bool) -> list[tuple[FoundCall, list[str]]]:
+def _calls_from_value(value: Any, names: Offered, explicit: bool) -> list[tuple[FoundCall, list[str]]]:
     if isinstance(value, list):
         return [found for item in value for found in _calls_from_value(item, names, explicit)]
     if not isinstance(value, dict):
@@ -193,12 +221,23 @@ def _calls_from_value(value: Any, names: frozenset[str], explicit: bool) -> list
         shaped = explicit or set(value) <= _CALL_KEYS
         if arg_key is None or _is_schema(value[arg_key]) or not shaped:
             return []
+        if not explicit and not _takes(value[arg_key], names):
+            return []  # JSON data that names no tool (Ollama's "json not a tool call"), not a call gone wrong
     if arg_key is not None:
         args, raw, notes = _arguments(name, value[arg_key])
         return [(FoundCall(name, args, raw), notes)]
     flat = {k: v for k, v in value.items() if k not in _CALL_KEYS}
     notes = [f"{name}: took the arguments from the top level of the call"] if flat else []
     return [(FoundCall(name, flat), notes)]
+
+
+def _takes(arguments: Any, tools: Offered) -> bool:
+    """Whether an offered tool takes `arguments` (a near-miss names a wrong tool with a right tool's arguments: Qwen
+    writes a file name where the tool's belongs); true when no schema says what the tools take."""
+    params = [set(props) for schema in tools.values() if isinstance(props := (schema or {}).get("properties"), dict)]
+    if not params:
+        return True
+    return isinstance(arguments, dict) and bool(arguments) and any(set(arguments) <= p for p in params)
 
 
 def _is_schema(value: Any) -> bool:
@@ -221,4 +260,8 @@ def _arguments(name: str, value: Any) -> tuple[dict[str, Any], str | None, list[
     while len(value) == 1 and (key := next(iter(value))) in _WRAPPER_KEYS and isinstance(value[key], dict):
         value = value[key]
         notes.append(f"{name}: unwrapped doubly wrapped arguments")
+    inner = next((k for k in ARGUMENT_KEYS if isinstance(value.get(k), dict)), None)
+    if value.get("name") == name and inner and set(value) <= _CALL_KEYS:  # the call again, inside its arguments
+        value = value[inner]
+        notes.append(f"{name}: read the call written again inside its arguments")
     return dict(value), None, notes

@@ -23,6 +23,8 @@ _TRIGGER = re.compile(r"[`{\[<]")
 FENCE_OPEN = re.compile(r"```([\w.+-]*)")
 PY_LINE = re.compile(r"[ \t]*(\[[ \t]*)?([A-Za-z_][\w.]*)")
 _PY_LINE_START = re.compile(r"[ \t]*(?:\[[ \t]*)?")
+_PY_LIST = re.compile(r"\[[ \t]*([A-Za-z_][\w.]*)[ \t]*\(")
+_PY_LIST_OPENING = re.compile(r"\[[ \t]*([A-Za-z_][\w.]*)?[ \t]*")
 
 Kind = Literal["text", "candidate", "partial", "wait"]
 Step = tuple[Kind, int]
@@ -129,7 +131,24 @@ class SpanScanner:
                 return self._json(buf, pos, pos, final, lookahead=True)
             if j == len(buf) and not final:
                 return "wait", pos
+            if listed := self._python_list(buf, pos, final):
+                return listed
         return "text", pos + 1
+
+    def _python_list(self, buf: str, pos: int, final: bool) -> Step | None:
+        """A bracketed list of Python calls of an offered tool, `[get_weather(city='Paris')]`, wherever it stands:
+        the brackets make it a call where a bare `f(x)` in a sentence is a mention (sglang's pythonic tests)."""
+        m = _PY_LIST.match(buf, pos)
+        if m is None:
+            opening = _PY_LIST_OPENING.fullmatch(buf, pos)
+            waiting = not final and opening is not None and self._may_become_tool(opening[1] or "")
+            return ("wait", pos) if waiting else None
+        if not self._is_tool(m[1]):
+            return None
+        end = self._balanced_end(buf, pos, python=True)
+        if end is None:
+            return ("partial", len(buf)) if final else ("wait", pos)
+        return "candidate", end
 
     def _balanced_end(self, buf: str, start: int, python: bool = False) -> int | None:
         if self._balance is None or self._balance.start != start:
