@@ -21,7 +21,6 @@ place (empty). Nothing is pruned yet: a session's checkpoints live as long as it
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -36,6 +35,7 @@ from typing import Any
 
 from sunwell.errors import SunwellError
 from sunwell.tools.base import ToolFailure
+from sunwell.tools.workspace.file_lock import lock_exclusive
 from sunwell.tools.workspace.jail import Jail
 from sunwell.tools.workspace.safe_write import (
     WriteTarget,
@@ -219,7 +219,7 @@ class Checkpoints:
         folder = self._dir(session)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         with open(folder / ".lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            lock_exclusive(lock)
             yield
 
     def _dir(self, session: str) -> Path:
