@@ -14,6 +14,7 @@ import asyncio
 import logging
 import math
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,13 @@ from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.handlers.files import string_arg
 from sunwell.tools.policy.environment import command_env
 from sunwell.tools.policy.guarded import GuardedEntry, guarded_entries, quarantine_planted
+from sunwell.tools.sandbox.backend import backend_for, shell_argv
 from sunwell.tools.sandbox.bwrap import BwrapProbe, bwrap_argv, bwrap_available, probe_bwrap
 from sunwell.tools.sandbox.effects import Effects, apply, assess
 from sunwell.tools.sandbox.effects import preview as effects_preview
 from sunwell.tools.sandbox.overlay import Stage
 from sunwell.tools.sandbox.process import DRAIN_GRACE, KILL_GRACE, render, run_process
+from sunwell.tools.sandbox.seatbelt import command_home, seatbelt_argv, seatbelt_policy
 from sunwell.tools.sandbox.snapshot import BUDGET as SNAPSHOT_BUDGET
 from sunwell.tools.sandbox.snapshot import Snapshot
 from sunwell.tools.sandbox.staging import staging_parent, staging_problem
@@ -81,10 +84,18 @@ async def _prepare(args: dict[str, Any], ctx: ToolContext) -> _Job:
         raise ToolFailure("unsupported", f"cwd is not a directory: {cwd_arg}", "pass a folder as cwd")
     timeout = _timeout(args.get("timeout"), ctx)
     env = command_env(os.environ, ctx.commands.env_passthrough)
-    argv = ["bash", "-c", command]
+    argv = shell_argv(command)
     entries = await asyncio.to_thread(guarded_entries, ctx.jail)
     if ctx.commands.sandbox == "off":
         return _Job(command, cwd, timeout, env, argv, entries, "the sandbox is off")
+    backend = backend_for(sys.platform)
+    if backend == "none":  # asked before it runs (the gate says so once: sandbox_unavailable), undone from a snapshot
+        return _Job(command, cwd, timeout, env, argv, entries, await staging_problem(ctx))
+    if backend == "seatbelt":
+        env["HOME"] = await asyncio.to_thread(command_home)
+        policy = seatbelt_policy(ctx.jail.root, entries, network=ctx.commands.network, home=env["HOME"],
+                                 user_home=os.environ.get("HOME"), ro_paths=ctx.commands.ro_paths)
+        return _Job(command, cwd, timeout, env, seatbelt_argv(policy) + argv, entries, await staging_problem(ctx))
     bwrap, probe = await _bwrap(ctx)
     env.pop("TMPDIR", None)  # the host's temp dir is not in the sandbox; its own /tmp is
     prefix = await asyncio.to_thread(

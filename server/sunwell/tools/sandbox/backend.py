@@ -75,3 +75,14 @@ def program_version(argv: list[str]) -> str | None:
         return None
     lines = (done.stdout or done.stderr).strip().splitlines()
     return lines[0].strip() if lines else None
+
+
+def shell_argv(command: str, platform_name: str = sys.platform) -> list[str]:
+    """How a command line runs: `bash -c` (inside the sandbox on Linux and macOS). On Windows, Git's bash when it is
+    installed, else cmd.exe; never System32's bash.exe, which is WSL's and runs the command in another system."""
+    if platform_name != "win32":
+        return ["bash", "-c", command]
+    bash = shutil.which("bash")
+    if bash and "\\windows\\" not in bash.lower() and "windowsapps" not in bash.lower():
+        return [bash, "-c", command]
+    return [os.environ.get("COMSPEC", "cmd.exe"), "/d", "/s", "/c", command]

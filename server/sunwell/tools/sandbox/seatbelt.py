@@ -21,8 +21,13 @@ this follows in spirit (deny by default, parameters for paths), not in text.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+from sunwell.tools.policy.guarded import GuardedEntry
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 """Only the system's own: one earlier on PATH could be anything."""
@@ -116,3 +121,29 @@ def seatbelt_argv(policy: SeatbeltPolicy, sandbox_exec: str = SANDBOX_EXEC) -> l
     """sandbox-exec with the profile and its parameters; append the command to it."""
     profile, params = seatbelt_profile(policy)
     return [sandbox_exec, "-p", profile, *(f"-D{name}={path}" for name, path in params)]
+
+
+def seatbelt_policy(workspace: Path, jail_entries: Sequence[GuardedEntry], *, network: bool, home: str,
+                    user_home: str | None, ro_paths: Sequence[str] = ()) -> SeatbeltPolicy:
+    """The policy of one command run on `workspace` (its real path): it writes there, in `home` (the HOME it gets)
+    and in the temp folder, reads the system and the toolchains of `ro_paths`, not the user's home, and neither
+    reads nor writes the jail's blocked entries; protected ones (.vscode...) stay read-only."""
+    temp = os.path.realpath(tempfile.gettempdir())
+    ro_paths = [ro_paths] if isinstance(ro_paths, str) else ro_paths
+    shown = [str(workspace), home, *(os.path.realpath(os.path.expanduser(p)) for p in ro_paths
+                                     if os.path.isabs(os.path.expanduser(p)))]  # fmt: skip
+    hidden = [os.path.realpath(user_home)] if user_home and os.path.realpath(user_home) != "/" else []
+    return SeatbeltPolicy(
+        writable=[str(workspace), home, temp], shown=shown, hidden=hidden, network=network,
+        protected=[str(e.path) for e in jail_entries if e.protected and not e.is_link],
+        blocked_files=[str(e.path) for e in jail_entries if not e.protected and not e.is_link and not e.is_dir],
+        blocked_dirs=[str(e.path) for e in jail_entries if not e.protected and not e.is_link and e.is_dir],
+    )
+
+
+def command_home() -> str:
+    """The HOME a sandboxed command gets: a folder of Sunwell's in the temp folder (the user's own is hidden), where
+    tools may keep caches between commands."""
+    folder = Path(tempfile.gettempdir()) / "sunwell-command-home"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return os.path.realpath(folder)
