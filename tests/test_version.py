@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from conftest import SERVER
 
 def sunwell(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "sunwell", *args], capture_output=True, text=True, check=False,
-                          env={"PYTHONPATH": str(SERVER), "PATH": "/usr/bin:/bin"}, timeout=60)
+                          env={**os.environ, "PYTHONPATH": str(SERVER)}, timeout=60)
 
 
 def test_version_flag_prints_the_package_version():

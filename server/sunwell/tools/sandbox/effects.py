@@ -32,6 +32,7 @@ from sunwell.tools.policy import gitdirs
 from sunwell.tools.policy.guarded import CREATABLE_NAMES, UNMASKED_NAMES
 from sunwell.tools.sandbox.overlay import Change, Stage, read_changes
 from sunwell.tools.sandbox.tree_copy import copy_tree
+from sunwell.tools.workspace import open_flags
 from sunwell.tools.workspace.jail import Jail
 from sunwell.tools.workspace.safe_write import prepare_write, remove_target, write_target
 
@@ -333,7 +334,7 @@ def file_sha(path: Path | None) -> str | None:
 
 def open_regular(path: Path) -> BinaryIO:
     """A regular file opened to read, never through a link, never waiting on a FIFO (else OSError)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = os.open(path, open_flags.READ_NOFOLLOW)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file", str(path))

@@ -35,6 +35,7 @@ from typing import Any
 
 from sunwell.errors import SunwellError
 from sunwell.tools.base import ToolFailure
+from sunwell.tools.workspace import open_flags
 from sunwell.tools.workspace.file_lock import lock_exclusive
 from sunwell.tools.workspace.jail import Jail
 from sunwell.tools.workspace.safe_write import (
@@ -201,7 +202,7 @@ class Checkpoints:
 
     def _blob(self, session: str, sha: str, rel: str) -> bytes:
         try:
-            fd = os.open(self._dir(session) / "blobs" / sha, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(self._dir(session) / "blobs" / sha, os.O_RDONLY | open_flags.NOFOLLOW | open_flags.CLOEXEC)
             with os.fdopen(fd, "rb") as f:
                 data = f.read()
         except OSError as exc:
@@ -293,7 +294,7 @@ def _check_file_entry(f: Any) -> tuple[str, bool, str | None, str | None]:
 def _copy_prior(path: Path, blobs: Path) -> dict[str, Any]:
     """Copy the file at `path` into `blobs` (never through a symlink); its sha256 and mode, or existed: false."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, open_flags.READ_NOFOLLOW)
     except (FileNotFoundError, NotADirectoryError):
         return {"existed": False, "sha256": None, "mode": None}
     except OSError as exc:
