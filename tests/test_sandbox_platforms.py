@@ -1,8 +1,8 @@
 """run_command where the sandbox is not bubblewrap: Windows (none yet) and macOS (Seatbelt).
 
-Windows is played here by a sitecustomize that makes Sunwell's backend choice say "none" and its process runner
-take its Windows path (asyncio's pipes, the process killed, not a group): the real CLI, a real command, the real
-undo. The Seatbelt profile cannot run on Linux; what is checked is the policy a real workspace gives.
+Windows is played here by a sitecustomize that makes Sunwell's backend choice say "none", its process runner take
+its Windows path (asyncio's pipes, the process killed, not a group) and its writer work by path (no dir_fd): the
+real CLI, a real command, the real undo. The Seatbelt profile cannot run on Linux; what is checked is the policy a real workspace gives.
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ AS_WINDOWS = """
 import types
 import sunwell.tools.sandbox.backend as backend
 import sunwell.tools.sandbox.process as process
+import sunwell.tools.workspace.safe_write as safe_write
 backend.backend_for = lambda platform_name: "none"
 process.sys = types.SimpleNamespace(platform="win32")
+safe_write._BY_FD = False
 """
 
 
