@@ -2,7 +2,8 @@
 
 Windows is played here by a sitecustomize that makes Sunwell's backend choice say "none", its process runner take
 its Windows path (asyncio's pipes, the process killed, not a group) and its writer work by path (no dir_fd): the
-real CLI, a real command, the real undo. The Seatbelt profile cannot run on Linux; what is checked is the policy a real workspace gives.
+real CLI, a real command, the real undo. The Seatbelt profile cannot run on Linux; what is checked is the policy a real workspace gives (macOS played
+end to end: tests/test_copy_stage.py).
 """
 
 from __future__ import annotations
@@ -76,15 +77,15 @@ def test_the_seatbelt_policy_of_a_real_workspace(tmp_path):
     (ws / ".env").write_text("KEY=1\n")
     (ws / "src").mkdir()
     jail = Jail(ws)
-    home = str(tmp_path / "home")
-    policy = seatbelt_policy(jail.root, guarded_entries(jail), network=False, home=home, user_home="/Users/me",
-                             ro_paths="~/.pyenv")  # a single string, as the config allows
-    assert policy.writable[:2] == [str(jail.root), home]
-    assert policy.hidden == ["/Users/me"] and str(jail.root) in policy.shown
-    assert policy.protected == [str(jail.root / ".vscode")]
-    assert policy.blocked_files == [str(jail.root / ".env")]
+    home, copy, tmp = str(tmp_path / "home"), tmp_path / "stage" / "copy", tmp_path / "stage" / "tmp"
+    policy = seatbelt_policy(jail.root, guarded_entries(jail), copy=copy, tmp=tmp, network=False, home=home,
+                             user_home="/Users/me", ro_paths="~/.pyenv")  # a single string, as the config allows
+    assert policy.writable == [str(copy), str(tmp), home]  # never the workspace itself
+    assert policy.hidden == ["/Users/me"] and str(jail.root) in policy.shown and str(copy) in policy.shown
+    assert policy.protected == [str(copy / ".vscode")]  # read-only in the clone the command writes
+    assert policy.blocked_files == [str(jail.root / ".env")]  # unreadable where it is (the clone has none)
     assert policy.blocked_dirs == [str(jail.root / "secrets")]
     profile, params = seatbelt_profile(policy)
     assert "(allow network" not in profile
     assert ("BLOCKED_FILE_0", str(jail.root / ".env")) in params
-    assert seatbelt_policy(jail.root, [], network=True, home=home, user_home="/").hidden == []
+    assert seatbelt_policy(jail.root, [], copy=copy, tmp=tmp, network=True, home=home, user_home="/").hidden == []

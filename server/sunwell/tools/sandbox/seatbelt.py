@@ -123,21 +123,22 @@ def seatbelt_argv(policy: SeatbeltPolicy, sandbox_exec: str = SANDBOX_EXEC) -> l
     return [sandbox_exec, "-p", profile, *(f"-D{name}={path}" for name, path in params)]
 
 
-def seatbelt_policy(workspace: Path, jail_entries: Sequence[GuardedEntry], *, network: bool, home: str,
-                    user_home: str | None, ro_paths: Sequence[str] = ()) -> SeatbeltPolicy:
-    """The policy of one command run on `workspace` (its real path): it writes there, in `home` (the HOME it gets)
-    and in the temp folder, reads the system and the toolchains of `ro_paths`, not the user's home, and neither
-    reads nor writes the jail's blocked entries; protected ones (.vscode...) stay read-only."""
-    temp = os.path.realpath(tempfile.gettempdir())
+def seatbelt_policy(workspace: Path, jail_entries: Sequence[GuardedEntry], *, copy: Path, tmp: Path, network: bool,
+                    home: str, user_home: str | None, ro_paths: Sequence[str] | str = ()) -> SeatbeltPolicy:
+    """The policy of one command run in `copy`, the staging clone of `workspace` (tools/sandbox/copy_stage.py; all
+    paths real): it writes only in the clone, in `tmp` (its TMPDIR) and in `home` (its HOME); it reads the system,
+    the workspace, the clone and the toolchains of `ro_paths`, not the user's home; the jail's blocked entries are
+    unreadable in the workspace (the clone has none), protected ones (.vscode...) read-only in the clone."""
     ro_paths = [ro_paths] if isinstance(ro_paths, str) else ro_paths
-    shown = [str(workspace), home, *(os.path.realpath(os.path.expanduser(p)) for p in ro_paths
-                                     if os.path.isabs(os.path.expanduser(p)))]  # fmt: skip
+    shown = [str(workspace), str(copy), home, str(tmp),
+             *(os.path.realpath(os.path.expanduser(p)) for p in ro_paths if os.path.isabs(os.path.expanduser(p)))]
     hidden = [os.path.realpath(user_home)] if user_home and os.path.realpath(user_home) != "/" else []
+    real = [e for e in jail_entries if not e.is_link]
     return SeatbeltPolicy(
-        writable=[str(workspace), home, temp], shown=shown, hidden=hidden, network=network,
-        protected=[str(e.path) for e in jail_entries if e.protected and not e.is_link],
-        blocked_files=[str(e.path) for e in jail_entries if not e.protected and not e.is_link and not e.is_dir],
-        blocked_dirs=[str(e.path) for e in jail_entries if not e.protected and not e.is_link and e.is_dir],
+        writable=[str(copy), str(tmp), home], shown=shown, hidden=hidden, network=network,
+        protected=[str(copy / e.rel) for e in real if e.protected],
+        blocked_files=[str(e.path) for e in real if not e.protected and not e.is_dir],
+        blocked_dirs=[str(e.path) for e in real if not e.protected and e.is_dir],
     )
 
 

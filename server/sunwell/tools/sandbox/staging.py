@@ -17,12 +17,16 @@ from sunwell.tools.sandbox.overlay import UNSAFE_IN_OPTIONS, probe_overlay
 
 
 async def staging_problem(ctx: ToolContext) -> str | None:
-    """Why this context's commands cannot run staged (sandbox off, no bwrap, no unprivileged overlayfs), or None."""
+    """Why this context's commands cannot run staged (sandbox off, no sandbox on this platform, no bwrap, no
+    unprivileged overlayfs), or None. Linux stages in an overlay, macOS in a clone of the workspace."""
     commands = ctx.commands
     if commands.sandbox == "off":
         return "the sandbox is off"
-    if backend_for(sys.platform) != "bubblewrap":
-        return sandbox_missing(ctx) or "commands cannot be staged on macOS yet (they run in Seatbelt on the workspace)"
+    backend = backend_for(sys.platform)
+    if backend == "none":
+        return sandbox_missing(ctx)
+    if backend == "seatbelt":  # staged in a clone (copy_stage.py); without sandbox-exec commands are refused
+        return find_sandbox().problem
     bwrap = bwrap_available(commands.bwrap_path)
     if bwrap is None:
         return "bubblewrap is not installed"
