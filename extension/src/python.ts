@@ -10,6 +10,7 @@ import {
   venvPython, type InstallMarker, type Probe,
 } from './common/launch';
 import type { Settings } from './common/settings';
+import { wheelsMismatch } from './common/wheels';
 
 export interface Launch {
   command: string;
@@ -110,7 +111,14 @@ export class PythonEnvironments {
           (/ensurepip|venv/.test(created.stderr) ? ' (on Debian/Ubuntu: apt install python3-venv)' : ''));
       }
     }
-    const attempts = pipInstallAttempts(this.installTarget());
+    const target = this.installTarget();
+    let attempts = pipInstallAttempts(target);
+    // Wheels for another Python or platform cannot install offline: say why, and let pip try the index alone.
+    const mismatch = 'wheelsDir' in target ? await this.wheelsMismatch(target.wheelsDir) : null;
+    if (mismatch) {
+      this.log.warn(mismatch);
+      attempts = attempts.filter((args) => !args.includes('--no-index'));
+    }
     let failure = '';
     for (const args of attempts) {
       this.log.info(`${this.privatePython} ${args.join(' ')}`);
@@ -123,7 +131,12 @@ export class PythonEnvironments {
       }
       failure = lastLine(result.stderr) || `exit code ${result.code}`;
     }
-    throw new Error(`pip could not install Sunwell: ${failure}`);
+    throw new Error(mismatch ? `${mismatch} (pip, trying PyPI instead: ${failure})` : `pip could not install Sunwell: ${failure}`);
+  }
+
+  private async wheelsMismatch(wheelsDir: string): Promise<string | null> {
+    const probe = await this.probe(this.privatePython, process.env);
+    return 'error' in probe ? null : wheelsMismatch(fs.readdirSync(wheelsDir), probe);
   }
 
   private installTarget(): { wheelsDir: string; wheel: string } | { sourceDir: string } {

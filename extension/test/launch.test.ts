@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { findSunwellWheel, interpreterKey, markerIsCurrent, parseProbe, pipInstallAttempts, PROBE_SCRIPT, pythonIsRecentEnough, SERVE_ARGS, venvPython } from '../src/common/launch';
+import { platformPattern, wheelsMismatch } from '../src/common/wheels';
 import { ROOT } from './helpers';
 
 describe('the interpreter probe', () => {
@@ -68,5 +69,41 @@ describe('the launch a restart reuses', () => {
     assert.equal(interpreterKey({ python: '/work/.venv/bin/python', serverCommand: [] }), key);
     assert.notEqual(interpreterKey({ python: '', serverCommand: [] }), key);
     assert.notEqual(interpreterKey({ python: '/work/.venv/bin/python', serverCommand: ['x'] }), key);
+  });
+});
+
+describe('the bundled wheels and the Python that installs them', () => {
+  const linux = ['sunwell-0.1.0-py3-none-any.whl', 'pydantic-2.9.0-py3-none-any.whl',
+    'watchfiles-1.0.0-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl',
+    ...['11', '12', '13'].map((v) => `pydantic_core-2.23.0-cp3${v}-cp3${v}-manylinux_2_17_x86_64.manylinux2014_x86_64.whl`)];
+  const probe = (python: number[], platform: string, machine: string, implementation = 'cpython') =>
+    ({ python, sunwell: null, executable: '/usr/bin/python3', implementation, platform, machine });
+
+  it('fit a supported CPython on their platform', () => {
+    assert.equal(wheelsMismatch(linux, probe([3, 12, 1], 'linux', 'x86_64')), null);
+    assert.equal(wheelsMismatch(['sunwell-0.1.0-py3-none-any.whl'], probe([3, 11, 0], 'darwin', 'arm64')), null, 'pure Python fits anywhere');
+  });
+
+  it('say which Pythons and platform they are for when this Python is another version', () => {
+    const message = wheelsMismatch(linux, probe([3, 14, 0], 'linux', 'x86_64'));
+    assert.ok(message);
+    assert.match(message, /CPython 3\.11, 3\.12, 3\.13 on Linux x86_64/);
+    assert.match(message, /is CPython 3\.14 on linux x86_64/);
+    assert.match(message, /pydantic-core/);
+    assert.ok(!message.includes('watchfiles'), 'abi3 from 3.10 serves 3.14');
+  });
+
+  it('say so for another architecture or another platform, and for PyPy', () => {
+    assert.match(wheelsMismatch(linux, probe([3, 12, 0], 'linux', 'aarch64')) ?? '', /on linux aarch64/);
+    assert.match(wheelsMismatch(linux, probe([3, 12, 0], 'darwin', 'arm64')) ?? '', /built for your platform/);
+    assert.match(wheelsMismatch(linux, probe([3, 11, 0], 'linux', 'x86_64', 'pypy')) ?? '', /is pypy 3\.11/);
+  });
+
+  it('map each platform to the wheel tags that run there', () => {
+    assert.ok(platformPattern('win32', 'AMD64')?.test('win_amd64'));
+    assert.ok(platformPattern('darwin', 'arm64')?.test('macosx_11_0_universal2'));
+    assert.ok(!platformPattern('darwin', 'x86_64')?.test('macosx_11_0_arm64'));
+    assert.ok(!platformPattern('linux', 'x86_64')?.test('musllinux_1_2_x86_64'));
+    assert.equal(platformPattern('freebsd14', 'amd64'), null);
   });
 });

@@ -83,3 +83,24 @@ describe('manifest', () => {
     assert.deepEqual(contributes.configuration.properties['sunwell.trustLevel'].enum, ['discovery', 'read_only', 'workspace', 'shell', 'full']);
   });
 });
+
+describe('marketplace listing', () => {
+  it('names its licence, repository, issues, home page, icon and banner', () => {
+    assert.equal(manifest.license, 'MIT');
+    assert.match(readFileSync(path.join(ROOT, 'LICENSE'), 'utf8'), /^MIT License/);
+    for (const key of ['repository', 'bugs', 'homepage', 'galleryBanner']) assert.ok(manifest[key], key);
+    const icon = readFileSync(path.join(ROOT, manifest.icon));
+    assert.equal(icon.subarray(1, 4).toString(), 'PNG');
+    assert.deepEqual([icon.readUInt32BE(16), icon.readUInt32BE(20)], [128, 128]);
+    assert.ok(readFileSync(path.join(ROOT, 'CHANGELOG.md'), 'utf8').startsWith('# Changelog'));
+  });
+
+  it('packages no tests, sources, source maps or development files (vsce ls)', () => {
+    const listed = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'vsce'), ['ls', '--no-dependencies'], { encoding: 'utf8', cwd: ROOT });
+    assert.equal(listed.status, 0, listed.stderr);
+    const files = listed.stdout.split('\n').filter(Boolean);
+    for (const wanted of ['package.json', 'LICENSE', 'CHANGELOG.md', 'extension/media/icon.png']) assert.ok(files.includes(wanted), wanted);
+    const unwanted = files.filter((f) => /\.map$|\.tsx?$|^(tests?|extension\/(src|test|build)|scripts|server|node_modules|\.github|\.venv)\/|^dist\/(own-wheel|wheel-cache)\/|\.vsix$/.test(f));
+    assert.deepEqual(unwanted, []);
+  });
+});

@@ -43,8 +43,8 @@ ErrorCode = Literal["validation", "unknown_tool", "permission", "not_found", "un
 """A failed tool call's `error.code` (PROTOCOL.md "Error codes"): what the model and a client may branch on."""
 NoticeCode = Literal[
     "provider_retry", "context_overflow", "compacted", "workspace_config_ignored", "mcp_server",  # PROTOCOL.md
-    "result_cut", "tools_fitted", "sandbox_off", "effects_unavailable", "loop_guard", "empty_answer",
-    "answer_from_results", "repeated_call", "repaired_arguments", "repaired_tool_name", "coerced_arguments",
+    "result_cut", "tools_fitted", "sandbox_off", "sandbox_unavailable", "effects_unavailable", "loop_guard",
+    "empty_answer", "answer_from_results", "repeated_call", "repaired_arguments", "repaired_tool_name", "coerced_arguments",
     "emulation_fallback", "constrained_decoding_refused", "tool_call_from_text", "tool_call_repaired",
     "tool_call_cut_off",
 ]

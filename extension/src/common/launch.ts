@@ -6,19 +6,24 @@ export const MIN_PYTHON: [number, number] = [3, 11];
 
 /** Prints what the interpreter is and which sunwell (if any) it imports, as one JSON line. */
 export const PROBE_SCRIPT = [
-  'import json, sys',
+  'import json, platform, sys',
   'try:',
   '    import sunwell',
   '    version = getattr(sunwell, "__version__", "unknown")',
   'except Exception:',
   '    version = None',
-  'print(json.dumps({"python": list(sys.version_info[:3]), "sunwell": version, "executable": sys.executable}))',
+  'print(json.dumps({"python": list(sys.version_info[:3]), "sunwell": version, "executable": sys.executable,',
+  '                  "implementation": sys.implementation.name, "platform": sys.platform, "machine": platform.machine()}))',
 ].join('\n');
 
 export interface Probe {
   python: number[];
   sunwell: string | null;
   executable: string;
+  /** sys.implementation.name, sys.platform and platform.machine() (absent from an older probe's output). */
+  implementation?: string;
+  platform?: string;
+  machine?: string;
 }
 
 export function parseProbe(stdout: string): Probe | null {
@@ -26,7 +31,8 @@ export function parseProbe(stdout: string): Probe | null {
   try {
     const value = JSON.parse(line);
     if (Array.isArray(value.python) && (value.sunwell === null || typeof value.sunwell === 'string')) {
-      return { python: value.python, sunwell: value.sunwell, executable: String(value.executable ?? '') };
+      return { python: value.python, sunwell: value.sunwell, executable: String(value.executable ?? ''),
+        implementation: value.implementation, platform: value.platform, machine: value.machine };
     }
   } catch {
     // not our output: reported by the caller

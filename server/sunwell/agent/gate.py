@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from sunwell.errors import first_problem
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
 from sunwell.tools.policy.approval import ApprovalPolicy, ApprovalRequest
-from sunwell.tools.sandbox.staging import staging_problem
+from sunwell.tools.sandbox.staging import sandbox_missing, staging_problem
 from sunwell.vocabulary import DryRun
 from sunwell.wire.events import ApprovalEvent, NoticeEvent
 from sunwell.wire.messages import ToolCall, ToolError
@@ -76,6 +76,11 @@ class Gate:
             if ctx.network.allowed(subject.web):
                 emit(ApprovalEvent(call_id=call.id, decision="allow", by="policy"))
                 return Verdict(decision="allow", by="policy")
+        if subject.command is not None and not self._told and (missing := sandbox_missing(ctx)):
+            self._told = True
+            emit(NoticeEvent(level="warning", code="sandbox_unavailable", message=(
+                f"{missing}: commands run with your user's rights, each asked before it runs; undo puts back what "
+                "they change in the workspace")))
         if tool.approval != "ask" and not protected:
             return Verdict()
         # a staged call with no network can do nothing but change files: ask about those, once it ran

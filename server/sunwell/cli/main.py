@@ -7,7 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
-from sunwell.cli import chat, run, views
+from sunwell.cli import chat, run, version, views
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_USAGE, UsageError
 from sunwell.cli.options import add_turn_options
 from sunwell.cli.rendering import visible
@@ -15,12 +15,13 @@ from sunwell.config import ConfigError
 
 COMMANDS = {"run": run.cmd_run, "apply": run.cmd_run, "chat": chat.cmd_chat, "sessions": views.cmd_sessions,
             "models": views.cmd_models, "undo": views.cmd_undo, "audit": views.cmd_audit, "lens": views.cmd_lens,
-            "mcp": views.cmd_mcp}
+            "mcp": views.cmd_mcp, "version": version.cmd_version}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sunwell", description="An agentic chat for your workspace.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    parser.add_argument("--version", action="version", version=version.version_line())
     sub = parser.add_subparsers(dest="command", required=True)
 
     run_ = sub.add_parser("run", help="one turn, headless")
@@ -70,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="parsed spec and capabilities of model ids")
     models.add_argument("ids", nargs="*")
     models.add_argument("--json", action="store_true", help="one JSON object per model")
+    about = sub.add_parser("version", help="versions of Sunwell, Python, the sandbox and ripgrep (for a bug report)")
+    about.add_argument("--json", action="store_true", help="as one JSON object")
     return parser
 
 

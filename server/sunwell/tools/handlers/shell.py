@@ -14,6 +14,7 @@ import asyncio
 import logging
 import math
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,14 @@ from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.handlers.files import string_arg
 from sunwell.tools.policy.environment import command_env
 from sunwell.tools.policy.guarded import GuardedEntry, guarded_entries, quarantine_planted
+from sunwell.tools.sandbox.backend import backend_for, find_sandbox, shell_argv
 from sunwell.tools.sandbox.bwrap import BwrapProbe, bwrap_argv, bwrap_available, probe_bwrap
+from sunwell.tools.sandbox.copy_stage import CopyStage
 from sunwell.tools.sandbox.effects import Effects, apply, assess
 from sunwell.tools.sandbox.effects import preview as effects_preview
 from sunwell.tools.sandbox.overlay import Stage
 from sunwell.tools.sandbox.process import DRAIN_GRACE, KILL_GRACE, render, run_process
+from sunwell.tools.sandbox.seatbelt import command_home, seatbelt_argv, seatbelt_policy
 from sunwell.tools.sandbox.snapshot import BUDGET as SNAPSHOT_BUDGET
 from sunwell.tools.sandbox.snapshot import Snapshot
 from sunwell.tools.sandbox.staging import staging_parent, staging_problem
@@ -81,10 +85,18 @@ async def _prepare(args: dict[str, Any], ctx: ToolContext) -> _Job:
         raise ToolFailure("unsupported", f"cwd is not a directory: {cwd_arg}", "pass a folder as cwd")
     timeout = _timeout(args.get("timeout"), ctx)
     env = command_env(os.environ, ctx.commands.env_passthrough)
-    argv = ["bash", "-c", command]
+    argv = shell_argv(command)
     entries = await asyncio.to_thread(guarded_entries, ctx.jail)
     if ctx.commands.sandbox == "off":
         return _Job(command, cwd, timeout, env, argv, entries, "the sandbox is off")
+    backend = backend_for(sys.platform)
+    if backend == "none":  # asked before it runs (the gate says so once: sandbox_unavailable), undone from a snapshot
+        return _Job(command, cwd, timeout, env, argv, entries, await staging_problem(ctx))
+    if backend == "seatbelt":  # always staged, in a clone: _run_staged wraps it once the clone exists
+        if problem := find_sandbox().problem:
+            raise ToolFailure("permission", f"run_command needs the Seatbelt sandbox: {problem}")
+        env["HOME"] = await asyncio.to_thread(command_home)
+        return _Job(command, cwd, timeout, env, argv, entries, await staging_problem(ctx))
     bwrap, probe = await _bwrap(ctx)
     env.pop("TMPDIR", None)  # the host's temp dir is not in the sandbox; its own /tmp is
     prefix = await asyncio.to_thread(
@@ -152,7 +164,7 @@ async def _bwrap(ctx: ToolContext) -> tuple[str, BwrapProbe]:
 class StagedCommand:
     """A command that ran in an overlay: what it changed, held back until `apply` or `discard` (StagedEffects)."""
 
-    stage: Stage
+    stage: Stage | CopyStage
     found: Effects
     ctx: ToolContext
     job: _Job
@@ -174,10 +186,10 @@ class StagedCommand:
 
 async def _run_staged(job: _Job, ctx: ToolContext) -> StagedCommand:
     """Run in an overlay and assess what it did (tools/sandbox/effects.py); the stage is the caller's once returned."""
-    stage = await asyncio.to_thread(Stage.create, staging_parent(ctx))
+    stage, argv, env = await _stage(job, ctx)
     try:
         cap = _Cap(stage, ctx.commands.staging_max_bytes, ctx.commands.staging_max_files)
-        code, out, err = await run_process(stage.wrap(job.argv, ctx.jail.root), str(job.cwd), job.env, job.timeout,
+        code, out, err = await run_process(argv, str(stage.inside(job.cwd, ctx.jail.root)), env, job.timeout,
                                            ctx.max_output_bytes, over=cap.over)
         if cap.reason is None:
             cap.reason = await asyncio.to_thread(cap.over)
@@ -201,10 +213,21 @@ async def _run_staged(job: _Job, ctx: ToolContext) -> StagedCommand:
         raise
 
 
+async def _stage(job: _Job, ctx: ToolContext) -> tuple[Stage | CopyStage, list[str], dict[str, str]]:
+    """The stage and the command line that runs in it: an overlay and bwrap on Linux, a clone and Seatbelt on macOS."""
+    if backend_for(sys.platform) != "seatbelt":
+        stage = await asyncio.to_thread(Stage.create, staging_parent(ctx))
+        return stage, stage.wrap(job.argv, ctx.jail.root), job.env
+    clone = await asyncio.to_thread(CopyStage.create, staging_parent(ctx), ctx.jail.root, job.entries)
+    policy = seatbelt_policy(ctx.jail.root, job.entries, copy=clone.upper, tmp=clone.tmp, network=ctx.commands.network,
+                             home=job.env["HOME"], user_home=os.environ.get("HOME"), ro_paths=ctx.commands.ro_paths)
+    return clone, seatbelt_argv(policy) + job.argv, {**job.env, "TMPDIR": str(clone.tmp)}
+
+
 class _Cap:
     """The staging limit, checked while the command runs (every WATCH_EVERY s) and once after it."""
 
-    def __init__(self, stage: Stage, max_bytes: int, max_files: int) -> None:
+    def __init__(self, stage: Stage | CopyStage, max_bytes: int, max_files: int) -> None:
         self.stage, self.max_bytes, self.max_files = stage, max_bytes, max_files
         self.reason: str | None = None
 

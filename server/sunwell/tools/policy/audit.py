@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sunwell.tools.policy.environment import EnvSecrets
+from sunwell.tools.workspace import open_flags
 
 log = logging.getLogger(__name__)
 REDACTED = "[REDACTED]"
@@ -140,7 +141,7 @@ class AuditLog:
     def _append(self, path: Path, data: bytes) -> None:
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.dir, 0o700)  # mkdir's mode passes through the umask, and the directory may be older
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | open_flags.NOFOLLOW | open_flags.CLOEXEC, 0o600)
         try:
             os.fchmod(fd, 0o600)
             view = memoryview(data)

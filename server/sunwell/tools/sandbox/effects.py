@@ -30,8 +30,10 @@ from typing import Any, BinaryIO
 from sunwell.tools.base import ToolFailure
 from sunwell.tools.policy import gitdirs
 from sunwell.tools.policy.guarded import CREATABLE_NAMES, UNMASKED_NAMES
-from sunwell.tools.sandbox.overlay import Change, Stage, read_changes
+from sunwell.tools.sandbox.copy_stage import CopyStage
+from sunwell.tools.sandbox.overlay import Change, Stage
 from sunwell.tools.sandbox.tree_copy import copy_tree
+from sunwell.tools.workspace import open_flags
 from sunwell.tools.workspace.jail import Jail
 from sunwell.tools.workspace.safe_write import prepare_write, remove_target, write_target
 
@@ -76,10 +78,10 @@ class Effects:
     """sha256 of each changed workspace file as the command saw it (None: it did not exist)."""
 
 
-def assess(stage: Stage, jail: Jail) -> Effects:
+def assess(stage: Stage | CopyStage, jail: Jail) -> Effects:
     """Sort what the command changed into what may be applied, and what may not (see the module docstring)."""
     effects = Effects()
-    changes = [c for c in read_changes(stage, jail.root)
+    changes = [c for c in stage.changes(jail.root)
                if not any(p.lower() in UNMASKED_NAMES for p in c.rel.split("/"))]  # fmt: skip
     repositories = _repositories(stage, jail.root, changes)
     trees: dict[str, Tree] = {}
@@ -104,7 +106,7 @@ def assess(stage: Stage, jail: Jail) -> Effects:
 
 
 def _into_tree(trees: dict[str, Tree], effects: Effects, folder: str, change: Change,
-               why: str | tuple[str, str] | None, stage: Stage) -> None:
+               why: str | tuple[str, str] | None, stage: Stage | CopyStage) -> None:
     if change.kind == "deleted":
         return  # a tree is copied over what is there: nothing in it is removed
     at, reason = why if isinstance(why, tuple) else (change.rel, why)
@@ -149,7 +151,7 @@ def _hazard(change: Change, repositories: list[str]) -> str | tuple[str, str] | 
         return "not a regular file in the staging layer"
 
 
-def _repositories(stage: Stage, root: Path, changes: Sequence[Change]) -> list[str]:
+def _repositories(stage: Stage | CopyStage, root: Path, changes: Sequence[Change]) -> list[str]:
     """Every folder holding a change (or being one) that git takes for a repository once the change is applied:
     its entries in the staging layer or the workspace, whichever has them (a folder that stops being one counts
     too: changing a repository is refused like making one)."""
@@ -333,7 +335,7 @@ def file_sha(path: Path | None) -> str | None:
 
 def open_regular(path: Path) -> BinaryIO:
     """A regular file opened to read, never through a link, never waiting on a FIFO (else OSError)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = os.open(path, open_flags.READ_NOFOLLOW)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file", str(path))

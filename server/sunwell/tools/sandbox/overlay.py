@@ -60,6 +60,13 @@ class Stage:
         return ["unshare", "-Urm", "sh", "-c", MOUNT_SCRIPT, "sh", str(workspace), str(self.upper), str(self.work),
                 *argv]
 
+    def inside(self, path: Path, workspace: Path) -> Path:
+        """Where a workspace path is for the command: the same path (the overlay is mounted over the workspace)."""
+        return path
+
+    def changes(self, workspace: Path) -> list[Change]:
+        return read_changes(self, workspace)
+
     def discard(self) -> None:
         """Remove the staging folder (overlayfs leaves its work folder unreadable: make it readable first)."""
         for path in (self.work / "work", self.work):
@@ -144,29 +151,29 @@ def _read_dir(upper: Path, lower: Path, prefix: str, out: list[Change]) -> None:
         st = entry.stat(follow_symlinks=False)
         before = _lstat(below)
         if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # a whiteout
-            out.extend(_deleted(below, rel, before))
+            out.extend(deleted_changes(below, rel, before))
         elif stat.S_ISDIR(st.st_mode):
             if before is not None and not stat.S_ISDIR(before.st_mode):
-                out.extend(_deleted(below, rel, before))
+                out.extend(deleted_changes(below, rel, before))
             if before is None or not stat.S_ISDIR(before.st_mode):
                 out.append(Change(rel, "added", Path(entry.path), is_dir=True))
             _read_dir(Path(entry.path), below, rel + "/", out)
         else:
             if before is not None and stat.S_ISDIR(before.st_mode):
-                out.extend(_deleted(below, rel, before))
+                out.extend(deleted_changes(below, rel, before))
                 before = None
             special = special_kind(st.st_mode)
-            kind = ("added" if before is None else "modified") if special else _file_change(Path(entry.path), st,
+            kind = ("added" if before is None else "modified") if special else file_change(Path(entry.path), st,
                                                                                           below, before)
             if kind is not None:
                 out.append(Change(rel, kind, Path(entry.path), is_link=stat.S_ISLNK(st.st_mode), special=special))
     if opaque and lower.is_dir() and not lower.is_symlink():
         for name in sorted(os.listdir(lower)):
             if name not in seen:
-                out.extend(_deleted(lower / name, prefix + name, _lstat(lower / name)))
+                out.extend(deleted_changes(lower / name, prefix + name, _lstat(lower / name)))
 
 
-def _file_change(staged: Path, st: os.stat_result, below: Path, before: os.stat_result | None) -> str | None:
+def file_change(staged: Path, st: os.stat_result, below: Path, before: os.stat_result | None) -> str | None:
     if before is None:
         return "added"
     if stat.S_ISLNK(st.st_mode) or stat.S_ISLNK(before.st_mode):
@@ -179,7 +186,7 @@ def _file_change(staged: Path, st: os.stat_result, below: Path, before: os.stat_
     return "mode" if stat.S_IMODE(st.st_mode) != stat.S_IMODE(before.st_mode) else None  # touched only: no change
 
 
-def _deleted(path: Path, rel: str, st: os.stat_result | None) -> Iterator[Change]:
+def deleted_changes(path: Path, rel: str, st: os.stat_result | None) -> Iterator[Change]:
     if st is None:
         return
     if stat.S_ISDIR(st.st_mode):

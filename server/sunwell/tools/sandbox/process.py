@@ -1,6 +1,9 @@
 """Running one process with bounded output: its own process group, output capped while it is read, the whole
 group stopped when it ends, times out or the turn is cancelled (SIGTERM, then SIGKILL after KILL_GRACE s), so
-nothing it started outlives it. run_command uses it for commands, staged or not."""
+nothing it started outlives it. run_command uses it for commands, staged or not.
+
+Windows has no process groups to signal and its event loop cannot read anonymous pipes: there the process itself
+is killed and its output read through asyncio's own pipes."""
 
 from __future__ import annotations
 
@@ -8,12 +11,14 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Callable
 
 from sunwell.tools.base import ToolFailure
 from sunwell.tools.output import char_boundary, truncate
 
 KILL_GRACE = 2.0  # between SIGTERM and SIGKILL
+_SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has no SIGKILL (and kills the process either way)
 DRAIN_GRACE = 2.0  # reading what is left in the pipes once the process is gone
 CHUNK = 1 << 16
 WATCH_EVERY = 0.5  # s between two looks at a staged command's size
@@ -93,6 +98,8 @@ async def run_process(
 ) -> tuple[int | None, Capture, Capture]:
     """Run argv; (exit code or None on timeout, stdout, stderr). On cancellation the group is killed first, and
     as soon as `over()` (asked every WATCH_EVERY s, in a thread) says a limit was passed."""
+    if sys.platform == "win32":
+        return await _run_windows(argv, cwd, env, timeout, keep, over)
     # Our own pipes, not asyncio's: Python 3.11's Process.wait() also waits for the pipes to close, which a
     # backgrounded grandchild can keep open for ever.
     out_r, out_w = os.pipe()
@@ -125,6 +132,36 @@ async def run_process(
     return code, out, err
 
 
+async def _run_windows(
+    argv: list[str], cwd: str, env: dict[str, str], timeout: float, keep: int,
+    over: Callable[[], str | None] | None,
+) -> tuple[int | None, Capture, Capture]:
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            cwd=cwd, env=env,
+        )  # fmt: skip
+    except OSError as exc:
+        raise ToolFailure("execution", f"could not start the command: {exc}") from None
+    out, err = Capture(keep), Capture(keep)
+
+    async def read(stream: asyncio.StreamReader | None, capture: Capture) -> None:
+        while stream is not None and (chunk := await stream.read(CHUNK)):
+            capture.add(chunk)
+
+    readers = [asyncio.create_task(read(proc.stdout, out)), asyncio.create_task(read(proc.stderr, err))]
+    code: int | None = None
+    try:
+        with contextlib.suppress(TimeoutError):
+            code = await asyncio.wait_for(_wait(proc, over), timeout)
+    finally:
+        try:
+            await _stop_group(proc)
+        finally:
+            await _finish(readers)
+    return code, out, err
+
+
 async def _wait(proc: asyncio.subprocess.Process, over: Callable[[], str | None] | None) -> int:
     if over is None:
         return await proc.wait()
@@ -132,7 +169,7 @@ async def _wait(proc: asyncio.subprocess.Process, over: Callable[[], str | None]
         with contextlib.suppress(TimeoutError):
             return await asyncio.wait_for(asyncio.shield(proc.wait()), WATCH_EVERY)
         if await asyncio.to_thread(over) is not None:
-            _signal_group(proc.pid, signal.SIGKILL)
+            _signal_group(proc, _SIGKILL)
             return await proc.wait()
 
 
@@ -158,19 +195,23 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
     cancellation included), which also ends whatever it left running in the background."""
     try:
         if proc.returncode is None:
-            _signal_group(proc.pid, signal.SIGTERM)
+            _signal_group(proc, signal.SIGTERM)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), KILL_GRACE)
     finally:
-        _signal_group(proc.pid, signal.SIGKILL)
+        _signal_group(proc, _SIGKILL)
         if proc.returncode is None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), KILL_GRACE)
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
+def _signal_group(proc: asyncio.subprocess.Process, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+        if sys.platform == "win32":
+            if proc.returncode is None:
+                proc.kill()  # TerminateProcess: what it started itself is not reached (no groups on Windows)
+        else:
+            os.killpg(proc.pid, sig)
 
 
 async def _finish(readers: list[asyncio.Task[None]]) -> None:

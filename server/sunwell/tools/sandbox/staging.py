@@ -6,19 +6,27 @@ by run_command (to run staged or not): one answer for both, from the same cached
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 
 from sunwell.tools.base import ToolContext
+from sunwell.tools.sandbox.backend import backend_for, find_sandbox
 from sunwell.tools.sandbox.bwrap import bwrap_available, probe_bwrap
 from sunwell.tools.sandbox.overlay import UNSAFE_IN_OPTIONS, probe_overlay
 
 
 async def staging_problem(ctx: ToolContext) -> str | None:
-    """Why this context's commands cannot run staged (sandbox off, no bwrap, no unprivileged overlayfs), or None."""
+    """Why this context's commands cannot run staged (sandbox off, no sandbox on this platform, no bwrap, no
+    unprivileged overlayfs), or None. Linux stages in an overlay, macOS in a clone of the workspace."""
     commands = ctx.commands
     if commands.sandbox == "off":
         return "the sandbox is off"
+    backend = backend_for(sys.platform)
+    if backend == "none":
+        return sandbox_missing(ctx)
+    if backend == "seatbelt":  # staged in a clone (copy_stage.py); without sandbox-exec commands are refused
+        return find_sandbox().problem
     bwrap = bwrap_available(commands.bwrap_path)
     if bwrap is None:
         return "bubblewrap is not installed"
@@ -33,3 +41,11 @@ async def staging_problem(ctx: ToolContext) -> str | None:
 def staging_parent(ctx: ToolContext) -> Path:
     folder = ctx.commands.staging_dir
     return Path(folder) if folder is not None else Path(tempfile.gettempdir()) / "sunwell-staging"
+
+
+def sandbox_missing(ctx: ToolContext) -> str | None:
+    """Why commands run without any sandbox although it is not turned off (Windows has none yet), else None. On
+    Linux a missing bubblewrap refuses commands instead (run_command's INSTALL_HINT)."""
+    if ctx.commands.sandbox == "off" or backend_for(sys.platform) != "none":
+        return None
+    return find_sandbox().problem

@@ -17,11 +17,12 @@ from collections.abc import Collection
 from pathlib import Path
 
 from sunwell.tools.base import ToolFailure
+from sunwell.tools.workspace import open_flags
 from sunwell.tools.workspace.jail import Jail
 
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_WRITE = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_DIR = os.O_RDONLY | open_flags.DIRECTORY | open_flags.NOFOLLOW | open_flags.CLOEXEC
+_READ = open_flags.READ_NOFOLLOW
+_WRITE = os.O_WRONLY | os.O_CREAT | open_flags.NOFOLLOW | open_flags.NONBLOCK | open_flags.CLOEXEC
 
 
 def copy_tree(jail: Jail, folder: str, staged: Path, skipped: Collection[str] = ()) -> list[str]:

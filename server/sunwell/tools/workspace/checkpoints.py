@@ -21,7 +21,6 @@ place (empty). Nothing is pruned yet: a session's checkpoints live as long as it
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -36,6 +35,8 @@ from typing import Any
 
 from sunwell.errors import SunwellError
 from sunwell.tools.base import ToolFailure
+from sunwell.tools.workspace import open_flags
+from sunwell.tools.workspace.file_lock import lock_exclusive
 from sunwell.tools.workspace.jail import Jail
 from sunwell.tools.workspace.safe_write import (
     WriteTarget,
@@ -201,7 +202,7 @@ class Checkpoints:
 
     def _blob(self, session: str, sha: str, rel: str) -> bytes:
         try:
-            fd = os.open(self._dir(session) / "blobs" / sha, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(self._dir(session) / "blobs" / sha, os.O_RDONLY | open_flags.NOFOLLOW | open_flags.CLOEXEC)
             with os.fdopen(fd, "rb") as f:
                 data = f.read()
         except OSError as exc:
@@ -219,7 +220,7 @@ class Checkpoints:
         folder = self._dir(session)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         with open(folder / ".lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            lock_exclusive(lock)
             yield
 
     def _dir(self, session: str) -> Path:
@@ -293,7 +294,7 @@ def _check_file_entry(f: Any) -> tuple[str, bool, str | None, str | None]:
 def _copy_prior(path: Path, blobs: Path) -> dict[str, Any]:
     """Copy the file at `path` into `blobs` (never through a symlink); its sha256 and mode, or existed: false."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, open_flags.READ_NOFOLLOW)
     except (FileNotFoundError, NotADirectoryError):
         return {"existed": False, "sha256": None, "mode": None}
     except OSError as exc:

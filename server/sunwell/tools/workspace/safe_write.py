@@ -7,7 +7,10 @@ redirecting it, writes a temp file in that directory (O_EXCL), fsyncs it, checks
 is (/proc/self/fd) and renames the temp file over the target relative to the directory's fd. A file with other hard
 links is refused, not replaced: the replace would detach it from its twin outside, which the user would not expect.
 
-POSIX only (dir_fd, O_NOFOLLOW, O_DIRECTORY); /proc/self/fd is used where it exists (Linux).
+By directory descriptor where the OS has them for os.open (dir_fd: Linux, macOS); /proc/self/fd is used where it
+exists (Linux). Windows has no dir_fd: there each parent is checked by path (no link, no junction: a reparse
+point) just before the write, and where the folder really is, once more before the rename; a swap between the
+check and the rename is not caught there, which is narrower than but not the same as the walk above.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from sunwell.tools.workspace.jail import Jail
 _NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
 _READ_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC
-_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | getattr(os, "O_BINARY", 0)
+_BY_FD = os.open in os.supports_dir_fd
+_REPARSE_POINT = 0x400  # FILE_ATTRIBUTE_REPARSE_POINT: a symbolic link or a junction on Windows
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,12 @@ def prepare_write(jail: Jail, path: str) -> WriteTarget:
 
 def inspect(target: WriteTarget) -> os.stat_result | None:
     """The target's lstat (None if it does not exist), refusing what may not be written over."""
+    if not _BY_FD:
+        parent = _parent_by_path(target, create=False)
+        st = _lstat(parent / target.parts[-1]) if parent is not None else None
+        if st is not None:
+            _check_existing(st, target)
+        return st
     fd = _open_parent(target, create=False)
     if fd is None:
         return None
@@ -73,17 +84,22 @@ def inspect(target: WriteTarget) -> os.stat_result | None:
 
 def read_existing(target: WriteTarget, limit: int | None = None) -> bytes | None:
     """The target's bytes, or None if it does not exist; `unsupported` if it is larger than `limit`."""
-    parent = _open_parent(target, create=False)
-    if parent is None:
-        return None
-    try:
-        fd = os.open(target.parts[-1], _READ_FLAGS, dir_fd=parent)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise _os_failure(exc, target) from None
-    finally:
-        os.close(parent)
+    if not _BY_FD:
+        fd = _open_by_path(target)
+        if fd is None:
+            return None
+    else:
+        parent = _open_parent(target, create=False)
+        if parent is None:
+            return None
+        try:
+            fd = os.open(target.parts[-1], _READ_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _os_failure(exc, target) from None
+        finally:
+            os.close(parent)
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
         _check_existing(st, target)
@@ -96,6 +112,8 @@ def read_existing(target: WriteTarget, limit: int | None = None) -> bytes | None
 def write_target(target: WriteTarget, data: bytes, *, mode: int | None = None) -> bool:
     """Phase two: write `data` atomically; True if the file was created. `mode` defaults to the existing file's
     (a new file gets 0o644 less the umask)."""
+    if not _BY_FD:
+        return _write_by_path(target, data, mode)
     fd = _open_parent(target, create=True)
     assert fd is not None
     name, tmp = target.parts[-1], f".sunwell-{secrets.token_hex(6)}.tmp"
@@ -128,6 +146,12 @@ def write_target(target: WriteTarget, data: bytes, *, mode: int | None = None) -
 
 def remove_target(target: WriteTarget) -> bool:
     """Delete the target file (never what a symlink points to); False if it was not there."""
+    if not _BY_FD:
+        st = inspect(target)
+        if st is not None:
+            _check_path_inside(_parent_by_path(target, create=False), target)
+            os.unlink(target.path)
+        return st is not None
     fd = _open_parent(target, create=False)
     if fd is None:
         return False
@@ -184,6 +208,81 @@ def _open_parent(target: WriteTarget, *, create: bool) -> int | None:
     except BaseException:
         os.close(fd)
         raise
+
+
+def _parent_by_path(target: WriteTarget, *, create: bool) -> Path | None:
+    """The parent folder, each component checked to be a real folder (no link, no junction); None if missing."""
+    path = target.root
+    for i, part in enumerate(target.parts[:-1]):
+        path, where = path / part, "/".join(target.parts[: i + 1])
+        st = _lstat(path)
+        if st is None:
+            if not create:
+                return None
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(path)
+            st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode) or getattr(st, "st_file_attributes", 0) & _REPARSE_POINT:
+            raise ToolFailure("permission", f"{where} became a symbolic link while writing {target.given}; "
+                              "nothing was written")
+        if not stat.S_ISDIR(st.st_mode):
+            raise ToolFailure("unsupported", f"{where} is a file, not a folder")
+    return path
+
+
+def _check_path_inside(parent: Path | None, target: WriteTarget) -> None:
+    real = Path(os.path.realpath(parent)) if parent is not None else None
+    if real is None or not (real == target.root or real.is_relative_to(target.root)):
+        raise ToolFailure("permission", f"the folder of {target.given} moved out of the workspace while writing; "
+                          "nothing was written")
+
+
+def _open_by_path(target: WriteTarget) -> int | None:
+    parent = _parent_by_path(target, create=False)
+    if parent is None or (st := _lstat(parent / target.parts[-1])) is None:
+        return None
+    _check_existing(st, target)
+    try:
+        return os.open(parent / target.parts[-1], _READ_FLAGS | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _os_failure(exc, target) from None
+
+
+def _write_by_path(target: WriteTarget, data: bytes, mode: int | None) -> bool:
+    try:
+        parent = _parent_by_path(target, create=True)
+        assert parent is not None
+        st = _lstat(parent / target.parts[-1])
+        if st is not None:
+            _check_existing(st, target)
+            mode = stat.S_IMODE(st.st_mode) if mode is None else mode
+        tmp = parent / f".sunwell-{secrets.token_hex(6)}.tmp"
+        out = os.open(tmp, _CREATE_FLAGS, 0o600 if mode is not None else 0o644)
+        try:
+            with os.fdopen(out, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(out)
+            if mode is not None:
+                os.chmod(tmp, mode)
+            _check_path_inside(parent, target)
+            os.replace(tmp, parent / target.parts[-1])
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return st is None
+    except OSError as exc:
+        raise _os_failure(exc, target) from None
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
 
 
 def _is_link_at(fd: int, name: str) -> bool:
