@@ -48,6 +48,15 @@ HIDDEN_WRITES = [
 ]
 
 
+@pytest.mark.parametrize("command", ["ls -la ~`echo pwned > out.txt`", "ls ~$(echo pwned > out.txt)",
+                                     "ls ~${x:=$(echo pwned > out.txt)}", "ls ~/`echo pwned > out.txt`"])
+def test_a_substitution_glued_to_a_tilde_is_asked_even_under_a_star_entry(command, tmp_path):
+    # found by the fuzz test below: bashlex reads `~` and the substitution after it as one tilde, and bash runs it
+    subprocess.run(["bash", "-c", command], check=False, cwd=tmp_path, capture_output=True, timeout=10)
+    assert (tmp_path / "out.txt").exists() or "${" in command
+    assert not CommandAllowlist(["ls *", "ls -la *"]).allows(command)
+
+
 @pytest.mark.parametrize("command", HIDDEN_WRITES)
 def test_a_write_hidden_behind_an_allowlisted_command_is_asked(command, allowlist, tmp_path):
     # The attack is real: bash does write the file...

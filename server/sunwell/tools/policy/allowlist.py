@@ -33,6 +33,7 @@ import bashlex
 
 # The value of such a word means the same however it was quoted.
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:=,+@%-]*")
+_PLAIN_TILDE = re.compile(r"~[A-Za-z0-9._-]*")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 RUNS_CODE = frozenset({"eval", "exec", "source", "."})
 # Programs that run another command from their arguments: never allowed with ` *`.
@@ -169,6 +170,8 @@ def _command_words(node: bashlex.ast.node, text: str) -> list[Word]:
 
 def _check_expansions(word: bashlex.ast.node, text: str) -> None:
     for part in getattr(word, "parts", None) or ():
+        if part.kind == "tilde" and not _PLAIN_TILDE.fullmatch(text[part.pos[0]:part.pos[1]]):
+            raise Refused(f"an expansion after `~` in `{_snippet(text, part)}`")  # bashlex takes `~$(x)` as a tilde
         if part.kind != "tilde":
             what = {"parameter": "parameter expansion", "commandsubstitution": "command substitution",
                     "processsubstitution": "process substitution"}.get(part.kind, part.kind)  # fmt: skip
