@@ -3,6 +3,9 @@
 `initialize` only notes the workspace root and the options, so that its answer (which the editor waits for) is
 quick; `initialized` loads the settings, builds the engine and checks the data dir. A bad option is reported and
 dropped (the rest still apply); a data dir that cannot be used is reported once, and lens features still work.
+
+Its imports of the engine floor (agent/, tools/, config/) are in the handlers: the sidecar answers `initialize`
+before it loads the engine (lsp/server.py).
 """
 
 from __future__ import annotations
