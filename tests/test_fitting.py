@@ -6,12 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from sunwell.models.fitting import estimate_tokens, fit_tools, namespace_clashes, relevance
+from sunwell.models.fitting import fit_tools, namespace_clashes, relevance
+from sunwell.models.tokens import tools_tokens
 from sunwell.tools.registry import CORE_TOOLS
 from sunwell.wire.messages import ToolSpec
 
 SPECS = [tool.spec for tool in CORE_TOOLS]
-FULL = estimate_tokens(SPECS)
+FULL = tools_tokens(SPECS)
 READ = "Read a.txt and tell me what it says"
 
 
@@ -23,9 +24,9 @@ def by_name(tools, name):
     return next(t for t in tools if t.name == name)
 
 
-def test_the_estimate_is_about_four_characters_a_token():
+def test_the_estimate_is_about_four_bytes_a_token():
     spec = ToolSpec(name="x", description="y" * 400, parameters={})
-    assert 100 <= estimate_tokens([spec]) <= 115
+    assert 100 <= tools_tokens([spec]) <= 115
 
 
 def test_tools_that_fit_are_returned_unchanged():
@@ -36,7 +37,7 @@ def test_tools_that_fit_are_returned_unchanged():
 def test_descriptions_are_trimmed_first_least_relevant_first():
     window = (FULL - 150) * 4  # a little too small: only some descriptions need trimming
     tools, notes = fit_tools(SPECS, context_window=window, user_text=READ)
-    assert estimate_tokens(tools) <= window // 4 and names(tools) == names(SPECS)
+    assert tools_tokens(tools) <= window // 4 and names(tools) == names(SPECS)
     assert len(notes) == 1 and notes[0].startswith("cut the descriptions of")
     # the tool the request is about keeps its whole description
     assert by_name(tools, "read_file").description == by_name(SPECS, "read_file").description
@@ -45,8 +46,8 @@ def test_descriptions_are_trimmed_first_least_relevant_first():
 
 
 def test_then_optional_parameters_lose_their_descriptions_then_go():
-    tools, notes = fit_tools(SPECS, context_window=2000, user_text=READ)
-    assert estimate_tokens(tools) <= 500 and names(tools) == names(SPECS)
+    tools, notes = fit_tools(SPECS, context_window=2200, user_text=READ)
+    assert tools_tokens(tools) <= 550 and names(tools) == names(SPECS)
     assert [n.split(" of ")[0] for n in notes] == ["cut the descriptions", "dropped the descriptions",
                                                     "dropped the optional parameters"]
     run = by_name(tools, "run_command")
@@ -57,7 +58,7 @@ def test_then_optional_parameters_lose_their_descriptions_then_go():
 
 def test_least_relevant_tools_are_dropped_last_and_the_most_relevant_never():
     tools, notes = fit_tools(SPECS, context_window=1000, user_text=READ)
-    assert estimate_tokens(tools) <= 250
+    assert tools_tokens(tools) <= 250
     assert "read_file" in names(tools) and names(tools) == [n for n in names(SPECS) if n in names(tools)]
     assert notes[-1].startswith("left out ") and "least relevant" in notes[-1]
     tools, _ = fit_tools(SPECS, context_window=10, user_text=READ)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sunwell.agent.context import BYTES_PER_TOKEN, text_tokens
+from sunwell.models.tokens import BYTES_PER_TOKEN, text_tokens
 from sunwell.tools.base import ToolFailure
 from sunwell.vocabulary import MentionKind
 from sunwell.wire.messages import Attachment, Message, UserMessage

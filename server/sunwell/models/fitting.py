@@ -1,6 +1,7 @@
 """Make the offered tools fit a small context window, and keep their names apart.
 
-`fit_tools` spends at most `budget_ratio` of the window on tool definitions (about 4 characters a token). When
+`fit_tools` spends at most `budget_ratio` of the window on tool definitions (counted as a request counts them,
+`tools_tokens`). When
 they do not fit it gives up detail in this order, each step applied to the least relevant tool first and stopped
 as soon as everything fits: descriptions cut to their first sentence, optional parameters' descriptions dropped,
 optional parameters dropped, and last whole tools, least relevant first. Relevance is word overlap between the
@@ -13,15 +14,14 @@ another lens' skill; names that do not clash stay as they are (a prefix costs a 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import is_dataclass, replace
 from typing import Any, TypeVar
 
+from sunwell.models.tokens import tools_tokens
 from sunwell.wire.messages import ToolSpec
 
-CHARS_PER_TOKEN = 4
 NAME_LIMIT = 64
 """OpenAI's limit on a tool name (and `^[a-zA-Z0-9_-]+$`)."""
 _WORD = re.compile(r"[a-z0-9]+")
@@ -32,17 +32,11 @@ _STOP = frozenset({
     "when", "where", "which", "who", "why", "will", "with", "would", "you", "your"})
 
 
-def estimate_tokens(tools: Sequence[ToolSpec]) -> int:
-    """Roughly what the definitions cost in a prompt: their JSON at ~4 characters a token."""
-    chars = sum(len(json.dumps(t.model_dump(), ensure_ascii=False, separators=(",", ":"))) for t in tools)
-    return -(-chars // CHARS_PER_TOKEN)
-
-
 def fit_tools(tools: list[ToolSpec], *, context_window: int, user_text: str,
               budget_ratio: float = 0.25) -> tuple[list[ToolSpec], list[str]]:
     """The tools, trimmed to fit `budget_ratio` of `context_window`, and a note per kind of trimming done."""
     budget = int(context_window * budget_ratio)
-    if estimate_tokens(tools) <= budget:
+    if tools_tokens(tools) <= budget:
         return list(tools), []
     words = _words(user_text)
     order = sorted(range(len(tools)), key=lambda i: (relevance(tools[i], words), -i))  # least relevant first
@@ -56,7 +50,7 @@ def fit_tools(tools: list[ToolSpec], *, context_window: int, user_text: str,
     for trim, note in steps:
         changed = []
         for i in order:
-            if estimate_tokens(current) <= budget:
+            if tools_tokens(current) <= budget:
                 break
             trimmed = trim(current[i])
             if trimmed != current[i]:
@@ -64,11 +58,11 @@ def fit_tools(tools: list[ToolSpec], *, context_window: int, user_text: str,
                 changed.append(current[i].name)
         if changed:
             notes.append(note.format(names=", ".join(changed)))
-        if estimate_tokens(current) <= budget:
+        if tools_tokens(current) <= budget:
             return current, notes
     dropped: set[int] = set()
     for i in order[:-1]:  # the most relevant tool always stays
-        if estimate_tokens([t for j, t in enumerate(current) if j not in dropped]) <= budget:
+        if tools_tokens([t for j, t in enumerate(current) if j not in dropped]) <= budget:
             break
         dropped.add(i)
     if dropped:
