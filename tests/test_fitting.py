@@ -1,12 +1,10 @@
-"""Fitting tool definitions into a small context window, and namespacing skills whose names clash."""
+"""Fitting tool definitions into a small context window."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
-from sunwell.models.fitting import fit_tools, namespace_clashes, relevance
+from sunwell.models.fitting import fit_tools, relevance
 from sunwell.models.tokens import tools_tokens
 from sunwell.tools.registry import CORE_TOOLS
 from sunwell.wire.messages import ToolSpec
@@ -88,34 +86,3 @@ def test_the_input_is_not_modified():
     before = [spec.model_copy(deep=True) for spec in SPECS]
     fit_tools(SPECS, context_window=500, user_text=READ)
     assert SPECS == before
-
-
-# --- namespacing --------------------------------------------------------------------------------------------
-
-def skill(name):
-    return ToolSpec(name=name, description=f"the {name} skill", parameters={"type": "object", "properties": {}})
-
-
-def test_skills_without_clashes_keep_their_names():
-    tools, notes = namespace_clashes(SPECS, [("docs", [skill("summarize"), skill("outline")])])
-    assert names(tools) == ["summarize", "outline"] and notes == []
-
-
-def test_a_skill_named_like_a_core_tool_gets_its_lens_prefix():
-    tools, notes = namespace_clashes(SPECS, [("my lens!", [skill("read_file"), skill("outline")])])
-    assert names(tools) == ["my_lens___read_file", "outline"]
-    assert notes == ["skill read_file of lens my lens! is offered as my_lens___read_file (a core tool has its name)"]
-
-
-def test_skills_clashing_across_lenses_are_both_prefixed():
-    tools, notes = namespace_clashes(SPECS, [("a", [skill("lint")]), ("b", [skill("lint"), skill("fmt")])])
-    assert names(tools) == ["a__lint", "b__lint", "fmt"] and len(notes) == 2
-
-
-def test_namespacing_works_on_tools_too_and_respects_the_name_limit():
-    tool = replace(CORE_TOOLS[0], source="lens:x")
-    tools, _ = namespace_clashes(CORE_TOOLS, [("x" * 50, [tool])])
-    assert tools[0].name == ("x" * 30 + "__list_files")[:64] and tools[0].handler is CORE_TOOLS[0].handler
-    long = skill("s" * 60)
-    tools, _ = namespace_clashes([long], [("lens", [long])])
-    assert len(tools[0].name) == 64

@@ -1,29 +1,22 @@
-"""Make the offered tools fit a small context window, and keep their names apart.
+"""Make the offered tools fit a small context window.
 
 `fit_tools` spends at most `budget_ratio` of the window on tool definitions (counted as a request counts them,
-`tools_tokens`). When
-they do not fit it gives up detail in this order, each step applied to the least relevant tool first and stopped
-as soon as everything fits: descriptions cut to their first sentence, optional parameters' descriptions dropped,
-optional parameters dropped, and last whole tools, least relevant first. Relevance is word overlap between the
+`tools_tokens`). When they do not fit it gives up detail in this order, each step applied to the least relevant
+tool first and stopped as soon as everything fits: descriptions cut to their first sentence, optional parameters'
+descriptions dropped, optional parameters dropped, and last whole tools, least relevant first. Relevance is word overlap between the
 user's text and a tool's name (counted double) and description, so the tools the request is about keep their
 detail longest and are never the ones left out.
-
-`namespace_clashes` gives a skill the `<lens>__` prefix when its name is already taken by a core tool or by
-another lens' skill; names that do not clash stay as they are (a prefix costs a small model accuracy).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import is_dataclass, replace
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 from sunwell.models.tokens import tools_tokens
 from sunwell.wire.messages import ToolSpec
 
-NAME_LIMIT = 64
-"""OpenAI's limit on a tool name (and `^[a-zA-Z0-9_-]+$`)."""
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from",
@@ -118,44 +111,3 @@ def _map_optional(tool: ToolSpec, change: Callable[[dict[str, Any]], dict[str, A
     if new_props == props:
         return tool
     return tool.model_copy(update={"parameters": {**tool.parameters, "properties": new_props}})
-
-
-# --- names --------------------------------------------------------------------------------------------------
-
-T = TypeVar("T")
-
-
-def namespace_clashes(core: Sequence[Any], skills: Sequence[tuple[str, Sequence[T]]]) -> tuple[list[T], list[str]]:
-    """Every lens' skill tools, a clashing one renamed `<lens>__<name>`, and a note per rename.
-
-    `core` are the core tools (never renamed); `skills` pairs a lens name with its skill tools (`Tool` or
-    `ToolSpec`). A skill clashes when a core tool or a skill of another lens has its name; then every lens
-    that has it gets the prefix, so no skill silently wins over another.
-    """
-    taken = {tool.name for tool in core}
-    owners: dict[str, set[str]] = {}
-    for lens, tools in skills:
-        for tool in tools:
-            owners.setdefault(tool.name, set()).add(lens)
-    out: list[T] = []
-    notes: list[str] = []
-    for lens, tools in skills:
-        for tool in tools:
-            if tool.name in taken or len(owners[tool.name]) > 1:
-                new = namespaced(lens, tool.name)
-                what = "a core tool" if tool.name in taken else "a skill of another lens"
-                notes.append(f"skill {tool.name} of lens {lens} is offered as {new} ({what} has its name)")
-                tool = _renamed(tool, new)
-            out.append(tool)
-    return out, notes
-
-
-def namespaced(lens: str, name: str) -> str:
-    prefix = re.sub(r"[^A-Za-z0-9_-]", "_", lens)[:30]
-    return f"{prefix}__{name}"[:NAME_LIMIT]
-
-
-def _renamed(tool: T, name: str) -> T:
-    if is_dataclass(tool):
-        return replace(tool, name=name)
-    return tool.model_copy(update={"name": name})  # type: ignore[attr-defined]
