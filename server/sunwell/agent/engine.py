@@ -11,7 +11,7 @@ The sidecar builds an Engine before it answers its first request (`sunwell/model
 what that needs; the rest is imported inside the methods that first need it, in four groups (each measured after
 the engine's own import, on this machine; `tests/bench/bench_sidecar.py` holds ready at <= 1.5x a bare pygls start):
 - a turn's machinery: the loop (with jsonschema, ~115 ms), the gate, compaction, audit, the plan and the tool
-  registry (~40 ms), skills, the shell's sandbox warning: `run_turn`, `plan`, `tools`, `catalogue`, `summariser`;
+  registry (~40 ms), skills, the shell's sandbox warning: `run_turn` and the methods it calls, `plan`, `tools`;
 - the lens registry and schema (YAML, jsonschema, ~80 ms): `lenses`, `grant`;
 - the provider adapters (`models/factory.py`, ~30 ms before any SDK): `provider`, `provider_stack`;
 - bashlex, which builds its parser tables on import (~95 ms): `reconfigure`, only with a command allowlist.
