@@ -110,6 +110,77 @@ def test_the_checker_sees_imports_inside_functions_and_for_types(tmp_path):
     assert imports(source) == {"sunwell.agent.engine", "sunwell.lsp", "sunwell.lsp.server"}
 
 
+ENGINE_FLOOR = ("sunwell.agent", "sunwell.tools", "sunwell.lens", "sunwell.models", "sunwell.config")
+DEFERRED = {
+    "sunwell.agent.engine": ("sunwell.agent", "sunwell.lens", "sunwell.models.factory", "sunwell.tools"),
+    "sunwell.cli.main": ("sunwell.cli", "sunwell.lsp.server"),
+    "sunwell.cli.terminal_input": ("readline",),
+    "sunwell.config.loading": ("yaml",),
+    "sunwell.lens.registry": ("watchfiles",),
+    "sunwell.lsp.catalog": ENGINE_FLOOR,
+    "sunwell.lsp.chat": ENGINE_FLOOR,
+    "sunwell.lsp.configuration": (*ENGINE_FLOOR, "sunwell.lsp.approvals"),
+    "sunwell.lsp.lens_features": ("sunwell.lens",),
+    "sunwell.lsp.mcp": ENGINE_FLOOR,
+    "sunwell.lsp.sessions": ENGINE_FLOOR,
+    "sunwell.models.providers.anthropic_messages": ("anthropic",),
+    "sunwell.models.providers.openai_chat": ("openai",),
+    "sunwell.models.providers.window": ("urllib",),
+    "sunwell.tools.mcp.hub": ("sunwell.tools.mcp.server",),
+    "sunwell.tools.network.convert": ("bs4", "markdownify", "charset_normalizer"),
+    "sunwell.tools.workspace.file_lock": ("fcntl", "msvcrt"),
+}
+"""The edges, the only modules that import inside functions, and what each may import there: what start-up must
+not pay for (the sidecar answers `initialize`, then `sunwell/models`, before it needs the engine floor, a turn's
+machinery, the lens schema, an SDK, the MCP SDK; `sunwell serve` imports none of the CLI's commands). Each module
+says why, at the import or in its docstring. Anywhere else an import inside a function only hides a dependency."""
+
+
+def function_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import inside a function of `path`."""
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if in_function and isinstance(child, ast.Import):
+                found.extend((child.lineno, alias.name) for alias in child.names)
+            elif in_function and isinstance(child, ast.ImportFrom):
+                found.append((child.lineno, "." * child.level + (child.module or "")))
+            visit(child, in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return found
+
+
+def misplaced_imports(module: str, path: Path) -> list[str]:
+    allowed = DEFERRED.get(module, ())
+    return [f"{module}:{line} imports {target} inside a function" for line, target in function_imports(path)
+            if not any(within(target, edge) for edge in allowed)]
+
+
+def test_imports_are_at_the_top_but_at_the_edges():
+    wrong = [problem for path in sorted(PACKAGE.rglob("*.py")) for problem in misplaced_imports(module_name(path), path)]
+    assert wrong == []
+    idle = sorted(module for module in DEFERRED
+                  if not function_imports(PACKAGE.parent / (module.replace(".", "/") + ".py")))
+    assert idle == []  # an edge that defers nothing any more leaves the list
+
+
+def test_the_checker_sees_an_import_inside_a_function(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("import os\nclass C:\n    def f(self):\n        import json\n        from . import x\n"
+                      "async def g():\n    def h():\n        from yaml import safe_load\n")
+    assert function_imports(source) == [(4, "json"), (5, "."), (8, "yaml")]
+    assert misplaced_imports("sunwell.config.loading", source) == [
+        "sunwell.config.loading:4 imports json inside a function", "sunwell.config.loading:5 imports . inside a function"]
+    engine = (PACKAGE / "agent" / "engine.py").read_text(encoding="utf-8")
+    planted = tmp_path / "engine.py"
+    planted.write_text(engine.replace("    def release(self, session: str) -> None:\n",
+                                      "    def release(self, session: str) -> None:\n        import json\n", 1))
+    assert misplaced_imports("sunwell.agent.engine", planted) == [
+        f"sunwell.agent.engine:{engine[:engine.index('    def release(')].count(chr(10)) + 2} imports json inside a function"]
+
+
 MAX_LINES = 400
 """A module one reads whole (STYLE.md 10); past this it holds two things, and wants a folder of its own."""
 

@@ -14,8 +14,9 @@ import pytest
 from dialects.corpus import Case, cases, collapsed, leaks, tools
 from sunwell.models.arguments import load_json, parse_arguments, typed_value
 from sunwell.models.base import Notice, TextDelta, ThinkingDelta, ToolCallDone
-from sunwell.models.emulation.call_detector import CUT_OFF_NOTICE, CallDetector, extract_tool_calls
+from sunwell.models.emulation.call_detector import CUT_OFF_NOTICE, CallDetector
 from sunwell.wire.messages import ToolSpec
+from text_calls import extract_tool_calls
 
 TOOLS = tools()
 CASES = cases()

@@ -11,7 +11,8 @@ import pytest
 
 from dialects.corpus import Case, collapsed, leaks, ported_cases
 from sunwell.models.base import TextDelta, ToolCallDone
-from sunwell.models.emulation.call_detector import CallDetector, extract_tool_calls
+from sunwell.models.emulation.call_detector import CallDetector
+from text_calls import extract_tool_calls
 
 CASES = ported_cases(held_out=False)
 

@@ -9,7 +9,6 @@ import json
 import pytest
 
 from sunwell.models.capabilities import CapabilityOverrideError, capabilities_for
-from sunwell.models.emulation.call_detector import extract_tool_calls
 from sunwell.models.emulation.prompt import (
     FAMILY_STYLES,
     render_call,
@@ -17,6 +16,7 @@ from sunwell.models.emulation.prompt import (
     tool_prompt,
 )
 from sunwell.wire.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, UserMessage
+from text_calls import extract_tool_calls
 
 TOOLS = [
     ToolSpec(

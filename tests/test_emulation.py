@@ -22,10 +22,11 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
-from sunwell.models.emulation.call_detector import CallDetector, extract_tool_calls, next_emulated_id
+from sunwell.models.emulation.call_detector import CallDetector, next_emulated_id
 from sunwell.models.emulation.prompt import render_history_for_emulation, tool_prompt
 from sunwell.models.emulation.provider import EmulatedProvider, RecoveringProvider, rejects_tools
 from sunwell.wire.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, Usage, UserMessage
+from text_calls import extract_tool_calls
 
 TOOLS = [
     ToolSpec(name="read_file", description="Read a text file. Lines are numbered.", parameters={

@@ -7,10 +7,10 @@ import re
 
 from sunwell.models.base import Finished, ModelRequest, TextDelta, ToolCallDone
 from sunwell.models.capabilities import capabilities_for
-from sunwell.models.emulation.call_detector import extract_tool_calls
 from sunwell.models.emulation.prompt import render_call, render_history_for_emulation, tool_prompt
 from sunwell.models.emulation.provider import EmulatedProvider
 from sunwell.wire.messages import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec, UserMessage
+from text_calls import extract_tool_calls
 
 TOOLS = [
     ToolSpec(name="read_file", description="Read a text file. Lines are numbered.", parameters={

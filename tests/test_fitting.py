@@ -1,19 +1,18 @@
-"""Fitting tool definitions into a small context window, and namespacing skills whose names clash."""
+"""Fitting tool definitions into a small context window."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
-from sunwell.models.fitting import estimate_tokens, fit_tools, namespace_clashes, relevance
+from sunwell.models.fitting import fit_tools, relevance
+from sunwell.models.tokens import tools_tokens
 from sunwell.tools.registry import CORE_TOOLS
 from sunwell.wire.messages import ToolSpec
 
 FILE_TOOLS = ("list_files", "search_files", "read_file", "write_file", "edit_file", "run_command")
 SPECS = [tool.spec for tool in CORE_TOOLS if tool.name in FILE_TOOLS]
 """The trimming steps are shown on the file tools; the agent's own tools are left out before them (below)."""
-FULL = estimate_tokens(SPECS)
+FULL = tools_tokens(SPECS)
 READ = "Read a.txt and tell me what it says"
 
 
@@ -25,9 +24,9 @@ def by_name(tools, name):
     return next(t for t in tools if t.name == name)
 
 
-def test_the_estimate_is_about_four_characters_a_token():
+def test_the_estimate_is_about_four_bytes_a_token():
     spec = ToolSpec(name="x", description="y" * 400, parameters={})
-    assert 100 <= estimate_tokens([spec]) <= 115
+    assert 100 <= tools_tokens([spec]) <= 115
 
 
 def test_tools_that_fit_are_returned_unchanged():
@@ -38,7 +37,7 @@ def test_tools_that_fit_are_returned_unchanged():
 def test_descriptions_are_trimmed_first_least_relevant_first():
     window = (FULL - 150) * 4  # a little too small: only some descriptions need trimming
     tools, notes = fit_tools(SPECS, context_window=window, user_text=READ)
-    assert estimate_tokens(tools) <= window // 4 and names(tools) == names(SPECS)
+    assert tools_tokens(tools) <= window // 4 and names(tools) == names(SPECS)
     assert len(notes) == 1 and notes[0].startswith("cut the descriptions of")
     # the tool the request is about keeps its whole description
     assert by_name(tools, "read_file").description == by_name(SPECS, "read_file").description
@@ -47,8 +46,8 @@ def test_descriptions_are_trimmed_first_least_relevant_first():
 
 
 def test_then_optional_parameters_lose_their_descriptions_then_go():
-    tools, notes = fit_tools(SPECS, context_window=2000, user_text=READ)
-    assert estimate_tokens(tools) <= 500 and names(tools) == names(SPECS)
+    tools, notes = fit_tools(SPECS, context_window=2200, user_text=READ)
+    assert tools_tokens(tools) <= 550 and names(tools) == names(SPECS)
     assert [n.split(" of ")[0] for n in notes] == ["cut the descriptions", "dropped the descriptions",
                                                     "dropped the optional parameters"]
     run = by_name(tools, "run_command")
@@ -59,7 +58,7 @@ def test_then_optional_parameters_lose_their_descriptions_then_go():
 
 def test_least_relevant_tools_are_dropped_last_and_the_most_relevant_never():
     tools, notes = fit_tools(SPECS, context_window=1000, user_text=READ)
-    assert estimate_tokens(tools) <= 250
+    assert tools_tokens(tools) <= 250
     assert "read_file" in names(tools) and names(tools) == [n for n in names(SPECS) if n in names(tools)]
     assert notes[-1].startswith("left out ") and "least relevant" in notes[-1]
     tools, _ = fit_tools(SPECS, context_window=10, user_text=READ)
@@ -102,7 +101,7 @@ def test_the_agents_own_tools_are_left_out_before_any_file_tool_loses_a_word():
     left_out = ", ".join(sorted(expendable, key=names(every).index, reverse=True))
     assert notes == [f"left out {left_out} (conveniences) to fit the context window"]
     # a little more room: the one the request is about stays, the least relevant go first
-    size = estimate_tokens([*SPECS, by_name(every, "update_plan")])
+    size = tools_tokens([*SPECS, by_name(every, "update_plan")])
     tools, notes = fit_tools(every, context_window=(size + 20) * 4, user_text="make a plan and update it",
                              expendable=expendable)
     assert names(tools) == [*FILE_TOOLS, "update_plan"] and len(notes) == 1
@@ -116,34 +115,3 @@ def test_a_window_too_small_even_for_one_tool_keeps_one_when_every_tool_is_expen
     tools, _ = fit_tools([t.spec for t in CORE_TOOLS if t.expendable], context_window=10,
                          user_text="compute 2 ** 10", expendable={t.name for t in CORE_TOOLS})
     assert names(tools) == ["math_eval"]
-
-
-# --- namespacing --------------------------------------------------------------------------------------------
-
-def skill(name):
-    return ToolSpec(name=name, description=f"the {name} skill", parameters={"type": "object", "properties": {}})
-
-
-def test_skills_without_clashes_keep_their_names():
-    tools, notes = namespace_clashes(SPECS, [("docs", [skill("summarize"), skill("outline")])])
-    assert names(tools) == ["summarize", "outline"] and notes == []
-
-
-def test_a_skill_named_like_a_core_tool_gets_its_lens_prefix():
-    tools, notes = namespace_clashes(SPECS, [("my lens!", [skill("read_file"), skill("outline")])])
-    assert names(tools) == ["my_lens___read_file", "outline"]
-    assert notes == ["skill read_file of lens my lens! is offered as my_lens___read_file (a core tool has its name)"]
-
-
-def test_skills_clashing_across_lenses_are_both_prefixed():
-    tools, notes = namespace_clashes(SPECS, [("a", [skill("lint")]), ("b", [skill("lint"), skill("fmt")])])
-    assert names(tools) == ["a__lint", "b__lint", "fmt"] and len(notes) == 2
-
-
-def test_namespacing_works_on_tools_too_and_respects_the_name_limit():
-    tool = replace(CORE_TOOLS[0], source="lens:x")
-    tools, _ = namespace_clashes(CORE_TOOLS, [("x" * 50, [tool])])
-    assert tools[0].name == ("x" * 30 + "__list_files")[:64] and tools[0].handler is CORE_TOOLS[0].handler
-    long = skill("s" * 60)
-    tools, _ = namespace_clashes([long], [("lens", [long])])
-    assert len(tools[0].name) == 64

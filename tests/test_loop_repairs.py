@@ -8,7 +8,7 @@ import pytest
 
 from conftest import check_stream_rules
 from fake_provider import Call, Reply
-from sunwell.models.fitting import estimate_tokens
+from sunwell.models.tokens import tools_tokens
 from sunwell.wire.messages import ToolSpec
 
 OPENAI = "openai:gpt-4o"
@@ -85,7 +85,7 @@ def test_a_small_context_window_gets_fitted_tools(sunwell, fake, workspace, wind
     tools = [ToolSpec(**t["function"]) for t in fake.requests[0].body["tools"]]
     fitted = notices(run, "tools_fitted")
     if window is None:
-        assert fitted == [] and estimate_tokens(tools) > 500
+        assert fitted == [] and tools_tokens(tools) > 500
         return
-    assert estimate_tokens(tools) <= window // 4 and "read_file" in [t.name for t in tools]
+    assert tools_tokens(tools) <= window // 4 and "read_file" in [t.name for t in tools]
     assert fitted[0]["level"] == "info" and f"{window}-token" in fitted[0]["message"]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from sunwell.models.emulation.call_detector import extract_tool_calls
 from sunwell.models.emulation.normalize import FoundCall
+from text_calls import extract_tool_calls
 
 TOOLS = {"read_file", "list_files", "write_file", "calculator"}
 READ_A = FoundCall("read_file", {"path": "a.txt"})

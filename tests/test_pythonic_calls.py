@@ -8,7 +8,8 @@ import json
 import pytest
 
 from sunwell.models.base import Notice, TextDelta, ToolCallDone
-from sunwell.models.emulation.call_detector import CallDetector, extract_tool_calls
+from sunwell.models.emulation.call_detector import CallDetector
+from text_calls import extract_tool_calls
 
 NAMES = ["read_file", "list_files", "write_file"]
 

@@ -80,7 +80,7 @@ def test_the_bytes_written_budget_is_per_session_not_per_minute():
     clock = Clock()
     rl = limiter(clock, bytes_written=10_000_000, writes_per_min=100)
     assert rl.check("write", size=6_000_000) is None
-    rl.add_bytes(3_900_000)
+    assert rl.check("write", size=3_900_000) is None
     assert rl.bytes_written == 9_900_000
     assert rl.check("write", size=200_000) == (
         "writes are limited to 10 MB per session; 9.9 MB written so far and this write is 200 KB")

@@ -119,7 +119,9 @@ def test_times_are_iso_utc():
 
 
 def test_every_method_has_a_json_schema_with_camel_case_keys():
-    schemas = protocol.json_schemas()
+    schemas = {method: {"params": params.model_json_schema(by_alias=True),
+                        "result": result.model_json_schema(by_alias=True)}
+               for method, (params, result) in protocol.REQUESTS.items()}
     assert set(schemas) == {protocol.CHAT, protocol.SESSIONS, protocol.SESSION, protocol.UNDO, protocol.TOOLS,
                             protocol.MODELS, protocol.COMMANDS, protocol.MCP, protocol.MCP_RESTART, protocol.APPROVE,
                             protocol.USAGE}

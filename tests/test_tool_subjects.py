@@ -90,6 +90,14 @@ def test_mcp_and_lens_tools_declare_their_server_and_their_rendered_command():
     assert nested.declared({"path": ".vscode/x"}) == NOTHING  # a nested model call touches no file
 
 
+
+def test_a_skill_named_like_a_taken_tool_gets_its_lens_prefix():
+    lens = Lens(name="my lens!", description="d", skills=[
+        {"name": name, "description": "d", "instructions": "i", "parameters": {"type": "object", "properties": {}}}
+        for name in ("read_file", "outline")])
+    assert [tool.name for tool in skill_tools(lens, {"read_file"})] == ["my_lens___read_file", "outline"]
+    assert [tool.name for tool in skill_tools(lens, set())] == ["read_file", "outline"]
+
 class Room:
     """One orchestrator over a real workspace, session store and gate; `answers` are the person's decisions."""
 

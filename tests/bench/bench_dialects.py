@@ -3,8 +3,9 @@ written from each open-model family's documented format), read whole and streame
 
     python tests/bench/bench_dialects.py [--check] [--seeds 5] [--corpus docs|ported|heldout]
 
-For each case the reply is read by `extract_tool_calls` (complete) and by the `CallDetector` the providers use
-(streamed), fed one character at a time, 3 and 7 at a time, and in SEEDS random chunkings. Per format:
+For each case the reply is read by the `CallDetector` the providers use, whole (one delta; an engine from before
+issue 26 read it with its `extract_tool_calls`) and streamed: fed one character at a time, 3 and 7 at a time, and
+in SEEDS random chunkings. Per format:
 
 * exact: calls found with exactly the expected name and arguments, of the calls expected (streamed: in every
   chunking);
@@ -51,6 +52,8 @@ class Read:
 
 
 def read_complete(case: Case) -> Read:
+    if not hasattr(call_detector, "extract_tool_calls"):  # since issue 26: the detector alone, given it all at once
+        return read_streamed(case, [])
     try:
         out = call_detector.extract_tool_calls(case.text, case.tools, cut_off=case.cut_off)
     except TypeError:  # an engine from before issue 16

@@ -25,7 +25,8 @@ from sunwell.agent.lens_commands import (
 from sunwell.agent.transcript_markdown import transcript_markdown
 from sunwell.commands_spec import COMMAND_DOCS, CommandDoc, parse_command
 from sunwell.errors import SetupError, SunwellError
-from sunwell.tools.base import Trust
+from sunwell.tools.base import ToolFailure, Trust
+from sunwell.tools.workspace.safe_write import prepare_write, write_target
 from sunwell.wire.events import Event, PlanEvent
 
 if TYPE_CHECKING:
@@ -151,9 +152,6 @@ async def _compact(engine: Engine, state: ChatState, args: str) -> CommandResult
 
 @command("save")
 async def _save(engine: Engine, state: ChatState, args: str) -> str:
-    from sunwell.tools.base import ToolFailure
-    from sunwell.tools.workspace.safe_write import prepare_write, write_target
-
     path = _one_argument(args, "::save <path>")
     messages = engine.store.messages(state.session, original=True) if state.session else []
     if not messages:

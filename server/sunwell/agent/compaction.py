@@ -13,17 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sunwell.agent.context import (
-    BYTES_PER_TOKEN,
     Budget,
     SessionContext,
     message_tokens,
     protected_from,
-    text_tokens,
 )
 from sunwell.agent.log_lines import call_line
 from sunwell.agent.prompts import COMPACT_SYSTEM, compact_request, is_summary, summary_message
 from sunwell.models.base import ContextOverflow, Finished, ModelRequest, Provider, ProviderError, TextDelta
 from sunwell.models.providers.retry import stream_with_retries
+from sunwell.models.tokens import BYTES_PER_TOKEN, text_tokens
 from sunwell.wire.messages import (
     AssistantMessage,
     Message,

@@ -1,7 +1,8 @@
 """The context budget: what a request costs in tokens, and the room it leaves in the model's window.
 
-Counted before sending: the system prompt, the tools, the history and the output reserved for the answer (about 4.2
-bytes a token, a digit a token, a symbol a third; `text_tokens`), scaled by what the responses' `usage` said of earlier requests (per session, `SessionContext`).
+Counted before sending: the system prompt, the tools, the history and the output reserved for the answer (the
+package's one estimate, models/tokens.py), scaled by what the responses' `usage` said of earlier requests (per
+session, `SessionContext`).
 When the next request would pass `compact_at` of the window (or not fit at all), old tool results are elided first
 (`elisions`: the call stays, its output becomes one line), then the older part of the conversation is summarised
 (agent/compaction.py); the newest results are cut to fit when they alone are too large (`fit_results`). Elisions and
@@ -13,13 +14,13 @@ from __future__ import annotations
 
 import json
 import math
-import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sunwell.agent.log_lines import call_line
 from sunwell.agent.prompts import elided_output
 from sunwell.errors import SunwellError
+from sunwell.models.tokens import BYTES_PER_TOKEN, text_tokens, tools_tokens
 from sunwell.tools.output import truncate
 from sunwell.wire.messages import (
     AssistantMessage,
@@ -31,12 +32,6 @@ from sunwell.wire.messages import (
     UserMessage,
 )
 
-BYTES_PER_TOKEN = 4.2
-"""Of letters and blanks: prose and code run 3.8-4.3 bytes a token in common tokenizers (Qwen2.5, cl100k)."""
-DIGIT_TOKENS, SYMBOL_TOKENS = 1.0, 0.3
-"""Digits are a token each in Qwen's and Llama 3's tokenizers, and symbols often one: counted by bytes alone, logs
-and numeric code came out 1.6-2.4 times short (measured against Qwen2.5's tokenizer, see BENCHMARKS.md)."""
-_DIGITS, _SYMBOLS = "0123456789", string.punctuation
 MESSAGE_OVERHEAD = 4  # the chat template's role markers around each message
 MIN_RESERVE = 256
 ELIDE_MIN_TOKENS = 100  # a shorter result costs about what its elision line does
@@ -80,15 +75,6 @@ class SessionContext:
         return True
 
 
-def text_tokens(text: str) -> int:
-    if not text:
-        return 0
-    digits = sum(map(text.count, _DIGITS))  # str.count: a pass in C each, far cheaper than a regex
-    symbols = sum(map(text.count, _SYMBOLS))
-    rest = len(text.encode("utf-8", "surrogatepass")) - digits - symbols
-    return math.ceil(rest / BYTES_PER_TOKEN + digits * DIGIT_TOKENS + symbols * SYMBOL_TOKENS)
-
-
 def cut_to_tokens(text: str, tokens: int, hint: str) -> str:
     """`text` cut (at a line, with the usual truncation notice) to about `tokens` raw tokens at most."""
     max_bytes = int(tokens * BYTES_PER_TOKEN)
@@ -115,10 +101,6 @@ def message_tokens(message: Message) -> int:
         case ToolResultMessage():
             size = text_tokens(message.content_for_model())
     return size + MESSAGE_OVERHEAD
-
-
-def tools_tokens(tools: Sequence[ToolSpec]) -> int:
-    return text_tokens(json.dumps([tool.model_dump() for tool in tools], ensure_ascii=False)) if tools else 0
 
 
 def request_tokens(system: str, tools: Sequence[ToolSpec], messages: Sequence[Message]) -> int:

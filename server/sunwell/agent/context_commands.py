@@ -11,18 +11,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sunwell.agent.compaction import Summariser, compact, last_request
-from sunwell.agent.context import (
-    BYTES_PER_TOKEN,
-    largest_results,
-    message_tokens,
-    request_tokens,
-    text_tokens,
-    tools_tokens,
-)
+from sunwell.agent.context import largest_results, message_tokens, request_tokens
 from sunwell.agent.mentions import attachments
 from sunwell.agent.plan import TurnPlan
 from sunwell.agent.prompts import is_summary
 from sunwell.agent.usage import session_usage, usage_line
+from sunwell.models.tokens import BYTES_PER_TOKEN, text_tokens, tools_tokens
 from sunwell.tools.base import Trust
 from sunwell.wire.events import ContextUsageEvent, Event, NoticeEvent
 from sunwell.wire.messages import Message, ToolResultMessage

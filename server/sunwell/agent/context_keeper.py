@@ -23,11 +23,11 @@ from sunwell.agent.context import (
     message_tokens,
     protected_from,
     request_tokens,
-    text_tokens,
 )
 from sunwell.agent.sessions import apply_elision
 from sunwell.agent.turn import TurnLog
 from sunwell.models.base import ContextOverflow, ModelRequest
+from sunwell.models.tokens import text_tokens
 from sunwell.wire.events import ContextUsageEvent, NoticeEvent
 from sunwell.wire.messages import (
     AssistantPart,

@@ -7,9 +7,14 @@ state (allow-for-session rules, rate limits, the emulation fallback, the chat st
 (agent/live.py), so a long-lived front end (the sidecar, `sunwell chat`) keeps it across turns and releases it when
 a session is cleared.
 
-What only a turn needs (the loop, the gate, lenses, tool fitting, emulation) is imported when a turn or a tool list
-is first asked for: the sidecar builds an Engine before it can answer its first request, and those modules (with
-jsonschema and the lens schema) would make up half of that wait.
+The sidecar builds an Engine before it answers its first request (`sunwell/models`), so this module imports only
+what that needs; the rest is imported inside the methods that first need it, in four groups (each measured after
+the engine's own import, on this machine; `tests/bench/bench_sidecar.py` holds ready at <= 1.5x a bare pygls start):
+- a turn's machinery: the loop (with jsonschema, ~115 ms), the gate, compaction, audit, the plan and the tool
+  registry (~40 ms), skills, the shell's sandbox warning: `run_turn` and the methods it calls, `plan`, `tools`;
+- the lens registry and schema (YAML, jsonschema, ~80 ms): `lenses`, `grant`;
+- the provider adapters (`models/factory.py`, ~30 ms before any SDK): `provider`, `provider_stack`;
+- bashlex, which builds its parser tables on import (~95 ms): `reconfigure`, only with a command allowlist.
 """
 
 from __future__ import annotations
@@ -81,7 +86,7 @@ class Engine:
         self.approval.mode = settings.approval or "deny"
         self.approval.timeout = settings.approval_timeout_sec
         self.approval.is_allowlisted = lambda command: False
-        if settings.command_allowlist:  # bashlex builds its parser tables on import: only when needed
+        if settings.command_allowlist:
             from sunwell.tools.policy.allowlist import CommandAllowlist
 
             try:
@@ -136,8 +141,7 @@ class Engine:
             raise SetupError(str(exc)) from None
 
     def provider(self, spec: ModelSpec) -> Provider:
-        """The SDK adapter for `spec`, made once per endpoint and key (models/factory.py `Adapters`). The adapters,
-        and all they import, are imported here: the sidecar's start does not need them."""
+        """The SDK adapter for `spec`, made once per endpoint and key (models/factory.py `Adapters`)."""
         from sunwell.models.factory import Adapters
 
         self._adapters = self._adapters or Adapters()

@@ -14,7 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jsonschema import Draft202012Validator
+
 from sunwell.errors import SetupError, SunwellError
+from sunwell.lens.check import format_diagnostic
 from sunwell.lens.schema import Lens
 from sunwell.tools.base import Tool, Trust
 
@@ -42,8 +45,6 @@ def describe_lenses(engine: Engine, current: Lens | None, *, rescan: bool = Fals
 
 def activate_lens(engine: Engine, name_or_path: str) -> tuple[str, str]:
     """`::lens NAME`: (the lens file's path, what to tell the user); a lens with errors is refused with them all."""
-    from sunwell.lens.check import format_diagnostic
-
     try:
         lens = engine.lens(name_or_path)
     except SetupError as exc:
@@ -100,8 +101,6 @@ def parse_skill_arguments(text: str, schema: dict[str, Any] | None) -> dict[str,
 
     A `key=value` stays text when the schema says the property is a string; otherwise it is read as JSON when it
     parses (`3`, `true`, `[1, 2]`) and kept as text when it does not. Quote values with spaces: `msg="a b"`."""
-    from jsonschema import Draft202012Validator
-
     text = text.strip()
     if text.startswith("{"):
         try:

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sunwell.agent.context import BYTES_PER_TOKEN, text_tokens
+from sunwell.models.tokens import BYTES_PER_TOKEN, text_tokens
+from sunwell.tools.base import ToolFailure
 from sunwell.vocabulary import MentionKind
 from sunwell.wire.messages import Attachment, Message, UserMessage
 
@@ -74,8 +75,6 @@ def attachments(history: Sequence[Message]) -> list[Attached]:
 def mentioned_paths(text: str, jail: Jail) -> list[Mention]:
     """`@path` words of a prompt (the CLI's mentions) that name a file of the workspace; others stay plain words
     (an e-mail address, `@decorator`, a path that does not exist)."""
-    from sunwell.tools.base import ToolFailure
-
     found: dict[str, Mention] = {}
     for path in _AT_PATH.findall(text):
         path = path.rstrip(".")
@@ -91,7 +90,6 @@ def mentioned_paths(text: str, jail: Jail) -> list[Mention]:
 def _body(mention: Mention, jail: Jail) -> str:
     if mention.kind != "file":
         return mention.text or "(empty)"
-    from sunwell.tools.base import ToolFailure
 
     try:
         real = jail.resolve(mention.path or "")

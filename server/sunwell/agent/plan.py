@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sunwell.agent.context import BYTES_PER_TOKEN, PROJECT_MAX_TOKENS, Budget, SessionContext
+from sunwell.agent.context import PROJECT_MAX_TOKENS, Budget, SessionContext
 from sunwell.agent.prompts import (
     LoadedInstructions,
     named_files,
@@ -26,6 +26,7 @@ from sunwell.config import Settings
 from sunwell.model_strings import ModelSpec
 from sunwell.models.capabilities import Capabilities
 from sunwell.models.fitting import fit_tools
+from sunwell.models.tokens import BYTES_PER_TOKEN
 from sunwell.tools.base import Tool, Trust
 from sunwell.tools.registry import select_tools
 from sunwell.tools.workspace.jail import Jail

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -68,8 +69,6 @@ def _summary(event: Any) -> str:
 
 def format_arguments(arguments: dict[str, Any], width: int = 60) -> str:
     """`path="src/app.py", limit=20` — how a call reads in a transcript."""
-    import json
-
     parts = []
     for key, value in arguments.items():
         text = json.dumps(value, ensure_ascii=False)

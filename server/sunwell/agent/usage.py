@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter
+
 from sunwell.agent.context import message_tokens
 from sunwell.config import Price
 from sunwell.wire.messages import AssistantMessage, Message
@@ -81,8 +83,6 @@ class _Turn:
 def session_usage(rows: Iterable[EventRow], model: str | None,
                   prices: Mapping[str, Price] = {}) -> SessionUsage:
     """Per finished turn (commands, which ask no model, leave out) and in total, with the cost at `model`'s price."""
-    from pydantic import TypeAdapter
-
     adapter: TypeAdapter[Message] = TypeAdapter(Message)
     turns: dict[str, _Turn] = {}
     for row in rows:

@@ -20,6 +20,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from sunwell.agent.chat import Overrides, UserInput
+from sunwell.agent.engine import Engine
+from sunwell.agent.lens_commands import LensCommandError, activate_lens
+from sunwell.agent.session import LineResult, Session
+from sunwell.agent.sessions import SessionStoreError
+from sunwell.agent.usage import turn_line
+from sunwell.cli.approvals import TerminalAsker
 from sunwell.cli.exit_codes import EXIT_CANCELLED, EXIT_OK, UsageError
 from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import DIM, RED, RESET, JsonLines, Transcript, render_markdown, visible
@@ -28,8 +35,6 @@ from sunwell.commands_spec import parse_command
 from sunwell.errors import SetupError
 
 if TYPE_CHECKING:
-    from sunwell.agent.engine import Engine
-    from sunwell.agent.session import LineResult, Session
     from sunwell.wire.events import DoneEvent, Event
 
 log = logging.getLogger(__name__)
@@ -39,12 +44,6 @@ DOUBLE_PRESS_SEC = 2.0
 
 def cmd_chat(args: argparse.Namespace) -> int:
     """`sunwell chat [options]`; raises UsageError for usage and setup problems."""
-    from sunwell.agent.chat import Overrides
-    from sunwell.agent.engine import Engine, SetupError
-    from sunwell.agent.lens_commands import LensCommandError, activate_lens
-    from sunwell.agent.session import Session
-    from sunwell.cli.approvals import TerminalAsker
-
     workspace, settings = turn_settings(args)
     if sys.stdin is None:
         raise UsageError("sunwell chat reads its lines from stdin, and there is none")
@@ -130,8 +129,6 @@ class Chat:
 
     def _handle(self, loop: asyncio.AbstractEventLoop, line: str) -> bool:
         """Run one line to its end; True when the chat is over (`::exit`)."""
-        from sunwell.agent.sessions import SessionStoreError
-
         presses = 0
 
         def interrupt() -> None:
@@ -173,14 +170,10 @@ class Chat:
 
     async def _submit(self, line: str) -> LineResult:
         """The line, a `::command` or a turn with the workspace files it names as `@path` attached."""
-        from sunwell.agent.chat import UserInput
-
         return await self.session.submit(UserInput(line, mentions_in_text=True), self._sink)
 
     def _usage(self, done: DoneEvent) -> None:
         """The turn's tokens and cost, dim, under its answer (nothing for a ::command, which asks no model)."""
-        from sunwell.agent.usage import turn_line
-
         try:
             line = turn_line(self.engine.store.events(done.session), done.turn, str(self.session.model_spec()),
                              self.engine.settings.prices)

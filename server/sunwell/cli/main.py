@@ -1,4 +1,9 @@
-"""`sunwell`: the arguments, which module runs each command, and how a failure becomes an exit code."""
+"""`sunwell`: the arguments, which module runs each command, and how a failure becomes an exit code.
+
+The one place the CLI imports inside functions: `sunwell serve` is the sidecar the editor starts and waits for, so
+it imports pygls and none of the commands' modules (the engine, the tool registry), and the other commands never
+import pygls. `main` picks the path first; the parser, then the commands' modules, follow for every other command.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +12,17 @@ import logging
 import sys
 from pathlib import Path
 
-from sunwell.cli import chat, run, version, views
+from sunwell import __version__
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_USAGE, UsageError
-from sunwell.cli.options import add_turn_options
-from sunwell.cli.rendering import visible
-from sunwell.config import ConfigError
-
-COMMANDS = {"run": run.cmd_run, "apply": run.cmd_run, "chat": chat.cmd_chat, "sessions": views.cmd_sessions,
-            "models": views.cmd_models, "undo": views.cmd_undo, "audit": views.cmd_audit, "lens": views.cmd_lens,
-            "mcp": views.cmd_mcp, "version": version.cmd_version}
+from sunwell.errors import ConfigError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from sunwell.cli.options import add_turn_options  # the tool registry: not for `serve`
+
     parser = argparse.ArgumentParser(prog="sunwell", description="An agentic chat for your workspace.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
-    parser.add_argument("--version", action="version", version=version.version_line())
+    parser.add_argument("--version", action="version", version=f"sunwell {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run_ = sub.add_parser("run", help="one turn, headless")
@@ -79,14 +80,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["serve"]:  # its options belong to the sidecar's own parser
-        from sunwell.lsp.server import main as serve
+        from sunwell.lsp.server import main as serve  # pygls: only the sidecar
 
         return serve([arg for arg in argv[1:] if arg != "--stdio"])  # clients may add --stdio: the default
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # `--help` and a usage error stop here
+    from sunwell.cli import chat, run, version, views  # the engine: only once a command will run
+    from sunwell.cli.rendering import visible
+
+    commands = {"run": run.cmd_run, "apply": run.cmd_run, "chat": chat.cmd_chat, "sessions": views.cmd_sessions,
+                "models": views.cmd_models, "undo": views.cmd_undo, "audit": views.cmd_audit, "lens": views.cmd_lens,
+                "mcp": views.cmd_mcp, "version": version.cmd_version}
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        return COMMANDS[args.command](args)
+        return commands[args.command](args)
     except (UsageError, ConfigError) as exc:
         print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
         return EXIT_USAGE

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from sunwell.cli.exit_codes import UsageError
 from sunwell.config import load_settings
+from sunwell.tools.registry import CORE_TOOLS
 from sunwell.vocabulary import TRUST_NAMES
 
 if TYPE_CHECKING:
@@ -53,8 +54,6 @@ def turn_settings(args: argparse.Namespace) -> tuple[Path, Settings]:
 
 def tool_names(args: argparse.Namespace) -> list[str] | None:
     """`--tools` / `--no-tools`: the names to allow, [] for none, None for all the trust level and lens allow."""
-    from sunwell.tools.registry import CORE_TOOLS
-
     if args.no_tools:
         return []
     if args.tools is None:

@@ -14,6 +14,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from sunwell.agent.turn import format_arguments
 from sunwell.commands_spec import parse_command
 
 if TYPE_CHECKING:
@@ -67,8 +68,6 @@ class Transcript:
             case "thinking":
                 self._write(self._style(visible(event.delta), "2"))
             case "toolCall":
-                # imported here, not at the top: every command needs `visible`, only a turn needs the agent
-                from sunwell.agent.turn import format_arguments
 
                 self._line(self._style(visible(f"↪ {event.name}({format_arguments(event.arguments)})"), "36"))
             case "approval" if event.decision == "deny":

@@ -7,17 +7,19 @@ import asyncio
 import signal
 import sys
 
+from sunwell.agent.chat import Overrides, UserInput
+from sunwell.agent.engine import Engine
+from sunwell.agent.session import Session
+from sunwell.agent.sessions import SessionStoreError
+from sunwell.agent.usage import turn_line
+from sunwell.cli.approvals import TerminalAsker
 from sunwell.cli.exit_codes import EXIT_ERROR, STATUS_EXIT, UsageError
 from sunwell.cli.options import tool_names, turn_settings
-from sunwell.cli.rendering import visible
+from sunwell.cli.rendering import JsonLines, Transcript, visible
+from sunwell.errors import SetupError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from sunwell.agent.engine import Engine, SetupError
-    from sunwell.agent.sessions import SessionStoreError
-    from sunwell.cli.approvals import TerminalAsker
-    from sunwell.cli.rendering import JsonLines, Transcript
-
     workspace, settings = turn_settings(args)
     prompt = args.prompt if args.prompt is not None else _read_stdin()
     if not prompt or not prompt.strip():
@@ -48,17 +50,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 async def _turn(engine, prompt, sink, args, names):
     """The prompt as one turn (never a `::command`), with the workspace files it names as `@path` attached."""
-    from sunwell.agent.chat import Overrides, UserInput
-    from sunwell.agent.session import Session
-
     line = UserInput(prompt, overrides=Overrides(lens=args.lens, tool_names=names), mentions_in_text=True)
     return await Session(engine, args.session).turn(line, sink)
 
 
 def _print_usage(engine, done, settings) -> None:
     """Tokens and cost of the turn, dim, for a person watching (never in a pipe, never with --json)."""
-    from sunwell.agent.usage import turn_line
-
     try:
         line = turn_line(engine.store.events(done.session), done.turn, str(engine.model_spec()), settings.prices)
     except Exception:  # noqa: BLE001 - a figure to show, never a reason to fail the run

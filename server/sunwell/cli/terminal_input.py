@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import TextIO
 
+from sunwell.agent.commands import commands_catalog
 from sunwell.cli.rendering import BOLD_CYAN, RESET, highlight_command
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ class History:
 
     def __init__(self, path: Path) -> None:
         try:
-            import readline
+            import readline  # only for an interactive chat: importing it changes how `input()` reads
         except ImportError:
             self.readline = None
             return
@@ -95,8 +96,6 @@ class History:
 
 
 def _complete_commands(readline) -> None:
-    from sunwell.agent.commands import commands_catalog
-
     names = [f"::{doc.name} " for doc in commands_catalog(terminal=True)]
 
     def complete(text: str, index: int) -> str | None:

@@ -5,19 +5,29 @@ is printed through `visible`."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import time
 from pathlib import Path
 
+from sunwell.agent.engine import Engine
+from sunwell.agent.model_catalog import model_catalog
+from sunwell.agent.sessions import SessionNotFound, SessionStore
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_OK, UsageError
 from sunwell.cli.options import settings_for
 from sunwell.cli.rendering import visible
+from sunwell.config import ConfigError, load_settings
+from sunwell.errors import SetupError
+from sunwell.lens.check import check_files
+from sunwell.tools.base import Trust
+from sunwell.tools.mcp.naming import server_prefix
+from sunwell.tools.policy.audit import AuditLog, format_entry, parse_since
+from sunwell.tools.registry import CORE_TOOLS
+from sunwell.tools.workspace.checkpoints import UndoError
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from sunwell.agent.sessions import SessionNotFound, SessionStore
-
     _, settings = settings_for(args)
     store = SessionStore(Path(settings.data_dir) / "sessions.db")
     if args.action == "list":
@@ -45,9 +55,6 @@ def _when(epoch: float) -> str:
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
-    from sunwell.agent.engine import Engine, SetupError
-    from sunwell.tools.workspace.checkpoints import UndoError
-
     workspace, settings = settings_for(args)
     try:
         result = Engine(settings, workspace).undo(args.session, force=args.force)
@@ -69,8 +76,6 @@ def cmd_undo(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from sunwell.tools.policy.audit import AuditLog, format_entry, parse_since
-
     _, settings = settings_for(argparse.Namespace(workspace=None))
     try:
         since = parse_since(args.since) if args.since else None
@@ -82,11 +87,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_lens(args: argparse.Namespace) -> int:
-    from sunwell.config import ConfigError, load_settings
-    from sunwell.lens.check import check_files
-    from sunwell.tools.mcp.naming import server_prefix
-    from sunwell.tools.registry import CORE_TOOLS
-
     try:  # the user's MCP servers: a lens may name their tools (`docs__*`)
         servers = list(load_settings(None).mcp_servers)
     except ConfigError:
@@ -99,9 +99,6 @@ def cmd_lens(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from sunwell.agent.engine import Engine, SetupError
-    from sunwell.agent.model_catalog import model_catalog
-
     workspace, settings = settings_for(argparse.Namespace(workspace=None))
     names = args.ids or ([settings.model] if settings.model else [])
     if not names:
@@ -130,10 +127,6 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """`sunwell mcp list [--json]` and `sunwell mcp approve NAME [--yes]`."""
-    import asyncio
-
-    from sunwell.agent.engine import Engine, SetupError
-
     workspace, settings = settings_for(args)
     try:
         engine = Engine(settings, workspace)
@@ -161,8 +154,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 async def _started_status(engine):
     """Start every server that may start (to list its tools), note their state, stop them."""
-    from sunwell.tools.base import Trust
-
     try:
         await engine.mcp.start(Trust.full, None, lambda level, code, message: None)
         return engine.mcp.status()

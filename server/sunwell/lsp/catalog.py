@@ -1,4 +1,8 @@
-"""`sunwell/tools`, `sunwell/models`, `sunwell/commands`: what the client may offer the user right now."""
+"""`sunwell/tools`, `sunwell/models`, `sunwell/commands`: what the client may offer the user right now.
+
+Its imports of the engine floor (agent/, tools/, config/) are in the handlers: the sidecar answers `initialize`
+before it loads the engine (lsp/server.py).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from sunwell.errors import SetupError
+from sunwell.lsp.sessions import engine_or_fail
 from sunwell.wire.protocol import (
     COMMANDS,
     MODELS,
@@ -32,7 +37,6 @@ if TYPE_CHECKING:
 def setup(server: SunwellServer) -> None:
     @server.feature(TOOLS)
     async def tools(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.lsp.sessions import engine_or_fail
         from sunwell.tools.base import Trust
 
         request = ls.parse(ToolsParams, params, TOOLS)
@@ -52,8 +56,6 @@ def setup(server: SunwellServer) -> None:
 
     @server.feature(MODELS)
     def models(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.lsp.sessions import engine_or_fail
-
         ls.parse(EmptyParams, params, MODELS)
         return model_catalog(engine_or_fail(ls)).wire()
 

@@ -5,6 +5,9 @@ attaches the mentions and keeps what commands change. The request's own task run
 `$/cancelRequest` cancels it: the engine ends the turn with `done` (status `cancelled`) and stops a running tool.
 Every event of a turn carries its session and turn ids, so two turns in two sessions can run at once; two in the
 same session wait for each other. Whatever happens, the client gets exactly one `done` per chat, before the answer.
+
+Its imports of the engine floor (agent/, tools/, config/) are in the handlers: the sidecar answers `initialize`
+before it loads the engine (lsp/server.py).
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from sunwell.errors import SunwellError
+from sunwell.wire.events import DoneEvent
 from sunwell.wire.messages import WireModel
 from sunwell.wire.protocol import CHAT, ChatParams, ChatResult
 
 if TYPE_CHECKING:
     from sunwell.lsp.server import SunwellServer
-    from sunwell.wire.events import DoneEvent, Event
+    from sunwell.wire.events import Event
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +74,6 @@ class Relay:
 
     def finish(self, status: str, error: str | None = None) -> DoneEvent:
         from sunwell.agent.turn import new_turn_id
-        from sunwell.wire.events import DoneEvent
 
         done = DoneEvent(status=status, tool_calls=self.tool_calls, usage=None, error=error,
                          session=self.session, turn=self.turn or new_turn_id(), seq=self.next_seq)

@@ -4,6 +4,9 @@
 quick; `initialized` loads the settings, builds the engine and checks the data dir. A bad option is reported and
 dropped (the rest still apply); a data dir that cannot be used is reported once, and lens features still work.
 
+Its imports of the engine floor (agent/, tools/, config/) are in the handlers: the sidecar answers `initialize`
+before it loads the engine (lsp/server.py).
+
 The client's network rules are the user's own (VS Code keeps them in user settings only): they are added to the
 config's `network.allow` and `network.deny`, which a workspace config may only add to, never replace. Its search
 service, when it names one, replaces the config's `web_search`.

@@ -4,6 +4,9 @@ An open document's text is the editor's buffer; diagnostics follow it on open, c
 are not open are watched on disk (LensRegistry.watch) and their diagnostics published as they change, so a lens
 broken outside the editor still shows up. The lens functions count columns in code points; the client's position
 encoding (UTF-16 unless negotiated otherwise) is converted here, both ways.
+
+The lens modules (with the lens schema, jsonschema and YAML) are imported by the handlers that use them: the
+sidecar answers `initialize` and its first requests without them.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """`sunwell/mcp` and `sunwell/mcpRestart`: the configured MCP servers as `sunwell mcp list` shows them, and the
-user's Restart of one (VS Code's "Sunwell: MCP Servers")."""
+user's Restart of one (VS Code's "Sunwell: MCP Servers").
+
+Its imports of the engine floor (agent/, tools/, config/) are in the handlers: the sidecar answers `initialize`
+before it loads the engine (lsp/server.py).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from sunwell.lsp.failures import RequestFailed
+from sunwell.lsp.sessions import engine_or_fail
 from sunwell.wire.protocol import (
     MCP,
     MCP_RESTART,
@@ -29,15 +34,12 @@ log = logging.getLogger(__name__)
 def setup(server: SunwellServer) -> None:
     @server.feature(MCP)
     def servers(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.lsp.sessions import engine_or_fail
-
         ls.parse(EmptyParams, params, MCP)
         # The state as it is: a server that no turn has needed yet is `stopped` (listing does not start it)
         return McpResult(servers=[server_info(row) for row in engine_or_fail(ls).mcp.status()]).wire()
 
     @server.feature(MCP_RESTART)
     async def restart(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.lsp.sessions import engine_or_fail
         from sunwell.tools.mcp.surroundings import ServerDown
 
         request = ls.parse(McpRestartParams, params, MCP_RESTART)

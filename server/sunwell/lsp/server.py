@@ -2,7 +2,8 @@
 
 Each feature module has a `setup(server)` that registers its handlers (esbonio's pattern); the server object only
 holds what they share: the settings, the engine, the lens registry and the background tasks. The engine, YAML and
-the SDKs are imported after `initialize` is answered, because the editor waits for that answer; what the engine's
+the SDKs are imported after `initialize` is answered, because the editor waits for that answer (the feature
+modules import the engine floor inside their handlers, the one thing they import there); what the engine's
 hooks start (the SDK import, lens discovery) waits a moment more, until the client's first requests are answered.
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
+from lsprotocol.converters import get_converter
 from pygls.exceptions import (
     FeatureRequestError,
     JsonRpcException,
@@ -28,7 +30,13 @@ from pygls.exceptions import (
     JsonRpcParseError,
 )
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    LanguageServerProtocol,
+    lsp_method,
+)
 
 from sunwell import __version__
 from sunwell.lsp.failures import UNPARSEABLE, RequestFailed, Unavailable
@@ -150,9 +158,6 @@ class _Ignored:
 def json_converter() -> Any:
     """lsprotocol's converter without pygls' habit of turning the params and results of custom methods into
     namedtuples: ours are parsed by pydantic, and namedtuples mangle keys that are not identifiers."""
-    from lsprotocol.converters import get_converter
-    from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
-
     converter = get_converter()
     for message_type in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
         converter.register_structure_hook(message_type, lambda data, cls: cls(**data))

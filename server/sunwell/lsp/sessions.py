@@ -1,5 +1,9 @@
 """`sunwell/sessions`, `sunwell/session`, `sunwell/usage`, `sunwell/undo`: the stored conversations, read off the
-event loop. `sunwell/session` answers with the session's messages and its replay as events (agent/replay.py)."""
+event loop. `sunwell/session` answers with the session's messages and its replay as events (agent/replay.py).
+
+Its imports of the engine floor (agent/, tools/, config/) are in the handlers: the sidecar answers `initialize`
+before it loads the engine (lsp/server.py).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from sunwell.errors import SetupError
+from sunwell.errors import SetupError, SunwellError
+from sunwell.lsp.failures import RequestFailed, Unavailable
 from sunwell.wire.protocol import (
     SESSION,
     SESSIONS,
@@ -70,7 +75,6 @@ def setup(server: SunwellServer) -> None:
 
     @server.feature(UNDO)
     async def undo(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.lsp.server import RequestFailed
         from sunwell.tools.workspace.checkpoints import UndoError
 
         request = ls.parse(UndoParams, params, UNDO)
@@ -93,7 +97,6 @@ def iso_time(epoch: float) -> str:
 def session_model(engine: Engine, session: str) -> str | None:
     """The model string a session's turns go to: the one its chat chose (`::model`), else the configured one."""
     from sunwell.agent.session import Session
-    from sunwell.errors import SunwellError
 
     try:
         return str(Session(engine, session).model_spec())
@@ -103,8 +106,6 @@ def session_model(engine: Engine, session: str) -> str | None:
 
 def engine_or_fail(ls: SunwellServer) -> Engine:
     """The engine; when there is none (no workspace, a broken setting), RequestFailed with the reason."""
-    from sunwell.lsp.server import RequestFailed, Unavailable
-
     try:
         return ls.engine
     except Unavailable as exc:
@@ -114,7 +115,6 @@ def engine_or_fail(ls: SunwellServer) -> Engine:
 def _store(ls: SunwellServer) -> SessionStore:
     """The engine's store; an unusable data dir is RequestFailed with the reason."""
     from sunwell.agent.sessions import SessionStoreError
-    from sunwell.lsp.server import RequestFailed
 
     try:
         return engine_or_fail(ls).store

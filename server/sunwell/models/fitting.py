@@ -1,29 +1,23 @@
-"""Make the offered tools fit a small context window, and keep their names apart.
+"""Make the offered tools fit a small context window.
 
-`fit_tools` spends at most `budget_ratio` of the window on tool definitions (about 4 characters a token). When
-they do not fit it gives up detail in this order, each step applied to the least relevant tool first and stopped
-as soon as everything fits: descriptions cut to their first sentence, optional parameters' descriptions dropped,
-optional parameters dropped, and last whole tools, least relevant first. Relevance is word overlap between the
-user's text and a tool's name (counted double) and description, so the tools the request is about keep their
-detail longest and are never the ones left out.
-
-`namespace_clashes` gives a skill the `<lens>__` prefix when its name is already taken by a core tool or by
-another lens' skill; names that do not clash stay as they are (a prefix costs a small model accuracy).
+`fit_tools` spends at most `budget_ratio` of the window on tool definitions (counted as a request counts them,
+`tools_tokens`). When they do not fit, the expendable tools (the agent's conveniences: the plan, the time,
+arithmetic, the key-value store) are left out first, least relevant first; then it gives up detail in this order,
+each step applied to the least relevant tool first and stopped as soon as everything fits: descriptions cut to their
+first sentence, optional parameters' descriptions dropped, optional parameters dropped, and last whole tools, least
+relevant first. Relevance is word overlap between the user's text and a tool's name (counted double) and
+description, so the tools the request is about keep their detail longest and are never the ones left out.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import is_dataclass, replace
-from typing import Any, TypeVar
+from collections.abc import Callable, Collection
+from typing import Any
 
+from sunwell.models.tokens import tools_tokens
 from sunwell.wire.messages import ToolSpec
 
-CHARS_PER_TOKEN = 4
-NAME_LIMIT = 64
-"""OpenAI's limit on a tool name (and `^[a-zA-Z0-9_-]+$`)."""
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from",
@@ -32,19 +26,13 @@ _STOP = frozenset({
     "when", "where", "which", "who", "why", "will", "with", "would", "you", "your"})
 
 
-def estimate_tokens(tools: Sequence[ToolSpec]) -> int:
-    """Roughly what the definitions cost in a prompt: their JSON at ~4 characters a token."""
-    chars = sum(len(json.dumps(t.model_dump(), ensure_ascii=False, separators=(",", ":"))) for t in tools)
-    return -(-chars // CHARS_PER_TOKEN)
-
-
 def fit_tools(tools: list[ToolSpec], *, context_window: int, user_text: str, budget_ratio: float = 0.25,
               expendable: Collection[str] = ()) -> tuple[list[ToolSpec], list[str]]:
     """The tools, trimmed to fit `budget_ratio` of `context_window`, and a note per kind of trimming done. The
     `expendable` ones (by name: the plan, the time, arithmetic...) are left out first, before any other tool loses
     a word, least relevant first."""
     budget = int(context_window * budget_ratio)
-    if estimate_tokens(tools) <= budget:
+    if tools_tokens(tools) <= budget:
         return list(tools), []
     words = _words(user_text)
     order = sorted(range(len(tools)), key=lambda i: (relevance(tools[i], words), -i))  # least relevant first
@@ -55,7 +43,7 @@ def fit_tools(tools: list[ToolSpec], *, context_window: int, user_text: str, bud
         return [t for j, t in enumerate(current) if j not in dropped]
 
     def fits() -> bool:
-        return estimate_tokens(kept()) <= budget
+        return tools_tokens(kept()) <= budget
 
     notes: list[str] = []
     for i in [i for i in order if tools[i].name in expendable][:len(tools) - 1]:  # one tool always stays
@@ -142,44 +130,3 @@ def _map_optional(tool: ToolSpec, change: Callable[[dict[str, Any]], dict[str, A
     if new_props == props:
         return tool
     return tool.model_copy(update={"parameters": {**tool.parameters, "properties": new_props}})
-
-
-# --- names --------------------------------------------------------------------------------------------------
-
-T = TypeVar("T")
-
-
-def namespace_clashes(core: Sequence[Any], skills: Sequence[tuple[str, Sequence[T]]]) -> tuple[list[T], list[str]]:
-    """Every lens' skill tools, a clashing one renamed `<lens>__<name>`, and a note per rename.
-
-    `core` are the core tools (never renamed); `skills` pairs a lens name with its skill tools (`Tool` or
-    `ToolSpec`). A skill clashes when a core tool or a skill of another lens has its name; then every lens
-    that has it gets the prefix, so no skill silently wins over another.
-    """
-    taken = {tool.name for tool in core}
-    owners: dict[str, set[str]] = {}
-    for lens, tools in skills:
-        for tool in tools:
-            owners.setdefault(tool.name, set()).add(lens)
-    out: list[T] = []
-    notes: list[str] = []
-    for lens, tools in skills:
-        for tool in tools:
-            if tool.name in taken or len(owners[tool.name]) > 1:
-                new = namespaced(lens, tool.name)
-                what = "a core tool" if tool.name in taken else "a skill of another lens"
-                notes.append(f"skill {tool.name} of lens {lens} is offered as {new} ({what} has its name)")
-                tool = _renamed(tool, new)
-            out.append(tool)
-    return out, notes
-
-
-def namespaced(lens: str, name: str) -> str:
-    prefix = re.sub(r"[^A-Za-z0-9_-]", "_", lens)[:30]
-    return f"{prefix}__{name}"[:NAME_LIMIT]
-
-
-def _renamed(tool: T, name: str) -> T:
-    if is_dataclass(tool):
-        return replace(tool, name=name)
-    return tool.model_copy(update={"name": name})  # type: ignore[attr-defined]

@@ -3,8 +3,7 @@
 Every custom method name and the params/result model of each live here and nowhere else; handlers parse params
 with `parse` and answer with `model.wire()`. Wire keys are camelCase (WireModel). Unknown params keys are
 ignored, so an older sidecar still answers a newer client. The extension's TypeScript types are
-generated from these models (scripts/gen-protocol-types.py); `json_schemas()` gives each method's params and result
-schema.
+generated from these models (scripts/gen-protocol-types.py).
 """
 
 from __future__ import annotations
@@ -273,9 +272,3 @@ def parse(model: type[P], params: Any, method: str) -> P:
         where, problem = first_problem(exc, top="params")
         raise InvalidParams(f"{method}: invalid params: '{where}': {problem}") from None
 
-
-def json_schemas() -> dict[str, dict[str, Any]]:
-    """JSON Schema of every params and result model, keyed by method."""
-    return {method: {"params": params.model_json_schema(by_alias=True),
-                     "result": result.model_json_schema(by_alias=True)}
-            for method, (params, result) in REQUESTS.items()}

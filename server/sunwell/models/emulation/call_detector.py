@@ -1,5 +1,5 @@
-"""Tool calls a model wrote as text: all of them in a finished text (`extract_tool_calls`), or as the text streams
-(`CallDetector`), with the same result however the stream was chunked.
+"""Tool calls a model wrote as text, found as the text streams (`CallDetector`), with the same result however the
+stream was chunked.
 
 Candidates are found and read by `normalize.py` (each open-model family's markers by `dialects.py`); a reply that
 is nothing but Python calls by `pythonic.py`. Tools are given as names, `ToolSpec`s or an `Offered` mapping; with
@@ -22,21 +22,13 @@ from sunwell.models.base import (
     ToolCallStarted,
 )
 from sunwell.models.emulation.found_calls import Extraction, Offered, offered
-from sunwell.models.emulation.normalize import Separator, settle, span_calls
+from sunwell.models.emulation.normalize import Separator, settle
 from sunwell.models.emulation.pythonic import PYTHONIC_OPEN, PYTHONIC_PREFIX, pythonic_calls
 from sunwell.models.emulation.span_scanner import SpanScanner
 from sunwell.wire.messages import AssistantMessage, Message, ToolSpec
 
 EMULATED_ID_PREFIX = "emu_"
 CUT_OFF_NOTICE = "tool_call_cut_off"
-
-
-def extract_tool_calls(text: str, tools: Iterable[str | ToolSpec] | Offered, *,
-                       cut_off: bool = False) -> Extraction:
-    """Every call in a finished `text`, and the text without them. `cut_off`: the reply ended by length (or its
-    stream broke), so a call it ends inside is dropped, not run."""
-    schemas = offered(tools)
-    return pythonic_calls(text, schemas) or span_calls(text, schemas, cut_off=cut_off)
 
 
 class CallDetector:

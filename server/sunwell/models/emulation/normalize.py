@@ -4,9 +4,9 @@ Small local models rarely return native `tool_calls`; they write the call into t
 their training favoured (models/README.md). `span_scanner.SpanScanner` splits text into prose and call candidates
 (fenced blocks, bare JSON, Python-style calls on lines of their own, the XML emulation format, and each open-model
 family's markers, `dialects.py`); `parse_span` reads one candidate, its arguments with `arguments.parse_arguments`.
-A reply that is nothing but Python calls (`read_file(path="a.txt")`) is read by `pythonic.py`. The one-shot
-`extract_tool_calls` and the streaming `CallDetector` (both in `call_detector.py`) use them, so a text yields the
-same calls however it was chunked.
+A reply that is nothing but Python calls (`read_file(path="a.txt")`) is read by `pythonic.py`. The streaming
+`CallDetector` (`call_detector.py`) settles each span it scans with `settle`, so a text yields the same calls
+however it was chunked.
 
 What counts as a call (a JSON value inside a candidate):
 - an object naming an offered tool under `name`/`tool`/`tool_name`/`function`, or OpenAI's own shapes
@@ -39,17 +39,12 @@ from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered,
 from sunwell.models.emulation.pythonic import python_calls
 from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
 
-__all__ = ["Extraction", "FoundCall", "Separator", "SpanScanner", "parse_span", "settle", "span_calls"]
+__all__ = ["Extraction", "FoundCall", "Separator", "SpanScanner", "parse_span", "settle"]
 
 NAME_KEYS = ("name", "tool", "tool_name", "function")
 ARGUMENT_KEYS = ("arguments", "args", "parameters", "input", "params")
 _CALL_KEYS = {*NAME_KEYS, *ARGUMENT_KEYS, "id", "type", "call_id"}
 _WRAPPER_KEYS = ("arguments", "args", "parameters")  # {"arguments": {"arguments": {...}}} is unwrapped
-
-
-def span_calls(text: str, tools: Collection[str] | Offered, *, cut_off: bool = False) -> Extraction:
-    """The calls in `text`, read candidate span by candidate span (a reply of Python calls is `pythonic.py`'s)."""
-    return _extract(text, offered(tools), explicit=False, cut_off=cut_off)
 
 
 def _extract(text: str, tools: Offered, explicit: bool, cut_off: bool = False) -> Extraction:

@@ -6,6 +6,9 @@ of the server once per endpoint and model (`discover_window`), and a provider's 
 it states (`stated_limit`, `length_refusal`). llama-cpp-python states nothing anywhere, and ends a streamed request
 that is too long without a word: the user config (or `scripts/start.sh`) says its window, and `WindowedProvider`
 reads a stream that ends before its first chunk, right after a large request, as a likely overflow.
+
+`urllib.request` (with `http.client` and `email`, ~60 ms) is imported at the first probe, not with this module,
+which is on the sidecar's path to its first answer.
 """
 
 from __future__ import annotations

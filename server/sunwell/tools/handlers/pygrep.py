@@ -26,6 +26,11 @@ from sunwell.tools.handlers.search_hits import (
 )
 from sunwell.tools.workspace.jail import Jail
 
+try:
+    import resource
+except ImportError:  # POSIX only
+    resource = None  # type: ignore[assignment]
+
 
 def search(regex: re.Pattern[str], top: Path, jail: Jail, hits: Hits) -> None:
     quick = _whole_file_regex(regex)
@@ -84,9 +89,7 @@ def _grep(
 
 def _limit_cpu(seconds: int) -> None:
     """Die of SIGXCPU after `seconds` of CPU, should Sunwell itself die and leave this process running."""
-    try:
-        import resource  # POSIX only
-    except ImportError:
+    if resource is None:
         return
     hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
     if hard == resource.RLIM_INFINITY or hard > seconds:

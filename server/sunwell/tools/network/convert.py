@@ -4,7 +4,8 @@ HTML goes through markdownify on BeautifulSoup (both MIT): scripts, styles, form
 objects are dropped first, so a page's JavaScript never reaches the model as text. Compared on real pages
 (BENCHMARKS.md "web_fetch"): html2text is faster but GPL-3.0; trafilatura keeps only what it takes for the main
 content and dropped the signatures of an API reference page. The charset is the one the response names, else the
-one the page declares, else the one charset-normalizer detects; bytes it cannot decode are replaced, never fatal.
+one the page declares, else the one charset-normalizer detects; bytes it cannot decode are replaced, never fatal. The three libraries are imported
+when a page first needs them: every turn offers web_fetch, few fetch a page, and the sidecar's start should not pay.
 """
 
 from __future__ import annotations

@@ -91,10 +91,6 @@ class RateLimiter:
     def bytes_written(self) -> int:
         return self.usage.bytes_written
 
-    def add_bytes(self, n: int) -> None:
-        """Charge bytes written that `check` did not see (for example when the size is known only afterwards)."""
-        self.usage.bytes_written += max(0, n)
-
 
 def _refusal(times: deque[float], limit: int, what: str, now: float) -> str | None:
     while times and times[0] <= now - WINDOW:

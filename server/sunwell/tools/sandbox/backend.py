@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Literal
 
+from sunwell.tools.sandbox.bwrap import bwrap_available
 from sunwell.tools.sandbox.seatbelt import SANDBOX_EXEC
 
 Backend = Literal["bubblewrap", "seatbelt", "none"]
@@ -53,8 +54,6 @@ def find_sandbox(platform_name: str = sys.platform, bwrap_path: str | None = Non
     system's own /usr/bin/sandbox-exec, never one on PATH) and its version."""
     backend = backend_for(platform_name)
     if backend == "bubblewrap":
-        from sunwell.tools.sandbox.bwrap import bwrap_available
-
         bwrap = bwrap_available(bwrap_path)
         return SandboxFound(backend, bwrap, program_version([bwrap, "--version"]) if bwrap else None)
     if backend == "seatbelt":
