@@ -105,6 +105,7 @@ export interface SunwellProtocol {
   Message?: Message;
   ModelInfo?: ModelInfo;
   ModelsResult?: ModelsResult;
+  NetworkOptions?: NetworkOptions;
   NoticeCode?: NoticeCode;
   NoticeLevel?: NoticeLevel;
   Params?: Params;
@@ -129,6 +130,7 @@ export interface SunwellProtocol {
   Usage?: Usage;
   UsageParams?: UsageParams;
   UserMessageEvent?: UserMessageEvent;
+  WebSearchOptions?: WebSearchOptions;
 }
 /**
  * A risky call waiting for a decision: the params of `sunwell/approve`.
@@ -430,6 +432,8 @@ export interface InitializationOptions {
     };
   } | null;
   staging?: StagingOptions | null;
+  network?: NetworkOptions | null;
+  webSearch?: WebSearchOptions | null;
 }
 /**
  * What one command may change before its staged changes are refused (PROTOCOL.md `staging`).
@@ -437,6 +441,21 @@ export interface InitializationOptions {
 export interface StagingOptions {
   maxBytes?: number | null;
   maxFiles?: number | null;
+}
+/**
+ * `network` from the client (VS Code's `sunwell.network.*`, machine scope): hosts added to the config's.
+ */
+export interface NetworkOptions {
+  allow?: string[];
+  deny?: string[];
+}
+/**
+ * `webSearch` from the client: the search service, in place of the config's `web_search`.
+ */
+export interface WebSearchOptions {
+  provider: 'searxng' | 'brave' | 'tavily';
+  baseUrl?: string | null;
+  apiKeyEnv?: string | null;
 }
 export interface McpRestartParams {
   name: string;

@@ -1,7 +1,7 @@
 // VS Code settings -> what the sidecar gets: `initializationOptions` (and the same keys under `sunwell` in
 // `workspace/didChangeConfiguration`) and the environment of its process (endpoints and API keys, which the SDKs
 // read themselves). Pure, so it is unit-tested without VS Code; settings are validated once here (STYLE.md 7).
-import { Vocabulary, type InitializationOptions, type TrustName } from '../protocol';
+import { Vocabulary, type InitializationOptions, type TrustName, type WebSearchOptions } from '../protocol';
 
 export interface Settings {
   model: string;
@@ -27,17 +27,8 @@ export interface Settings {
   'webSearch.apiKeyEnv': string;
 }
 
-export const WEB_SEARCH_PROVIDERS = ['searxng', 'brave', 'tavily'] as const;
+export const WEB_SEARCH_PROVIDERS = ['searxng', 'brave', 'tavily'] as const satisfies readonly WebSearchOptions['provider'][];
 export type WebSearchProvider = (typeof WEB_SEARCH_PROVIDERS)[number];
-
-/**
- * What the client adds to the wire's options; the sidecar reads them in server/sunwell/lsp/configuration.py
- * (`ClientOptions`): user-level network rules, added to the config's, and the search service, replacing its own.
- */
-export interface SidecarOptions extends InitializationOptions {
-  network: { allow: string[]; deny: string[] };
-  webSearch: { provider: WebSearchProvider; baseUrl: string | null; apiKeyEnv: string } | null;
-}
 
 export const DEFAULTS: Settings = {
   model: '',
@@ -148,7 +139,7 @@ export function readSettings(get: (key: string) => unknown): ReadResult {
  * The `sunwell` section of `workspace/didChangeConfiguration`: every key, null where the setting is empty, so
  * clearing a setting in VS Code hands the value back to Sunwell's own config.
  */
-export function sidecarConfiguration(s: Settings): SidecarOptions {
+export function sidecarConfiguration(s: Settings): InitializationOptions {
   const provider = s['webSearch.provider'];
   return {
     model: s.model || null,
@@ -165,7 +156,7 @@ export function sidecarConfiguration(s: Settings): SidecarOptions {
 }
 
 /** `initializationOptions`: the configuration plus the data dir (VS Code's workspace storage). */
-export function initializationOptions(s: Settings, dataDir: string): SidecarOptions {
+export function initializationOptions(s: Settings, dataDir: string): InitializationOptions {
   return { dataDir, ...sidecarConfiguration(s) };
 }
 

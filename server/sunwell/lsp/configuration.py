@@ -19,15 +19,15 @@ import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 from pygls.uris import to_fs_path
 
 from sunwell.errors import ConfigError, SetupError, first_problem
 from sunwell.lsp.failures import Unavailable
-from sunwell.wire.protocol import CONFIG_SECTION, InitializationOptions, Params
+from sunwell.wire.protocol import CONFIG_SECTION, InitializationOptions
 
 SHUTDOWN_GRACE = 10.0
 """Seconds `shutdown` waits for MCP servers to stop."""
@@ -35,29 +35,6 @@ SHUTDOWN_GRACE = 10.0
 if TYPE_CHECKING:
     from sunwell.config import Settings
     from sunwell.lsp.server import SunwellServer
-
-
-class ClientNetwork(Params):
-    """`network` from the client (VS Code's `sunwell.network.*`, machine scope): hosts added to the config's."""
-
-    allow: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
-
-
-class ClientWebSearch(Params):
-    """`webSearch` from the client: the search service, in place of the config's `web_search`."""
-
-    provider: Literal["searxng", "brave", "tavily"]
-    base_url: str | None = None
-    api_key_env: str | None = None
-    """The variable the client put the key in (VS Code: from its secret storage)."""
-
-
-class ClientOptions(InitializationOptions):
-    """The options with what an editor adds from its user settings: the network rules and the search service."""
-
-    network: ClientNetwork | None = None
-    web_search: ClientWebSearch | None = None
 
 
 def setup(server: SunwellServer) -> None:
@@ -108,20 +85,20 @@ def workspace_root(params: types.InitializeParams) -> Path:
     return Path(params.root_path) if params.root_path else Path.cwd()
 
 
-def read_options(raw: Any, source: str, warn_unknown: bool = True) -> tuple[ClientOptions, list[str]]:
+def read_options(raw: Any, source: str, warn_unknown: bool = True) -> tuple[InitializationOptions, list[str]]:
     """The valid options of `raw`; each invalid (or, with `warn_unknown`, unknown) key is dropped with a message
     naming it."""
     if raw is None:
-        return ClientOptions(), []
+        return InitializationOptions(), []
     if not isinstance(raw, Mapping):
-        return ClientOptions(), [f"{source} must be an object; ignored"]
+        return InitializationOptions(), [f"{source} must be an object; ignored"]
     values = dict(raw)
-    known = {info.alias or name for name, info in ClientOptions.model_fields.items()}
+    known = {info.alias or name for name, info in InitializationOptions.model_fields.items()}
     problems = [f"{source}: unknown setting '{key}' ignored" for key in values if key not in known and warn_unknown]
     values = {key: value for key, value in values.items() if key in known}
     while True:
         try:
-            return ClientOptions.model_validate(values), problems
+            return InitializationOptions.model_validate(values), problems
         except ValidationError as exc:
             key, problem = first_problem(exc)
             key = key.split(".")[0]

@@ -55,6 +55,22 @@ class StagingOptions(Params):
     max_files: int | None = Field(None, ge=0)
 
 
+class NetworkOptions(Params):
+    """`network` from the client (VS Code's `sunwell.network.*`, machine scope): hosts added to the config's."""
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class WebSearchOptions(Params):
+    """`webSearch` from the client: the search service, in place of the config's `web_search`."""
+
+    provider: Literal["searxng", "brave", "tavily"]
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """The variable the client put the key in (VS Code: from its secret storage)."""
+
+
 class InitializationOptions(Params):
     """`initializationOptions`, and the `sunwell` section of `workspace/didChangeConfiguration`. All optional."""
 
@@ -79,6 +95,10 @@ class InitializationOptions(Params):
     prices: dict[str, dict[str, float]] | None = None
     """Per million tokens, `{"openai:gpt-4o": {input: 2.5, output: 10}}`, on top of the defaults (PROTOCOL.md)."""
     staging: StagingOptions | None = None
+    network: NetworkOptions | None = None
+    """Hosts added to the config's `network.allow` / `network.deny` (VS Code: machine-scoped user settings)."""
+    web_search: WebSearchOptions | None = None
+    """The search service, in place of the config's `web_search`."""
 
 
 class Mention(WireModel):
