@@ -97,6 +97,9 @@ def test_a_skill_named_like_a_taken_tool_gets_its_lens_prefix():
         for name in ("read_file", "outline")])
     assert [tool.name for tool in skill_tools(lens, {"read_file"})] == ["my_lens___read_file", "outline"]
     assert [tool.name for tool in skill_tools(lens, set())] == ["read_file", "outline"]
+    long = Lens(name="x" * 50, description="d", skills=[
+        {"name": "s" * 60, "description": "d", "instructions": "i", "parameters": {"type": "object", "properties": {}}}])
+    assert [tool.name for tool in skill_tools(long, {"s" * 60})] == [("x" * 30 + "__" + "s" * 60)[:64]]  # the limit
 
 class Room:
     """One orchestrator over a real workspace, session store and gate; `answers` are the person's decisions."""

@@ -20,6 +20,8 @@ from sunwell.tools.subject import Command, Subject
 Complete = Callable[[str, str], Awaitable[str]]
 """(system instructions, user text) -> the model's answer, with no tools: `ctx.complete`."""
 
+NAME_LIMIT = 64
+"""OpenAI's limit on a tool name: a prefixed skill's name is cut to it."""
 NO_PARAMETERS = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
@@ -30,7 +32,7 @@ def skill_tools(lens: Lens, taken: Collection[str]) -> list[Tool]:
     for skill in lens.skills:
         if skill.parameters is None and skill.command is None:
             continue
-        name = skill.name if skill.name not in taken else f"{prefix}__{skill.name}"
+        name = skill.name if skill.name not in taken else f"{prefix}__{skill.name}"[:NAME_LIMIT]
         description = f"{skill.description} (skill of the {lens.name} lens)"
         parameters = skill.parameters or NO_PARAMETERS
         if skill.command:
