@@ -80,7 +80,7 @@ def test_replay_keeps_approvals_and_notices_and_ends_a_turn_the_sidecar_never_fi
                                            "done"]
     assert events[2]["delta"] == "plan" and events[3]["delta"] == "Writing."
     done = events[-1]
-    assert (done["status"], done["toolCalls"], done["error"]) == ("error", 1, UNFINISHED)
+    assert (done["status"], done["toolCalls"], done["error"]) == ("interrupted", 1, UNFINISHED)
     assert done["turn"] == log.turn and done["seq"] > events[-2]["seq"]
 
 

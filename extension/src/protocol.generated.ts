@@ -53,7 +53,9 @@ export type NoticeCode =
   | 'constrained_decoding_refused'
   | 'tool_call_from_text'
   | 'tool_call_repaired'
-  | 'tool_call_cut_off';
+  | 'tool_call_cut_off'
+  | 'resumed'
+  | 'call_interrupted';
 export type NoticeLevel = 'info' | 'warning' | 'error';
 export type Preview = DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview;
 export type Risk = 'write' | 'shell' | 'network' | 'mcp';
@@ -72,7 +74,7 @@ export type SessionEvent =
   | PlanEvent
   | DoneEvent;
 export type TrustName = 'discovery' | 'read_only' | 'workspace' | 'shell' | 'full';
-export type TurnStatus = 'completed' | 'cancelled' | 'limitReached' | 'error';
+export type TurnStatus = 'completed' | 'cancelled' | 'limitReached' | 'error' | 'interrupted';
 
 /**
  * Every exported wire type, generated from the Python models.
@@ -226,7 +228,7 @@ export interface Mention {
 export interface ChatResult {
   session: string;
   turn: string;
-  status: 'completed' | 'cancelled' | 'limitReached' | 'error';
+  status: 'completed' | 'cancelled' | 'limitReached' | 'error' | 'interrupted';
   toolCalls: number;
   usage: Usage | null;
   error?: string | null;
@@ -354,7 +356,9 @@ export interface NoticeEvent {
     | 'constrained_decoding_refused'
     | 'tool_call_from_text'
     | 'tool_call_repaired'
-    | 'tool_call_cut_off';
+    | 'tool_call_cut_off'
+    | 'resumed'
+    | 'call_interrupted';
   message: string;
 }
 export interface CommandOutputEvent {
@@ -397,7 +401,7 @@ export interface DoneEvent {
   turn: string;
   seq: number;
   type: 'done';
-  status: 'completed' | 'cancelled' | 'limitReached' | 'error';
+  status: 'completed' | 'cancelled' | 'limitReached' | 'error' | 'interrupted';
   toolCalls: number;
   usage: Usage | null;
   error?: string | null;
@@ -653,9 +657,9 @@ export const Vocabulary = {
   DecidedBy: ['user', 'policy'] as readonly DecidedBy[],
   Decision: ['allow', 'deny', 'allowSession'] as readonly Decision[],
   ErrorCode: ['validation', 'unknown_tool', 'permission', 'not_found', 'unsupported', 'denied', 'dry_run', 'timeout', 'rate_limit', 'execution', 'network', 'interrupted'] as readonly ErrorCode[],
-  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off'] as readonly NoticeCode[],
+  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'resumed', 'call_interrupted'] as readonly NoticeCode[],
   NoticeLevel: ['info', 'warning', 'error'] as readonly NoticeLevel[],
   Risk: ['write', 'shell', 'network', 'mcp'] as readonly Risk[],
   TrustName: ['discovery', 'read_only', 'workspace', 'shell', 'full'] as readonly TrustName[],
-  TurnStatus: ['completed', 'cancelled', 'limitReached', 'error'] as readonly TurnStatus[],
+  TurnStatus: ['completed', 'cancelled', 'limitReached', 'error', 'interrupted'] as readonly TurnStatus[],
 };

@@ -46,6 +46,7 @@ from sunwell.wire.messages import UserMessage
 if TYPE_CHECKING:
     from sunwell.agent.compaction import Summariser
     from sunwell.agent.plan import Grant, TurnPlan
+    from sunwell.agent.resume import ResumePoint
     from sunwell.lens.registry import LensRegistry
     from sunwell.lens.schema import Lens
     from sunwell.models.factory import Adapters, ProviderStack
@@ -257,8 +258,9 @@ class Engine:
     async def run_turn(self, text: str, sink: Sink, *, session: str | None = None, model: str | None = None,
                        trust: str | None = None, tool_names: Sequence[str] | None = None,
                        lens: str | None = None, instructions: Sequence[str] = (), mentions: Sequence[Mention] = (),
-                       mentions_in_text: bool = False) -> DoneEvent:
-        """Run one user line to its `done` event. Raises SetupError before the turn starts, never after.
+                       mentions_in_text: bool = False, resume: ResumePoint | None = None) -> DoneEvent:
+        """Run one user line to its `done` event, or with `resume` take up the logged turn it names (`text` is then
+        its line, already in the log). Raises SetupError before the turn starts, never after.
 
         `mentions` (and with `mentions_in_text` the workspace files the line's `@path` words name) are attached to
         the line within this turn's window, read through its jail (agent/mentions.py)."""
@@ -279,10 +281,15 @@ class Engine:
         def learned(size: int) -> None:  # a refusal taught the window: this session keeps it
             live.window, live.window_model, stack.windowed.window = size, str(spec), size
 
-        log = TurnLog(self.store, session, sink, secrets=EnvSecrets(os.environ, self.settings.env_passthrough))
+        log = TurnLog(self.store, session, sink, resume and resume.turn, secrets=EnvSecrets(
+            os.environ, self.settings.env_passthrough), seq=resume.next_seq if resume else 0)
         ctx = self._tool_context(session, log, grant[0], active_lens, stack.calls, spec.model)
-        found = [*mentions, *(mentioned_paths(text, ctx.jail) if mentions_in_text else [])]
+        found = [*mentions, *(mentioned_paths(text, ctx.jail) if mentions_in_text and not resume else [])]
         line = UserMessage(text=text, attachments=read_mentions(found, ctx.jail, window[0]))
+        if resume is None:  # what a resumed turn runs with again
+            self.store.append(session, log.turn, 0, "settings", f"{spec}, trust {trust or self.settings.trust}",
+                              {"model": str(spec), "trust": trust or self.settings.trust, "lens": lens, "tools": tool_names,
+                               "instructions": list(instructions)})
         said: list[NoticeEvent] = []  # by MCP servers starting: shown when the turn starts
         if self.mcp.servers:  # started lazily, once a turn may use their tools: then their tools join the catalogue
             await self.mcp.start(*grant, lambda level, code, message: said.append(NoticeEvent(
@@ -298,7 +305,8 @@ class Engine:
             audit=AuditLog(self.data_dir, passthrough=self.settings.env_passthrough),
             notices=self._first_notices(plan, ctx, active_lens, said), max_tool_turns=self.settings.max_tool_turns,
             on_window_learned=learned)
-        return await Turn(config, log, self.store.messages(session)).run(line)
+        turn = Turn(config, log, self.store.messages(session, open_tail=resume is not None))
+        return await (turn.resume(resume) if resume else turn.run(line))
 
     def _first_notices(self, plan: TurnPlan, ctx: ToolContext, lens: Lens | None,
                        servers: list[NoticeEvent]) -> list[NoticeEvent]:

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from sunwell.vocabulary import NoticeCode
+from sunwell.vocabulary import NoticeCode, TurnStatus
 from sunwell.wire.messages import ToolError, Usage, WireModel
 
 
@@ -101,7 +101,8 @@ class PlanEvent(_Event):
 
 class DoneEvent(_Event):
     type: Literal["done"] = "done"
-    status: Literal["completed", "cancelled", "limitReached", "error"]
+    status: TurnStatus
+    """`interrupted` only in a replay: the log never saw the turn end."""
     tool_calls: int
     usage: Usage | None
     error: str | None = None
