@@ -110,6 +110,7 @@ export interface SunwellProtocol {
   NoticeLevel?: NoticeLevel;
   Params?: Params;
   Preview?: Preview;
+  ResumeParams?: ResumeParams;
   Risk?: Risk;
   SessionEvent?: SessionEvent;
   SessionInfo?: SessionInfo;
@@ -533,6 +534,10 @@ export interface ModelsResult {
   models: ModelInfo[];
 }
 export interface Params {}
+export interface ResumeParams {
+  session: string;
+  model?: string | null;
+}
 /**
  * The line a user sent, which starts a turn. Only a replay carries it (`SessionResult.events`): the live
  * stream has no need, the client sent the line itself. Its `type` is the client's own action for a sent line.
@@ -550,6 +555,7 @@ export interface SessionInfo {
   title: string | null;
   updatedAt: string;
   turns: number;
+  status?: ('completed' | 'cancelled' | 'limitReached' | 'error' | 'interrupted') | null;
 }
 export interface SessionParams {
   session: string;
@@ -629,6 +635,7 @@ export const Method = {
   mcp: 'sunwell/mcp',
   mcpRestart: 'sunwell/mcpRestart',
   models: 'sunwell/models',
+  resume: 'sunwell/resume',
   session: 'sunwell/session',
   sessions: 'sunwell/sessions',
   tools: 'sunwell/tools',
@@ -644,6 +651,7 @@ export interface Requests {
   'sunwell/mcp': { params: EmptyParams; result: McpResult };
   'sunwell/mcpRestart': { params: McpRestartParams; result: McpRestartResult };
   'sunwell/models': { params: EmptyParams; result: ModelsResult };
+  'sunwell/resume': { params: ResumeParams; result: ChatResult };
   'sunwell/session': { params: SessionParams; result: SessionResult };
   'sunwell/sessions': { params: EmptyParams; result: SessionsResult };
   'sunwell/tools': { params: ToolsParams; result: ToolsResult };

@@ -21,6 +21,7 @@ from sunwell.agent.replay import replay
 from sunwell.agent.resume import NothingToResume, resume_point
 from sunwell.agent.turn import Sink, new_turn_id
 from sunwell.commands_spec import parse_command
+from sunwell.errors import SetupError
 from sunwell.model_strings import ModelSpec
 from sunwell.wire.events import CommandOutputEvent, DoneEvent, Event, SessionEvent
 from sunwell.wire.messages import Message
@@ -85,15 +86,18 @@ class Session:
         """Take up the session's last turn where its log ends, when it was interrupted (its process died) or ended
         in a provider error (agent/resume.py): same turn id, `seq` going on, with the settings it ran with (the
         model, trust, lens and tools `overrides` name instead). Raises NothingToResume (a SetupError) when it
-        ended, SessionNotFound for an unknown session."""
+        ended, SetupError for a session of another workspace, SessionNotFound for an unknown session."""
         if self.id is None:
             raise NothingToResume("no session to resume")
         overrides = overrides or Overrides()
+        engine = self._engine
+        if (home := engine.session_workspace(self.id)) not in (None, engine.workspace):
+            raise SetupError(f"session {self.id} belongs to the workspace {home}: resume it there")
         async with self._one_line():
-            point = resume_point(self.id, self._engine.store.events(self.id))
+            point = resume_point(self.id, engine.store.events(self.id))
             ran, state = point.settings, self.state
             state.session = self.id
-            done = await self._engine.run_turn(
+            done = await engine.run_turn(
                 point.request, sink, session=self.id, model=overrides.model or ran.get("model") or state.model,
                 trust=overrides.trust or ran.get("trust") or state.trust, lens=overrides.lens or ran.get("lens"),
                 tool_names=ran.get("tools") if overrides.tool_names is None else overrides.tool_names,

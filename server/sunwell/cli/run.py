@@ -74,8 +74,6 @@ async def _resume(engine, sink, args, names):
             raise SetupError(f"no session to resume in {engine.workspace}")
     elif not engine.store.exists(session):
         raise SetupError(f"unknown session '{session}': see `sunwell sessions list`")
-    elif (home := engine.session_workspace(session)) not in (None, engine.workspace):
-        raise SetupError(f"session {session} belongs to the workspace {home}: resume it there")
     overrides = Overrides(model=args.model, trust=args.trust, lens=args.lens, tool_names=names)
     return await Session(engine, session).resume(sink, overrides)
 
