@@ -33,11 +33,15 @@ class Crashing:
         self.proc = subprocess.Popen([sys.executable, "-m", "sunwell", "run", *args], env=env, cwd=workspace,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.stderr: list[str] = []
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self.stdout: list[str] = []  # read as it comes: a full pipe would stop the process before its step
+        threading.Thread(target=self._read, args=(self.proc.stderr, self.stderr, 1), daemon=True).start()
+        self._reading = threading.Thread(target=self._read, args=(self.proc.stdout, self.stdout, 65536), daemon=True)
+        self._reading.start()
 
-    def _read_stderr(self) -> None:
-        while chunk := self.proc.stderr.read(1):
-            self.stderr.append(chunk)
+    @staticmethod
+    def _read(stream, into: list[str], size: int) -> None:
+        while chunk := stream.read1(size) if hasattr(stream, "read1") else stream.read(size):
+            into.append(chunk)
 
     def kill_when(self, ready: Callable[[], bool], timeout: float = 30) -> list[dict]:
         deadline = time.monotonic() + timeout
@@ -48,7 +52,8 @@ class Crashing:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(timeout=10)
         assert self.proc.returncode == -signal.SIGKILL
-        return [json.loads(line) for line in self.proc.stdout.read().splitlines() if line.startswith("{")]
+        self._reading.join(timeout=10)
+        return [json.loads(line) for line in "".join(self.stdout).splitlines() if line.startswith("{")]
 
 
 @pytest.fixture
@@ -259,3 +264,41 @@ def test_the_resumed_session_reads_back_as_one_turn(sunwell, fake, env, workspac
     assert [e["type"] for e in events].count("done") == 1
     check_stream_rules([{**e, "seq": i} for i, e in enumerate(events)])
     assert os.environ.get("SUNWELL_DATA_DIR") != env["SUNWELL_DATA_DIR"]
+
+
+def test_killed_during_compaction_it_is_made_again_before_the_same_request(sunwell, fake, env, workspace,
+                                                                           user_config):
+    from sunwell.agent.prompts import COMPACT_SYSTEM
+
+    user_config('models:\n  "openai:gpt-4o": {context_window: 8192}\n')
+    fake.context_limit = 8192
+    for n in range(8):
+        (workspace / f"f{n}.py").write_text("".join(f"def func_{n}_{i}(value):  # helper {i} of file {n}\n"
+                                                    f"    return value * {i} + {n}\n" for i in range(100)))
+    summaries: list[dict] = []
+    reads = [f"f{n % 8}.py" for n in range(16)]
+
+    def model(body: dict) -> Reply:
+        if COMPACT_SYSTEM in json.dumps(body["messages"][0]):
+            summaries.append(body)
+            held = workspace / "never" if len(summaries) == 1 else None
+            return Reply(text=f"Summary {len(summaries)}: files were read.", wait_for=held)
+        if reads:
+            return Reply(text="Reading the next one to compare the helpers. " * 25,  # text is never elided
+                         tool_calls=[Call("read_file", json.dumps({"path": reads.pop(0)}))])
+        return Reply(text="Read them all.")
+
+    fake.script(*[model] * 100)
+    run = Crashing(env, workspace, "read them", "--json", "--model", OPENAI)
+    run.kill_when(lambda: len(summaries) == 1, timeout=60)
+    assert not any(kind == "compaction" for kind, _ in log_rows(env))
+    asked_before = [r.body for r in fake.requests if COMPACT_SYSTEM not in json.dumps(r.body["messages"][0])]
+
+    resumed = sunwell("run", "--resume", "--json")
+    assert resumed.code == 0, resumed.stderr
+    assert summaries[1] == summaries[0]  # the same compaction, made again
+    assert [e["code"] for e in resumed.events if e["type"] == "notice"].count("compacted") >= 1
+    assert [kind for kind, _ in log_rows(env)].count("compaction") >= 1
+    asked_after = [r.body for r in fake.requests if COMPACT_SYSTEM not in json.dumps(r.body["messages"][0])]
+    assert asked_after[: len(asked_before)] == asked_before and not reads
+    assert resumed.events[-1]["status"] == "completed"

@@ -406,6 +406,7 @@ export interface DoneEvent {
   toolCalls: number;
   usage: Usage | null;
   error?: string | null;
+  resumable?: boolean | null;
 }
 /**
  * `initializationOptions`, and the `sunwell` section of `workspace/didChangeConfiguration`. All optional.

@@ -354,7 +354,8 @@ class Turn:
         usage = self.usage
         if self.keeper.usage is not None:  # summarising spent tokens too
             usage = self.keeper.usage if usage is None else usage + self.keeper.usage
-        event = DoneEvent(status=status, tool_calls=self.tool_calls, usage=usage, error=error)
+        event = DoneEvent(status=status, tool_calls=self.tool_calls, usage=usage, error=error,
+                          resumable=status == "error" or None)
         self.log.emit(event)
         return event
 

@@ -61,7 +61,7 @@ def replay(rows: Iterable[EventRow]) -> list[SessionEvent]:
             last = turn[-1]
             calls = sum(isinstance(e, ToolCallEvent) for e in turn)
             turn.append(DoneEvent(session=last.session, turn=last.turn, seq=last.seq + 1, status="interrupted",
-                                  tool_calls=calls, usage=None, error=UNFINISHED))
+                                  tool_calls=calls, usage=None, error=UNFINISHED, resumable=True))
     return [event for turn in turns for event in turn]
 
 

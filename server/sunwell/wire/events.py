@@ -106,6 +106,9 @@ class DoneEvent(_Event):
     tool_calls: int
     usage: Usage | None
     error: str | None = None
+    resumable: bool | None = Field(default=None, exclude_if=lambda value: value is None)
+    """True: `sunwell/resume` takes the turn up (it is in the log and ended in a provider error, or was
+    interrupted); else absent."""
 
     def wire(self) -> dict[str, Any]:
         data = super().wire()
