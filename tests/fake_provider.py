@@ -40,6 +40,8 @@ Rules:
 * Streaming responses use chunked transfer encoding and ``Connection: close``;
   ``Reply.cut_after`` closes the socket mid-body so the client gets a real
   protocol error (incomplete chunked read), exactly like a dropped connection.
+* ``Reply(wait_for=path)`` / ``Fail(wait_for=path)`` holds the answer until the file exists (the request is
+  recorded at once): a test waits for ``len(fake.requests)`` to grow, then kills the client at that exact step.
 * ``FakeProvider(context_limit=N)`` counts every request's prompt tokens (``count_tokens``, with
   ``tokenizer`` or an approximation of a BPE tokenizer) and refuses one that does not fit with the
   vendor's real length refusal (400; not consuming a scripted response); while counting, replies report
@@ -54,6 +56,7 @@ import copy
 import hashlib
 import json
 import math
+import os
 import re
 import socket
 import threading
@@ -114,6 +117,9 @@ class Reply:
     omit_index: bool = False  # tool-call deltas without `index`; interleaved ones then repeat the call's `id`
     send_usage: bool = True  # False: no usage chunk (nor `usage` fields), whatever `stream_options` asks
     arguments_first: bool = False  # a call's id and argument pieces come first, its name last
+    # Answer only once this file exists (the request is recorded at once): a test kills the client while the request
+    # waits, at an exact step boundary. The fake's stop ends the wait by dropping the connection.
+    wait_for: str | os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:
         if self.blocks:
@@ -136,6 +142,7 @@ class Fail:
     status: int
     message: str = "fake provider: scripted failure"
     headers: dict[str, str] = field(default_factory=dict)
+    wait_for: str | os.PathLike[str] | None = None  # as Reply.wait_for
 
 
 @dataclass
@@ -823,6 +830,8 @@ class _Handler(BaseHTTPRequestHandler):
         if response is None:
             self._send_error(500, NO_SCRIPT_LEFT)
             return
+        if response.wait_for is not None:
+            self._wait(response.wait_for)
         if isinstance(response, Fail):
             self._send_error(response.status, response.message, response.headers)
             return
@@ -831,6 +840,13 @@ class _Handler(BaseHTTPRequestHandler):
             response = copy.copy(response)  # a scripted Reply may be answered again (a callable's)
             response.usage = (recorded.tokens, max(1, fake.tokenizer(said)))
         self._answer(response, body)
+
+    def _wait(self, path: str | os.PathLike[str]) -> None:
+        """Hold the answer until `path` exists; a stopped fake drops the connection instead."""
+        while not os.path.exists(path):
+            if self.server.fake.stopping.is_set():
+                self._cut()
+            time.sleep(0.02)
 
     def _length_refusal(self, body: dict, prompt: int) -> dict | None:
         """The vendor's refusal when `prompt` tokens (and the completion asked for) do not fit the limit."""
@@ -900,6 +916,8 @@ class FakeProvider:
         self.tokenizer = tokenizer or approximate_tokens
         self._count = tokenizer is not None
         self.refusals = 0
+        self.stopping = threading.Event()
+        """Set by stop(): answers waiting on a file (``wait_for``) give up."""
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
@@ -927,6 +945,7 @@ class FakeProvider:
 
     def start(self) -> Self:
         if self._server is None:
+            self.stopping.clear()
             self._server = _Server(("127.0.0.1", 0), _Handler)
             self._server.fake = self
             host, port = self._server.server_address[:2]
@@ -938,6 +957,7 @@ class FakeProvider:
         return self
 
     def stop(self) -> None:
+        self.stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

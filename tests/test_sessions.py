@@ -162,7 +162,7 @@ def test_a_dangling_tool_call_gets_an_interrupted_result(store: SessionStore) ->
     assert len(store.events(session)) == 3  # repaired when read; the log itself stays as written
 
 
-def test_the_unanswered_one_of_two_calls_is_answered_after_the_answered_one(store: SessionStore) -> None:
+def test_the_results_of_two_calls_come_in_call_order_the_unanswered_one_interrupted(store: SessionStore) -> None:
     session = store.create()
     asked = AssistantMessage(tool_calls=[call("c1", path="a"), call("c2", "list_files")])
     for seq, message in enumerate([UserMessage(text="go"), asked, result("c2", "list_files")]):
@@ -171,9 +171,11 @@ def test_the_unanswered_one_of_two_calls_is_answered_after_the_answered_one(stor
     assert store.messages(session) == [
         UserMessage(text="go"),
         asked,
-        result("c2", "list_files"),
         interrupted("c1"),
+        result("c2", "list_files"),
     ]
+    # a turn taken up again answers the open call itself
+    assert store.messages(session, open_tail=True) == [UserMessage(text="go"), asked, result("c2", "list_files")]
 
 
 def test_results_that_answer_no_pending_call_are_dropped() -> None:

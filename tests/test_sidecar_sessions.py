@@ -80,7 +80,7 @@ def test_replay_keeps_approvals_and_notices_and_ends_a_turn_the_sidecar_never_fi
                                            "done"]
     assert events[2]["delta"] == "plan" and events[3]["delta"] == "Writing."
     done = events[-1]
-    assert (done["status"], done["toolCalls"], done["error"]) == ("error", 1, UNFINISHED)
+    assert (done["status"], done["toolCalls"], done["error"]) == ("interrupted", 1, UNFINISHED)
     assert done["turn"] == log.turn and done["seq"] > events[-2]["seq"]
 
 
@@ -96,3 +96,39 @@ def test_replay_skips_rows_it_cannot_read(tmp_path):
         rows = store.events(session)
 
     assert [e.type for e in replay(rows)] == ["userMessage", "toolResult", "done"]
+
+
+async def test_a_sidecar_killed_mid_turn_restarts_and_resumes_the_turn(sidecar_factory, fake, workspace, env,
+                                                                       tmp_path):
+    """The sidecar dies (SIGKILL) while the second request of a turn waits; a new one replays the turn as
+    `interrupted`, lists it so, and `sunwell/resume` completes it with the same request, the same turn id."""
+    import os
+    import signal
+
+    from test_sidecar_support import OPENAI, start_sidecar
+
+    fake.script(Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')]),
+                Reply(text="never", wait_for=workspace / "never"))
+    first = await start_sidecar(env, workspace, {"dataDir": str(tmp_path / "data"), "model": OPENAI})
+    chat = asyncio.ensure_future(first.request(protocol.CHAT, {"text": "read a"}))
+    await first.wait_for(lambda: len(fake.requests) == 2)
+    session = first.events[0]["session"]
+    os.kill(first.client._server.pid, signal.SIGKILL)
+    await asyncio.gather(chat, return_exceptions=True)  # the request dies with its server
+
+    again = await sidecar_factory()
+    [listed] = (await again.request(protocol.SESSIONS, {}))["sessions"]
+    assert listed["status"] == "interrupted"
+    shown = (await again.request(protocol.SESSION, {"session": session}))["events"]
+    assert shown[-1]["type"] == "done" and shown[-1]["status"] == "interrupted"
+
+    fake.script(Reply(text="It says hello."))
+    result = await again.request(protocol.RESUME, {"session": session})
+    assert result["status"] == "completed" and result["turn"] == shown[-1]["turn"]
+    assert fake.requests[2].body == fake.requests[1].body
+    resumed = again.turn_events(result["turn"])
+    assert resumed[0]["seq"] >= shown[-2]["seq"] + 1 and resumed[-1]["type"] == "done"
+    [listed] = (await again.request(protocol.SESSIONS, {}))["sessions"]
+    assert listed["status"] == "completed"
+    finished = await again.request(protocol.RESUME, {"session": session})  # nothing left to resume
+    assert finished["status"] == "error" and "nothing to resume" in finished["error"]

@@ -9,7 +9,9 @@ import type { MentionRef } from './common/mentions';
 import type { HostToWebview } from './common/messages';
 import { forStorage, initialState, isBusy, reduce, type ChatAction, type ChatState } from './common/state';
 import { ChatTurns } from './common/turns';
-import { REQUEST_CANCELLED, type ApprovalRequest, type ApproveResult, type ChatEvent, type Decision } from './protocol';
+import {
+  REQUEST_CANCELLED, type ApprovalRequest, type ApproveResult, type ChatEvent, type ChatResult, type Decision,
+} from './protocol';
 import type { MentionSources } from './mentionSources';
 import type { Sidecar } from './sidecar';
 
@@ -89,17 +91,30 @@ export class ChatController implements vscode.Disposable {
     this.lastLine = { text, mentions: mentionRefs };
     const mentions = this.mentionSources.resolve(mentionRefs);
     this.dispatch({ type: 'userMessage', text, ...(mentions.length ? { mentions: mentions.map((m) => m.label) } : {}) });
+    await this.runTurn((token) => this.sidecar.request('sunwell/chat', {
+      session: this.state.session ?? undefined,
+      text,
+      lens: this.lens ?? undefined,
+      ...(mentions.length ? { mentions } : {}),
+    }, token));
+  }
+
+  /** Resume (and a logged failed turn's Retry): the session's last turn goes on where its log ends. */
+  async resume(): Promise<void> {
+    const session = this.state.session;
+    const last = this.state.items[this.state.items.length - 1];
+    if (!session || isBusy(this.state) || last?.kind !== 'turnEnd' || !last.resumable) return;
+    this.dispatch({ type: 'turnResumed', turn: last.turn });
+    await this.runTurn((token) => this.sidecar.request('sunwell/resume', { session }, token));
+  }
+
+  private async runTurn(request: (token: vscode.CancellationToken) => Promise<ChatResult>): Promise<void> {
     const cancellation = new vscode.CancellationTokenSource();
     const turn = this.turns.begin(() => cancellation.cancel());
     try {
       await this.turns.quiet(); // a turn this chat left is still ending: what it sends must not land here
       if (turn.left) return;
-      const result = await this.sidecar.request('sunwell/chat', {
-        session: this.state.session ?? undefined,
-        text,
-        lens: this.lens ?? undefined,
-        ...(mentions.length ? { mentions } : {}),
-      }, cancellation.token);
+      const result = await request(cancellation.token);
       if (!turn.left) this.dispatch({ type: 'turnFinished', status: result.status, result });
     } catch (err) {
       const cancelled = cancellation.token.isCancellationRequested || (err as { code?: number }).code === REQUEST_CANCELLED;
@@ -275,8 +290,11 @@ export class ChatController implements vscode.Disposable {
 
   private async onSidecarReady(afterCrash: boolean): Promise<void> {
     await this.refreshLists();
-    // After a crash the log is the truth: what the turn got to do before the sidecar died.
-    if (afterCrash && this.state.session && !this.turns.running) await this.load(this.state.session);
+    // After a crash the log is the truth: what the turn got to do before the sidecar died. So it is after any start
+    // whose stored transcript ends in a turn that did not finish (the window reloaded mid-turn): it shows Resume.
+    const last = this.state.items[this.state.items.length - 1];
+    const unfinished = last !== undefined && (last.kind !== 'turnEnd' || last.status === 'error' || last.status === 'interrupted');
+    if ((afterCrash || unfinished) && this.state.session && !this.turns.running) await this.load(this.state.session);
   }
 
   /** A stored session: its events, replayed through the reducer, become the transcript. */

@@ -87,6 +87,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
       case 'retry':
         void this.controller.retry();
         break;
+      case 'resume':
+        void this.controller.resume();
+        break;
       case 'undoTurn':
         void this.controller.undoTurn(message.turn);
         break;

@@ -54,7 +54,9 @@ export type NoticeCode =
   | 'constrained_decoding_refused'
   | 'tool_call_from_text'
   | 'tool_call_repaired'
-  | 'tool_call_cut_off';
+  | 'tool_call_cut_off'
+  | 'resumed'
+  | 'call_interrupted';
 export type NoticeLevel = 'info' | 'warning' | 'error';
 export type Preview = DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview;
 export type Risk = 'write' | 'shell' | 'network' | 'mcp';
@@ -73,7 +75,7 @@ export type SessionEvent =
   | PlanEvent
   | DoneEvent;
 export type TrustName = 'discovery' | 'read_only' | 'workspace' | 'shell' | 'full';
-export type TurnStatus = 'completed' | 'cancelled' | 'limitReached' | 'error';
+export type TurnStatus = 'completed' | 'cancelled' | 'limitReached' | 'error' | 'interrupted';
 
 /**
  * Every exported wire type, generated from the Python models.
@@ -110,6 +112,7 @@ export interface SunwellProtocol {
   NoticeLevel?: NoticeLevel;
   Params?: Params;
   Preview?: Preview;
+  ResumeParams?: ResumeParams;
   Risk?: Risk;
   SessionEvent?: SessionEvent;
   SessionInfo?: SessionInfo;
@@ -229,7 +232,7 @@ export interface Mention {
 export interface ChatResult {
   session: string;
   turn: string;
-  status: 'completed' | 'cancelled' | 'limitReached' | 'error';
+  status: 'completed' | 'cancelled' | 'limitReached' | 'error' | 'interrupted';
   toolCalls: number;
   usage: Usage | null;
   error?: string | null;
@@ -358,7 +361,9 @@ export interface NoticeEvent {
     | 'constrained_decoding_refused'
     | 'tool_call_from_text'
     | 'tool_call_repaired'
-    | 'tool_call_cut_off';
+    | 'tool_call_cut_off'
+    | 'resumed'
+    | 'call_interrupted';
   message: string;
 }
 export interface CommandOutputEvent {
@@ -401,10 +406,11 @@ export interface DoneEvent {
   turn: string;
   seq: number;
   type: 'done';
-  status: 'completed' | 'cancelled' | 'limitReached' | 'error';
+  status: 'completed' | 'cancelled' | 'limitReached' | 'error' | 'interrupted';
   toolCalls: number;
   usage: Usage | null;
   error?: string | null;
+  resumable?: boolean | null;
 }
 /**
  * `initializationOptions`, and the `sunwell` section of `workspace/didChangeConfiguration`. All optional.
@@ -550,6 +556,10 @@ export interface ModelsResult {
   models: ModelInfo[];
 }
 export interface Params {}
+export interface ResumeParams {
+  session: string;
+  model?: string | null;
+}
 /**
  * The line a user sent, which starts a turn. Only a replay carries it (`SessionResult.events`): the live
  * stream has no need, the client sent the line itself. Its `type` is the client's own action for a sent line.
@@ -567,6 +577,7 @@ export interface SessionInfo {
   title: string | null;
   updatedAt: string;
   turns: number;
+  status?: ('completed' | 'cancelled' | 'limitReached' | 'error' | 'interrupted') | null;
 }
 export interface SessionParams {
   session: string;
@@ -646,6 +657,7 @@ export const Method = {
   mcp: 'sunwell/mcp',
   mcpRestart: 'sunwell/mcpRestart',
   models: 'sunwell/models',
+  resume: 'sunwell/resume',
   session: 'sunwell/session',
   sessions: 'sunwell/sessions',
   tools: 'sunwell/tools',
@@ -661,6 +673,7 @@ export interface Requests {
   'sunwell/mcp': { params: EmptyParams; result: McpResult };
   'sunwell/mcpRestart': { params: McpRestartParams; result: McpRestartResult };
   'sunwell/models': { params: EmptyParams; result: ModelsResult };
+  'sunwell/resume': { params: ResumeParams; result: ChatResult };
   'sunwell/session': { params: SessionParams; result: SessionResult };
   'sunwell/sessions': { params: EmptyParams; result: SessionsResult };
   'sunwell/tools': { params: ToolsParams; result: ToolsResult };
@@ -674,9 +687,9 @@ export const Vocabulary = {
   DecidedBy: ['user', 'policy'] as readonly DecidedBy[],
   Decision: ['allow', 'deny', 'allowSession'] as readonly Decision[],
   ErrorCode: ['validation', 'unknown_tool', 'permission', 'not_found', 'unsupported', 'denied', 'dry_run', 'timeout', 'rate_limit', 'execution', 'network', 'interrupted'] as readonly ErrorCode[],
-  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off'] as readonly NoticeCode[],
+  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'resumed', 'call_interrupted'] as readonly NoticeCode[],
   NoticeLevel: ['info', 'warning', 'error'] as readonly NoticeLevel[],
   Risk: ['write', 'shell', 'network', 'mcp'] as readonly Risk[],
   TrustName: ['discovery', 'read_only', 'workspace', 'shell', 'full'] as readonly TrustName[],
-  TurnStatus: ['completed', 'cancelled', 'limitReached', 'error'] as readonly TurnStatus[],
+  TurnStatus: ['completed', 'cancelled', 'limitReached', 'error', 'interrupted'] as readonly TurnStatus[],
 };

@@ -402,3 +402,29 @@ describe('the plan', () => {
     assert.equal(planProgress({ items: [], explanation: null }), null);
   });
 });
+
+describe('durable turns', () => {
+  const base = { session: 's1', turn: 't1' };
+  it('an interrupted turn read back from the log can be resumed: its end goes, its next events follow', () => {
+    let state = replay(initialState(), 's1', [
+      { ...base, seq: 0, type: 'userMessage', text: 'count', mentions: [] },
+      { ...base, seq: 1, type: 'toolCall', callId: 'c1', name: 'run_command', arguments: { command: 'x' } },
+      { ...base, seq: 2, type: 'done', status: 'interrupted', toolCalls: 1, usage: null, error: 'the process ended',
+        resumable: true },
+    ]);
+    const end = state.items[state.items.length - 1];
+    assert.equal(end.kind === 'turnEnd' && end.status, 'interrupted');
+    assert.equal(end.kind === 'turnEnd' && end.resumable, true);
+    state = reduce(state, { type: 'turnResumed', turn: 't1' });
+    assert.equal(isBusy(state), true);
+    assert.deepEqual(kinds(state), ['user', 'tool']);
+    state = run([
+      { ...base, seq: 3, type: 'toolResult', callId: 'c1', name: 'run_command', ok: false, output: '', durationMs: 0,
+        error: { code: 'interrupted', message: 'not run again', suggestion: null } },
+      { ...base, seq: 4, type: 'done', status: 'completed', toolCalls: 1, usage: null },
+    ], state);
+    assert.deepEqual(kinds(state), ['user', 'tool', 'turnEnd']);
+    assert.equal(tools(state)[0].error?.code, 'interrupted');
+    assert.equal(isBusy(state), false);
+  });
+});

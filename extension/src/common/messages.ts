@@ -29,6 +29,7 @@ export type WebviewToHost =
   | { type: 'installPythonPackage' }
   | { type: 'showLog' }
   | { type: 'retry' }
+  | { type: 'resume' }
   | { type: 'undoTurn'; turn: string }
   | { type: 'setApiKey' }
   | { type: 'openSetting'; key: string }
@@ -50,6 +51,7 @@ const REQUIRED: Record<WebviewToHost['type'], readonly string[]> = {
   installPythonPackage: [],
   showLog: [],
   retry: [],
+  resume: [],
   undoTurn: ['turn'],
   setApiKey: [],
   openSetting: ['key'],

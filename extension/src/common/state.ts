@@ -104,6 +104,8 @@ export interface TurnEndItem {
   error: string | null;
   /** The user undid this turn's file changes from its Undo button. */
   undone?: boolean;
+  /** `sunwell/resume` takes it up: it was interrupted (the sidecar died) or ended in a provider error. */
+  resumable?: boolean;
 }
 
 /** Tokens as the chat shows them: the server's count, or Sunwell's estimate when the server sent none. */
@@ -155,6 +157,8 @@ export interface ChatState {
 export type LocalAction =
   | { type: 'userMessage'; text: string; mentions?: string[] }
   | { type: 'stopRequested' }
+  /** Resume: the turn runs again from where its log ends; its end goes, its next events follow what it showed. */
+  | { type: 'turnResumed'; turn: string }
   | { type: 'turnFinished'; status: TurnStatus; result?: ChatResult; error?: string }
   | { type: 'approvalRequested'; params: ApprovalRequest }
   | { type: 'approvalAnswered'; callId: string; decision: Decision }
@@ -225,6 +229,10 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
         nextId: state.nextId + 1,
         turn: { id: null, stopping: false },
       };
+    case 'turnResumed': {
+      const items = state.items.filter((i) => !(i.kind === 'turnEnd' && i.turn === action.turn));
+      return { ...state, items, turn: { id: action.turn, stopping: false } };
+    }
     case 'stopRequested':
       return state.turn ? { ...state, turn: { ...state.turn, stopping: true } } : state;
     case 'turnFinished': {
@@ -374,7 +382,8 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
     case 'plan':
       return { ...next, plan: { items: ev.items, explanation: ev.explanation ?? null } };
     case 'done':
-      return endTurn(next, ev.turn, { status: ev.status, toolCalls: ev.toolCalls, usage: ev.usage, error: ev.error ?? null });
+      return endTurn(next, ev.turn, { status: ev.status, toolCalls: ev.toolCalls, usage: ev.usage, error: ev.error ?? null,
+        ...(ev.resumable ? { resumable: true } : {}) });
     default:
       return assertNever(ev);
   }
@@ -427,7 +436,7 @@ function unanswered(state: ChatState): 'stopped' | 'expired' {
 
 /** The turn is over: streams stop, calls that never completed are marked, unanswered approvals expire. */
 function endTurn(state: ChatState, turn: string,
-  end: { status: TurnStatus; toolCalls: number; usage: Usage | null; error: string | null }): ChatState {
+  end: { status: TurnStatus; toolCalls: number; usage: Usage | null; error: string | null; resumable?: boolean }): ChatState {
   const items = closeStreams(state).items.map((item) => {
     if (item.kind !== 'tool') return item;
     let next = item;

@@ -309,6 +309,9 @@ document.addEventListener('click', (e) => {
     case 'retry':
       if (!isBusy(state)) post({ type: 'retry' });
       break;
+    case 'resume':
+      if (!isBusy(state)) post({ type: 'resume' });
+      break;
     case 'undoTurn':
       if (actionEl.dataset.turn) post({ type: 'undoTurn', turn: actionEl.dataset.turn });
       break;

@@ -283,6 +283,7 @@ const END_TEXT: Record<TurnEndItem['status'], string> = {
   cancelled: 'Stopped.',
   limitReached: 'Stopped at the tool-turn limit.',
   error: 'The turn failed.',
+  interrupted: 'Interrupted: Sunwell stopped while this turn ran.',
 };
 
 function renderTurnEnd(item: TurnEndItem, ctx: RenderContext): HTMLElement {
@@ -298,17 +299,26 @@ function renderTurnEnd(item: TurnEndItem, ctx: RenderContext): HTMLElement {
     : item.undone ? h('span', { className: 'turn-end-undone', 'data-testid': 'turn-undone' }, icon('discard'), ' Undone') : null;
   return h('div', { className: `turn-end status-${item.status}`, 'data-testid': 'turn-end', 'data-status': item.status, 'data-id': item.id },
     h('div', { className: 'turn-end-line' },
-      item.status !== 'completed' ? icon(item.status === 'error' ? 'error' : 'debug-stop') : null,
+      item.status !== 'completed' ? icon(item.status === 'error' || item.status === 'interrupted' ? 'error' : 'debug-stop') : null,
       END_TEXT[item.status] ? h('span', { className: 'turn-end-status' }, END_TEXT[item.status]) : null,
       item.error ? h('span', { className: 'turn-end-error', 'data-testid': 'turn-end-error' }, item.error) : null,
       details ? h('span', { className: 'turn-end-details', 'data-testid': 'turn-usage',
         title: item.usage?.estimated ? 'Estimated by Sunwell: the server reported no usage' : 'As the server reported' }, details) : null,
       undo),
-    item.status === 'error' && item.id === ctx.lastEnd ? renderFailureHelp(item.error, ctx.model ?? null) : null);
+    item.status === 'error' && item.id === ctx.lastEnd ? renderFailureHelp(item, ctx.model ?? null) : null,
+    item.status === 'interrupted' && item.id === ctx.lastEnd ? renderResume() : null);
+}
+
+/** Under an interrupted turn: take it up where the log ends (no finished call runs again). */
+function renderResume(): HTMLElement {
+  return h('div', { className: 'turn-end-actions' },
+    h('button', { className: 'button secondary', 'data-action': 'resume', 'data-testid': 'resume-button',
+      title: 'Go on from where the turn stopped; nothing it finished runs again' }, icon('debug-continue'), ' Resume'));
 }
 
 /** Under a failed turn: Retry, and when the endpoint or the key is the problem, where to change it. */
-function renderFailureHelp(error: string | null, model: string | null): HTMLElement {
+function renderFailureHelp(item: TurnEndItem, model: string | null): HTMLElement {
+  const error = item.error;
   const url = unreachableEndpoint(error);
   const setting = endpointSetting(model);
   const fixes = url || needsApiKey(error)
@@ -322,7 +332,9 @@ function renderFailureHelp(error: string | null, model: string | null): HTMLElem
         icon('settings-gear'), ' ', h('code', {}, setting)))
     : null;
   return h('div', { className: 'turn-end-actions' },
-    h('button', { className: 'button secondary', 'data-action': 'retry', 'data-testid': 'retry-button', title: 'Send your last message again' },
-      icon('refresh'), ' Retry'),
+    // A turn in the log resumes: only the request that failed goes again, no call it finished runs again.
+    h('button', { className: 'button secondary', 'data-action': item.resumable ? 'resume' : 'retry', 'data-testid': 'retry-button',
+      title: item.resumable ? 'Send the request that failed again and go on' : 'Send your last message again' },
+    icon('refresh'), ' Retry'),
     fixes);
 }

@@ -111,16 +111,22 @@ class ContextKeeper:
     def fit_new_results(self, system: str, tools: Sequence[ToolSpec],
                         results: list[ToolResultMessage]) -> list[ToolResultMessage]:
         """The results of a round, cut (largest first) when together they exceed both the room left and
-        RESULT_SHARE of what instructions and tools leave of the window."""
+        RESULT_SHARE of what instructions and tools leave of the window (an elision in the log, which has them
+        whole)."""
         budget, fixed = self.budget, self.fixed(system, tools)
         available = budget.room - budget.tokens(fixed)
         room = max(budget.room - self.used(fixed), int(available * RESULT_SHARE))
         fitted = fit_results(results, room, budget)
+        cut: dict[str, str] = {}
         for before, after in zip(results, fitted, strict=True):
             if after is not before:
+                cut[after.call_id] = after.output
                 self.log.emit(NoticeEvent(level="info", code="result_cut", message=(
                     f"the output of {before.name} was cut to ~{budget.tokens(text_tokens(after.output)):,} tokens "
                     f"to fit the {budget.window:,}-token context window")))
+        if cut:  # each result was logged whole as its call ended: the log reads the cut ones from here on
+            saved = sum(text_tokens(b.output) - text_tokens(a.output) for b, a in zip(results, fitted, strict=True))
+            self.log.store.append_elision(self.log.session, self.log.turn, self.log.seq, cut, saved)
         return fitted
 
     def answer_chars(self, system: str) -> int:

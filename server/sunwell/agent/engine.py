@@ -51,6 +51,7 @@ from sunwell.wire.messages import UserMessage
 if TYPE_CHECKING:
     from sunwell.agent.compaction import Summariser
     from sunwell.agent.plan import Grant, TurnPlan
+    from sunwell.agent.resume import ResumePoint
     from sunwell.lens.registry import LensRegistry
     from sunwell.lens.schema import Lens
     from sunwell.models.factory import Adapters, ProviderStack
@@ -261,14 +262,16 @@ class Engine:
     async def run_turn(self, text: str, sink: Sink, *, session: str | None = None, model: str | None = None,
                        trust: str | None = None, tool_names: Sequence[str] | None = None,
                        lens: str | None = None, instructions: Sequence[str] = (), mentions: Sequence[Mention] = (),
-                       mentions_in_text: bool = False) -> DoneEvent:
-        """Run one user line to its `done` event. Raises SetupError before the turn starts, never after.
+                       mentions_in_text: bool = False, resume: ResumePoint | None = None) -> DoneEvent:
+        """Run one user line to its `done` event, or with `resume` take up the logged turn it names (`text` is then
+        its line, already in the log). Raises SetupError before the turn starts, never after.
 
         `mentions` (and with `mentions_in_text` the workspace files the line's `@path` words name) are attached to
         the line within this turn's window, read through its jail (agent/mentions.py)."""
         from sunwell.agent.compaction import Summariser
         from sunwell.agent.gate import Gate
         from sunwell.agent.loop import Turn, TurnConfig
+        from sunwell.agent.plan import first_notices
         from sunwell.tools.policy.audit import AuditLog
 
         spec = self.model_spec(model)
@@ -283,10 +286,15 @@ class Engine:
         def learned(size: int) -> None:  # a refusal taught the window: this session keeps it
             live.window, live.window_model, stack.windowed.window = size, str(spec), size
 
-        log = TurnLog(self.store, session, sink, secrets=EnvSecrets(os.environ, self.settings.env_passthrough))
+        log = TurnLog(self.store, session, sink, resume and resume.turn, secrets=EnvSecrets(
+            os.environ, self.settings.env_passthrough), seq=resume.next_seq if resume else 0)
         ctx = self._tool_context(session, log, grant[0], active_lens, stack.calls, spec.model)
-        found = [*mentions, *(mentioned_paths(text, ctx.jail) if mentions_in_text else [])]
+        found = [*mentions, *(mentioned_paths(text, ctx.jail) if mentions_in_text and not resume else [])]
         line = UserMessage(text=text, attachments=read_mentions(found, ctx.jail, window[0]))
+        if resume is None:  # what a resumed turn runs with again
+            self.store.append(session, log.turn, 0, "settings", f"{spec}, trust {trust or self.settings.trust}",
+                              {"model": str(spec), "trust": trust or self.settings.trust, "lens": lens, "tools": tool_names,
+                               "instructions": list(instructions)})
         said: list[NoticeEvent] = []  # by MCP servers starting: shown when the turn starts
         if self.mcp.servers:  # started lazily, once a turn may use their tools: then their tools join the catalogue
             await self.mcp.start(*grant, lambda level, code, message: said.append(NoticeEvent(
@@ -300,33 +308,10 @@ class Engine:
             plan=plan, provider=stack.turn, tool_ctx=ctx, summariser=await self.summariser(session, own),
             gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session, active_lens)),
             audit=AuditLog(self.data_dir, passthrough=self.settings.env_passthrough),
-            notices=self._first_notices(plan, ctx, active_lens, said), max_tool_turns=self.settings.max_tool_turns,
-            on_window_learned=learned)
-        return await Turn(config, log, self.store.messages(session)).run(line)
-
-    def _first_notices(self, plan: TurnPlan, ctx: ToolContext, lens: Lens | None,
-                       servers: list[NoticeEvent]) -> list[NoticeEvent]:
-        """What a turn says before anything else: commands unsandboxed, what the MCP servers said on starting,
-        settings a lens or the workspace may not widen, tools fitted to the window."""
-        from sunwell.tools.handlers.shell import sandbox_warning
-
-        warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in plan.tools) else None
-        notices = [NoticeEvent(level="warning", code="sandbox_off", message=warning)] if warning else []
-        notices += servers
-        if lens and lens.tool_policy and lens.tool_policy.command_allowlist:
-            notices.append(NoticeEvent(level="warning", code="workspace_config_ignored",
-                                       message=f"the lens {lens.name} may only narrow what you allowed; "
-                                               "ignored: tool_policy.command_allowlist"))
-        if ignored := self.settings.ignored_workspace_keys:
-            notices.append(NoticeEvent(level="warning", code="workspace_config_ignored",
-                                       message=f"the workspace config (.sunwell/config.yaml) may only narrow what you "
-                                               f"allowed; ignored: {', '.join(ignored)}. Set these in your user "
-                                               f"config ({user_config_path()}), on the command line or in VS Code."))
-        if plan.fitted:
-            notices.append(NoticeEvent(level="info", code="tools_fitted",
-                                       message=f"tool definitions fitted to the {plan.window}-token "
-                                               f"context window: {'; '.join(plan.fitted)}"))
-        return notices
+            notices=first_notices(plan, ctx, active_lens, said, self.settings.ignored_workspace_keys),
+            max_tool_turns=self.settings.max_tool_turns, on_window_learned=learned)
+        turn = Turn(config, log, self.store.messages(session, open_tail=resume is not None))
+        return await (turn.resume(resume) if resume else turn.run(line))
 
     async def aclose(self) -> None:
         """Stop what the engine started (MCP servers); front ends call it before their event loop ends."""

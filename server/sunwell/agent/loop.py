@@ -8,12 +8,15 @@ the model reads; provider faults end the turn with status `error`; cancellation 
 Every request is fitted to the context window first (agent/context_keeper.py); a refusal for length corrects the
 window and is retried once, made smaller, never blindly. Whatever happens, the turn emits exactly one `done`, last,
 and leaves the session valid for every provider (each call answered by one result).
+
+Each step is in the session log before the next one starts (a reply, a call about to run, its result), so a turn
+whose process died is taken up where it stood (`resume`, agent/resume.py), never running a finished call again.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -26,6 +29,7 @@ from sunwell.agent.gate import Gate
 from sunwell.agent.orchestrator import Orchestrator
 from sunwell.agent.plan import TurnPlan
 from sunwell.agent.prompts import ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results
+from sunwell.agent.resume import ResumePoint
 from sunwell.agent.turn import TurnLog
 from sunwell.models import base as stream
 from sunwell.models.arguments import parse_arguments
@@ -58,6 +62,9 @@ from sunwell.wire.messages import (
     Usage,
     UserMessage,
 )
+
+CUT_OFF = "the process running the turn ended while this call ran; it was not run again"
+BROKEN_OFF = "the process running the turn ended while the model's response streamed; this call was never run"
 
 
 @dataclass(frozen=True)
@@ -123,15 +130,58 @@ class Turn:
         self.keeper = ContextKeeper(plan.budget, plan.window_source, config.summariser, log, history,
                                     config.on_window_learned)
         self.calls = Orchestrator(plan.tools, plan.catalogue, plan.trust, config.tool_ctx, log, config.gate,
-                                  config.audit, self.memory)
+                                  config.audit, self.memory, durable=True)
 
     async def run(self, message: UserMessage) -> DoneEvent:
         self._request = message.content_for_model()
         self._add(message)
         for notice in self.config.notices:
             self.log.emit(notice)
+        return await self._finish(self._loop())
+
+    async def resume(self, point: ResumePoint) -> DoneEvent:
+        """Take up the logged turn `point` at its next step; `history` was read with the last reply's open calls
+        left open (agent/resume.py says what each step becomes)."""
+        self._request, self.tool_calls = point.request, point.tool_calls
+        self.log.emit(NoticeEvent(level="info", code="resumed", message=_resumed(point)))
+        for notice in self.config.notices:
+            self.log.emit(notice)
+        for call_id, name in point.broken:  # shown from a reply the process died streaming: never run
+            self.log.emit(ToolResultEvent(call_id=call_id, name=name, ok=False, output="", duration_ms=0,
+                                          error=ToolError(code="interrupted", message=BROKEN_OFF)))
+        if point.answered:
+            return self._done("completed")
+        return await self._finish(self._resumed(point))
+
+    async def _resumed(self, point: ResumePoint) -> str:
+        if point.open_calls:
+            await self._answer_calls(point.open_calls, self._settle(point))
+        return await self._loop(point.rounds)
+
+    def _settle(self, point: ResumePoint) -> dict[str, ToolResultMessage]:
+        """The open calls' results had before the process died, and an `interrupted` one for each call that was
+        running and may have changed something (it is never run again without asking)."""
+        at = max(i for i, m in enumerate(self.history) if isinstance(m, AssistantMessage))
+        settled = {m.call_id: m for m in self.history[at + 1:] if isinstance(m, ToolResultMessage)}
+        del self.history[at + 1:]  # put back in call order with the rest once all are answered
+        for call in point.open_calls:
+            tool = self.calls.offered(call.name)
+            if call.id in settled or point.phases.get(call.id) != "run" or (tool is not None and tool.harmless):
+                continue
+            self.log.emit(NoticeEvent(level="warning", code="call_interrupted", message=(
+                f"{call.name} was running when the process ended; it was not run again, since it may have done "
+                f"part of its work (call {call.id}): check what it did before asking for it again")))
+            result = settled[call.id] = failed(call, ToolError(
+                code="interrupted", message=CUT_OFF, suggestion="check what it did before trying it again"))
+            self.log.emit(ToolResultEvent(call_id=call.id, name=call.name, ok=False, output="", error=result.error,
+                                          duration_ms=0))
+            self.log.record(result)
+        self._unanswered = {call.id: call for call in point.open_calls if call.id not in settled}
+        return settled
+
+    async def _finish(self, loop: Awaitable[str]) -> DoneEvent:
         try:
-            status = await self._loop()
+            status = await loop
             return self._done(status)
         except (ProviderError, ContextFull) as exc:
             self._answer_unanswered("interrupted", "the model's response broke off before this call could run")
@@ -143,9 +193,9 @@ class Turn:
             self._answer_unanswered("interrupted", "the user cancelled the turn")
             return self._done("cancelled")
 
-    async def _loop(self) -> str:
+    async def _loop(self, start: int = 0) -> str:
         cfg, system, tools, small = self.config, self.plan.system, self.plan.specs, self.plan.capabilities.small
-        for round_no in range(cfg.max_tool_turns + 1):
+        for round_no in range(min(start, cfg.max_tool_turns), cfg.max_tool_turns + 1):
             limit = round_no == cfg.max_tool_turns
             final = limit or self.memory.answer_now
             if final and small and self.memory.ran:
@@ -170,11 +220,17 @@ class Turn:
                     self.log.emit(NoticeEvent(level="warning", code="empty_answer",
                                               message="The model returned no answer."))
                 return "limitReached" if limit else "completed"
-            results = await self.calls.run_all(calls)
-            for result in self.keeper.fit_new_results(system, tools, results):
-                self._add_result(result)
-            self.memory.guard(calls, results)
+            await self._answer_calls(calls)
         raise AssertionError("unreachable")
+
+    async def _answer_calls(self, calls: list[ToolCall], settled: dict[str, ToolResultMessage] | None = None) -> None:
+        """Run a reply's calls (each result logged as it ends, by the orchestrator), then add them to the history,
+        cut to fit (the cuts logged as an elision)."""
+        results = await self.calls.run_all(calls, settled)
+        for result in self.keeper.fit_new_results(self.plan.system, self.plan.specs, results):
+            self._unanswered.pop(result.call_id, None)
+            self.history.append(result)
+        self.memory.guard(calls, results)
 
     def _history_request(self, system: str, tools: list[ToolSpec], final: bool) -> ModelRequest:
         """The next request: the history as it is now (after any room was made), the answer's reserve."""
@@ -279,28 +335,36 @@ class Turn:
         self.history.append(message)
         self.log.record(message)
 
-    def _add_result(self, result: ToolResultMessage) -> None:
-        self._unanswered.pop(result.call_id, None)
-        self._add(result)
-
     def _answer_unanswered(self, code: str, message: str) -> None:
         """Calls already announced get their one result; calls never recorded need none in the history."""
         recorded = {c.id for m in self.history if isinstance(m, AssistantMessage) for c in m.tool_calls}
         for call in list(self._unanswered.values()):
-            result = self.memory.finished.get(call.id)
+            result = self.memory.finished.get(call.id)  # its result is logged already (the orchestrator's)
+            self._unanswered.pop(call.id)
             if result is None:
                 result = failed(call, ToolError(code=code, message=message))
                 self.log.emit(ToolResultEvent(call_id=call.id, name=call.name, ok=False, output="",
                                               error=result.error, duration_ms=0))
-            self._unanswered.pop(call.id)
+                if call.id in recorded:
+                    self.log.record(result)
             if call.id in recorded:
-                self._add(result)
+                self.history.append(result)
 
     def _done(self, status: str, error: str | None = None) -> DoneEvent:
         usage = self.usage
         if self.keeper.usage is not None:  # summarising spent tokens too
             usage = self.keeper.usage if usage is None else usage + self.keeper.usage
-        event = DoneEvent(status=status, tool_calls=self.tool_calls, usage=usage, error=error)
+        event = DoneEvent(status=status, tool_calls=self.tool_calls, usage=usage, error=error,
+                          resumable=status == "error" or None)
         self.log.emit(event)
         return event
 
+
+
+def _resumed(point: ResumePoint) -> str:
+    if point.failed:
+        return "resuming the turn: the request that failed is sent again"
+    running = [call.name for call in point.open_calls if point.phases.get(call.id) == "run"]
+    return ("resuming the interrupted turn where the log ends" +
+            (f" ({len(point.open_calls)} call(s) of the last reply to answer)" if point.open_calls else "") +
+            (f"; cut off while running: {', '.join(running)}" if running else ""))

@@ -8,7 +8,8 @@
    runs as it is (run_command sandboxes itself);
 5. the run, under the tool's time limit, every failure an error result the model reads (tools/executor.py);
 6. review of staged effects: the user sees what it changed, then it is applied or discarded, here, not by the tool;
-7. the result event, the turn's memory, one audit line.
+7. the result event, the turn's memory, one audit line; in a durable turn, the result in the session log as soon as
+   the call ends, and before a call runs, a `step` row saying so (agent/resume.py reads them after a crash).
 
 Read-only calls of one response run together; any other call runs alone, in order. Like the gate, nothing here reads
 a tool's arguments: they go to the tool, to the approval request and to the audit as they are.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,24 +49,40 @@ class Orchestrator:
     """A sunwell.tools.policy.audit.AuditLog, or None."""
     memory: CallMemory | None = None
     """The turn's: it may answer a repeated read, and hears of every result."""
+    durable: bool = False
+    """Log each call's steps and its result message as they happen (the main turn's calls; not a sub-agent's)."""
 
     def offered(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
 
-    async def run_all(self, calls: Sequence[ToolCall]) -> list[ToolResultMessage]:
-        """Every call of one response; results in call order."""
+    async def run_all(self, calls: Sequence[ToolCall],
+                      settled: Mapping[str, ToolResultMessage] | None = None) -> list[ToolResultMessage]:
+        """Every call of one response; results in call order. `settled`: results already had (a resumed turn's),
+        by call id: those calls are not run."""
+        settled = settled or {}
         results: list[ToolResultMessage] = []
         batch: list[ToolCall] = []
         for call in calls:
+            if call.id in settled:
+                results += await asyncio.gather(*(self._answer(c) for c in batch))
+                batch = []
+                results.append(settled[call.id])
+                continue
             tool = self.offered(call.name)
             if tool is not None and tool.read_only:
                 batch.append(call)
                 continue
-            results += await asyncio.gather(*(self.run(c) for c in batch))
+            results += await asyncio.gather(*(self._answer(c) for c in batch))
             batch = []
-            results.append(await self.run(call))
-        results += await asyncio.gather(*(self.run(c) for c in batch))
+            results.append(await self._answer(call))
+        results += await asyncio.gather(*(self._answer(c) for c in batch))
         return results
+
+    async def _answer(self, call: ToolCall) -> ToolResultMessage:
+        result = await self.run(call)
+        if self.durable:
+            self.log.record(result)
+        return result
 
     async def run(self, call: ToolCall) -> ToolResultMessage:
         started = time.monotonic()
@@ -82,6 +99,7 @@ class Orchestrator:
         elif verdict.stage_first:
             result, verdict = await self._staged(tool, call)
         else:
+            self._step(call, "run")
             result = await execute(tool, call, self.ctx)
         duration_ms = int((time.monotonic() - started) * 1000)
         self.log.emit(ToolResultEvent(call_id=result.call_id, name=result.name, ok=result.ok, output=result.output,
@@ -98,6 +116,7 @@ class Orchestrator:
         """Run staged, ask with what it changed, apply on yes; the staged copy is discarded whatever happens."""
         assert tool.stage is not None and self.gate is not None
         ctx, stage = self.ctx, tool.stage
+        self._step(call, "staged")
         staged = await attempt(tool, ctx, lambda: stage(call.arguments, ctx))
         if isinstance(staged, ToolError):
             return failed(call, staged), Verdict()
@@ -109,10 +128,15 @@ class Orchestrator:
             if verdict.error is not None:
                 refusal = verdict.error.message + "; nothing it changed was applied"
                 return failed(call, masked(verdict.error.model_copy(update={"message": refusal}), ctx)), verdict
+            self._step(call, "run")
             output = await attempt(tool, ctx, staged.apply)
             return (failed(call, output) if isinstance(output, ToolError) else answered(call, output, ctx)), verdict
         finally:
             await staged.discard()
+
+    def _step(self, call: ToolCall, phase: str) -> None:
+        if self.durable:
+            self.log.step(call.id, phase)
 
     def check(self, call: ToolCall) -> ToolError | None:
         """Why `call` cannot run as it is (unknown or not offered tool, invalid arguments), or None."""

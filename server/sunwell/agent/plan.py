@@ -22,14 +22,16 @@ from sunwell.agent.prompts import (
     system_prompt,
     workspace_files,
 )
-from sunwell.config import Settings
+from sunwell.config import Settings, user_config_path
 from sunwell.model_strings import ModelSpec
 from sunwell.models.capabilities import Capabilities
 from sunwell.models.fitting import fit_tools
 from sunwell.models.tokens import BYTES_PER_TOKEN
-from sunwell.tools.base import Tool, Trust
+from sunwell.tools.base import Tool, ToolContext, Trust
+from sunwell.tools.handlers.shell import sandbox_warning
 from sunwell.tools.registry import select_tools
 from sunwell.tools.workspace.jail import Jail
+from sunwell.wire.events import NoticeEvent
 from sunwell.wire.messages import ToolSpec
 
 if TYPE_CHECKING:
@@ -108,3 +110,26 @@ def _system(configured: str | None, jail: Jail, extra: list[str], small: bool, w
     named = named_files(jail, text) if small else None
     reader = "read_file" if any(spec.name == "read_file" for spec in specs) else None
     return system_prompt(jail.root, [*project, *extra], small, files, named, reader), loaded
+
+
+def first_notices(plan: TurnPlan, ctx: ToolContext, lens: Lens | None, servers: list[NoticeEvent],
+                  ignored: Sequence[str]) -> list[NoticeEvent]:
+    """What a turn says before anything else: commands unsandboxed, what the MCP servers said on starting,
+    settings a lens or the workspace (`ignored`) may not widen, tools fitted to the window."""
+    warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in plan.tools) else None
+    notices = [NoticeEvent(level="warning", code="sandbox_off", message=warning)] if warning else []
+    notices += servers
+    if lens and lens.tool_policy and lens.tool_policy.command_allowlist:
+        notices.append(NoticeEvent(level="warning", code="workspace_config_ignored",
+                                   message=f"the lens {lens.name} may only narrow what you allowed; "
+                                           "ignored: tool_policy.command_allowlist"))
+    if ignored:
+        notices.append(NoticeEvent(level="warning", code="workspace_config_ignored",
+                                   message=f"the workspace config (.sunwell/config.yaml) may only narrow what you "
+                                           f"allowed; ignored: {', '.join(ignored)}. Set these in your user "
+                                           f"config ({user_config_path()}), on the command line or in VS Code."))
+    if plan.fitted:
+        notices.append(NoticeEvent(level="info", code="tools_fitted",
+                                   message=f"tool definitions fitted to the {plan.window}-token "
+                                           f"context window: {'; '.join(plan.fitted)}"))
+    return notices

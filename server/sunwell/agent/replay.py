@@ -26,14 +26,14 @@ T = TypeVar("T")
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 _EVENT: TypeAdapter[Event] = TypeAdapter(Event)
 _EVENT_TYPES = frozenset(model.model_fields["type"].default for model in get_args(get_args(Event)[0]))
-UNFINISHED = "the turn did not finish: the sidecar stopped while it ran"
+UNFINISHED = "the turn did not finish: the process running it ended; it can be resumed"
 
 
 def replay(rows: Iterable[EventRow]) -> list[SessionEvent]:
     """A session's log as the events a client replays: per turn, the user's line (`userMessage`), the events the
     log kept, each answer's text and thinking whole (the log folds their deltas into the message: they go back
-    before the calls of the same answer, where the stream had them), and one `done`, made up for a turn the log
-    never saw end. Rows of kinds this Sunwell does not know are left out."""
+    before the calls of the same answer, where the stream had them), and one `done`, made up (status `interrupted`)
+    for a turn the log never saw end; a turn resumed after a provider error shows only its last `done`. Rows of kinds this Sunwell does not know are left out."""
     turns: list[list[SessionEvent]] = []
     for row in rows:
         turn = turns[-1] if turns and turns[-1][0].turn == row.turn else None
@@ -53,13 +53,15 @@ def replay(rows: Iterable[EventRow]) -> list[SessionEvent]:
             # not shown, as the stream does not show them: the loop's own prompts (a limit reached), tool results
             # (their events carry them), system messages
         elif row.kind in _EVENT_TYPES and turn is not None and (event := _parse(_EVENT, row)) is not None:
+            if isinstance(turn[-1], DoneEvent):  # a turn taken up again after a provider error: one `done`, last
+                turn.pop()
             turn.append(event)
     for turn in turns:
         if not isinstance(turn[-1], DoneEvent):
             last = turn[-1]
             calls = sum(isinstance(e, ToolCallEvent) for e in turn)
-            turn.append(DoneEvent(session=last.session, turn=last.turn, seq=last.seq + 1, status="error",
-                                  tool_calls=calls, usage=None, error=UNFINISHED))
+            turn.append(DoneEvent(session=last.session, turn=last.turn, seq=last.seq + 1, status="interrupted",
+                                  tool_calls=calls, usage=None, error=UNFINISHED, resumable=True))
     return [event for turn in turns for event in turn]
 
 

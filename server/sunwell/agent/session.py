@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING
 from sunwell.agent.chat import ChatState, Overrides, UserInput
 from sunwell.agent.commands import run_command
 from sunwell.agent.replay import replay
+from sunwell.agent.resume import NothingToResume, resume_point
 from sunwell.agent.turn import Sink, new_turn_id
 from sunwell.commands_spec import parse_command
+from sunwell.errors import SetupError
 from sunwell.model_strings import ModelSpec
 from sunwell.wire.events import CommandOutputEvent, DoneEvent, Event, SessionEvent
 from sunwell.wire.messages import Message
@@ -79,6 +81,28 @@ class Session:
         """A `::command` line (raises ValueError for any other); `::run` answers with a turn."""
         async with self._one_line():
             return await self._command(line, sink)
+
+    async def resume(self, sink: Sink, overrides: Overrides | None = None) -> DoneEvent:
+        """Take up the session's last turn where its log ends, when it was interrupted (its process died) or ended
+        in a provider error (agent/resume.py): same turn id, `seq` going on, with the settings it ran with (the
+        model, trust, lens and tools `overrides` name instead). Raises NothingToResume (a SetupError) when it
+        ended, SetupError for a session of another workspace, SessionNotFound for an unknown session."""
+        if self.id is None:
+            raise NothingToResume("no session to resume")
+        overrides = overrides or Overrides()
+        engine = self._engine
+        if (home := engine.session_workspace(self.id)) not in (None, engine.workspace):
+            raise SetupError(f"session {self.id} belongs to the workspace {home}: resume it there")
+        async with self._one_line():
+            point = resume_point(self.id, engine.store.events(self.id))
+            ran, state = point.settings, self.state
+            state.session = self.id
+            done = await engine.run_turn(
+                point.request, sink, session=self.id, model=overrides.model or ran.get("model") or state.model,
+                trust=overrides.trust or ran.get("trust") or state.trust, lens=overrides.lens or ran.get("lens"),
+                tool_names=ran.get("tools") if overrides.tool_names is None else overrides.tool_names,
+                instructions=ran.get("instructions", state.instructions()), resume=point)
+            return done
 
     def replay(self) -> list[SessionEvent]:
         """The stored session as the events its turns sent (agent/replay.py); raises SessionNotFound."""

@@ -76,6 +76,8 @@ class SessionInfo:
     title: str | None
     updated_at: float
     turns: int
+    status: str | None = None
+    """How its last turn ended (`completed`, `error`…), `interrupted` when the log never saw it end; None: no turn."""
 
 
 @dataclass(slots=True)  # not frozen: that makes building one 6x slower, and a restore builds thousands
@@ -170,10 +172,11 @@ class SessionStore:
         # jiter (pydantic_core.from_json) parses the JSON twice as fast as json.loads: restores are bound by it
         return [EventRow(*head, None if data is None else from_json(data), ts) for *head, data, ts in rows]
 
-    def messages(self, session: str, *, original: bool = False) -> list[Message]:
+    def messages(self, session: str, *, original: bool = False, open_tail: bool = False) -> list[Message]:
         """The canonical history as the model is sent it (elisions and compactions applied), repaired so that
         every provider accepts it (see `repair_history`). `original`: every message as it was, each compaction's
-        summary where it was made (a transcript)."""
+        summary where it was made (a transcript). `open_tail`: the last answer's calls without a result are left
+        unanswered (a turn that resumes answers them)."""
         query = ("SELECT id, kind, data FROM events WHERE session = ? AND kind IN ('message', 'elision', "
                  "'compaction') ORDER BY id")
         with self._read() as db:
@@ -195,7 +198,7 @@ class SessionStore:
             except (ValidationError, ValueError, KeyError, TypeError) as exc:
                 # e.g. a row of a newer Sunwell: skip it, repair the rest
                 log.warning("session %s: event %d is not a %s I can read (%s)", session, row_id, kind, exc)
-        return repair_history(history)
+        return repair_history(history, open_tail=open_tail)
 
     def export(self, session: str) -> dict[str, Any]:
         with self._read() as db:
@@ -221,11 +224,12 @@ class SessionStore:
 
     def list(self) -> list[SessionInfo]:  # last, so that `list` in the annotations above is the builtin
         query = (
-            "SELECT id, title, updated, (SELECT COUNT(DISTINCT turn) FROM events WHERE session = sessions.id AND turn != '')"
-            " FROM sessions ORDER BY updated DESC, id DESC"
+            "SELECT id, title, updated, (SELECT COUNT(DISTINCT turn) FROM events WHERE session = sessions.id AND turn != ''),"
+            " (SELECT kind || ' ' || content FROM events WHERE session = sessions.id AND turn != '' ORDER BY id DESC"
+            " LIMIT 1) FROM sessions ORDER BY updated DESC, id DESC"
         )
         with self._read() as db:
-            return [SessionInfo(*row) for row in db.execute(query)]
+            return [SessionInfo(*row[:4], _status(row[4])) for row in db.execute(query)]
 
     # -- internals
 
@@ -324,27 +328,46 @@ class SessionStore:
         )
 
 
-def repair_history(history: list[Message]) -> list[Message]:
+def repair_history(history: list[Message], *, open_tail: bool = False) -> list[Message]:
     """Make a logged history valid for every provider.
 
-    Each tool call must be answered right after its assistant message, before anything else. A call left
-    without a result (the process died mid-tool) gets an `interrupted` error result there; a result that
-    answers no pending call (stray, duplicated, or out of place) is dropped.
+    Each tool call must be answered right after its assistant message, before anything else, and the results go in
+    the order of the calls (each is logged when it finishes, which for calls run together is any order). A call left
+    without a result (the process died mid-tool) gets an `interrupted` error result there — with `open_tail`, except
+    the calls of the last assistant message, left for a resumed turn to answer; a result that answers no pending
+    call (stray, duplicated, or out of place) is dropped.
     """
     repaired: list[Message] = []
     pending: dict[str, ToolCall] = {}
+    answers: dict[str, ToolResultMessage] = {}
+
+    def close(last: bool) -> None:
+        for call in pending.values():
+            if call.id in answers:
+                repaired.append(answers[call.id])
+            elif not (last and open_tail):
+                repaired.append(_interrupted(call))
+
     for message in history:
         if isinstance(message, ToolResultMessage):
-            if pending.pop(message.call_id, None) is not None:
-                repaired.append(message)
+            if message.call_id in pending:
+                answers.setdefault(message.call_id, message)
             continue
-        repaired.extend(_interrupted(call) for call in pending.values())
+        close(last=False)
         pending = (
             {call.id: call for call in message.tool_calls} if isinstance(message, AssistantMessage) else {}
         )
+        answers = {}
         repaired.append(message)
-    repaired.extend(_interrupted(call) for call in pending.values())
+    close(last=True)
     return repaired
+
+
+def _status(last_row: str | None) -> str | None:
+    """A turn's status from its last row ("done completed", "done error: …"; any other row: it never ended)."""
+    if last_row is None:
+        return None
+    return last_row[5:].split(":", 1)[0] if last_row.startswith("done ") else "interrupted"
 
 
 def _stored(message: Message) -> dict[str, Any]:

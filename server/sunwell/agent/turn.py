@@ -23,10 +23,11 @@ def new_turn_id() -> str:
 
 class TurnLog:
     def __init__(self, store: SessionStore, session: str, sink: Sink, turn: str | None = None,
-                 secrets: Any = None) -> None:  # fmt: skip
+                 secrets: Any = None, seq: int = 0) -> None:  # fmt: skip
         self.store, self.session, self.sink = store, session, sink
         self.turn = turn or new_turn_id()
-        self.seq = 0
+        self.seq = seq
+        """The next event's: 0, or where the log of a resumed turn ends."""
         self.secrets = secrets
         """A sunwell.tools.policy.environment.EnvSecrets: no event carries a value of Sunwell's environment."""
 
@@ -47,6 +48,12 @@ class TurnLog:
 
     def record(self, message: Message) -> None:
         self.store.append_message(self.session, self.turn, self.seq, message)
+
+    def step(self, call_id: str, phase: str) -> None:
+        """A call is about to `run` (what it does may reach the workspace or the world) or to run `staged` (nothing
+        leaves the staging copy before its review): what a resumed turn reads to know what a dead process was doing."""
+        self.store.append(self.session, self.turn, self.seq, "step", f"{phase} {call_id}",
+                          {"callId": call_id, "phase": phase})
 
 
 def _summary(event: Any) -> str:

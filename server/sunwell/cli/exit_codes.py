@@ -5,7 +5,8 @@ from __future__ import annotations
 from sunwell.errors import SunwellError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LIMIT, EXIT_CANCELLED = 0, 1, 2, 3, 130
-STATUS_EXIT = {"completed": EXIT_OK, "error": EXIT_ERROR, "limitReached": EXIT_LIMIT, "cancelled": EXIT_CANCELLED}
+STATUS_EXIT = {"completed": EXIT_OK, "error": EXIT_ERROR, "limitReached": EXIT_LIMIT, "cancelled": EXIT_CANCELLED,
+               "interrupted": EXIT_ERROR}
 """A turn's `done.status` -> the exit code of `sunwell run`."""
 
 

@@ -31,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("prompt", nargs="?", help="the user line (else read from stdin)")
     run_.add_argument("prompt", nargs="?", help="the user line (else read from stdin)")
     run_.add_argument("--lens", help="activate a lens (name or path)")
+    run_.add_argument("--resume", action="store_true",
+                      help="take up the interrupted or failed last turn of --session (default: this workspace's newest)")
     add_turn_options(run_)
     add_turn_options(apply)
     sessions = sub.add_parser("sessions", help="stored sessions")

@@ -21,19 +21,23 @@ from sunwell.errors import SetupError
 
 def cmd_run(args: argparse.Namespace) -> int:
     workspace, settings = turn_settings(args)
-    prompt = args.prompt if args.prompt is not None else _read_stdin()
-    if not prompt or not prompt.strip():
+    resuming = getattr(args, "resume", False)
+    if resuming and args.prompt is not None:
+        raise UsageError("--resume takes no prompt: it takes up the turn where its log ends")
+    prompt = args.prompt if args.prompt is not None or resuming else _read_stdin()
+    if not resuming and (not prompt or not prompt.strip()):
         raise UsageError("no prompt: pass it as an argument or on stdin")
     names = tool_names(args)
     sink = JsonLines() if args.json else Transcript(color=sys.stdout.isatty())
     if settings.approval is None:
         settings.approval = "ask" if sys.stdin is not None and sys.stdin.isatty() else "deny"
     # answers are read from stdin, so there is no one to ask when the prompt itself came from there
-    can_ask = settings.approval == "ask" and args.prompt is not None and sys.stdin is not None
+    can_ask = settings.approval == "ask" and (args.prompt is not None or resuming) and sys.stdin is not None
     asker = TerminalAsker(color=sys.stderr.isatty()) if can_ask else None
     try:
         engine = Engine(settings, workspace, asker=asker)
-        done = _run_cancellable(_then_close(engine, _turn(engine, prompt, sink, args, names)))
+        turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names)
+        done = _run_cancellable(_then_close(engine, turn))
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     except SessionStoreError as exc:
@@ -52,6 +56,21 @@ async def _turn(engine, prompt, sink, args, names):
     """The prompt as one turn (never a `::command`), with the workspace files it names as `@path` attached."""
     line = UserInput(prompt, overrides=Overrides(lens=args.lens, tool_names=names), mentions_in_text=True)
     return await Session(engine, args.session).turn(line, sink)
+
+
+async def _resume(engine, sink, args, names):
+    """`--resume`: the last turn of `--session` (default: the newest session of this workspace) taken up where its
+    log ends; a session of another workspace is refused (a usage error)."""
+    session = args.session
+    if session is None:
+        session = next((info.id for info in engine.store.list()
+                        if engine.session_workspace(info.id) == engine.workspace), None)
+        if session is None:
+            raise SetupError(f"no session to resume in {engine.workspace}")
+    elif not engine.store.exists(session):
+        raise SetupError(f"unknown session '{session}': see `sunwell sessions list`")
+    overrides = Overrides(model=args.model, trust=args.trust, lens=args.lens, tool_names=names)
+    return await Session(engine, session).resume(sink, overrides)
 
 
 def _print_usage(engine, done, settings) -> None:

@@ -32,7 +32,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     store = SessionStore(Path(settings.data_dir) / "sessions.db")
     if args.action == "list":
         for info in store.list():
-            print(visible(f"{info.id}  {_when(info.updated_at)}  {info.turns:>3} turn(s)  {info.title or ''}"))
+            ended = "" if info.status in (None, "completed") else f"[{info.status}]  "  # `run --resume` takes it up
+            print(visible(f"{info.id}  {_when(info.updated_at)}  {info.turns:>3} turn(s)  {ended}{info.title or ''}"))
         return EXIT_OK
     if not args.id:
         raise UsageError(f"sessions {args.action} needs a session id")

@@ -1,4 +1,5 @@
 """`sunwell/chat`: one user line, one turn of the engine; its events stream as `sunwell/chatEvent` notifications.
+`sunwell/resume` takes up a session's interrupted or failed last turn (`Session.resume`), answered the same way.
 
 The params become a line of the engine's session (agent/session.py), which decides between a `::command` and a turn,
 attaches the mentions and keeps what commands change. The request's own task runs the line, so the standard
@@ -16,12 +17,13 @@ import asyncio
 import json
 import logging
 import threading
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from sunwell.errors import SunwellError
 from sunwell.wire.events import DoneEvent
 from sunwell.wire.messages import WireModel
-from sunwell.wire.protocol import CHAT, ChatParams, ChatResult
+from sunwell.wire.protocol import CHAT, RESUME, ChatParams, ChatResult, ResumeParams
 
 if TYPE_CHECKING:
     from sunwell.lsp.server import SunwellServer
@@ -35,9 +37,16 @@ def setup(server: SunwellServer) -> None:
 
     @server.feature(CHAT)
     async def chat(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        done = await run_chat(ls, ls.parse(ChatParams, params, CHAT))
-        return ChatResult(session=done.session, turn=done.turn, status=done.status, tool_calls=done.tool_calls,
-                          usage=done.usage, error=done.error).wire()
+        return _result(await run_chat(ls, ls.parse(ChatParams, params, CHAT)))
+
+    @server.feature(RESUME)
+    async def resume(ls: SunwellServer, params: Any) -> dict[str, Any]:
+        return _result(await run_resume(ls, ls.parse(ResumeParams, params, RESUME)))
+
+
+def _result(done: DoneEvent) -> dict[str, Any]:
+    return ChatResult(session=done.session, turn=done.turn, status=done.status, tool_calls=done.tool_calls,
+                      usage=done.usage, error=done.error).wire()
 
 
 def warm_up(ls: SunwellServer) -> None:
@@ -94,11 +103,29 @@ async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
     from sunwell.agent.mentions import Mention
     from sunwell.agent.session import Session
 
-    relay = Relay(ls, request.session)
-    try:
+    async def submit(relay: Relay) -> DoneEvent:
         line = UserInput(request.text, [Mention(**mention.model_dump()) for mention in request.mentions],
                          Overrides(model=request.model, trust=request.trust, lens=request.lens))
         return (await Session(ls.engine, request.session).submit(line, relay)).done
+
+    return await _relayed(ls, request.session, submit)
+
+
+async def run_resume(ls: SunwellServer, request: ResumeParams) -> DoneEvent:
+    from sunwell.agent.chat import Overrides
+    from sunwell.agent.session import Session
+
+    async def resume(relay: Relay) -> DoneEvent:
+        return await Session(ls.engine, request.session).resume(relay, Overrides(model=request.model))
+
+    return await _relayed(ls, request.session, resume)
+
+
+async def _relayed(ls: SunwellServer, session: str | None, turn: Callable[[Relay], Awaitable[DoneEvent]]) -> DoneEvent:
+    """`turn` with its events relayed; whatever happens, the client gets one `done`, then the answer."""
+    relay = Relay(ls, session)
+    try:
+        return await turn(relay)
     except asyncio.CancelledError:
         if relay.done is None:  # cancelled before the engine's turn began: the client still gets its `done`
             relay.finish("cancelled")

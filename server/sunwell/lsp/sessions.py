@@ -45,7 +45,8 @@ def setup(server: SunwellServer) -> None:
         ls.parse(EmptyParams, params, SESSIONS)
         infos = await asyncio.to_thread(_store(ls).list)
         return SessionsResult(sessions=[
-            SessionInfo(id=info.id, title=info.title, updated_at=iso_time(info.updated_at), turns=info.turns)
+            SessionInfo(id=info.id, title=info.title, updated_at=iso_time(info.updated_at), turns=info.turns,
+                        status=info.status)
             for info in infos]).wire()
 
     @server.feature(SESSION)

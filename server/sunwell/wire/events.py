@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from sunwell.vocabulary import NoticeCode
+from sunwell.vocabulary import NoticeCode, TurnStatus
 from sunwell.wire.messages import ToolError, Usage, WireModel
 
 
@@ -101,10 +101,14 @@ class PlanEvent(_Event):
 
 class DoneEvent(_Event):
     type: Literal["done"] = "done"
-    status: Literal["completed", "cancelled", "limitReached", "error"]
+    status: TurnStatus
+    """`interrupted` only in a replay: the log never saw the turn end."""
     tool_calls: int
     usage: Usage | None
     error: str | None = None
+    resumable: bool | None = Field(default=None, exclude_if=lambda value: value is None)
+    """True: `sunwell/resume` takes the turn up (it is in the log and ended in a provider error, or was
+    interrupted); else absent."""
 
     def wire(self) -> dict[str, Any]:
         data = super().wire()

@@ -21,6 +21,8 @@ from sunwell.wire.messages import Message, Usage, WireModel
 from sunwell.wire.usage import SessionUsage
 
 CHAT = "sunwell/chat"
+RESUME = "sunwell/resume"
+"""Takes up a session's interrupted or failed last turn; answered like `sunwell/chat` (PROTOCOL.md "Durable turns")."""
 CHAT_EVENT = "sunwell/chatEvent"
 """Server -> client notification; its params are the event object itself (PROTOCOL.md "Events")."""
 SESSIONS = "sunwell/sessions"
@@ -126,6 +128,12 @@ class ChatParams(Params):
     """Attachments sent with the line, within a quarter of the context window; `::context` lists them."""
 
 
+class ResumeParams(Params):
+    session: str = Field(min_length=1)
+    model: str | None = None
+    """Another model for the rest of the turn; default: the one the turn ran with."""
+
+
 class ChatResult(WireModel):
     session: str
     turn: str
@@ -141,6 +149,8 @@ class SessionInfo(WireModel):
     updated_at: str
     """ISO 8601, UTC."""
     turns: int
+    status: TurnStatus | None = None
+    """How its last turn ended; `interrupted` (the process died) and `error` can be resumed (`sunwell/resume`)."""
 
 
 class SessionsResult(WireModel):
@@ -260,6 +270,7 @@ class McpRestartResult(WireModel):
 
 REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     CHAT: (ChatParams, ChatResult),
+    RESUME: (ResumeParams, ChatResult),
     SESSIONS: (EmptyParams, SessionsResult),
     SESSION: (SessionParams, SessionResult),
     UNDO: (UndoParams, UndoResult),

@@ -1,0 +1,304 @@
+"""Durable turns (PROTOCOL.md "Durable turns"): a real `sunwell run` killed with SIGKILL at a step boundary, then
+`sunwell run --resume`. The scripted provider holds an answer until a file appears (`Reply.wait_for`), so the kill
+lands exactly where the test wants it; a side-effect counter shows what ran how often."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import check_stream_rules
+from fake_provider import Call, Fail, FakeProvider, Reply
+
+OPENAI = "openai:gpt-4o"
+COUNT = "echo ran >> counter.txt"
+WAITS = f"{COUNT}; for i in $(seq 400); do [ -e go ] && break; sleep 0.05; done; echo finished"
+"""Counts itself, then runs until a file `go` appears (20 s at most)."""
+
+
+class Crashing:
+    """A `sunwell run` in a subprocess, killed with SIGKILL once `ready()` holds."""
+
+    def __init__(self, env: dict[str, str], workspace: Path, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "sunwell", "run", *args], env=env, cwd=workspace,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stderr: list[str] = []
+        self.stdout: list[str] = []  # read as it comes: a full pipe would stop the process before its step
+        threading.Thread(target=self._read, args=(self.proc.stderr, self.stderr, 1), daemon=True).start()
+        self._reading = threading.Thread(target=self._read, args=(self.proc.stdout, self.stdout, 65536), daemon=True)
+        self._reading.start()
+
+    @staticmethod
+    def _read(stream, into: list[str], size: int) -> None:
+        while chunk := stream.read1(size) if hasattr(stream, "read1") else stream.read(size):
+            into.append(chunk)
+
+    def kill_when(self, ready: Callable[[], bool], timeout: float = 30) -> list[dict]:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert self.proc.poll() is None, f"ended before the step: {''.join(self.stderr)}"
+            assert time.monotonic() < deadline, f"the step never came: {''.join(self.stderr)}"
+            time.sleep(0.02)
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+        assert self.proc.returncode == -signal.SIGKILL
+        self._reading.join(timeout=10)
+        return [json.loads(line) for line in "".join(self.stdout).splitlines() if line.startswith("{")]
+
+
+@pytest.fixture
+def user_config(tmp_path: Path) -> Callable[[str], None]:
+    def write(text: str) -> None:
+        folder = tmp_path / "config" / "sunwell"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.yaml").write_text(text)
+
+    return write
+
+
+def log_rows(env: dict[str, str]) -> list[tuple[str, str]]:
+    """(kind, content) of every row of the session log, read as another process would."""
+    path = Path(env["SUNWELL_DATA_DIR"]) / "sessions.db"
+    if not path.exists():
+        return []
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            return db.execute("SELECT kind, content FROM events ORDER BY id").fetchall()
+    except sqlite3.OperationalError:  # not made yet
+        return []
+
+
+def requested(fake: FakeProvider, n: int) -> Callable[[], bool]:
+    return lambda: len(fake.requests) >= n
+
+
+def counted(workspace: Path) -> int:
+    counter = workspace / "counter.txt"
+    return len(counter.read_text().splitlines()) if counter.exists() else 0
+
+
+def resumed_turn(before: list[dict], after: list[dict]) -> None:
+    """The resumed run goes on with the killed one's turn id and `seq` (no gap after what the log kept)."""
+    assert {e["turn"] for e in after} == {before[0]["turn"]}
+    seqs = [e["seq"] for e in after]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))) and seqs[0] <= before[-1]["seq"] + 1
+
+
+def tool_messages(request) -> list[dict]:
+    return [m for m in request.body["messages"] if m["role"] == "tool"]
+
+
+def test_killed_after_a_model_reply_the_turn_goes_on_with_the_same_request(sunwell, fake, env, workspace):
+    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": COUNT})),
+                                  Call("write_file", json.dumps({"path": "a.txt", "content": "changed\n"}))]),
+                Reply(text="never seen", wait_for=workspace / "never"))
+    run = Crashing(env, workspace, "count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    before = run.kill_when(requested(fake, 2))  # both calls ran, their results are in; the next request waits
+    assert counted(workspace) == 1 and (workspace / "a.txt").read_text() == "changed\n"
+
+    fake.script(Reply(tool_calls=[Call("write_file", json.dumps({"path": "src/app.py", "content": "x = 1\n"}))]),
+                Reply(text="all done"))
+    resumed = sunwell("run", "--resume", "--json", "--yes")
+    assert resumed.code == 0, resumed.stderr
+    assert fake.requests[2].body == fake.requests[1].body  # exactly the request the dead process was waiting on
+    assert counted(workspace) == 1  # the command ran once
+    after = resumed.events
+    resumed_turn(before, after)
+    assert after[-1]["status"] == "completed" and after[-1]["toolCalls"] == 3
+    assert [e["code"] for e in after if e["type"] == "notice"][:1] == ["resumed"]
+
+    undone = sunwell("undo")  # the whole turn, before and after the crash
+    assert undone.code == 0, undone.stderr
+    assert (workspace / "a.txt").read_text() == "hello from a\nsecond line\n"
+    assert (workspace / "src" / "app.py").read_text() == "def main():\n    return 42\n"
+
+    listed = sunwell("sessions", "show", after[0]["session"])
+    assert listed.stdout.count(" done ") == 1
+
+
+def test_killed_while_a_command_runs_it_is_answered_interrupted_not_run_again(sunwell, fake, env, workspace,
+                                                                            user_config):
+    user_config("sandbox: off\n")  # the command runs for real, not staged
+    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": WAITS}))]))
+    run = Crashing(env, workspace, "count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    before = run.kill_when(lambda: counted(workspace) == 1)
+    (workspace / "go").touch()  # the orphaned command may end now
+
+    listed = sunwell("sessions", "list")
+    assert "interrupted" in listed.stdout
+    shown = sunwell("sessions", "show", before[0]["session"])
+    assert "step" in shown.stdout and "run call_1" in shown.stdout
+
+    fake.script(Reply(text="I will check the counter first"))
+    resumed = sunwell("run", "--resume", "--json", "--yes")
+    assert resumed.code == 0, resumed.stderr
+    time.sleep(0.2)
+    assert counted(workspace) == 1  # never run again
+    after = resumed.events
+    resumed_turn(before, after)
+    result = next(e for e in after if e["type"] == "toolResult")
+    assert result["callId"] == "call_1" and result["error"]["code"] == "interrupted"
+    notices = [e for e in after if e["type"] == "notice" and e["code"] == "call_interrupted"]
+    assert len(notices) == 1 and "run_command" in notices[0]["message"]
+    [answer] = tool_messages(fake.requests[-1])
+    assert answer["tool_call_id"] == "call_1" and "interrupted" in answer["content"]
+    assert after[-1]["status"] == "completed"
+
+
+@pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
+def test_killed_while_a_staged_command_runs_it_runs_again_staged_and_applies_once(sunwell, fake, env, workspace):
+    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": WAITS}))]))
+    run = Crashing(env, workspace, "count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    run.kill_when(lambda: any(kind == "step" and content.startswith("staged") for kind, content in log_rows(env)))
+    if any(kind == "notice" and "effects_unavailable" in content for kind, content in log_rows(env)):
+        pytest.skip("commands cannot be staged here")
+    time.sleep(0.3)
+    assert counted(workspace) == 0  # whatever it did stayed in its staging copy
+    (workspace / "go").touch()
+
+    fake.script(Reply(text="counted"))
+    resumed = sunwell("run", "--resume", "--json", "--yes")
+    assert resumed.code == 0, resumed.stderr
+    assert counted(workspace) == 1
+    result = next(e for e in resumed.events if e["type"] == "toolResult")
+    assert result["ok"], result
+
+
+def test_killed_while_an_approval_waits_it_is_asked_again(sunwell, fake, env, workspace):
+    fake.script(Reply(tool_calls=[Call("write_file", json.dumps({"path": "a.txt", "content": "once\n"}))]))
+    run = Crashing(env, workspace, "write", "--json", "--approve", "ask", "--model", OPENAI)
+    before = run.kill_when(lambda: "Allow?" in "".join(run.stderr))
+    assert (workspace / "a.txt").read_text() == "hello from a\nsecond line\n"
+
+    fake.script(Reply(text="written"))
+    resumed = sunwell("run", "--resume", "--json", "--approve", "ask", input="y\n")
+    assert resumed.code == 0, resumed.stderr
+    assert "Allow?" in resumed.stderr  # asked again
+    assert (workspace / "a.txt").read_text() == "once\n"
+    after = resumed.events
+    resumed_turn(before, after)
+    assert [(e["decision"], e["by"]) for e in after if e["type"] == "approval"] == [("allow", "user")]
+    [answer] = tool_messages(fake.requests[-1])
+    assert answer["tool_call_id"] == "call_1" and "interrupted" not in answer["content"]
+
+
+def test_a_turn_that_ended_in_a_provider_error_resends_only_the_failed_request(sunwell, fake, workspace,
+                                                                               user_config):
+    user_config("provider_attempts: 1\n")
+    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": COUNT}))]),
+                Fail(500, "the server fell over"))
+    failed = sunwell("run", "count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    assert failed.code == 1 and failed.events[-1]["status"] == "error"
+    assert "interrupted" not in sunwell("sessions", "list").stdout
+    assert "[error]" in sunwell("sessions", "list").stdout
+
+    fake.script(Reply(text="counted once"))
+    resumed = sunwell("run", "--resume", "--json", "--yes")
+    assert resumed.code == 0, resumed.stderr
+    assert len(fake.requests) == 3 and fake.requests[2].body == fake.requests[1].body
+    assert counted(workspace) == 1
+    resumed_turn(failed.events, resumed.events)
+    assert resumed.events[0]["seq"] == failed.events[-1]["seq"] + 1
+    # the history shows one turn with one `done`, the last
+    shown = sunwell("sessions", "export", failed.events[0]["session"])
+    assert [e["data"]["status"] for e in json.loads(shown.stdout)["events"] if e["kind"] == "done"] == [
+        "error", "completed"]
+
+
+def test_a_finished_turn_is_not_resumed_and_another_workspace_is_refused(sunwell, fake, workspace, tmp_path):
+    fake.script(Reply(text="hi"))
+    done = sunwell("run", "hello", "--json", "--model", OPENAI)
+    assert done.code == 0
+    again = sunwell("run", "--resume")
+    assert again.code == 2 and "nothing to resume" in again.stderr
+    other = tmp_path / "other"
+    other.mkdir()
+    refused = sunwell("run", "--resume", "--session", done.events[0]["session"], cwd=other)
+    assert refused.code == 2 and "belongs to the workspace" in refused.stderr
+    assert sunwell("run", "--resume", "a prompt").code == 2
+
+
+def test_a_reply_cut_by_the_crash_is_asked_again_and_its_calls_answered(sunwell, fake, env, workspace):
+    """The process died while the reply streamed: its calls were shown, never recorded nor run."""
+    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": COUNT}))], delay=0.5, chunk=4))
+    run = Crashing(env, workspace, "count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    before = run.kill_when(lambda: any(kind == "toolCall" for kind, _ in log_rows(env)))
+    assert not any(kind == "message" and "run_command" in content for kind, content in log_rows(env))
+
+    fake.script(Reply(text="nothing to run after all"))
+    resumed = sunwell("run", "--resume", "--json", "--yes")
+    assert resumed.code == 0, resumed.stderr
+    assert fake.requests[1].body == fake.requests[0].body
+    assert counted(workspace) == 0
+    events = [e for e in before if e["type"] != "toolCallDelta"] + resumed.events
+    broken = [e for e in resumed.events if e["type"] == "toolResult"]
+    assert [(e["callId"], e["error"]["code"]) for e in broken] == [("call_1", "interrupted")]
+    assert events[-1]["status"] == "completed"
+
+
+def test_the_resumed_session_reads_back_as_one_turn(sunwell, fake, env, workspace):
+    fake.script(Reply(tool_calls=[Call("read_file", json.dumps({"path": "a.txt"}))]),
+                Reply(text="x", wait_for=workspace / "never"))
+    run = Crashing(env, workspace, "read", "--json", "--yes", "--model", OPENAI)
+    run.kill_when(requested(fake, 2))
+    fake.script(Reply(text="read it"))
+    resumed = sunwell("run", "--resume", "--json", "--yes")
+    assert resumed.code == 0, resumed.stderr
+
+    from sunwell.agent.replay import replay
+    from sunwell.agent.sessions import SessionStore
+
+    with SessionStore(Path(env["SUNWELL_DATA_DIR"]) / "sessions.db") as store:
+        events = [e.wire() for e in replay(store.events(resumed.events[0]["session"]))]
+    events = [e for e in events if e["type"] != "userMessage"]
+    assert [e["type"] for e in events].count("done") == 1
+    check_stream_rules([{**e, "seq": i} for i, e in enumerate(events)])
+    assert os.environ.get("SUNWELL_DATA_DIR") != env["SUNWELL_DATA_DIR"]
+
+
+def test_killed_during_compaction_it_is_made_again_before_the_same_request(sunwell, fake, env, workspace,
+                                                                           user_config):
+    from sunwell.agent.prompts import COMPACT_SYSTEM
+
+    user_config('models:\n  "openai:gpt-4o": {context_window: 8192}\n')
+    fake.context_limit = 8192
+    for n in range(8):
+        (workspace / f"f{n}.py").write_text("".join(f"def func_{n}_{i}(value):  # helper {i} of file {n}\n"
+                                                    f"    return value * {i} + {n}\n" for i in range(100)))
+    summaries: list[dict] = []
+    reads = [f"f{n % 8}.py" for n in range(16)]
+
+    def model(body: dict) -> Reply:
+        if COMPACT_SYSTEM in json.dumps(body["messages"][0]):
+            summaries.append(body)
+            held = workspace / "never" if len(summaries) == 1 else None
+            return Reply(text=f"Summary {len(summaries)}: files were read.", wait_for=held)
+        if reads:
+            return Reply(text="Reading the next one to compare the helpers. " * 25,  # text is never elided
+                         tool_calls=[Call("read_file", json.dumps({"path": reads.pop(0)}))])
+        return Reply(text="Read them all.")
+
+    fake.script(*[model] * 100)
+    run = Crashing(env, workspace, "read them", "--json", "--model", OPENAI)
+    run.kill_when(lambda: len(summaries) == 1, timeout=60)
+    assert not any(kind == "compaction" for kind, _ in log_rows(env))
+    asked_before = [r.body for r in fake.requests if COMPACT_SYSTEM not in json.dumps(r.body["messages"][0])]
+
+    resumed = sunwell("run", "--resume", "--json")
+    assert resumed.code == 0, resumed.stderr
+    assert summaries[1] == summaries[0]  # the same compaction, made again
+    assert [e["code"] for e in resumed.events if e["type"] == "notice"].count("compacted") >= 1
+    assert [kind for kind, _ in log_rows(env)].count("compaction") >= 1
+    asked_after = [r.body for r in fake.requests if COMPACT_SYSTEM not in json.dumps(r.body["messages"][0])]
+    assert asked_after[: len(asked_before)] == asked_before and not reads
+    assert resumed.events[-1]["status"] == "completed"
