@@ -7,7 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
-from sunwell.cli import chat, run, views
+from sunwell.cli import chat, learned, run, views
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_USAGE, UsageError
 from sunwell.cli.options import add_turn_options
 from sunwell.cli.rendering import visible
@@ -15,7 +15,7 @@ from sunwell.config import ConfigError
 
 COMMANDS = {"run": run.cmd_run, "apply": run.cmd_run, "chat": chat.cmd_chat, "sessions": views.cmd_sessions,
             "models": views.cmd_models, "undo": views.cmd_undo, "audit": views.cmd_audit, "lens": views.cmd_lens,
-            "mcp": views.cmd_mcp}
+            "mcp": views.cmd_mcp, "tools": learned.cmd_tools}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     approve.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     for parser_ in (mcp_list, approve):
         parser_.add_argument("--workspace", type=Path, default=None)
+
+    learned.add_parser(sub)
 
     models = sub.add_parser("models", help="parsed spec and capabilities of model ids")
     models.add_argument("ids", nargs="*")
