@@ -55,7 +55,8 @@ export type NoticeCode =
   | 'tool_call_repaired'
   | 'tool_call_cut_off';
 export type NoticeLevel = 'info' | 'warning' | 'error';
-export type Preview = DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview;
+export type Preview =
+  DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview | LearnPreview;
 export type Risk = 'write' | 'shell' | 'network' | 'mcp';
 export type SessionEvent =
   | UserMessageEvent
@@ -96,6 +97,7 @@ export interface SunwellProtocol {
   FetchPreview?: FetchPreview;
   FileChange?: FileChange;
   InitializationOptions?: InitializationOptions;
+  LearnPreview?: LearnPreview;
   McpRestartParams?: McpRestartParams;
   McpRestartResult?: McpRestartResult;
   McpResult?: McpResult;
@@ -141,7 +143,7 @@ export interface ApprovalRequest {
     [k: string]: unknown;
   };
   risk: 'write' | 'shell' | 'network' | 'mcp';
-  preview: DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview;
+  preview: DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview | LearnPreview;
 }
 /**
  * A write or an edit: the file as it is and as the call would leave it.
@@ -200,6 +202,28 @@ export interface FetchPreview {
   kind: 'fetch';
   url: string;
   host: string;
+}
+/**
+ * Learning an API (learn_api): the tools it will offer and the hosts they call. Always asked: allow-for-session
+ * remembers nothing for it.
+ */
+export interface LearnPreview {
+  kind: 'learn';
+  name: string;
+  hosts: string[];
+  operations: LearnedOperation[];
+  changes?: {
+    [k: string]: string[];
+  } | null;
+}
+/**
+ * One operation a learned API offers as a tool.
+ */
+export interface LearnedOperation {
+  tool: string;
+  method: string;
+  path: string;
+  summary: string;
 }
 export interface ApproveResult {
   decision: 'allow' | 'deny' | 'allowSession';
