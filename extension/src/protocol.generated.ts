@@ -98,6 +98,10 @@ export interface SunwellProtocol {
   FileChange?: FileChange;
   InitializationOptions?: InitializationOptions;
   LearnPreview?: LearnPreview;
+  LearnedApiInfo?: LearnedApiInfo;
+  LearnedApisResult?: LearnedApisResult;
+  LearnedForgetParams?: LearnedForgetParams;
+  LearnedForgetResult?: LearnedForgetResult;
   McpRestartParams?: McpRestartParams;
   McpRestartResult?: McpRestartResult;
   McpResult?: McpResult;
@@ -460,6 +464,24 @@ export interface StagingOptions {
   maxBytes?: number | null;
   maxFiles?: number | null;
 }
+export interface LearnedApiInfo {
+  name: string;
+  title: string;
+  source: string;
+  hosts: string[];
+  tools: string[];
+  schemes: string[];
+  operations: number;
+}
+export interface LearnedApisResult {
+  apis: LearnedApiInfo[];
+}
+export interface LearnedForgetParams {
+  name: string;
+}
+export interface LearnedForgetResult {
+  forgotten: boolean;
+}
 export interface McpRestartParams {
   name: string;
 }
@@ -646,6 +668,8 @@ export const Method = {
   chat: 'sunwell/chat',
   chatEvent: 'sunwell/chatEvent',
   commands: 'sunwell/commands',
+  learnedApis: 'sunwell/learnedApis',
+  learnedForget: 'sunwell/learnedForget',
   mcp: 'sunwell/mcp',
   mcpRestart: 'sunwell/mcpRestart',
   models: 'sunwell/models',
@@ -661,6 +685,8 @@ export interface Requests {
   'sunwell/approve': { params: ApprovalRequest; result: ApproveResult };
   'sunwell/chat': { params: ChatParams; result: ChatResult };
   'sunwell/commands': { params: EmptyParams; result: CommandsResult };
+  'sunwell/learnedApis': { params: EmptyParams; result: LearnedApisResult };
+  'sunwell/learnedForget': { params: LearnedForgetParams; result: LearnedForgetResult };
   'sunwell/mcp': { params: EmptyParams; result: McpResult };
   'sunwell/mcpRestart': { params: McpRestartParams; result: McpRestartResult };
   'sunwell/models': { params: EmptyParams; result: ModelsResult };

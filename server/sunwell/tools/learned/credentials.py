@@ -46,6 +46,10 @@ class Credentials:
         except ValueError:
             given = {}
         self.editor: dict[str, dict[str, str]] = given if isinstance(given, dict) else {}
+        for schemes in self.editor.values():  # masked from the start, before any call reads them
+            for value in (schemes.values() if isinstance(schemes, dict) else ()):
+                if isinstance(value, str):
+                    remember_secret(value)
 
     def get(self, api: str, scheme: str) -> str | None:
         value = (self.editor.get(api) or {}).get(scheme)
