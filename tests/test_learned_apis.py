@@ -316,8 +316,10 @@ async def test_the_rate_limit_holds_per_api(make_engine, fake, api):
 async def test_a_small_window_keeps_the_learned_tools_the_request_is_about(make_engine, fake, api):
     engine = make_engine("auto", models={"openai:gpt-4o": {"contextWindow": 4096}})
     assert (await learn(engine, fake, api.url("/openapi.json"), "pokeapi")).ok
-    await turn(engine, fake, text="list the files")
-    assert "read_file" in offered(fake)
+    await turn(engine, fake, text="read a.txt and fix the bug")
+    assert "read_file" in offered(fake) and not any(name.startswith("pokeapi__") for name in offered(fake))
+    await turn(engine, fake, text="what type is the pokemon pikachu?")
+    assert "pokeapi__pokemon_retrieve" in offered(fake)
 
 
 # ---- the CLI ---------------------------------------------------------------------------------------------------

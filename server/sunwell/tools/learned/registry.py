@@ -4,9 +4,9 @@ Like an MCP server's tools (tools/mcp/remote_tools.py), they join the catalogue,
 `--tools` and dry runs apply as to any tool. An operation's tool has source `learned`, risk `network`, trust
 `read_only`; its subject is its URL without credentials, judged by the network policy before anything is asked or
 sent. GET and HEAD run without asking (the hosts were approved when the API was learned); any other method is
-asked every time, even on a host the user allowed, unless allowed for the session (that exact tool). Learned tools
-are `expendable`: in a small window, fitting leaves out the ones least relevant to the request before a core tool
-loses a word.
+asked every time, even on a host the user allowed, unless allowed for the session (that exact tool). In a small
+window, fitting leaves out the learned tools that share no word with the request before a core tool loses a word
+(models/fitting.py `topical`); those the request is about are trimmed like any other.
 
 `learn_api` is asked like a write: its `learn` preview lists the operations and the hosts; no session rule or
 allowlist skips it (`--approve auto` and `deny` answer it). The document is read in the preview, so what the user
@@ -103,7 +103,7 @@ class LearnedApis:
 
         return Tool(name=op.tool, description=description, parameters=op.schema, handler=handler,
                     min_trust=Trust.read_only, approval="auto" if reads else "ask", risk="network",
-                    read_only=reads, expendable=True, source="learned", timeout=150.0, preview=shown,
+                    read_only=reads, source="learned", timeout=150.0, preview=shown,
                     subject=subject)
 
     async def _call(self, api: LearnedApi, op: Operation, args: dict[str, Any], ctx: ToolContext) -> str:
