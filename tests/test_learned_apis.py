@@ -369,3 +369,40 @@ def test_keyed_document_is_read_as_yaml():
     assert [scheme.name for scheme in document.schemes] == ["key"]
     echo = document.operations[0]
     assert "X-Api-Key" not in echo.schema["properties"]  # the auth header is Sunwell's, not the model's
+
+
+async def test_a_swagger_2_document_with_a_query_key_and_a_body(make_engine, fake, api, workspace):
+    document = {
+        "swagger": "2.0", "info": {"title": "Old", "version": "1"}, "host": f"127.0.0.1:{api.port}",
+        "basePath": "/keyed", "schemes": ["http"],
+        "securityDefinitions": {"q": {"type": "apiKey", "in": "query", "name": "api_key"},
+                                "tok": {"type": "apiKey", "in": "header", "name": "X-Api-Key"}},
+        "security": [{"q": [], "tok": []}],
+        "paths": {
+            "/echo": {"get": {"operationId": "echo", "parameters": [
+                {"name": "say", "in": "query", "type": "string", "description": "What to say."},
+                {"name": "api_key", "in": "query", "type": "string"}], "responses": {"200": {"description": "ok"}}}},
+            "/notes": {"post": {"operationId": "add", "parameters": [
+                {"name": "note", "in": "body", "required": True, "schema": {"type": "object", "properties": {
+                    "text": {"type": "string"}}}}], "responses": {"201": {"description": "ok"}}}}}}
+    (workspace / "old.json").write_text(json.dumps(document))
+    engine = make_engine("auto")
+    assert (await learn(engine, fake, "old.json", "old")).ok
+    engine.learned.credentials.set("old", "q", "query-secret-123")
+    engine.learned.credentials.set("old", "tok", API_KEY)
+    echo_tool = next(t for t in engine.learned.tools() if t.name == "old__echo")
+    assert set(echo_tool.parameters["properties"]) == {"say"}  # the key's query parameter is Sunwell's
+    echo, add = results(await turn(engine, fake, ("old__echo", {"say": "hi"}), ("old__add", {"body": {"text": "t"}})))
+    assert echo.ok and '"api_key": "[REDACTED]"' in echo.output and "query-secret-123" not in echo.output
+    assert add.ok and api.notes == [{"text": "t"}]
+    method, path, _, _ = api.requests[-2]
+    assert method == "GET" and "say=hi" in path and "api_key=query-secret-123" in path
+
+
+async def test_a_call_without_its_credential_says_how_to_give_it(make_engine, fake, api):
+    engine = make_engine("auto")
+    learned = await learn(engine, fake, api.url("/keyed/openapi.yaml"), "notes")
+    assert "needs the credential key" in learned.output and "sunwell tools learn" in learned.output
+    [result] = results(await turn(engine, fake, ("notes__echo", {"say": "x"})))
+    assert result.error.code == "permission" and "Learned APIs" in result.error.suggestion
+    assert not any(path.startswith("/keyed/echo") for _, path, _, _ in api.requests)
