@@ -80,6 +80,7 @@ class Engine:
         self.host_rules = host_rules
         self.settings = settings
         self.mcp.configure(settings.mcp_servers, settings.proposed_mcp_servers, self._mcp_surroundings(settings))
+        self.learned.relocate(Path(settings.data_dir or "."))
         self.learned.rates = {name: entry.rate_per_min for name, entry in settings.learned_apis.items()}
         self.learned.taken = set(settings.mcp_servers)
         self.approval.mode = settings.approval or "deny"

@@ -67,6 +67,12 @@ class LearnedApis:
         self._pending: dict[str, LearnedApi] = {}
         self._tokens: dict[tuple[str, str], str] = {}
 
+    def relocate(self, data_dir: Path) -> None:
+        """The user's data dir changed (the editor's settings): learned APIs are read from there."""
+        if self.store.folder != data_dir / "learned":
+            self.store = LearnedStore(data_dir)
+            self.credentials = Credentials(data_dir)
+
     def apis(self) -> list[LearnedApi]:
         return self.store.all()
 
@@ -171,6 +177,7 @@ class LearnedApis:
         return api
 
     async def _learn_preview(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        self._pending.pop(json.dumps(args, sort_keys=True), None)  # what is asked is the document as it is now
         api = await self._learned(args, ctx)
         return preview(api, self.store.get(api.name))
 

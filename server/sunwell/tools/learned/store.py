@@ -67,6 +67,8 @@ class LearnedApi:
 class LearnedStore:
     def __init__(self, data_dir: Path) -> None:
         self.folder = data_dir / "learned"
+        self._read: dict[str, tuple[int, LearnedApi]] = {}
+        """By name: the file's mtime when read, and what it held (every turn's catalogue asks for them all)."""
 
     def path(self, name: str) -> Path:
         return self.folder / f"{name}.json"
@@ -76,9 +78,15 @@ class LearnedStore:
 
     def get(self, name: str) -> LearnedApi | None:
         try:
-            return LearnedApi.from_wire(json.loads(self.path(name).read_text(encoding="utf-8")))
+            stamp = self.path(name).stat().st_mtime_ns
+            kept = self._read.get(name)
+            if kept is not None and kept[0] == stamp:
+                return kept[1]
+            api = LearnedApi.from_wire(json.loads(self.path(name).read_text(encoding="utf-8")))
         except (OSError, ValueError, TypeError, KeyError):
             return None
+        self._read[name] = (stamp, api)
+        return api
 
     def all(self) -> list[LearnedApi]:
         return [api for name in self.names() if (api := self.get(name)) is not None]
