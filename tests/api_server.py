@@ -4,7 +4,8 @@ A PokeAPI-shaped one (`/openapi.json`, OpenAPI 3.0 with `$ref`s, path and query 
 `limit`, `offset` and a `next` link), and a second one that needs an API key in the `X-Api-Key` header
 (`/keyed/openapi.yaml`): its `/keyed/echo` answers with the request's headers and query (a server that echoes a
 credential back), `/keyed/private` answers 401 with the key it got in its message, `/keyed/moved` redirects to
-another host (`localhost`), `POST /keyed/notes` stores a note.
+another host (`localhost`), `POST /keyed/notes` stores a note. `/auth/token` hands out an OAuth2 token for the
+client credentials `client-1:client-secret-99`; `/auth/whoami` answers with the Authorization header it got.
 
     with ApiServer() as api:
         api.url("/openapi.json")
@@ -13,6 +14,7 @@ another host (`localhost`), `POST /keyed/notes` stores a note.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +26,7 @@ POKEMON = ["bulbasaur", "ivysaur", "venusaur", "charmander", "charmeleon", "char
            "pidgeot", "rattata", "raticate", "spearow", "fearow", "ekans", "arbok", "pikachu"]
 TYPES = {"pikachu": ["electric"], "bulbasaur": ["grass", "poison"], "charmander": ["fire"], "squirtle": ["water"]}
 API_KEY = "kq-7d1e5b29c4a84f0e9b"
+TOKEN = "at-4c9e2f7a1b3d5e6f"
 
 
 def pokeapi_document(base: str) -> dict[str, Any]:
@@ -167,6 +170,12 @@ class ApiServer:
                 return _json(h, {"detail": "Not found."}, 404)
             return _json(h, {"id": POKEMON.index(name) + 1, "name": name, "height": 4, "weight": 60,
                              "types": [{"slot": i + 1, "type": {"name": t}} for i, t in enumerate(TYPES.get(name, ["normal"]))]})
+        if path == "/auth/token" and h.command == "POST":  # OAuth2 client credentials, the client in basic auth
+            if h.headers.get("authorization") != "Basic " + base64.b64encode(b"client-1:client-secret-99").decode():
+                return _json(h, {"error": "invalid_client"}, 401)
+            return _json(h, {"access_token": TOKEN, "token_type": "bearer", "expires_in": 3600})
+        if path.startswith("/auth/whoami"):  # answers with the Authorization header it got
+            return _json(h, {"authorization": h.headers.get("authorization")})
         if path.startswith("/keyed/"):
             given = h.headers.get("x-api-key")
             if path == "/keyed/private":

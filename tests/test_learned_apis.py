@@ -406,3 +406,59 @@ async def test_a_call_without_its_credential_says_how_to_give_it(make_engine, fa
     [result] = results(await turn(engine, fake, ("notes__echo", {"say": "x"})))
     assert result.error.code == "permission" and "Learned APIs" in result.error.suggestion
     assert not any(path.startswith("/keyed/echo") for _, path, _, _ in api.requests)
+
+
+async def test_bearer_basic_and_oauth2_client_credentials_are_sent_by_sunwell_and_masked(make_engine, fake, api,
+                                                                                        workspace):
+    from api_server import TOKEN
+
+    def whoami(scheme: str) -> dict:
+        return {"get": {"operationId": f"who_{scheme}", "security": [{scheme: []}],
+                        "responses": {"200": {"description": "ok"}}}}
+
+    document = {"openapi": "3.1.0", "info": {"title": "Auth", "version": "1"},
+                "servers": [{"url": api.url("/auth")}],
+                "components": {"securitySchemes": {
+                    "bearer": {"type": "http", "scheme": "bearer"}, "basic": {"type": "http", "scheme": "basic"},
+                    "oauth": {"type": "oauth2", "flows": {"clientCredentials": {
+                        "tokenUrl": api.url("/auth/token"), "scopes": {}}}}}},
+                "paths": {"/whoami": whoami("bearer"), "/whoami/": whoami("basic"), "/whoami//": whoami("oauth")}}
+    (workspace / "auth.json").write_text(json.dumps(document))
+    engine = make_engine("auto")
+    assert (await learn(engine, fake, "auth.json", "auth")).ok
+    for scheme, value in (("bearer", "bearer-token-123456"), ("basic", "ann:password-123456"),
+                          ("oauth", "client-1:client-secret-99")):
+        engine.learned.credentials.set("auth", scheme, value)
+    found = results(await turn(engine, fake, ("auth__who_bearer", {}), ("auth__who_basic", {}),
+                               ("auth__who_oauth", {})))
+    assert all(r.ok for r in found), found
+    sent = [headers.get("Authorization") for _, path, headers, _ in api.requests if path.startswith("/auth/whoami")]
+    assert sent[0] == "Bearer bearer-token-123456" and sent[1].startswith("Basic ") and sent[2] == f"Bearer {TOKEN}"
+    shown = json.dumps([r.output for r in found])
+    for secret in ("bearer-token-123456", TOKEN, sent[1].split()[1]):
+        assert secret not in shown
+
+
+async def test_relearning_a_changed_document_shows_what_changed_before_it_is_stored(make_engine, fake, api):
+    asked = []
+
+    async def asker(request):
+        asked.append(request)
+        return "deny"
+
+    engine = make_engine("auto")
+    assert (await learn(engine, fake, api.url("/openapi.json"), "pokeapi")).ok
+    changed = pokeapi_document(api.url("/api/v2"))
+    del changed["paths"]["/type/{id}/"]
+    changed["paths"]["/berry/{id}/"] = {"get": {"operationId": "berry_retrieve", "summary": "Get a berry",
+                                                "parameters": [{"$ref": "#/components/parameters/Id"}],
+                                                "responses": {"200": {"description": "ok"}}}}
+    changed["components"]["parameters"]["Id"]["schema"] = {"type": "integer"}
+    api.document_override = json.dumps(changed)
+    asking = make_engine("ask", asker=asker)
+    result = await learn(asking, fake, api.url("/openapi.json"), "pokeapi")
+    assert result.error.code == "denied"
+    assert asked[0].preview.changes == {"added": ["pokeapi__berry_retrieve"], "removed": ["pokeapi__type_retrieve"],
+                                        "changed": ["pokeapi__pokemon_retrieve"]}
+    stored = engine.learned.store.get("pokeapi")
+    assert [op.tool for op in stored.operations][-1] == "pokeapi__type_retrieve"  # denied: unchanged

@@ -31,6 +31,7 @@ from sunwell.tools.base import ToolFailure
 from sunwell.tools.learned.document import Operation, Scheme
 from sunwell.tools.network.hosts import Unreachable, resolve
 from sunwell.tools.network.urls import Target, UrlRefused, parse_url
+from sunwell.tools.policy.environment import remember_secret
 
 MAX_REDIRECTS = 5
 USER_AGENT = "Sunwell/0.1 (learned API)"
@@ -137,7 +138,9 @@ async def _credential(scheme: Scheme, value: str, client: httpx2.AsyncClient,
     if scheme.kind == "apiKey":
         return {f"{scheme.location}:{scheme.param}": value}
     if scheme.kind == "http" and scheme.location == "basic":
-        return {"header:Authorization": "Basic " + base64.b64encode(value.encode()).decode()}
+        encoded = base64.b64encode(value.encode()).decode()
+        remember_secret(encoded)  # a server that echoes the header echoes it encoded
+        return {"header:Authorization": f"Basic {encoded}"}
     if scheme.kind == "http":
         return {"header:Authorization": f"Bearer {value}"}
     if scheme.kind == "oauth2" and oauth is not None:

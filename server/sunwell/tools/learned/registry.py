@@ -39,6 +39,7 @@ from sunwell.tools.learned.learning import (
 from sunwell.tools.learned.store import DEFAULT_RATE, LearnedApi, LearnedStore
 from sunwell.tools.mcp.naming import server_prefix
 from sunwell.tools.network.urls import UrlRefused, parse_url
+from sunwell.tools.policy.environment import remember_secret
 from sunwell.tools.subject import Subject
 
 READS = ("GET", "HEAD")
@@ -239,6 +240,7 @@ async def _client_credentials(scheme: Scheme, client_id: str, secret: str, api: 
     except (ValueError, KeyError, TypeError):
         raise ToolFailure("permission", f"the token URL of {api.name} answered HTTP {response.status_code} "
                           "without a token; the client credentials may be wrong") from None
+    remember_secret(str(token))  # masked like the credentials it was traded for
     return str(token)
 
 
