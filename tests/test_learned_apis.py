@@ -462,3 +462,23 @@ async def test_relearning_a_changed_document_shows_what_changed_before_it_is_sto
                                         "changed": ["pokeapi__pokemon_retrieve"]}
     stored = engine.learned.store.get("pokeapi")
     assert [op.tool for op in stored.operations][-1] == "pokeapi__type_retrieve"  # denied: unchanged
+
+
+async def test_dot_segments_connection_headers_and_secret_headers_never_leave(make_engine, fake, api, workspace,
+                                                                             monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-5f3a9c2e71d04b8e")
+    document = pokeapi_document(api.url("/api/v2"))
+    document["paths"]["/pokemon/{id}/"]["get"]["parameters"] = [
+        {"name": "Host", "in": "header", "schema": {"type": "string"}},
+        {"name": "X-Trace", "in": "header", "schema": {"type": "string"}}]
+    (workspace / "poke.json").write_text(json.dumps(document))
+    engine = make_engine("auto")
+    assert (await learn(engine, fake, "poke.json", "poke")).ok
+    tool = next(t for t in engine.learned.tools() if t.name == "poke__pokemon_retrieve")
+    assert set(tool.parameters["properties"]) == {"id", "X-Trace"}
+    before = len(api.requests)
+    found = results(await turn(engine, fake, ("poke__pokemon_retrieve", {"id": ".."}),
+                               ("poke__pokemon_retrieve", {"id": "pikachu", "X-Trace": "tok-5f3a9c2e71d04b8e"}),
+                               ("poke__pokemon_retrieve", {"id": "pikachu", "X-Trace": "a\r\nHost: evil"})))
+    assert [r.error.code for r in found] == ["validation", "permission", "validation"]
+    assert len(api.requests) == before

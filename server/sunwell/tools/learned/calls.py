@@ -64,7 +64,10 @@ def operation_url(op: Operation, args: Mapping[str, Any]) -> str:
             continue
         value = args[param.key]
         if param.location == "path":
-            path = path.replace("{" + param.name + "}", quote(_text(value), safe=""))
+            text = _text(value)
+            if text in ("", ".", ".."):  # a dot segment is normalised away: `..` would climb out of the path
+                raise ToolFailure("validation", f"{op.tool}: the path parameter {param.key} cannot be {text!r}")
+            path = path.replace("{" + param.name + "}", quote(text, safe=""))
         elif param.location == "query":
             values = value if isinstance(value, list) else [value]
             query += [(param.name, _text(item)) for item in values]
@@ -111,6 +114,11 @@ async def send(op: Operation, args: Mapping[str, Any], network: Any, secrets: li
     first = target(op, args)
     headers = {param.name: _text(args[param.key]) for param in op.params
                if param.location == "header" and param.key in args}
+    for name, value in headers.items():
+        if any(ord(char) < 32 or ord(char) == 127 for char in value):
+            raise ToolFailure("validation", f"{op.tool}: the header {name} has a control character")
+        if network.is_secret(value):
+            raise ToolFailure("permission", f"{op.tool} refused the header {name}: it carries a secret")
     body = json.dumps(args["body"]).encode() if op.body and "body" in args else None
     if body is not None:
         headers["Content-Type"] = op.body or "application/json"
@@ -157,8 +165,8 @@ async def _follow(client: httpx2.AsyncClient, op: Operation, first: Target, head
         extra = [(key.split(":", 1)[1], value) for key, value in added.items() if key.startswith("query:")]
         if extra:
             url = url.copy_merge_params(dict(extra))
-        sent = {"Host": here.authority, "User-Agent": USER_AGENT, "Accept": "application/json, */*;q=0.5",
-                "Accept-Encoding": "identity", **headers,
+        sent = {"User-Agent": USER_AGENT, "Accept": "application/json, */*;q=0.5", **headers,
+                "Host": here.authority, "Accept-Encoding": "identity",
                 **{key.split(":", 1)[1]: value for key, value in added.items() if key.startswith("header:")}}
         request = client.build_request(method, url, headers=sent, content=body,
                                        extensions={"sni_hostname": here.host} if here.address is None else {})

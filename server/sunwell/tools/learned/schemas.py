@@ -18,7 +18,10 @@ if TYPE_CHECKING:
 MAX_REF_DEPTH = 3
 MAX_NODES = 400
 MAX_TEXT = 200
-AUTH_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+AUTH_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie",
+                          # what the connection is: never the model's to set (`Host` would pick another site)
+                          "host", "content-length", "transfer-encoding", "connection", "te", "upgrade", "trailer",
+                          "expect", "keep-alive", "proxy-connection"})
 KEPT = ("type", "format", "enum", "const", "default", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
         "minLength", "maxLength", "pattern", "minItems", "maxItems", "required", "nullable")
 NESTED = ("items", "additionalProperties", "not")
