@@ -482,3 +482,26 @@ async def test_dot_segments_connection_headers_and_secret_headers_never_leave(ma
                                ("poke__pokemon_retrieve", {"id": "pikachu", "X-Trace": "a\r\nHost: evil"})))
     assert [r.error.code for r in found] == ["validation", "permission", "validation"]
     assert len(api.requests) == before
+
+
+async def test_a_lens_narrows_learned_tools_like_any_other(make_engine, fake, api, workspace):
+    engine = make_engine("auto")
+    assert (await learn(engine, fake, api.url("/openapi.json"), "pokeapi")).ok
+    (workspace / "poke.lens").write_text("name: poke-only\ndescription: Only one Pokémon tool.\n"
+                                         "tool_policy:\n  allowed_tools: [read_file, pokeapi__pokemon_retrieve]\n")
+    engine = make_engine("auto")
+    await turn(engine, fake, lens="poke.lens")
+    assert sorted(offered(fake)) == ["pokeapi__pokemon_retrieve", "read_file"]
+
+
+def test_the_terminal_shows_what_learning_adds():
+    from sunwell.cli.approvals import render_preview
+    from sunwell.wire.approval import ApprovalRequest
+
+    request = ApprovalRequest(session="s", turn="t", call_id="c", name="learn_api", arguments={}, risk="network",
+                              preview={"kind": "learn", "name": "poke", "hosts": ["pokeapi.co"], "operations": [
+                                  {"tool": "poke__get", "method": "GET", "path": "/p/{id}", "summary": "Get one"}],
+                                  "changes": {"added": ["poke__get"], "removed": [], "changed": []}})
+    shown = render_preview(request)
+    assert "learn the API poke: 1 tools calling pokeapi.co" in shown and "poke__get  GET /p/{id}  Get one" in shown
+    assert "added: poke__get" in shown and request.session_rule() is None
