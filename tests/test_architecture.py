@@ -127,6 +127,8 @@ DEFERRED = {
     "sunwell.models.providers.openai_chat": ("openai",),
     "sunwell.models.providers.window": ("urllib",),
     "sunwell.tools.mcp.hub": ("sunwell.tools.mcp.server",),
+    "sunwell.tools.learned.credentials": ("keyring",),
+    "sunwell.tools.learned.document": ("jsonschema_path", "openapi_spec_validator", "referencing"),
     "sunwell.tools.network.convert": ("bs4", "markdownify", "charset_normalizer"),
     "sunwell.tools.workspace.file_lock": ("fcntl", "msvcrt"),
 }

@@ -6,6 +6,7 @@ import type { ChatController } from './chatController';
 import { CHAT_VIEW_ID } from './chatView';
 import { API_KEYS, type KeyProvider } from './common/settings';
 import { DiffPreviews } from './diffPreview';
+import { showLearnedApis } from './learnedApis';
 import { showMcpServers } from './mcpServers';
 import { Vocabulary, type Decision, type TrustName } from './protocol';
 import type { ApiKeyStore } from './secrets';
@@ -64,6 +65,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     register('sunwell.restartSidecar', () => sidecar.restart('asked by the user', true)),
     register('sunwell.showSessions', () => showSessions(controller, sidecar)),
     register('sunwell.mcpServers', () => showMcpServers(sidecar)),
+    register('sunwell.learnedApis', () => showLearnedApis(sidecar, deps.keys)),
     register('sunwell.installPythonPackage', () => sidecar.installAndStart()),
     register('sunwell.showLog', () => deps.log.show()),
     register('sunwell.approval.allow', answerFromDiff('allow')),

@@ -58,7 +58,8 @@ export type NoticeCode =
   | 'resumed'
   | 'call_interrupted';
 export type NoticeLevel = 'info' | 'warning' | 'error';
-export type Preview = DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview;
+export type Preview =
+  DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview | LearnPreview;
 export type Risk = 'write' | 'shell' | 'network' | 'mcp';
 export type SessionEvent =
   | UserMessageEvent
@@ -99,6 +100,11 @@ export interface SunwellProtocol {
   FetchPreview?: FetchPreview;
   FileChange?: FileChange;
   InitializationOptions?: InitializationOptions;
+  LearnPreview?: LearnPreview;
+  LearnedApiInfo?: LearnedApiInfo;
+  LearnedApisResult?: LearnedApisResult;
+  LearnedForgetParams?: LearnedForgetParams;
+  LearnedForgetResult?: LearnedForgetResult;
   McpRestartParams?: McpRestartParams;
   McpRestartResult?: McpRestartResult;
   McpResult?: McpResult;
@@ -147,7 +153,7 @@ export interface ApprovalRequest {
     [k: string]: unknown;
   };
   risk: 'write' | 'shell' | 'network' | 'mcp';
-  preview: DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview;
+  preview: DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview | LearnPreview;
 }
 /**
  * A write or an edit: the file as it is and as the call would leave it.
@@ -206,6 +212,28 @@ export interface FetchPreview {
   kind: 'fetch';
   url: string;
   host: string;
+}
+/**
+ * Learning an API (learn_api): the tools it will offer and the hosts they call. Always asked: allow-for-session
+ * remembers nothing for it.
+ */
+export interface LearnPreview {
+  kind: 'learn';
+  name: string;
+  hosts: string[];
+  operations: LearnedOperation[];
+  changes?: {
+    [k: string]: string[];
+  } | null;
+}
+/**
+ * One operation a learned API offers as a tool.
+ */
+export interface LearnedOperation {
+  tool: string;
+  method: string;
+  path: string;
+  summary: string;
 }
 export interface ApproveResult {
   decision: 'allow' | 'deny' | 'allowSession';
@@ -463,6 +491,24 @@ export interface WebSearchOptions {
   baseUrl?: string | null;
   apiKeyEnv?: string | null;
 }
+export interface LearnedApiInfo {
+  name: string;
+  title: string;
+  source: string;
+  hosts: string[];
+  tools: string[];
+  schemes: string[];
+  operations: number;
+}
+export interface LearnedApisResult {
+  apis: LearnedApiInfo[];
+}
+export interface LearnedForgetParams {
+  name: string;
+}
+export interface LearnedForgetResult {
+  forgotten: boolean;
+}
 export interface McpRestartParams {
   name: string;
 }
@@ -654,6 +700,8 @@ export const Method = {
   chat: 'sunwell/chat',
   chatEvent: 'sunwell/chatEvent',
   commands: 'sunwell/commands',
+  learnedApis: 'sunwell/learnedApis',
+  learnedForget: 'sunwell/learnedForget',
   mcp: 'sunwell/mcp',
   mcpRestart: 'sunwell/mcpRestart',
   models: 'sunwell/models',
@@ -670,6 +718,8 @@ export interface Requests {
   'sunwell/approve': { params: ApprovalRequest; result: ApproveResult };
   'sunwell/chat': { params: ChatParams; result: ChatResult };
   'sunwell/commands': { params: EmptyParams; result: CommandsResult };
+  'sunwell/learnedApis': { params: EmptyParams; result: LearnedApisResult };
+  'sunwell/learnedForget': { params: LearnedForgetParams; result: LearnedForgetResult };
   'sunwell/mcp': { params: EmptyParams; result: McpResult };
   'sunwell/mcpRestart': { params: McpRestartParams; result: McpRestartResult };
   'sunwell/models': { params: EmptyParams; result: ModelsResult };

@@ -1,9 +1,10 @@
-// API keys (the model providers' and the web search service's) live in VS Code's SecretStorage and reach the
-// sidecar only through its environment.
+// API keys (the model providers', the web search service's, the learned APIs' credentials) live in VS Code's
+// SecretStorage and reach the sidecar only through its environment.
 import * as vscode from 'vscode';
+import { parseCredentials, withCredential, withoutApi, type LearnedCredentials } from './common/learned';
 import { API_KEYS, type ApiKeys, type SecretName } from './common/settings';
 
-const NAMES: SecretName[] = [...(Object.keys(API_KEYS) as SecretName[]), 'webSearch'];
+const NAMES: SecretName[] = [...(Object.keys(API_KEYS) as SecretName[]), 'webSearch', 'learned'];
 
 const PREFIX = 'sunwell.apiKey.';
 
@@ -36,6 +37,20 @@ export class ApiKeyStore implements vscode.Disposable {
   async set(name: SecretName, value: string): Promise<void> {
     if (value) await this.secrets.store(PREFIX + name, value);
     else await this.secrets.delete(PREFIX + name);
+  }
+
+  /** The learned APIs' credentials: `{API: {SCHEME: value}}`. */
+  async learned(): Promise<LearnedCredentials> {
+    return parseCredentials(await this.secrets.get(PREFIX + 'learned'));
+  }
+
+  async setLearned(api: string, scheme: string, value: string): Promise<void> {
+    await this.set('learned', JSON.stringify(withCredential(await this.learned(), api, scheme, value)));
+  }
+
+  async forgetLearned(api: string): Promise<void> {
+    const next = withoutApi(await this.learned(), api);
+    await this.set('learned', Object.keys(next).length ? JSON.stringify(next) : '');
   }
 
   dispose(): void {

@@ -10,6 +10,8 @@ control endpoint, one scenario at a time:
     GET  {control}/requests?since=N    the requests recorded since N: [{"path", "body"}]
     GET  {control}/state               {"remaining": n, "requests": N}
     GET  {control}/page.html           a small HTML page with a title, for web_fetch of a local address
+    GET  {control}/openapi.json        a PokeAPI-shaped OpenAPI document whose server is this one (learn_api), and
+    GET  {control}/api/v2/pokemon/ID/  its answers (tests/api_server.py)
 
 It stops when its stdin closes or on SIGTERM.
 """
@@ -28,6 +30,7 @@ from urllib.parse import parse_qs, urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for fake_provider
 
+from api_server import POKEMON, TYPES, pokeapi_document
 from fake_provider import Call, FakeProvider, Reply
 
 TODO = "# TODO\n\n- [x] chat in VS Code\n- [ ] ship it\n"
@@ -151,6 +154,12 @@ def main() -> int:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+            elif url.path == "/openapi.json":
+                self._json(200, pokeapi_document(f"http://{host}:{port}/api/v2"))
+            elif url.path.startswith("/api/v2/pokemon/") and url.path.split("/")[4] in POKEMON:
+                name = url.path.split("/")[4]
+                self._json(200, {"id": POKEMON.index(name) + 1, "name": name, "types": [
+                    {"slot": 1, "type": {"name": kind}} for kind in TYPES.get(name, ["normal"])]})
             elif url.path == "/state":
                 self._json(200, {"remaining": fake.remaining, "requests": len(fake.requests)})
             else:
@@ -163,6 +172,15 @@ def main() -> int:
     SCENARIOS["fetch-local"] = [
         Reply(tool_calls=[Call("web_fetch", json.dumps({"url": f"http://{host}:{port}/page.html"}))], chunk=16),
         Reply(text="The local page is titled **Sunwell test page**.", chunk=8),
+    ]
+    SCENARIOS["learn-api"] = [
+        Reply(tool_calls=[Call("learn_api", json.dumps({"source": f"http://{host}:{port}/openapi.json",
+                                                         "name": "pokeapi"}))], chunk=16),
+        Reply(text="Learned **pokeapi**.", chunk=8),
+    ]
+    SCENARIOS["learned-call"] = [
+        Reply(tool_calls=[Call("pokeapi__pokemon_retrieve", json.dumps({"id": "pikachu"}))], chunk=16),
+        Reply(text="Pikachu is an **electric** type.", chunk=8),
     ]
     print(json.dumps({"url": fake.url, "control": f"http://{host}:{port}"}), flush=True)
 

@@ -925,6 +925,63 @@ async function main() {
     check(await byTest('chat-input').count() === 1, 'the chat webview navigated away');
   });
 
+  // (issue 28) learn_api: the card lists the tools and the host, offers no allow-for-session; after Allow, a later
+  // turn calls a learned GET without asking; Sunwell: Learned APIs lists it and Forget forgets it.
+  await scenario('learned-apis', 120_000, async () => {
+    await runCommand(page, 'Sunwell: Open Chat');
+    await clickViewAction('New Session');
+    await byTest('welcome').waitFor({ state: 'visible', timeout: 5000 });
+    await script('learn-api');
+    let ends = await count('turn-end');
+    await send('Learn the PokeAPI');
+    const approval = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await approval.waitFor({ timeout: 20_000 });
+    const operations = await approval.locator('[data-testid="approval-operations"]').innerText();
+    check(/pokeapi__pokemon_retrieve/.test(operations) && /GET \/pokemon\/\{id\}\//.test(operations), `operations shown: ${operations}`);
+    check(/127\.0\.0\.1/.test(await approval.locator('[data-testid="approval-hosts"]').innerText()), 'the host is not shown');
+    check(await approval.locator('[data-testid="approval-allow-session"]').count() === 0, 'learning offers allow-for-session');
+    await shot('learn-approval');
+    await approval.locator('[data-testid="approval-allow"]').click();
+    await waitTurnEnd(ends, 'completed');
+
+    await script('learned-call');
+    ends = await count('turn-end');
+    let asked = false;
+    await send('What type is pikachu?');
+    await until(async () => {
+      asked ||= (await chat().locator('[data-testid="approval-card"][data-state="pending"]').count()) > 0;
+      return (await count('turn-end')) > ends;
+    }, { timeoutMs: 30_000, every: 50, message: 'the learned call did not finish' });
+    await waitTurnEnd(ends, 'completed');
+    check(!asked, 'a learned GET was asked');
+    const card = chat().locator('[data-testid="tool-card"][data-tool="pokeapi__pokemon_retrieve"]').last();
+    check(await card.getAttribute('data-status') === 'ok', `the learned call ended ${await card.getAttribute('data-status')}`);
+    await shot('learned-call');
+
+    await runCommand(page, 'Sunwell: Learned APIs');
+    const row = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'pokeapi' }).first();
+    await row.waitFor({ timeout: 10_000 });
+    check(/3 tools/.test(await row.innerText()), `the picker shows: ${await row.innerText()}`);
+    await shot('learned-apis-picker');
+    await row.click();
+    const forget = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Forget' }).first();
+    await forget.waitFor({ timeout: 10_000 });
+    await forget.click();
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 10_000 });
+    await dialog.locator('.monaco-button').filter({ hasText: 'Forget' }).first().click();
+    await until(async () => (await page.locator('.notifications-toasts').innerText().catch(() => '')).includes('forgot pokeapi'),
+      { timeoutMs: 10_000, message: 'no "forgot pokeapi" notification' });
+    await runCommand(page, 'Sunwell: Learned APIs');
+    const placeholder = () => page.locator('.quick-input-widget input.input').first().getAttribute('placeholder').catch(() => '');
+    await until(async () => /No learned APIs/.test(await placeholder() ?? ''),
+      { timeoutMs: 10_000, message: 'the picker still lists an API after Forget' });
+    check(await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'pokeapi' }).count() === 0,
+      'pokeapi is still listed after Forget');
+    await page.keyboard.press('Escape');
+    await clearNotifications(page);
+  });
+
   // (g) a lens file: a diagnostic on the misspelt key, and completion of a trust level
   await scenario('lens', 60_000, async () => {
     await openFile(page, 'review.lens');

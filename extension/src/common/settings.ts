@@ -57,8 +57,8 @@ export const API_KEYS = {
   'openai-compatible': { env: 'SUNWELL_API_KEY', label: 'OpenAI-compatible server' },
 } as const;
 export type KeyProvider = keyof typeof API_KEYS;
-/** The model providers' keys, and the web search service's (its variable is a setting). */
-export type SecretName = KeyProvider | 'webSearch';
+/** The model providers' keys, the web search service's (its variable is a setting), the learned APIs' (JSON). */
+export type SecretName = KeyProvider | 'webSearch' | 'learned';
 export type ApiKeys = Partial<Record<SecretName, string>>;
 
 export interface ReadResult {
@@ -176,6 +176,7 @@ export function sidecarEnvironment(s: Settings, keys: ApiKeys, base: NodeJS.Proc
     if (key) env[API_KEYS[provider].env] = key;
   }
   if (keys.webSearch) env[s['webSearch.apiKeyEnv']] = keys.webSearch;
+  if (keys.learned) env.SUNWELL_LEARNED_CREDENTIALS = keys.learned;
   // The sidecar's stdout is the protocol: make sure Python never buffers it, and never writes bytecode into a
   // read-only install of the bundled package.
   env.PYTHONUNBUFFERED = '1';

@@ -4,7 +4,7 @@ import {
   diffStat, endpointSetting, formatCost, formatDuration, formatUsage, needsApiKey, toolTarget, toolTitle, unreachableEndpoint,
 } from '../common/format';
 import type { ApprovalCard, Item, ToolItem, TurnEndItem } from '../common/state';
-import type { EffectsPreview, FetchPreview, FileChange, Preview } from '../protocol';
+import type { EffectsPreview, FetchPreview, FileChange, LearnPreview, Preview } from '../protocol';
 import { fetchedPage, searchHits } from '../common/webResults';
 import { h, icon } from './dom';
 import type { RenderMarkdown } from './markdown';
@@ -176,6 +176,9 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
     case 'fetch':
       parts.push(...renderFetch(preview));
       break;
+    case 'learn':
+      parts.push(...renderLearn(preview));
+      break;
     case 'tool':
       parts.push(h('div', { className: 'approval-title' }, icon('shield'), ` Allow ${tool.name} (${card.risk})?`));
       parts.push(h('pre', { className: 'approval-command' }, JSON.stringify(tool.arguments ?? preview, null, 2)));
@@ -186,10 +189,13 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
   const [sessionLabel, sessionTitle] = preview.kind === 'fetch'
     ? ['Allow host for session', `Fetch any page of ${preview.host} without asking again in this session`]
     : ['Allow for this session', `Allow ${tool.name} without asking again in this session`];
+  // learning an API is asked every time: no session rule is offered for it
+  const allowSession = preview.kind === 'learn' ? null
+    : h('button', { className: 'button secondary', 'data-action': 'allowSession', 'data-testid': 'approval-allow-session',
+      title: sessionTitle }, sessionLabel);
   parts.push(h('div', { className: 'approval-actions' },
     h('button', { className: 'button primary', 'data-action': 'allow', 'data-testid': 'approval-allow' }, 'Allow'),
-    h('button', { className: 'button secondary', 'data-action': 'allowSession', 'data-testid': 'approval-allow-session',
-      title: sessionTitle }, sessionLabel),
+    allowSession,
     h('button', { className: 'button secondary', 'data-action': 'deny', 'data-testid': 'approval-deny',
       title: 'Deny; the note beside it, if any, goes to the model with the denial' }, 'Deny'),
     showDiff),
@@ -209,6 +215,22 @@ function renderFetch(preview: FetchPreview): HTMLElement[] {
     h('pre', { className: 'approval-command', 'data-testid': 'approval-url', title: 'The whole URL' }, preview.url),
     h('div', { className: 'approval-cwd', 'data-testid': 'approval-risk' }, 'risk: ', h('code', {}, 'network'),
       ' · Sunwell requests this URL and gives the page to the model as data'),
+  ];
+}
+
+/** Learning an API: the hosts its tools will call, then each tool as method and path (text, never links). */
+function renderLearn(preview: LearnPreview): HTMLElement[] {
+  const changes = preview.changes
+    ? Object.entries(preview.changes).filter(([, names]) => names.length).map(([kind, names]) => `${kind}: ${names.join(', ')}`)
+    : null;
+  return [
+    h('div', { className: 'approval-title' }, icon('globe'), ' Learn the API ', h('strong', {}, preview.name), '?'),
+    h('div', { className: 'approval-cwd', 'data-testid': 'approval-hosts' }, 'calls: ',
+      h('strong', {}, preview.hosts.join(', ')), ` · ${preview.operations.length} tools`),
+    h('pre', { className: 'approval-command', 'data-testid': 'approval-operations' },
+      preview.operations.map((op) => `${op.method} ${op.path}  ${op.tool}${op.summary ? `  ${op.summary}` : ''}`).join('\n')),
+    ...(changes ? [h('div', { className: 'approval-cwd', 'data-testid': 'approval-changes' },
+      `changed since it was learned: ${changes.length ? changes.join('; ') : 'nothing'}`)] : []),
   ];
 }
 

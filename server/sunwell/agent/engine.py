@@ -36,6 +36,7 @@ from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
 from sunwell.tools.base import CommandSettings, SearchSettings, Tool, ToolContext, Trust, UndoHooks
+from sunwell.tools.learned.registry import LearnedApis, remember_learned
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.network.hosts import HostRules
 from sunwell.tools.network.policy import network_for
@@ -73,6 +74,7 @@ class Engine:
         self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
                                  on_release=lambda session: self.approval.forget([session]))
         self.mcp = McpHub(self._mcp_surroundings(settings))
+        self.learned = LearnedApis(Path(settings.data_dir or "."), on_learned=remember_learned)
         self.reconfigure(settings)
 
     def reconfigure(self, settings: Settings) -> None:
@@ -84,6 +86,9 @@ class Engine:
         self.host_rules = host_rules
         self.settings = settings
         self.mcp.configure(settings.mcp_servers, settings.proposed_mcp_servers, self._mcp_surroundings(settings))
+        self.learned.relocate(Path(settings.data_dir or "."))
+        self.learned.rates = {name: entry.rate_per_min for name, entry in settings.learned_apis.items()}
+        self.learned.taken = set(settings.mcp_servers)
         self.approval.mode = settings.approval or "deny"
         self.approval.timeout = settings.approval_timeout_sec
         self.approval.is_allowlisted = lambda command: False
@@ -112,7 +117,8 @@ class Engine:
             from sunwell.tools.registry import CORE_TOOLS
 
             self._lenses = LensRegistry(self.workspace, user_config_path().parent / "lenses",
-                                        known_tools=[*(tool.name for tool in CORE_TOOLS), *self.mcp.tool_patterns()])
+                                        known_tools=[*(tool.name for tool in CORE_TOOLS), *self.mcp.tool_patterns(),
+                                                     *self.learned.tool_patterns()])
         return self._lenses
 
     def lens(self, name_or_path: str) -> Lens:
@@ -232,14 +238,15 @@ class Engine:
         return narrow(lens.tool_policy if lens else None, trust, names)
 
     def catalogue(self, lens: Lens | None) -> list[Tool]:
-        """Every tool known now: the core tools, the lens' skills, the tools of the MCP servers started."""
+        """Every tool known now: the core tools, the lens' skills, the tools of the MCP servers started, learn_api
+        and the learned APIs' tools."""
         from sunwell.agent.skills import skill_tools
         from sunwell.tools.handlers.web import WEB_SEARCH
         from sunwell.tools.registry import CORE_TOOLS
 
         searching = [WEB_SEARCH] if self.settings.web_search else []
         return [*CORE_TOOLS, *searching, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []),
-                *self.mcp.tools()]
+                *self.mcp.tools(), *self.learned.tools()]
 
     def tools(self, trust: Trust, names: Sequence[str] | None = None,
               lens: Lens | None = None) -> tuple[list[Tool], list[Tool], Trust]:

@@ -8,7 +8,7 @@ really reach (resolved through the jail, symlinks followed), before anything tha
 
 A call to the web is judged on its host (tools/network/policy.py): refused before anyone is asked when the host is
 denied, a private address not listed exactly, or the URL carries a secret; run unasked when the user allowed the host
-(`network.allow`, or for this session); else asked.
+(`network.allow`, or for this session) unless its subject is `asked` (a learned API's POST, learn_api); else asked.
 
 A call that can run staged, where commands can be staged and have no network, is not asked before it runs: its
 verdict says `stage_first`, the orchestrator runs it staged and comes back to `review` with what it changed.
@@ -16,6 +16,7 @@ verdict says `stage_first`, the orchestrator runs it staged and comes back to `r
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,7 +74,7 @@ class Gate:
             if refusal := ctx.network.refusal(subject.web):  # the URL is not repeated: it may carry a secret
                 return Verdict(ToolError(code="permission", message=f"{tool.name} refused the URL: {refusal}",
                                          suggestion="do not try this URL again; tell the user what you wanted"))
-            if ctx.network.allowed(subject.web):
+            if ctx.network.allowed(subject.web) and not subject.asked:
                 emit(ApprovalEvent(call_id=call.id, decision="allow", by="policy"))
                 return Verdict(decision="allow", by="policy")
         if subject.command is not None and not self._told and (missing := sandbox_missing(ctx)):
@@ -95,6 +96,8 @@ class Gate:
                     "undo still puts back what they change")))
         try:
             preview = tool.preview(call.arguments, ctx) if tool.preview else _tool_preview(tool, call)
+            if inspect.isawaitable(preview):  # learn_api reads the document it shows
+                preview = await preview
         except ToolFailure as failure:  # the call would fail anyway: answer it without bothering the user
             return Verdict(failure.error)
         if preview.get("kind") == "diff" and preview.get("before") == preview.get("after") and not protected:

@@ -89,7 +89,8 @@ async def plan_turn(settings: Settings, spec: ModelSpec, capabilities: Capabilit
     tools = offered_tools(catalogue, grant)
     # the user's words decide which tools keep their detail longest when they must be trimmed
     specs, fitted = fit_tools([tool.spec for tool in tools], context_window=size, user_text=text,
-                              expendable={tool.name for tool in tools if tool.expendable})
+                              expendable={tool.name for tool in tools if tool.expendable},
+                              topical={tool.name for tool in tools if tool.source == "learned"})
     lens_words = [lens.instructions] if lens and lens.instructions else []
     system, loaded = await asyncio.to_thread(_system, settings.system_prompt, jail, [*lens_words, *instructions],
                                              capabilities.small, size, specs, text)

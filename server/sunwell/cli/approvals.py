@@ -21,6 +21,7 @@ from sunwell.wire.approval import (
     DiffPreview,
     EffectsPreview,
     FetchPreview,
+    LearnPreview,
     ToolPreview,
 )
 
@@ -38,6 +39,8 @@ def render_preview(request: ApprovalRequest, color: bool = False) -> str:
         return _effects(preview, color)
     if isinstance(preview, FetchPreview):  # the host first: it is what allow-for-session allows
         return f"host {visible(preview.host)}\n  {visible(preview.url)}"
+    if isinstance(preview, LearnPreview):
+        return _learn(preview)
     if isinstance(preview, ToolPreview) and preview.server:
         arguments = json.dumps(preview.arguments, ensure_ascii=False, indent=2)
         return visible(f"{preview.tool} on the MCP server {preview.server}, with:\n{arguments}")
@@ -52,6 +55,17 @@ def _diff(path: str, before: str | None, after: str | None, color: bool) -> str:
     lines = difflib.unified_diff(old, new, "/dev/null" if before is None else f"a/{shown}",
                                  "/dev/null" if after is None else f"b/{label}")
     return "".join(_paint(line, color) for line in _ensure_newlines(lines))
+
+
+def _learn(preview: LearnPreview) -> str:
+    """The hosts the learned tools will call, then each tool; what changed when re-learning."""
+    lines = [f"learn the API {preview.name}: {len(preview.operations)} tools calling {', '.join(preview.hosts)}"]
+    lines += [f"  {op.tool}  {op.method} {op.path}" + (f"  {op.summary}" if op.summary else "")
+              for op in preview.operations]
+    if preview.changes is not None:
+        shown = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in preview.changes.items() if names)
+        lines.append(f"  changed since it was learned: {shown or 'nothing'}")
+    return visible("\n".join(lines))
 
 
 EFFECT_MARKS = {"added": "A", "modified": "M", "deleted": "D", "mode": "M (mode)"}
@@ -99,7 +113,8 @@ class TerminalAsker:
             preview = render_preview(request, self.color)
             self.out.write(f"\n{visible(request.name)} wants to {_verb(request)}:\n{preview}\n")
             session = (f"[a]llow {visible(request.preview.host)} for this session"
-                       if isinstance(request.preview, FetchPreview) else "[a]llow for this session")
+                       if isinstance(request.preview, FetchPreview) else "[a]llow for this session"
+                       if not isinstance(request.preview, LearnPreview) else "(asked every time)")
             while True:
                 self.out.write(f"Allow? [y]es / [n]o / {session}: ")
                 self.out.flush()
@@ -118,7 +133,8 @@ def _verb(request: ApprovalRequest) -> str:
         case "write":
             return "change a file"
         case "network":
-            return "fetch from the web" if isinstance(request.preview, FetchPreview) else "use the network"
+            return ("fetch from the web" if isinstance(request.preview, FetchPreview) else "learn an API"
+                    if isinstance(request.preview, LearnPreview) else "use the network")
         case "mcp":
             return "call a tool of an MCP server"
         case other:

@@ -18,6 +18,7 @@ from sunwell.errors import ConfigError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from sunwell.cli import learned  # the learned APIs' store: not for `serve`
     from sunwell.cli.options import add_turn_options  # the tool registry: not for `serve`
 
     parser = argparse.ArgumentParser(prog="sunwell", description="An agentic chat for your workspace.")
@@ -71,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     for parser_ in (mcp_list, approve):
         parser_.add_argument("--workspace", type=Path, default=None)
 
+    learned.add_parser(sub)
+
     models = sub.add_parser("models", help="parsed spec and capabilities of model ids")
     models.add_argument("ids", nargs="*")
     models.add_argument("--json", action="store_true", help="one JSON object per model")
@@ -86,12 +89,12 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve([arg for arg in argv[1:] if arg != "--stdio"])  # clients may add --stdio: the default
     args = build_parser().parse_args(argv)  # `--help` and a usage error stop here
-    from sunwell.cli import chat, run, version, views  # the engine: only once a command will run
+    from sunwell.cli import chat, learned, run, version, views  # the engine: only once a command will run
     from sunwell.cli.rendering import visible
 
     commands = {"run": run.cmd_run, "apply": run.cmd_run, "chat": chat.cmd_chat, "sessions": views.cmd_sessions,
                 "models": views.cmd_models, "undo": views.cmd_undo, "audit": views.cmd_audit, "lens": views.cmd_lens,
-                "mcp": views.cmd_mcp, "version": version.cmd_version}
+                "mcp": views.cmd_mcp, "version": version.cmd_version, "tools": learned.cmd_tools}
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -59,7 +59,9 @@ def tool_names(args: argparse.Namespace) -> list[str] | None:
     if args.tools is None:
         return None
     names = [name.strip() for name in args.tools.split(",") if name.strip()]
-    unknown = sorted(set(names) - {tool.name for tool in CORE_TOOLS})
+    # SERVER__TOOL and API__OPERATION (MCP and learned tools) are known only once listed: the turn checks them
+    unknown = sorted(name for name in set(names) - {*(tool.name for tool in CORE_TOOLS), "learn_api"}
+                     if "__" not in name)
     if unknown and not getattr(args, "lens", None):  # a lens adds its skills' names
         raise UsageError(f"unknown tool(s) in --tools: {', '.join(unknown)}")
     return names

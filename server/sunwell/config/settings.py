@@ -123,6 +123,15 @@ class WebSearchSettings(BaseModel):
         return self
 
 
+class LearnedApiConfig(BaseModel):
+    """A learned API (tools/learned/): where its document came from and how often it may be called; written by
+    `sunwell tools learn`, its tools kept in the data dir, its credentials in secret storage, never here."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    rate_per_min: int = Field(30, ge=1, le=10_000)
+
+
 class Price(BaseModel):
     """What a model costs, in USD per million tokens (PROTOCOL.md `prices:`), for the cost display only."""
 
@@ -192,6 +201,8 @@ class Settings(BaseModel):
     """MCP servers whose tools become Sunwell tools named `SERVER__TOOL` (README "Tools from outside")."""
     network: NetworkSettings = Field(default_factory=NetworkSettings)
     web_search: WebSearchSettings | None = None
+    learned_apis: dict[str, LearnedApiConfig] = Field(default_factory=dict)
+    """Learned APIs (README "Learned APIs"); ignored in a workspace config."""
     _ignored: list[str] = PrivateAttr(default_factory=list)
     _proposed_mcp: dict[str, McpServerConfig] = PrivateAttr(default_factory=dict)
 

@@ -65,6 +65,7 @@ FEATURES: tuple[str, ...] = (
     "sunwell.lsp.catalog",
     "sunwell.lsp.lens_features",
     "sunwell.lsp.mcp",
+    "sunwell.lsp.learned",
 )
 """Modules with a `setup(server)`, loaded in this order."""
 

@@ -27,10 +27,11 @@ _STOP = frozenset({
 
 
 def fit_tools(tools: list[ToolSpec], *, context_window: int, user_text: str, budget_ratio: float = 0.25,
-              expendable: Collection[str] = ()) -> tuple[list[ToolSpec], list[str]]:
+              expendable: Collection[str] = (), topical: Collection[str] = ()) -> tuple[list[ToolSpec], list[str]]:
     """The tools, trimmed to fit `budget_ratio` of `context_window`, and a note per kind of trimming done. The
     `expendable` ones (by name: the plan, the time, arithmetic...) are left out first, before any other tool loses
-    a word, least relevant first."""
+    a word, least relevant first. The `topical` ones (a learned API's operations: many, each about one thing) that
+    share no word with the request go with them; those it is about are trimmed like any other tool."""
     budget = int(context_window * budget_ratio)
     if tools_tokens(tools) <= budget:
         return list(tools), []
@@ -46,12 +47,15 @@ def fit_tools(tools: list[ToolSpec], *, context_window: int, user_text: str, bud
         return tools_tokens(kept()) <= budget
 
     notes: list[str] = []
-    for i in [i for i in order if tools[i].name in expendable][:len(tools) - 1]:  # one tool always stays
+    spare = [i for i in order if tools[i].name in expendable
+             or (tools[i].name in topical and not relevance(tools[i], words))]
+    for i in spare[:len(tools) - 1]:  # one tool always stays
         if fits():
             break
         dropped.append(i)
     if dropped:
-        notes.append(f"left out {', '.join(tools[i].name for i in dropped)} (conveniences) to fit the context window")
+        what = "conveniences" if all(tools[i].name in expendable for i in dropped) else "not about the request"
+        notes.append(f"left out {', '.join(tools[i].name for i in dropped)} ({what}) to fit the context window")
     steps: list[tuple[Callable[[ToolSpec], ToolSpec], str]] = [
         (_first_sentence, "cut the descriptions of {names} to their first sentence"),
         (_without_optional_descriptions, "dropped the descriptions of optional parameters of {names}"),

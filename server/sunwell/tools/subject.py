@@ -46,6 +46,9 @@ class Subject:
     mcp: McpCall | None = None
     web: Target | None = None
     """The URL the call requests, parsed and normalised: policy judges its host (tools/network/policy.py)."""
+    asked: bool = False
+    """Asked even on a host the user allowed: it sends or changes something there, or learns what to call (a learned
+    API's POST, learn_api)."""
     staged: bool = False
     """Its file changes can be made in a staging overlay, shown, then applied or discarded (the tool's `stage`)."""
 

@@ -25,6 +25,7 @@ __all__ = [
     "EffectsPreview",
     "FetchPreview",
     "FileChange",
+    "LearnPreview",
     "Preview",
     "ToolPreview",
 ]
@@ -94,7 +95,28 @@ class FetchPreview(WireModel):
     """IDNA-normalised (`xn--` for a non-ASCII name), so a look-alike shows as what it is."""
 
 
-Preview = Annotated[DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview,
+class LearnedOperation(WireModel):
+    """One operation a learned API offers as a tool."""
+
+    tool: str
+    method: str
+    path: str
+    summary: str
+
+
+class LearnPreview(WireModel):
+    """Learning an API (learn_api): the tools it will offer and the hosts they call. Always asked: allow-for-session
+    remembers nothing for it."""
+
+    kind: Literal["learn"] = "learn"
+    name: str
+    hosts: list[str]
+    operations: list[LearnedOperation]
+    changes: dict[str, list[str]] | None = None
+    """When re-learning: the tools `added`, `removed`, `changed`, and `hosts` when they change."""
+
+
+Preview = Annotated[DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview | LearnPreview,
                     Field(discriminator="kind")]
 HOST_RULE = "network:host"
 """The middle of a session rule that allows a host (for every network tool), not one tool."""
@@ -124,6 +146,8 @@ class ApprovalRequest(WireModel):
         """What allow-for-session remembers: the exact tool, and for shell the exact command line (none known:
         nothing is remembered, the answer counts for this call only); for an MCP tool the exact arguments too; for a
         web request its host, whatever tool asks."""
+        if isinstance(self.preview, LearnPreview):
+            return None
         if self.risk == "network" and isinstance(self.preview, FetchPreview):
             return self.session, HOST_RULE, self.preview.host
         if self.risk == "mcp":

@@ -33,6 +33,9 @@ MODELS = "sunwell/models"
 COMMANDS = "sunwell/commands"
 MCP = "sunwell/mcp"
 MCP_RESTART = "sunwell/mcpRestart"
+LEARNED_APIS = "sunwell/learnedApis"
+"""The learned APIs (VS Code's "Sunwell: Learned APIs"), as `sunwell tools list --json` shows them."""
+LEARNED_FORGET = "sunwell/learnedForget"
 USAGE = "sunwell/usage"
 """Tokens per turn and in total of a session, and their cost at the model's price (`prices:`)."""
 APPROVE = "sunwell/approve"
@@ -268,6 +271,32 @@ class McpRestartResult(WireModel):
     """Its state after the restart: `running`, or `failed: REASON`."""
 
 
+class LearnedApiInfo(WireModel):
+    name: str
+    title: str
+    source: str
+    hosts: list[str]
+    tools: list[str]
+    """The tools offered (`NAME__OPERATION`)."""
+    schemes: list[str]
+    """Its security schemes, in the document's order: the credentials it may need (kept in VS Code's secret
+    storage, never sent over this protocol)."""
+    operations: int
+    """How many operations it has (more than `tools` when only some tags are offered)."""
+
+
+class LearnedApisResult(WireModel):
+    apis: list[LearnedApiInfo]
+
+
+class LearnedForgetParams(Params):
+    name: str
+
+
+class LearnedForgetResult(WireModel):
+    forgotten: bool
+
+
 REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     CHAT: (ChatParams, ChatResult),
     RESUME: (ResumeParams, ChatResult),
@@ -279,6 +308,8 @@ REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     COMMANDS: (EmptyParams, CommandsResult),
     MCP: (EmptyParams, McpResult),
     MCP_RESTART: (McpRestartParams, McpRestartResult),
+    LEARNED_APIS: (EmptyParams, LearnedApisResult),
+    LEARNED_FORGET: (LearnedForgetParams, LearnedForgetResult),
     USAGE: (UsageParams, SessionUsage),
     APPROVE: (ApprovalRequest, ApproveResult),
 }

@@ -75,6 +75,14 @@ class HostRules:
         """Whether `target`'s host is fetched without asking: in `network.allow` and not denied."""
         return self._allow.match(target) and not self.denied(target)
 
+    def listed_exactly(self, target: Target) -> bool:
+        """Whether `target`'s exact name or address is an entry of `network.allow` (a wildcard never is), and not
+        denied: what lets a learned API use plain http."""
+        if self.denied(target):
+            return False
+        return target.host in self._allow.names or (target.address is not None
+                                                    and target.address in self._allow.addresses)
+
     def may_reach(self, target: Target, address: Address) -> bool:
         """Whether a connection for `target` may go to `address` (what its name resolved to, or its literal): never
         a denied host or address; a public address always; another only when `target`'s exact name or `address`

@@ -55,6 +55,17 @@ def secret_values(environ: Mapping[str, str], passthrough: Iterable[str] = ()) -
     return sorted(found, key=len, reverse=True)
 
 
+_REMEMBERED: dict[str, None] = {}
+_remembered_pattern: list[re.Pattern[str] | None] = [None]
+
+
+def remember_secret(value: str) -> None:
+    """Mask `value` from now on, like an environment secret: a learned API's credential (tools/learned/)."""
+    if len(value) >= MIN_SECRET_LENGTH and value not in _REMEMBERED:
+        _REMEMBERED[value] = None
+        _remembered_pattern[0] = re.compile("|".join(map(re.escape, sorted(_REMEMBERED, key=len, reverse=True))))
+
+
 @lru_cache(maxsize=8)  # made for each turn and each audit log, from an environment that rarely changes
 def _secrets_pattern(environ: frozenset[tuple[str, str]], passthrough: frozenset[str]) -> re.Pattern[str] | None:
     values = secret_values(dict(environ), passthrough)
@@ -70,12 +81,16 @@ class EnvSecrets:
         self._replacement = replacement
 
     def mask(self, value: Any) -> Any:
-        if self._pattern is None:
+        if self._pattern is None and _remembered_pattern[0] is None:
             return value
         if isinstance(value, str):
-            if "%" in value and self._pattern.search(decoded := unquote(unquote(value))):
-                value = decoded  # percent-encoded, as a URL carries it (`tok%2D5f3a`): masked in its decoded form
-            return self._pattern.sub(self._replacement, value) if self._pattern.search(value) else value
+            for pattern in (self._pattern, _remembered_pattern[0]):
+                if pattern is None:
+                    continue
+                if "%" in value and pattern.search(decoded := unquote(unquote(value))):
+                    value = decoded  # percent-encoded, as a URL carries it (`tok%2D5f3a`): masked decoded
+                value = pattern.sub(self._replacement, value) if pattern.search(value) else value
+            return value
         if isinstance(value, Mapping):
             return {self.mask(k): self.mask(v) for k, v in value.items()}
         if isinstance(value, list | tuple):

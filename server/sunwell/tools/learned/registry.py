@@ -1,0 +1,256 @@
+"""Learned APIs as Sunwell tools: `learn_api`, and a tool `NAME__OPERATION` per operation offered.
+
+Like an MCP server's tools (tools/mcp/remote_tools.py), they join the catalogue, so trust, a lens' `allowed_tools`,
+`--tools` and dry runs apply as to any tool. An operation's tool has source `learned`, risk `network`, trust
+`read_only`; its subject is its URL without credentials, judged by the network policy before anything is asked or
+sent. GET and HEAD run without asking (the hosts were approved when the API was learned); any other method is
+asked every time, even on a host the user allowed, unless allowed for the session (that exact tool). In a small
+window, fitting leaves out the learned tools that share no word with the request before a core tool loses a word
+(models/fitting.py `topical`); those the request is about are trimmed like any other.
+
+`learn_api` is asked like a write: its `learn` preview lists the operations and the hosts; no session rule or
+allowlist skips it (`--approve auto` and `deny` answer it). The document is read in the preview, so what the user
+approves is what is stored; from the web only from a host the user allowed (`network.allow`, or for the session by
+fetching the document with web_fetch first): reading it is a request like any other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from pydantic import Field
+
+from sunwell.config import user_config_path
+from sunwell.config.learned_entries import remember
+from sunwell.tools.arguments import ToolArguments
+from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.learned.calls import RateLimit, credentials_for, render, send, target
+from sunwell.tools.learned.credentials import Credentials
+from sunwell.tools.learned.document import Operation, Scheme
+from sunwell.tools.learned.learning import (
+    check_name,
+    is_url,
+    learn,
+    preview,
+    read_source,
+    read_workspace_file,
+)
+from sunwell.tools.learned.store import DEFAULT_RATE, LearnedApi, LearnedStore
+from sunwell.tools.mcp.naming import server_prefix
+from sunwell.tools.network.hosts import resolve
+from sunwell.tools.network.urls import UrlRefused, parse_url
+from sunwell.tools.policy.environment import remember_secret
+from sunwell.tools.subject import Subject
+
+READS = ("GET", "HEAD")
+HEADER_ROOM = 600
+
+
+class LearnApiArguments(ToolArguments):
+    source: str = Field(description="The URL or workspace path of an OpenAPI 3.x or Swagger 2.0 document.")
+    name: str = Field(description="A short lower-case name for the API; its tools are named NAME__OPERATION.")
+    tags: list[str] | None = Field(None, description="Offer only the operations with these tags (a large API).")
+
+
+class LearnedApis:
+    """The learned APIs of the user's data, as tools; what their calls share (credentials, rate limits)."""
+
+    def __init__(self, data_dir: Path, rates: dict[str, int] | None = None,
+                 on_learned: Callable[[LearnedApi], None] | None = None) -> None:
+        self.store = LearnedStore(data_dir)
+        self.credentials = Credentials(data_dir)
+        self.rates = rates or {}
+        """rate_per_min by API name, from the user config (`learned_apis`)."""
+        self.limits = RateLimit()
+        self.on_learned = on_learned
+        self.taken: set[str] = set()
+        """Names an API may not take (the MCP servers')."""
+        self._pending: dict[str, LearnedApi] = {}
+        self._tokens: dict[tuple[str, str], str] = {}
+
+    def relocate(self, data_dir: Path) -> None:
+        """The user's data dir changed (the editor's settings): learned APIs are read from there."""
+        if self.store.folder != data_dir / "learned":
+            self.store = LearnedStore(data_dir)
+            self.credentials = Credentials(data_dir)
+
+    def apis(self) -> list[LearnedApi]:
+        return self.store.all()
+
+    def tool_patterns(self) -> list[str]:
+        return ["learn_api", *(server_prefix(name) + "*" for name in self.store.names())]
+
+    def tools(self) -> list[Tool]:
+        """learn_api and every offered operation's tool."""
+        tools = [self.learn_tool()]
+        for api in self.apis():
+            if api.name in self.taken:
+                continue
+            tools += [self._tool(api, op) for op in api.offered()]
+        return tools
+
+    # ---- an operation as a tool --------------------------------------------------------------------------------
+
+    def _tool(self, api: LearnedApi, op: Operation) -> Tool:
+        reads = op.method in READS
+        words = op.summary or op.description or f"{op.method} {op.path}"
+        extra = op.description if op.summary and op.description and op.description != op.summary else ""
+        description = f"{words}{'.' if not words.endswith('.') else ''} {extra}".strip()
+        description += f" ({op.method} {op.path} of the learned API {api.name}"
+        description += ", asks the user)" if not reads else ")"
+
+        async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+            return await self._call(api, op, args, ctx)
+
+        def subject(args: dict[str, Any]) -> Subject:
+            return Subject(web=target(op, args), asked=not reads)
+
+        def shown(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+            return {"kind": "tool", "server": api.name, "tool": op.tool, "arguments": args}
+
+        return Tool(name=op.tool, description=description, parameters=op.schema, handler=handler,
+                    min_trust=Trust.read_only, approval="auto" if reads else "ask", risk="network",
+                    read_only=reads, source="learned", timeout=150.0, preview=shown,
+                    subject=subject)
+
+    async def _call(self, api: LearnedApi, op: Operation, args: dict[str, Any], ctx: ToolContext) -> str:
+        if ctx.network is None:
+            raise ToolFailure("unsupported", f"{op.tool}: no network here")
+        if message := self.limits.check(api.name, self.rates.get(api.name, api.rate_per_min)):
+            raise ToolFailure("rate_limit", message, suggestion="wait, or make fewer calls")
+        secrets = credentials_for(op, api.schemes, lambda scheme: self.credentials.get(api.name, scheme), api.name)
+        values = [value for _, value in secrets]
+
+        def mask(text: str) -> str:
+            for value in values:
+                text = text.replace(value, "[REDACTED]")
+            return ctx.secrets.mask(text) if ctx.secrets is not None else text
+
+        try:
+            status, kind, data, url = await send(op, args, ctx.network, secrets, self._oauth(api, ctx))
+        except ToolFailure as failure:
+            raise ToolFailure(failure.error.code, mask(failure.error.message), failure.error.suggestion) from None
+        return render(op, status, kind, data, url, max(ctx.max_output_bytes - HEADER_ROOM, 1_000), mask)
+
+    def _oauth(self, api: LearnedApi, ctx: ToolContext) -> Callable[[Scheme, str], Any]:
+        async def token(scheme: Scheme, value: str) -> str:
+            kept = self._tokens.get((api.name, scheme.name))
+            if kept:
+                return kept
+            client_id, _, secret = value.partition(":")
+            fetched = await _client_credentials(scheme, client_id, secret, api, ctx)
+            self._tokens[(api.name, scheme.name)] = fetched
+            return fetched
+        return token
+
+    # ---- learn_api ---------------------------------------------------------------------------------------------
+
+    def learn_tool(self) -> Tool:
+        return Tool(
+            name="learn_api",
+            description=(
+                "Learn a web API from its OpenAPI (3.x) or Swagger 2.0 document, by URL or workspace path: once the "
+                "user approves, each operation becomes a tool NAME__OPERATION, offered from the next turn on, in "
+                "every session. The user is always asked; a document from the web is read only from a host the "
+                "user allowed (fetch it with web_fetch first if you were refused). "
+                'Example: {"source": "https://pokeapi.co/openapi.yml", "name": "pokeapi"}.'),
+            parameters=LearnApiArguments.schema_for_tool(),
+            handler=self._learn_call, subject=_learn_subject, preview=self._learn_preview,
+            min_trust=Trust.read_only, approval="ask", risk="network", timeout=180.0)
+
+    async def _learned(self, args: dict[str, Any], ctx: ToolContext) -> LearnedApi:
+        arguments = LearnApiArguments.model_validate(args)
+        check_name(arguments.name, self.taken)
+        key = json.dumps(args, sort_keys=True)
+        if key in self._pending:
+            return self._pending[key]
+        if ctx.network is None:
+            raise ToolFailure("unsupported", "learn_api: no network here")
+        if is_url(arguments.source) and not ctx.network.allowed(parse_url(arguments.source)):
+            raise ToolFailure("permission", f"{parse_url(arguments.source).host} is not a host the user allowed, so "
+                              "the document was not read",
+                              suggestion="fetch the document with web_fetch first (the user is asked for its host, "
+                                         "and may allow it for the session), then call learn_api again")
+        text, origin = await read_source(arguments.source, ctx.network, read_workspace_file(ctx.jail))
+        api = await learn(text, arguments.name, arguments.source, origin, ctx.network, arguments.tags,
+                          self.rates.get(arguments.name, DEFAULT_RATE))
+        self._pending[key] = api
+        return api
+
+    async def _learn_preview(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        self._pending.pop(json.dumps(args, sort_keys=True), None)  # what is asked is the document as it is now
+        api = await self._learned(args, ctx)
+        return preview(api, self.store.get(api.name))
+
+    async def _learn_call(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        api = await self._learned(args, ctx)
+        self._pending.clear()
+        self.save(api)
+        needed = [scheme.name for scheme in api.schemes
+                  if any(scheme.name in alt for op in api.offered() for alt in op.security)
+                  and not self.credentials.get(api.name, scheme.name)]
+        lines = [(f"Learned {api.title} as {api.name}: {len(api.offered())} tools ({api.name}__...) calling "
+                  f"{', '.join(api.hosts)}, offered from the next turn on.")]
+        if needed:
+            lines.append(f"It needs the credential {', '.join(needed)}: ask the user to run `sunwell tools learn "
+                         f"{api.source} --name {api.name}` in a terminal (or the command Sunwell: Learned APIs in "
+                         "VS Code) to give it; never ask for it in the chat.")
+        return "\n".join(lines)
+
+    def save(self, api: LearnedApi) -> None:
+        self.store.save(api)
+        if self.on_learned is not None:
+            self.on_learned(api)
+
+    def forget(self, name: str) -> bool:
+        api = self.store.get(name)
+        if api is not None:
+            self.credentials.forget(name, [scheme.name for scheme in api.schemes])
+        return self.store.forget(name)
+
+
+def _learn_subject(args: dict[str, Any]) -> Subject:
+    source = str(args.get("source", ""))
+    if not is_url(source):
+        return Subject(reads=(source,))
+    try:
+        return Subject(web=parse_url(source), asked=True)
+    except UrlRefused as exc:
+        raise ToolFailure("permission", f"learn_api refused the source URL: {exc}") from None
+
+
+async def _client_credentials(scheme: Scheme, client_id: str, secret: str, api: LearnedApi,
+                              ctx: ToolContext) -> str:
+    """An OAuth2 access token by the client credentials grant, from the token URL (one of the API's hosts)."""
+
+
+    where = parse_url(scheme.token_url)
+    if where.host not in api.hosts or ctx.network.refusal(where):
+        raise ToolFailure("permission", f"the token URL of {api.name} is not on its hosts; not asked")
+    address = await resolve(where, ctx.network.rules, ctx.network.resolver)
+    async with httpx2.AsyncClient(trust_env=False, timeout=ctx.network.timeout) as client:
+        response = await client.post(str(httpx2.URL(where.url).copy_with(host=str(address))),
+                                     data={"grant_type": "client_credentials"}, auth=(client_id, secret),
+                                     headers={"Host": where.authority},
+                                     extensions={"sni_hostname": where.host} if where.address is None else {})
+    try:
+        token = response.json()["access_token"]
+    except (ValueError, KeyError, TypeError):
+        raise ToolFailure("permission", f"the token URL of {api.name} answered HTTP {response.status_code} "
+                          "without a token; the client credentials may be wrong") from None
+    remember_secret(str(token))  # masked like the credentials it was traded for
+    return str(token)
+
+
+def remember_learned(api: LearnedApi) -> None:
+    """Name a newly learned API in the user config (`learned_apis`), as PROTOCOL.md says `sunwell tools learn`
+    does; a file that cannot be edited safely is left alone (the API is learned all the same)."""
+
+    try:
+        remember(user_config_path(), api.name, api.source, api.rate_per_min)
+    except OSError:
+        pass
