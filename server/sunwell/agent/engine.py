@@ -32,6 +32,7 @@ from sunwell.agent.turn import Sink, TurnLog
 from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
 from sunwell.config import Settings, user_config_path
 from sunwell.errors import SetupError
+from sunwell.hooks import Hooks
 from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
@@ -72,6 +73,7 @@ class Engine:
         self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
                                  on_release=lambda session: self.approval.forget([session]))
         self.mcp = McpHub(self._mcp_surroundings(settings))
+        self.hooks = Hooks(settings, self.workspace)
         self.reconfigure(settings)
 
     def reconfigure(self, settings: Settings) -> None:
@@ -83,6 +85,7 @@ class Engine:
         self.host_rules = host_rules
         self.settings = settings
         self.mcp.configure(settings.mcp_servers, settings.proposed_mcp_servers, self._mcp_surroundings(settings))
+        self.hooks.configure(settings)
         self.approval.mode = settings.approval or "deny"
         self.approval.timeout = settings.approval_timeout_sec
         self.approval.is_allowlisted = lambda command: False
@@ -275,6 +278,7 @@ class Engine:
         self.provider(spec)  # a missing key or bad endpoint is a setup error, before any session exists
         active_lens = self.lens(lens) if lens else None
         grant = self.grant(Trust[trust or self.settings.trust], tool_names, active_lens)
+        new_session = session is None
         session = self.open_session(session, text)
         live = self.live.get(session)
         window = await self.context_window(spec, session)
@@ -293,15 +297,16 @@ class Engine:
                                      level=level, code=code, message=message)),
                                  ask=self.approval.ask if self.approval.mode == "ask" else None,
                                  ask_timeout=self.settings.approval_timeout_sec, session=session, turn=log.turn)
+        audit = AuditLog(self.data_dir, passthrough=self.settings.env_passthrough)
+        hooks = await self.hooks.start_turn(self.approval, log, grant[0].name, audit, said.append, new_session)
         plan = await self.plan(spec, session, active_lens, grant, instructions, text=line.content_for_model(),
                                window=window)
         own = Summariser(stack.windowed, spec.model, plan.window, self.settings.provider_attempts, live.context)
         config = TurnConfig(
             plan=plan, provider=stack.turn, tool_ctx=ctx, summariser=await self.summariser(session, own),
             gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session, active_lens)),
-            audit=AuditLog(self.data_dir, passthrough=self.settings.env_passthrough),
-            notices=self._first_notices(plan, ctx, active_lens, said), max_tool_turns=self.settings.max_tool_turns,
-            on_window_learned=learned)
+            audit=audit, notices=self._first_notices(plan, ctx, active_lens, said),
+            max_tool_turns=self.settings.max_tool_turns, on_window_learned=learned, hooks=hooks)
         return await Turn(config, log, self.store.messages(session)).run(line)
 
     def _first_notices(self, plan: TurnPlan, ctx: ToolContext, lens: Lens | None,

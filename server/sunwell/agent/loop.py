@@ -79,6 +79,8 @@ class TurnConfig:
     max_tool_turns: int = 50
     on_window_learned: Callable[[int], None] | None = None
     """Called with the corrected window when a length refusal teaches it (the engine keeps it for the session)."""
+    hooks: Any = None
+    """A sunwell.hooks.TurnHooks: `pre_tool`/`post_tool` around each call, `turn_end` before `done`; or None."""
 
 
 @dataclass
@@ -123,7 +125,7 @@ class Turn:
         self.keeper = ContextKeeper(plan.budget, plan.window_source, config.summariser, log, history,
                                     config.on_window_learned)
         self.calls = Orchestrator(plan.tools, plan.catalogue, plan.trust, config.tool_ctx, log, config.gate,
-                                  config.audit, self.memory)
+                                  config.audit, self.memory, config.hooks)
 
     async def run(self, message: UserMessage) -> DoneEvent:
         self._request = message.content_for_model()
@@ -132,6 +134,8 @@ class Turn:
             self.log.emit(notice)
         try:
             status = await self._loop()
+            if self.config.hooks is not None:  # not on a cancelled turn: the user asked for it to stop
+                await self.config.hooks.at("turn_end", status=status)
             return self._done(status)
         except (ProviderError, ContextFull) as exc:
             self._answer_unanswered("interrupted", "the model's response broke off before this call could run")
