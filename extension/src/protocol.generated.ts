@@ -110,6 +110,7 @@ export interface SunwellProtocol {
   NoticeLevel?: NoticeLevel;
   Params?: Params;
   Preview?: Preview;
+  ResourceInfo?: ResourceInfo;
   Risk?: Risk;
   SessionEvent?: SessionEvent;
   SessionInfo?: SessionInfo;
@@ -220,10 +221,12 @@ export interface ChatParams {
  * sidecar, through the jail), or what only the editor knows, as text.
  */
 export interface Mention {
-  kind: 'file' | 'selection' | 'problems' | 'terminal';
+  kind: 'file' | 'selection' | 'problems' | 'terminal' | 'resource';
   label: string;
   path?: string | null;
   text?: string | null;
+  server?: string | null;
+  uri?: string | null;
 }
 export interface ChatResult {
   session: string;
@@ -244,6 +247,17 @@ export interface CommandInfo {
 }
 export interface CommandsResult {
   commands: CommandInfo[];
+  resources?: ResourceInfo[];
+}
+/**
+ * An MCP server's resource, for the `@` picker: attached as `@SERVER:URI` (a `resource` mention).
+ */
+export interface ResourceInfo {
+  server: string;
+  uri: string;
+  name: string;
+  description?: string | null;
+  mimeType?: string | null;
 }
 export interface EmptyParams {}
 export interface TextEvent {
@@ -473,7 +487,7 @@ export interface UserMessage {
  * (cut to its share of the context window).
  */
 export interface Attachment {
-  kind: 'file' | 'selection' | 'problems' | 'terminal';
+  kind: 'file' | 'selection' | 'problems' | 'terminal' | 'resource';
   label: string;
   path?: string | null;
   body: string;

@@ -36,8 +36,9 @@ DecidedBy = Literal["user", "policy"]
 Risk = Literal["write", "shell", "network", "mcp"]
 TurnStatus = Literal["completed", "cancelled", "limitReached", "error"]
 NoticeLevel = Literal["info", "warning", "error"]
-MentionKind = Literal["file", "selection", "problems", "terminal"]
-"""What a user attaches to a line with `@`: a workspace file, the editor's selection, its problems, a terminal."""
+MentionKind = Literal["file", "selection", "problems", "terminal", "resource"]
+"""What a user attaches to a line with `@`: a workspace file, the editor's selection, its problems, a terminal, an MCP
+server's resource."""
 ErrorCode = Literal["validation", "unknown_tool", "permission", "not_found", "unsupported", "denied", "dry_run",
                     "timeout", "rate_limit", "execution", "network", "interrupted"]
 """A failed tool call's `error.code` (PROTOCOL.md "Error codes"): what the model and a client may branch on."""

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 
 from sunwell.agent.context import SessionContext
 from sunwell.agent.live import LiveSessions
-from sunwell.agent.mentions import Mention, mentioned_paths, read_mentions
+from sunwell.agent.mentions import Mention, read_mentions
+from sunwell.agent.resource_mentions import attach_resources
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.turn import Sink, TurnLog
 from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
@@ -278,7 +279,6 @@ class Engine:
         self.provider(spec)  # a missing key or bad endpoint is a setup error, before any session exists
         active_lens = self.lens(lens) if lens else None
         grant = self.grant(Trust[trust or self.settings.trust], tool_names, active_lens)
-        new_session = session is None
         session = self.open_session(session, text)
         live = self.live.get(session)
         window = await self.context_window(spec, session)
@@ -289,7 +289,7 @@ class Engine:
 
         log = TurnLog(self.store, session, sink, secrets=EnvSecrets(os.environ, self.settings.env_passthrough))
         ctx = self._tool_context(session, log, grant[0], active_lens, stack.calls, spec.model)
-        found = [*mentions, *(mentioned_paths(text, ctx.jail) if mentions_in_text else [])]
+        found = await attach_resources(self.mcp, mentions, ctx.jail, text if mentions_in_text else "")
         line = UserMessage(text=text, attachments=read_mentions(found, ctx.jail, window[0]))
         said: list[NoticeEvent] = []  # by MCP servers starting: shown when the turn starts
         if self.mcp.servers:  # started lazily, once a turn may use their tools: then their tools join the catalogue
@@ -298,7 +298,7 @@ class Engine:
                                  ask=self.approval.ask if self.approval.mode == "ask" else None,
                                  ask_timeout=self.settings.approval_timeout_sec, session=session, turn=log.turn)
         audit = AuditLog(self.data_dir, passthrough=self.settings.env_passthrough)
-        hooks = await self.hooks.start_turn(self.approval, log, grant[0].name, audit, said.append, new_session)
+        hooks = await self.hooks.start_turn(self.approval, log, grant[0].name, audit, said.append)
         plan = await self.plan(spec, session, active_lens, grant, instructions, text=line.content_for_model(),
                                window=window)
         own = Summariser(stack.windowed, spec.model, plan.window, self.settings.provider_attempts, live.context)

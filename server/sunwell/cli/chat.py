@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 from sunwell.agent.chat import Overrides, UserInput
 from sunwell.agent.engine import Engine
 from sunwell.agent.lens_commands import LensCommandError, activate_lens
+from sunwell.agent.mcp_commands import prompt_docs
 from sunwell.agent.session import LineResult, Session
 from sunwell.agent.sessions import SessionStoreError
 from sunwell.agent.usage import turn_line
@@ -78,7 +79,8 @@ class Chat:
 
     def run(self) -> int:
         loop = asyncio.new_event_loop()
-        history = History(Path(self.engine.data_dir) / "chat_history") if self.interactive else None
+        history = History(Path(self.engine.data_dir) / "chat_history",
+                          lambda: [doc.name for doc in prompt_docs(self.engine)]) if self.interactive else None
         self._banner()
         threading.Thread(target=self._warm_up, daemon=True).start()
         try:

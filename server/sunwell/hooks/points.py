@@ -94,16 +94,16 @@ class Hooks:
             log.info("approval of the hook %s failed: %r", entry.line, exc)
             return "deny"
 
-    async def start_turn(self, approval: Any, log: Any, trust: str, audit: Any, before: Callable[[NoticeEvent], None],
-                         new_session: bool) -> TurnHooks | None:
+    async def start_turn(self, approval: Any, log: Any, trust: str, audit: Any,
+                         before: Callable[[NoticeEvent], None]) -> TurnHooks | None:
         """The hooks a turn (its TurnLog `log`) runs: the workspace's proposals asked about first (through the
-        ApprovalPolicy `approval`, when its mode is `ask`), `session_start` run for a new session; what they say goes
-        to `before` (shown when the turn starts)."""
+        ApprovalPolicy `approval`, when its mode is `ask`), `session_start` run for a new session (no messages yet);
+        what they say goes to `before` (shown when the turn starts)."""
         if not self.entries:
             return None
         ask = approval.ask if approval.mode == "ask" else None
         await self.consent(ask, approval.timeout, log.session, log.turn, before)
-        if new_session and (starting := self.for_turn(session=log.session, turn=log.turn, trust=trust, emit=before,
+        if not log.store.messages(log.session) and (starting := self.for_turn(session=log.session, turn=log.turn, trust=trust, emit=before,
                                                       audit=audit, secrets=log.secrets)):
             await starting.at("session_start")
         return self.for_turn(session=log.session, turn=log.turn, trust=trust, emit=log.emit, audit=audit,

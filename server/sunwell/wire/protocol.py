@@ -92,6 +92,10 @@ class Mention(WireModel):
     """A file: workspace-relative. A selection: the file it is in."""
     text: str | None = None
     """A selection, the problems, the terminal's output; none for a file."""
+    server: str | None = None
+    """A resource (`@SERVER:URI`): the MCP server it is read from when the line is sent."""
+    uri: str | None = None
+    """A resource: its URI, as the server listed it."""
 
 
 class ChatParams(Params):
@@ -200,8 +204,21 @@ class CommandInfo(WireModel):
     description: str
 
 
+class ResourceInfo(WireModel):
+    """An MCP server's resource, for the `@` picker: attached as `@SERVER:URI` (a `resource` mention)."""
+
+    server: str
+    uri: str
+    name: str
+    description: str | None = None
+    mime_type: str | None = None
+
+
 class CommandsResult(WireModel):
     commands: list[CommandInfo]
+    """With the prompts of the MCP servers started (`SERVER:PROMPT`)."""
+    resources: list[ResourceInfo] = Field(default_factory=list)
+    """The resources of the MCP servers started, for the `@` picker."""
 
 
 class ApproveResult(WireModel):

@@ -36,6 +36,7 @@ from sunwell.config import McpServerConfig
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.mcp.http_transport import http_transport
 from sunwell.tools.mcp.launch import Launch, LaunchError, stdio_launch
+from sunwell.tools.mcp.offerings import list_offerings
 from sunwell.tools.mcp.oversize import MAX_MESSAGE_BYTES, Oversized, is_too_large
 from sunwell.tools.mcp.remote_tools import list_tools, sunwell_tools
 from sunwell.tools.mcp.results import render_result
@@ -65,6 +66,9 @@ class McpServer:
         """Why the server is down (state `failed`), or waiting (state `awaiting approval`)."""
         self.failures = 0
         self.tools: list[Tool] = []
+        self.prompts: list[types.Prompt] = []
+        self.resources: list[types.Resource] = []
+        """Listed when it started (tools/mcp/offerings.py): `::SERVER:PROMPT` commands and `@SERVER:URI` mentions."""
         self._client: Client | None = None
         self._generation = 0
         self._failed_generation = 0
@@ -148,6 +152,7 @@ class McpServer:
         try:
             async with client:
                 self._adopt(await list_tools(client))
+                self.prompts, self.resources = await list_offerings(client, self.name)
                 self._client, self.state = client, "running"
                 ready.set_result(None)
                 await self._stop.wait()
@@ -163,6 +168,13 @@ class McpServer:
                 self._client = None
                 if self.state in ("running", "starting"):
                     self.state = "stopped"
+
+    async def connected(self, notify: Notify | None = None) -> Client:
+        """The connected client, the server started first if need be; ServerDown when it cannot be."""
+        await self.ensure(notify)
+        if self._client is None:
+            raise ServerDown(self.reason or "it stopped")
+        return self._client
 
     async def stop(self) -> None:
         """Stop the server (its process group is killed if it does not leave on its own)."""
