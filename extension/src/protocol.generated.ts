@@ -85,6 +85,7 @@ export interface SunwellProtocol {
   ApproveResult?: ApproveResult;
   ChatParams?: ChatParams;
   ChatResult?: ChatResult;
+  ClientCapabilities?: ClientCapabilities;
   CommandInfo?: CommandInfo;
   CommandPreview?: CommandPreview;
   CommandsResult?: CommandsResult;
@@ -195,6 +196,7 @@ export interface ToolPreview {
   arguments: {
     [k: string]: unknown;
   };
+  definition?: string | null;
 }
 /**
  * A request to a web host: the host first (what allow-for-session allows), then the whole URL.
@@ -239,6 +241,14 @@ export interface ChatResult {
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
+}
+/**
+ * What the client answers (PROTOCOL.md "Events and client requests"); each false when absent.
+ */
+export interface ClientCapabilities {
+  ask?: boolean;
+  codeIntel?: boolean;
+  elicit?: boolean;
 }
 export interface CommandInfo {
   name: string;
@@ -446,6 +456,7 @@ export interface InitializationOptions {
     };
   } | null;
   staging?: StagingOptions | null;
+  clientCapabilities?: ClientCapabilities | null;
 }
 /**
  * What one command may change before its staged changes are refused (PROTOCOL.md `staging`).
@@ -640,6 +651,7 @@ export const Method = {
   chat: 'sunwell/chat',
   chatEvent: 'sunwell/chatEvent',
   commands: 'sunwell/commands',
+  elicit: 'sunwell/elicit',
   mcp: 'sunwell/mcp',
   mcpRestart: 'sunwell/mcpRestart',
   models: 'sunwell/models',

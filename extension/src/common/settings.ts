@@ -166,7 +166,7 @@ export function sidecarConfiguration(s: Settings): SidecarOptions {
 
 /** `initializationOptions`: the configuration plus the data dir (VS Code's workspace storage). */
 export function initializationOptions(s: Settings, dataDir: string): SidecarOptions {
-  return { dataDir, ...sidecarConfiguration(s) };
+  return { dataDir, ...sidecarConfiguration(s), clientCapabilities: { elicit: true } };
 }
 
 /**

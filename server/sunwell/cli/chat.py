@@ -28,6 +28,7 @@ from sunwell.agent.session import LineResult, Session
 from sunwell.agent.sessions import SessionStoreError
 from sunwell.agent.usage import turn_line
 from sunwell.cli.approvals import TerminalAsker
+from sunwell.cli.elicit import TerminalElicitor
 from sunwell.cli.exit_codes import EXIT_CANCELLED, EXIT_OK, UsageError
 from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import DIM, RED, RESET, JsonLines, Transcript, render_markdown, visible
@@ -56,6 +57,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         else None
     try:
         engine = Engine(settings, workspace, asker=asker)
+        engine.mcp.elicitor = TerminalElicitor(stdin=lines, lock=asker.lock) if asker else None
         if args.session and not engine.store.exists(args.session):
             raise SetupError(f"unknown session '{args.session}': see `sunwell sessions list`")
         lens = activate_lens(engine, args.lens)[0] if args.lens else None

@@ -34,6 +34,8 @@ MCP_RESTART = "sunwell/mcpRestart"
 USAGE = "sunwell/usage"
 """Tokens per turn and in total of a session, and their cost at the model's price (`prices:`)."""
 APPROVE = "sunwell/approve"
+ELICIT = "sunwell/elicit"
+"""Server -> client: an MCP server asks the user `{session, server, message, schema}` -> `{action, content?}`."""
 """Server -> client request."""
 
 LANGUAGE_ID = "lens"
@@ -53,6 +55,15 @@ class StagingOptions(Params):
 
     max_bytes: int | None = Field(None, ge=0)
     max_files: int | None = Field(None, ge=0)
+
+
+class ClientCapabilities(Params):
+    """What the client answers (PROTOCOL.md "Events and client requests"); each false when absent."""
+
+    ask: bool = False
+    code_intel: bool = False
+    elicit: bool = False
+    """It answers `sunwell/elicit` with a form built from the server's schema."""
 
 
 class InitializationOptions(Params):
@@ -79,6 +90,7 @@ class InitializationOptions(Params):
     prices: dict[str, dict[str, float]] | None = None
     """Per million tokens, `{"openai:gpt-4o": {input: 2.5, output: 10}}`, on top of the defaults (PROTOCOL.md)."""
     staging: StagingOptions | None = None
+    client_capabilities: ClientCapabilities | None = None
 
 
 class Mention(WireModel):

@@ -34,6 +34,7 @@ from pydantic import ValidationError
 from sunwell import __version__
 from sunwell.config import McpServerConfig
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.mcp.elicitation import Elicit, elicitation_callback
 from sunwell.tools.mcp.http_transport import http_transport
 from sunwell.tools.mcp.launch import Launch, LaunchError, stdio_launch
 from sunwell.tools.mcp.offerings import list_offerings
@@ -69,6 +70,9 @@ class McpServer:
         self.prompts: list[types.Prompt] = []
         self.resources: list[types.Resource] = []
         """Listed when it started (tools/mcp/offerings.py): `::SERVER:PROMPT` commands and `@SERVER:URI` mentions."""
+        self.elicit: Elicit | None = None
+        """Who answers when it asks the user (tools/mcp/elicitation.py); None declines. Sampling is never offered:
+        the SDK answers it `Sampling not supported`."""
         self._client: Client | None = None
         self._generation = 0
         self._failed_generation = 0
@@ -148,6 +152,7 @@ class McpServer:
     async def _run(self, generation: int, transport: Any, ready: asyncio.Future[None]) -> None:
         client = Client(transport, mode="legacy", cache=None, read_timeout_seconds=self.config.timeout,
                         message_handler=functools.partial(self._on_message, generation),
+                        elicitation_callback=elicitation_callback(self.name, lambda: self.elicit),
                         client_info=types.Implementation(name="sunwell", version=__version__))
         try:
             async with client:
