@@ -117,6 +117,8 @@ async def test_a_hanging_hook_is_stopped_at_its_timeout(tmp_path, workspace, fak
     assert time.monotonic() - started < 15
     assert results(events)[0].ok
     assert "timed out after 1 s" in notices(events)[0]
+    line = next(e for e in AuditLog(tmp_path / "data").recent() if e["tool"] == "hook:pre_tool")
+    assert (line["ok"], line["error"], line["decision"]) == (False, "timeout", None)
 
 
 async def test_ten_megabytes_from_a_hook_are_capped_like_a_tools_output(tmp_path, workspace, fake, hook_log):

@@ -205,8 +205,8 @@ class TurnHooks:
     def _record(self, entry: HookEntry, call: ToolCall | None, ran: Ran, decision: str | None) -> None:
         if self.audit is None:
             return
-        error = None if ran.code == 0 else "timeout" if ran.problem and ran.code is None and "timed out" in \
-            ran.problem else "not_started" if ran.code is None else f"exit {ran.code}"
+        error = (None if ran.code == 0 else f"exit {ran.code}" if ran.code is not None
+                 else "timeout" if ran.timed_out else "not_started")
         self.audit.record(session=self.session, turn=self.turn, tool=f"hook:{entry.event}",
                           call_id=call.id if call else "", arguments={"command": entry.config.command,
                           "source": entry.source, **({"tool": call.name} if call else {})},

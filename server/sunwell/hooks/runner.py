@@ -31,6 +31,7 @@ class Ran:
     problem: str | None
     """Why it did not run or finish (`timed out after 30 s`, `could not start: ...`), else None."""
     duration_ms: int
+    timed_out: bool = False
 
 
 async def run_hook(entry: HookEntry, payload: dict[str, Any], *, workspace: Path, data_dir: Path, max_bytes: int,
@@ -49,7 +50,7 @@ async def run_hook(entry: HookEntry, payload: dict[str, Any], *, workspace: Path
         except ToolFailure as failure:
             return Ran(None, "", "", failure.error.message, _ms(started))
     problem = None if code is not None else f"timed out after {entry.config.timeout:g} s (it was stopped)"
-    return Ran(code, out.text(max_bytes), err.text(max_bytes), problem, _ms(started))
+    return Ran(code, out.text(max_bytes), err.text(max_bytes), problem, _ms(started), timed_out=code is None)
 
 
 class _CannotRun(Exception):
