@@ -116,6 +116,7 @@ DEFERRED = {
     "sunwell.cli.main": ("sunwell.cli", "sunwell.lsp.server"),
     "sunwell.cli.terminal_input": ("readline",),
     "sunwell.config.loading": ("yaml",),
+    "sunwell.hooks.runner": ("sunwell.tools.mcp.launch",),
     "sunwell.lens.registry": ("watchfiles",),
     "sunwell.lsp.catalog": ENGINE_FLOOR,
     "sunwell.lsp.chat": ENGINE_FLOOR,

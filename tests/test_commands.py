@@ -33,6 +33,8 @@ EXAMPLE_LENS = Path(__file__).resolve().parents[1] / "examples" / "code-review.l
     ('::run review_file {"path": "a.py"}', Command("run", 'review_file {"path": "a.py"}')),
     ("::focus\nsrc/**", Command("focus", "src/**")),
     ("::x", Command("x", "")),
+    ("::help:x", Command("help:x", "")),  # `::SERVER:PROMPT`: an MCP prompt (PROTOCOL.md, third batch)
+    ('::Docs:Review path="a b.py"', Command("Docs:Review", 'path="a b.py"')),  # its name keeps its case
 ])
 def test_a_command_is_a_name_first_on_the_line(line, expected):
     assert parse_command(line) == expected
@@ -40,7 +42,7 @@ def test_a_command_is_a_name_first_on_the_line(line, expected):
 
 @pytest.mark.parametrize("line", [
     "a::b", "std::vector", "std::vector<int> is a template", "Foo::Bar::baz", "::", "::  help", "::9x", "::-x",
-    "::_x", "x ::help", "see ::help", ":::note", "::save/tmp", "::help:x", "::close(fd)", "::héllo", "", "   ",
+    "::_x", "x ::help", "see ::help", ":::note", "::save/tmp", "::help:", "::close(fd)", "::héllo", "", "   ",
     "hello", ": :help", "::\thelp",
 ])
 def test_no_false_positives(line):

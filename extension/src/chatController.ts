@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ApprovalBroker } from './common/approvals';
-import type { MentionRef } from './common/mentions';
+import type { MentionRef, ResourceRef } from './common/mentions';
 import type { HostToWebview } from './common/messages';
 import { forStorage, initialState, isBusy, reduce, type ChatAction, type ChatState } from './common/state';
 import { ChatTurns } from './common/turns';
@@ -140,11 +140,13 @@ export class ChatController implements vscode.Disposable {
   }
 
   private lastLine: { text: string; mentions: readonly MentionRef[] } | undefined;
+  /** The MCP servers' resources, for the `@` picker (from `sunwell/commands`). */
+  private resources: ResourceRef[] = [];
 
   /** The workspace's files, for the `@` picker. */
   async listFiles(): Promise<void> {
     try {
-      this.view?.post({ type: 'files', files: await this.mentionSources.files() });
+      this.view?.post({ type: 'files', files: await this.mentionSources.files(), resources: this.resources });
     } catch (err) {
       this.log.warn(`listing the workspace's files: ${err}`);
     }
@@ -234,7 +236,8 @@ export class ChatController implements vscode.Disposable {
     if (this.sidecar.status !== 'ready') return;
     await this.refreshSessions();
     try {
-      const { commands } = await this.sidecar.request('sunwell/commands', {});
+      const { commands, resources } = await this.sidecar.request('sunwell/commands', {});
+      this.resources = (resources ?? []).map((r) => ({ server: r.server, uri: r.uri, name: r.name }));
       this.dispatch({ type: 'commandsListed', commands });
     } catch (err) {
       this.log.warn(`sunwell/commands: ${err}`); // completion is a convenience

@@ -43,6 +43,8 @@ export class MentionSources implements vscode.Disposable {
           return { kind: 'problems', label: ref.label, text: this.problems() };
         case 'terminal':
           return { kind: 'terminal', label: ref.label, text: this.terminal() };
+        case 'resource': // read by the sidecar from its server when the line is sent
+          return { kind: 'resource', label: ref.label, server: ref.server, uri: ref.uri };
       }
     });
   }

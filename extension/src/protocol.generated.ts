@@ -56,7 +56,8 @@ export type NoticeCode =
   | 'tool_call_repaired'
   | 'tool_call_cut_off'
   | 'resumed'
-  | 'call_interrupted';
+  | 'call_interrupted'
+  | 'hook';
 export type NoticeLevel = 'info' | 'warning' | 'error';
 export type Preview =
   DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview | LearnPreview;
@@ -87,6 +88,7 @@ export interface SunwellProtocol {
   ApproveResult?: ApproveResult;
   ChatParams?: ChatParams;
   ChatResult?: ChatResult;
+  ClientCapabilities?: ClientCapabilities;
   CommandInfo?: CommandInfo;
   CommandPreview?: CommandPreview;
   CommandsResult?: CommandsResult;
@@ -118,6 +120,7 @@ export interface SunwellProtocol {
   NoticeLevel?: NoticeLevel;
   Params?: Params;
   Preview?: Preview;
+  ResourceInfo?: ResourceInfo;
   ResumeParams?: ResumeParams;
   Risk?: Risk;
   SessionEvent?: SessionEvent;
@@ -204,6 +207,7 @@ export interface ToolPreview {
   arguments: {
     [k: string]: unknown;
   };
+  definition?: string | null;
 }
 /**
  * A request to a web host: the host first (what allow-for-session allows), then the whole URL.
@@ -252,10 +256,12 @@ export interface ChatParams {
  * sidecar, through the jail), or what only the editor knows, as text.
  */
 export interface Mention {
-  kind: 'file' | 'selection' | 'problems' | 'terminal';
+  kind: 'file' | 'selection' | 'problems' | 'terminal' | 'resource';
   label: string;
   path?: string | null;
   text?: string | null;
+  server?: string | null;
+  uri?: string | null;
 }
 export interface ChatResult {
   session: string;
@@ -269,6 +275,14 @@ export interface Usage {
   inputTokens: number;
   outputTokens: number;
 }
+/**
+ * What the client answers (PROTOCOL.md "Events and client requests"); each false when absent.
+ */
+export interface ClientCapabilities {
+  ask?: boolean;
+  codeIntel?: boolean;
+  elicit?: boolean;
+}
 export interface CommandInfo {
   name: string;
   usage: string;
@@ -276,6 +290,17 @@ export interface CommandInfo {
 }
 export interface CommandsResult {
   commands: CommandInfo[];
+  resources?: ResourceInfo[];
+}
+/**
+ * An MCP server's resource, for the `@` picker: attached as `@SERVER:URI` (a `resource` mention).
+ */
+export interface ResourceInfo {
+  server: string;
+  uri: string;
+  name: string;
+  description?: string | null;
+  mimeType?: string | null;
 }
 export interface EmptyParams {}
 export interface TextEvent {
@@ -391,7 +416,8 @@ export interface NoticeEvent {
     | 'tool_call_repaired'
     | 'tool_call_cut_off'
     | 'resumed'
-    | 'call_interrupted';
+    | 'call_interrupted'
+    | 'hook';
   message: string;
 }
 export interface CommandOutputEvent {
@@ -468,6 +494,7 @@ export interface InitializationOptions {
   staging?: StagingOptions | null;
   network?: NetworkOptions | null;
   webSearch?: WebSearchOptions | null;
+  clientCapabilities?: ClientCapabilities | null;
 }
 /**
  * What one command may change before its staged changes are refused (PROTOCOL.md `staging`).
@@ -542,7 +569,7 @@ export interface UserMessage {
  * (cut to its share of the context window).
  */
 export interface Attachment {
-  kind: 'file' | 'selection' | 'problems' | 'terminal';
+  kind: 'file' | 'selection' | 'problems' | 'terminal' | 'resource';
   label: string;
   path?: string | null;
   body: string;
@@ -700,6 +727,7 @@ export const Method = {
   chat: 'sunwell/chat',
   chatEvent: 'sunwell/chatEvent',
   commands: 'sunwell/commands',
+  elicit: 'sunwell/elicit',
   learnedApis: 'sunwell/learnedApis',
   learnedForget: 'sunwell/learnedForget',
   mcp: 'sunwell/mcp',
@@ -737,7 +765,7 @@ export const Vocabulary = {
   DecidedBy: ['user', 'policy'] as readonly DecidedBy[],
   Decision: ['allow', 'deny', 'allowSession'] as readonly Decision[],
   ErrorCode: ['validation', 'unknown_tool', 'permission', 'not_found', 'unsupported', 'denied', 'dry_run', 'timeout', 'rate_limit', 'execution', 'network', 'interrupted'] as readonly ErrorCode[],
-  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'resumed', 'call_interrupted'] as readonly NoticeCode[],
+  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'resumed', 'call_interrupted', 'hook'] as readonly NoticeCode[],
   NoticeLevel: ['info', 'warning', 'error'] as readonly NoticeLevel[],
   Risk: ['write', 'shell', 'network', 'mcp'] as readonly Risk[],
   TrustName: ['discovery', 'read_only', 'workspace', 'shell', 'full'] as readonly TrustName[],

@@ -4,6 +4,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { elicitForm, type ElicitParams } from './elicit';
 import {
   CloseAction, DidChangeConfigurationNotification, ErrorAction, LanguageClient, State,
   type LanguageClientOptions, type ServerOptions,
@@ -190,6 +191,7 @@ export class Sidecar implements vscode.Disposable {
     this.client = client;
     client.onNotification(Method.chatEvent, (event: ChatEvent) => this.eventEmitter.fire(event));
     client.onRequest(Method.approve, (params: ApprovalRequest, token: vscode.CancellationToken) => this.approvalHandler(params, token));
+    client.onRequest(Method.elicit, (params: ElicitParams, token: vscode.CancellationToken) => elicitForm(params, token));
     this.running = false;
     client.onDidChangeState(({ newState }) => {
       if (newState === State.Running) this.running = true;

@@ -229,6 +229,14 @@ describe('context mentions', async () => {
     assert.deepEqual(matchMentions('', files).slice(0, 3).map((m) => m.kind), ['selection', 'problems', 'terminal']);
   });
 
+  it('offers the MCP servers\' resources as @SERVER:URI, typed with their colon', () => {
+    const resources = [{ server: 'notes', uri: 'notes://team/readme', name: 'readme' }];
+    const [first] = matchMentions('notes:readme', files, 30, resources);
+    assert.deepEqual([first.kind, first.label, first.server, first.uri], ['resource', '@notes:notes://team/readme', 'notes', 'notes://team/readme']);
+    assert.equal(mentionContext('see @notes:rea', 14)?.query, 'notes:rea');
+    assert.equal(matchMentions('zzz', files, 30, resources).length, 0);
+  });
+
   it('takes the @query out of the text when a mention is picked', () => {
     const text = 'Explain @sap please';
     assert.deepEqual(removeMentionQuery(text, mentionContext(text, 12)!), { text: 'Explain please', caret: 8 });

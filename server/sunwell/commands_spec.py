@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 # `::name` first on the line (after blanks), the name a letter then word characters or `-`, then a blank or the
 # end. So `a::b`, `std::vector`, `x ::help`, `::` alone, `::9x`, `:::note` and `::save/tmp` are not commands.
-_COMMAND = re.compile(r"\s*::([a-zA-Z][\w-]*)(?:\s+(.*))?", re.DOTALL)
+# `::SERVER:PROMPT` is an MCP server's prompt (agent/mcp_commands.py); its name keeps its case.
+_COMMAND = re.compile(r"\s*::([a-zA-Z][\w-]*|[a-zA-Z][\w.-]*:[\w./-]+)(?:\s+(.*))?", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ def parse_command(line: str) -> Command | None:
     match = _COMMAND.fullmatch(line.rstrip("\r\n"))
     if match is None or not match[1].isascii():  # \w is Unicode-aware; names are ASCII
         return None
-    return Command(match[1].lower(), (match[2] or "").strip())
+    name = match[1] if ":" in match[1] else match[1].lower()
+    return Command(name, (match[2] or "").strip())
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,9 @@ Risk = Literal["write", "shell", "network", "mcp"]
 TurnStatus = Literal["completed", "cancelled", "limitReached", "error", "interrupted"]
 """`interrupted`: the process ended while the turn ran; only ever read back from the log (agent/replay.py)."""
 NoticeLevel = Literal["info", "warning", "error"]
-MentionKind = Literal["file", "selection", "problems", "terminal"]
-"""What a user attaches to a line with `@`: a workspace file, the editor's selection, its problems, a terminal."""
+MentionKind = Literal["file", "selection", "problems", "terminal", "resource"]
+"""What a user attaches to a line with `@`: a workspace file, the editor's selection, its problems, a terminal, an MCP
+server's resource."""
 ErrorCode = Literal["validation", "unknown_tool", "permission", "not_found", "unsupported", "denied", "dry_run",
                     "timeout", "rate_limit", "execution", "network", "interrupted"]
 """A failed tool call's `error.code` (PROTOCOL.md "Error codes"): what the model and a client may branch on."""
@@ -47,7 +48,7 @@ NoticeCode = Literal[
     "result_cut", "tools_fitted", "sandbox_off", "sandbox_unavailable", "effects_unavailable", "loop_guard",
     "empty_answer", "answer_from_results", "repeated_call", "repaired_arguments", "repaired_tool_name", "coerced_arguments",
     "emulation_fallback", "constrained_decoding_refused", "tool_call_from_text", "tool_call_repaired",
-    "tool_call_cut_off", "resumed", "call_interrupted",
+    "tool_call_cut_off", "resumed", "call_interrupted", "hook",
 ]
 """A `notice` event's `code`: the first five have the fixed meanings PROTOCOL.md gives; the others say what the
 engine repaired, retried or fell back on, so a client may style or count them."""

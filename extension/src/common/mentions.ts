@@ -11,6 +11,16 @@ export interface MentionRef {
   label: string;
   /** A file's workspace-relative path. */
   path?: string;
+  /** A resource (`@SERVER:URI`): its MCP server and URI. */
+  server?: string;
+  uri?: string;
+}
+
+/** An MCP server's resource, as `sunwell/commands` lists it for the picker. */
+export interface ResourceRef {
+  server: string;
+  uri: string;
+  name: string;
 }
 
 export const SPECIAL_MENTIONS: readonly (MentionRef & { description: string })[] = [
@@ -30,11 +40,11 @@ export interface MentionContext {
 /** When the caret is in an `@word` that starts a word (not `me@example.com`), what to look up. */
 export function mentionContext(text: string, caret: number): MentionContext | null {
   const before = text.slice(0, caret);
-  const m = /(?:^|\s)@([\w./-]*)$/.exec(before);
+  const m = /(?:^|\s)@([\w./:-]*)$/.exec(before);
   if (!m) return null;
   const start = caret - m[1].length - 1;
   let end = caret;
-  while (end < text.length && /[\w./-]/.test(text[end])) end++;
+  while (end < text.length && /[\w./:-]/.test(text[end])) end++;
   return { query: m[1], start, end };
 }
 
@@ -64,7 +74,8 @@ export function fuzzyScore(query: string, path: string): number | null {
 }
 
 /** The picker's entries for `query`: the special mentions that match, then the best files (at most `limit`). */
-export function matchMentions(query: string, files: readonly string[], limit = 30): (MentionRef & { description?: string })[] {
+export function matchMentions(query: string, files: readonly string[], limit = 30,
+  resources: readonly ResourceRef[] = []): (MentionRef & { description?: string })[] {
   const special = SPECIAL_MENTIONS.filter((m) => m.label.slice(1).startsWith(query.toLowerCase()));
   const scored: { path: string; score: number }[] = [];
   for (const path of files) {
@@ -73,7 +84,10 @@ export function matchMentions(query: string, files: readonly string[], limit = 3
   }
   scored.sort((a, b) => b.score - a.score);
   const fileRefs = scored.slice(0, limit).map(({ path }) => ({ kind: 'file' as const, label: `@${path}`, path }));
-  return [...special, ...fileRefs];
+  const resourceRefs = resources.filter((r) => fuzzyScore(query, `${r.server}:${r.uri}`) !== null).slice(0, limit)
+    .map((r) => ({ kind: 'resource' as const, label: `@${r.server}:${r.uri}`, server: r.server, uri: r.uri,
+      description: `${r.name} (MCP resource of ${r.server})` }));
+  return [...special, ...resourceRefs, ...fileRefs];
 }
 
 /** The text once a mention is picked: its `@query` taken out (the chip stands for it). */

@@ -2,7 +2,7 @@
 // with `ready`; the host answers with a `snapshot` of the transcript it keeps, then streams `action`s that both
 // sides feed to the same reducer (common/state.ts).
 import { Vocabulary, type Decision } from '../protocol';
-import type { MentionRef } from './mentions';
+import type { MentionRef, ResourceRef } from './mentions';
 import type { ChatAction, ChatState } from './state';
 
 export type PickTarget = 'model' | 'trust' | 'lens';
@@ -12,7 +12,7 @@ export type HostToWebview =
   | { type: 'action'; action: ChatAction }
   | { type: 'focusInput' }
   | { type: 'setDraft'; text: string }
-  | { type: 'files'; files: string[] };
+  | { type: 'files'; files: string[]; resources?: ResourceRef[] };
 
 export type WebviewToHost =
   | { type: 'ready' }

@@ -157,7 +157,7 @@ export function sidecarConfiguration(s: Settings): InitializationOptions {
 
 /** `initializationOptions`: the configuration plus the data dir (VS Code's workspace storage). */
 export function initializationOptions(s: Settings, dataDir: string): InitializationOptions {
-  return { dataDir, ...sidecarConfiguration(s) };
+  return { dataDir, ...sidecarConfiguration(s), clientCapabilities: { elicit: true } };
 }
 
 /**

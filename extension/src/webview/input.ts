@@ -2,7 +2,7 @@
 // by `sunwell/commands`, `@` mentions picked from the same list and shown as removable chips, Enter to send and
 // Shift+Enter for a new line.
 import { applyCompletion, completionContext, isCompleteCommand, matchCommands, segments, type CompletionContext } from '../common/commandline';
-import { matchMentions, mentionContext, removeMentionQuery, type MentionContext, type MentionRef } from '../common/mentions';
+import { matchMentions, mentionContext, removeMentionQuery, type MentionContext, type MentionRef, type ResourceRef } from '../common/mentions';
 import type { CommandInfo } from '../protocol';
 import { h, icon } from './dom';
 
@@ -10,6 +10,8 @@ export interface InputCallbacks {
   send(text: string, mentions: MentionRef[]): void;
   /** The workspace's files for the `@` picker (empty until the host sent them; `needFiles` asks). */
   files(): readonly string[];
+  /** The MCP servers' resources for the `@` picker (`@SERVER:URI`). */
+  resources?(): readonly ResourceRef[];
   needFiles(): void;
   stop(): void;
   changed(text: string): void;
@@ -166,7 +168,7 @@ export class ChatInput {
     this.mention = mentionContext(this.textarea.value, this.textarea.selectionStart ?? 0);
     if (this.mention) {
       if (!this.callbacks.files().length) this.callbacks.needFiles();
-      this.mentionMatches = matchMentions(this.mention.query, this.callbacks.files(), 30)
+      this.mentionMatches = matchMentions(this.mention.query, this.callbacks.files(), 30, this.callbacks.resources?.() ?? [])
         .filter((m) => !this.mentions.some((c) => c.label === m.label));
       this.context = null;
       this.matches = [];

@@ -5,6 +5,7 @@ import type { HostToWebview, WebviewToHost } from '../common/messages';
 import { formatContext, formatSessionUsage, formatUsage, relativeTime } from '../common/format';
 import { initialState, isBusy, reduce, undoableTurn, waitingForModel, type ChatState, type Item } from '../common/state';
 import { h, icon } from './dom';
+import type { ResourceRef } from '../common/mentions';
 import { ChatInput } from './input';
 import { createMarkdownRenderer } from './markdown';
 import { createPlanPanel, drawPlan } from './plan';
@@ -36,10 +37,12 @@ const waiting = h('div', { className: 'waiting', 'data-testid': 'waiting', hidde
   icon('loading', 'codicon-modifier-spin'), h('span', { className: 'waiting-text' }));
 const scroller = h('main', { className: 'scroller' }, welcome, transcript, waiting);
 let files: string[] = [];
+let resources: ResourceRef[] = [];
 let filesAsked = false;
 const input = new ChatInput({
   send: (text, mentions) => post({ type: 'send', text, mentions }),
   files: () => files,
+  resources: () => resources,
   needFiles: () => {
     if (filesAsked) return;
     filesAsked = true;
@@ -366,6 +369,7 @@ window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
       return;
     case 'files':
       files = message.files;
+      resources = message.resources ?? [];
       filesAsked = false; // asked again next time the picker opens with none (a workspace that was empty)
       input.filesChanged();
       return;

@@ -22,6 +22,7 @@ from sunwell.agent.lens_commands import (
     describe_skills,
     skill_prompt,
 )
+from sunwell.agent.mcp_commands import prompt_docs, prompt_line
 from sunwell.agent.transcript_markdown import transcript_markdown
 from sunwell.commands_spec import COMMAND_DOCS, CommandDoc, parse_command
 from sunwell.errors import SetupError, SunwellError
@@ -55,9 +56,10 @@ _DOCS: dict[str, CommandDoc] = {doc.name: doc for doc in COMMAND_DOCS}
 _HANDLERS: dict[str, Handler] = {}
 
 
-def commands_catalog(*, terminal: bool = False) -> list[CommandDoc]:
-    """Every command with its usage and description; terminal-only ones (`::exit`) only for the terminal."""
-    return [doc for doc in COMMAND_DOCS if terminal or not doc.terminal_only]
+def commands_catalog(*, terminal: bool = False, engine: Engine | None = None) -> list[CommandDoc]:
+    """Every command with its usage and description; terminal-only ones (`::exit`) only for the terminal; with
+    `engine`, the prompts of its MCP servers listed so far (`::SERVER:PROMPT`)."""
+    return [*(doc for doc in COMMAND_DOCS if terminal or not doc.terminal_only), *(prompt_docs(engine) if engine else [])]
 
 
 def command(name: str) -> Callable[[Handler], Handler]:
@@ -76,6 +78,11 @@ async def run_command(engine: Engine, state: ChatState, line: str) -> CommandRes
     if parsed is None:
         raise ValueError(f"not a chat command: {line!r}")
     doc = _DOCS.get(parsed.name)
+    if doc is None and ":" in parsed.name:  # an MCP prompt: its messages start the turn
+        try:
+            return CommandResult("", prompt=await prompt_line(engine, parsed.name, parsed.args))
+        except SunwellError as exc:
+            return CommandResult(str(exc))
     if doc is None:
         return CommandResult(f"Unknown command: ::{parsed.name}. Try ::help")
     if doc.terminal_only and not state.terminal:
@@ -97,7 +104,7 @@ async def _help(engine: Engine, state: ChatState, args: str) -> str:
         if doc is None or (doc.terminal_only and not state.terminal):
             return f"Unknown command: ::{args.removeprefix('::')}. Try ::help"
         return f"`{doc.usage}`\n\n{doc.description}"
-    lines = [f"- `{doc.usage}` — {doc.description}" for doc in commands_catalog(terminal=state.terminal)]
+    lines = [f"- `{doc.usage}` — {doc.description}" for doc in commands_catalog(terminal=state.terminal, engine=engine)]
     return "**Chat commands**\n\n" + "\n".join(lines) + "\n\nAny other line goes to the model."
 
 

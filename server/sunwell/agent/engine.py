@@ -26,12 +26,14 @@ from typing import TYPE_CHECKING
 
 from sunwell.agent.context import SessionContext
 from sunwell.agent.live import LiveSessions
-from sunwell.agent.mentions import Mention, mentioned_paths, read_mentions
+from sunwell.agent.mentions import Mention, read_mentions
+from sunwell.agent.resource_mentions import attach_resources
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.turn import Sink, TurnLog
 from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
 from sunwell.config import Settings, user_config_path
 from sunwell.errors import SetupError
+from sunwell.hooks import Hooks
 from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
@@ -75,6 +77,7 @@ class Engine:
                                  on_release=lambda session: self.approval.forget([session]))
         self.mcp = McpHub(self._mcp_surroundings(settings))
         self.learned = LearnedApis(Path(settings.data_dir or "."), on_learned=remember_learned)
+        self.hooks = Hooks(settings, self.workspace)
         self.reconfigure(settings)
 
     def reconfigure(self, settings: Settings) -> None:
@@ -89,6 +92,7 @@ class Engine:
         self.learned.relocate(Path(settings.data_dir or "."))
         self.learned.rates = {name: entry.rate_per_min for name, entry in settings.learned_apis.items()}
         self.learned.taken = set(settings.mcp_servers)
+        self.hooks.configure(settings)
         self.approval.mode = settings.approval or "deny"
         self.approval.timeout = settings.approval_timeout_sec
         self.approval.is_allowlisted = lambda command: False
@@ -296,7 +300,7 @@ class Engine:
         log = TurnLog(self.store, session, sink, resume and resume.turn, secrets=EnvSecrets(
             os.environ, self.settings.env_passthrough), seq=resume.next_seq if resume else 0)
         ctx = self._tool_context(session, log, grant[0], active_lens, stack.calls, spec.model)
-        found = [*mentions, *(mentioned_paths(text, ctx.jail) if mentions_in_text and not resume else [])]
+        found = await attach_resources(self.mcp, mentions, ctx.jail, text if mentions_in_text and not resume else "")
         line = UserMessage(text=text, attachments=read_mentions(found, ctx.jail, window[0]))
         if resume is None:  # what a resumed turn runs with again
             self.store.append(session, log.turn, 0, "settings", f"{spec}, trust {trust or self.settings.trust}",
@@ -308,15 +312,16 @@ class Engine:
                                      level=level, code=code, message=message)),
                                  ask=self.approval.ask if self.approval.mode == "ask" else None,
                                  ask_timeout=self.settings.approval_timeout_sec, session=session, turn=log.turn)
+        audit = AuditLog(self.data_dir, passthrough=self.settings.env_passthrough)
+        hooks = await self.hooks.start_turn(self.approval, log, grant[0].name, audit, said.append)
         plan = await self.plan(spec, session, active_lens, grant, instructions, text=line.content_for_model(),
                                window=window)
         own = Summariser(stack.windowed, spec.model, plan.window, self.settings.provider_attempts, live.context)
         config = TurnConfig(
             plan=plan, provider=stack.turn, tool_ctx=ctx, summariser=await self.summariser(session, own),
             gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session, active_lens)),
-            audit=AuditLog(self.data_dir, passthrough=self.settings.env_passthrough),
-            notices=first_notices(plan, ctx, active_lens, said, self.settings.ignored_workspace_keys),
-            max_tool_turns=self.settings.max_tool_turns, on_window_learned=learned)
+            audit=audit, notices=first_notices(plan, ctx, active_lens, said, self.settings.ignored_workspace_keys),
+            max_tool_turns=self.settings.max_tool_turns, on_window_learned=learned, hooks=hooks)
         turn = Turn(config, log, self.store.messages(session, open_tail=resume is not None))
         return await (turn.resume(resume) if resume else turn.run(line))
 

@@ -86,6 +86,8 @@ class TurnConfig:
     max_tool_turns: int = 50
     on_window_learned: Callable[[int], None] | None = None
     """Called with the corrected window when a length refusal teaches it (the engine keeps it for the session)."""
+    hooks: Any = None
+    """A sunwell.hooks.TurnHooks: `pre_tool`/`post_tool` around each call, `turn_end` before `done`; or None."""
 
 
 @dataclass
@@ -130,7 +132,7 @@ class Turn:
         self.keeper = ContextKeeper(plan.budget, plan.window_source, config.summariser, log, history,
                                     config.on_window_learned)
         self.calls = Orchestrator(plan.tools, plan.catalogue, plan.trust, config.tool_ctx, log, config.gate,
-                                  config.audit, self.memory, durable=True)
+                                  config.audit, self.memory, hooks=config.hooks, durable=True)
 
     async def run(self, message: UserMessage) -> DoneEvent:
         self._request = message.content_for_model()
@@ -182,6 +184,8 @@ class Turn:
     async def _finish(self, loop: Awaitable[str]) -> DoneEvent:
         try:
             status = await loop
+            if self.config.hooks is not None:  # not on a cancelled turn: the user asked for it to stop
+                await self.config.hooks.at("turn_end", status=status)
             return self._done(status)
         except (ProviderError, ContextFull) as exc:
             self._answer_unanswered("interrupted", "the model's response broke off before this call could run")

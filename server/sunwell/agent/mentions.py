@@ -40,6 +40,9 @@ class Mention:
     """A file: workspace-relative (read here). A selection: the file it is in (for the model's orientation)."""
     text: str | None = None
     """What the editor sent: the selection, the problems, the terminal's output. None for a file."""
+    server: str | None = None
+    uri: str | None = None
+    """A resource (`@SERVER:URI`, agent/resource_mentions.py): its MCP server and URI; `text` once read."""
 
 
 @dataclass

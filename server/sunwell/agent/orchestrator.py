@@ -2,14 +2,16 @@
 
 1. validate: the tool is offered at this trust level, its arguments are a JSON object its schema accepts;
 2. a read this turn already answered is answered again by the turn's memory instead of running;
+   then the `pre_tool` hooks (sunwell/hooks/), which may deny the call but never let it skip what follows;
 3. policy and approval on what the call declares it touches (agent/gate.py): dry run, rate limit, protected
    paths always asked, the approval policy;
 4. staging: a call the gate wants asked about with its effects runs staged (the tool's `stage`); any other call
    runs as it is (run_command sandboxes itself);
 5. the run, under the tool's time limit, every failure an error result the model reads (tools/executor.py);
 6. review of staged effects: the user sees what it changed, then it is applied or discarded, here, not by the tool;
-7. the result event, the turn's memory, one audit line; in a durable turn, the result in the session log as soon as
-   the call ends, and before a call runs, a `step` row saying so (agent/resume.py reads them after a crash).
+7. the `post_tool` hooks' notes on a call that ran; the result event, the turn's memory, one audit line; in a durable
+   turn, the result in the session log as soon as the call ends, and before a call runs, a `step` row saying so
+   (agent/resume.py reads them after a crash).
 
 Read-only calls of one response run together; any other call runs alone, in order. Like the gate, nothing here reads
 a tool's arguments: they go to the tool, to the approval request and to the audit as they are.
@@ -51,6 +53,8 @@ class Orchestrator:
     """The turn's: it may answer a repeated read, and hears of every result."""
     durable: bool = False
     """Log each call's steps and its result message as they happen (the main turn's calls; not a sub-agent's)."""
+    hooks: Any = None
+    """A sunwell.hooks.TurnHooks (`pre_tool`, `post_tool`), or None."""
 
     def offered(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -92,6 +96,8 @@ class Orchestrator:
             again = self.memory.earlier(call, tool)
             if again is not None:
                 return again
+        if verdict.error is None and self.hooks is not None and (denial := await self.hooks.before(call)):
+            verdict = Verdict(denial, "deny", "hook")
         if verdict.error is None and self.gate is not None:
             verdict = await self.gate.admit(tool, call, self.ctx, self.log.session, self.log.turn, self.log.emit)
         if verdict.error is not None:
@@ -101,6 +107,8 @@ class Orchestrator:
         else:
             self._step(call, "run")
             result = await execute(tool, call, self.ctx)
+        if verdict.error is None and self.hooks is not None:
+            result = await self.hooks.after(call, result)
         duration_ms = int((time.monotonic() - started) * 1000)
         self.log.emit(ToolResultEvent(call_id=result.call_id, name=result.name, ok=result.ok, output=result.output,
                                       error=result.error, duration_ms=duration_ms))

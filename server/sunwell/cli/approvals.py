@@ -106,10 +106,10 @@ class TerminalAsker:
 
     def __init__(self, stdin: TextIO = sys.stdin, out: TextIO = sys.stderr, color: bool = False) -> None:
         self.stdin, self.out, self.color = stdin, out, color
-        self._lock = asyncio.Lock()  # one question at a time
+        self.lock = asyncio.Lock()  # one question at a time (an MCP server's too: cli/elicit.py)
 
     async def __call__(self, request: ApprovalRequest) -> str:
-        async with self._lock:
+        async with self.lock:
             preview = render_preview(request, self.color)
             self.out.write(f"\n{visible(request.name)} wants to {_verb(request)}:\n{preview}\n")
             session = (f"[a]llow {visible(request.preview.host)} for this session"
@@ -118,7 +118,7 @@ class TerminalAsker:
             while True:
                 self.out.write(f"Allow? [y]es / [n]o / {session}: ")
                 self.out.flush()
-                line = await _read_answer(self.stdin)
+                line = await read_answer(self.stdin)
                 if not line:  # end of input: nobody is there to say yes
                     return "deny"
                 answer = ANSWERS.get(line.strip().lower())
@@ -161,7 +161,7 @@ def _shown_command(command: str) -> str:
     return re.sub(r"\n(?:[ \t]*\n){2,}", lambda m: f"\n⟨{m.group().count(chr(10)) - 1} blank lines⟩\n", text)
 
 
-async def _read_answer(stdin) -> str:
+async def read_answer(stdin) -> str:
     """One line from `stdin`, given up when the turn is cancelled: the thread may not even have started reading yet
     (under load), and must then not take the next line the user types at the prompt."""
     if not hasattr(stdin, "abort"):  # a plain text stream (tests, pipes)

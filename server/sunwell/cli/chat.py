@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, TextIO
 from sunwell.agent.chat import Overrides, UserInput
 from sunwell.agent.engine import Engine
 from sunwell.agent.lens_commands import LensCommandError, activate_lens
+from sunwell.agent.mcp_commands import prompt_docs
 from sunwell.agent.session import LineResult, Session
 from sunwell.agent.sessions import SessionStoreError
 from sunwell.agent.usage import turn_line
 from sunwell.cli.approvals import TerminalAsker
+from sunwell.cli.elicit import TerminalElicitor
 from sunwell.cli.exit_codes import EXIT_CANCELLED, EXIT_OK, UsageError
 from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import DIM, RED, RESET, JsonLines, Transcript, render_markdown, visible
@@ -55,6 +57,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         else None
     try:
         engine = Engine(settings, workspace, asker=asker)
+        engine.mcp.elicitor = TerminalElicitor(stdin=lines, lock=asker.lock) if asker else None
         if args.session and not engine.store.exists(args.session):
             raise SetupError(f"unknown session '{args.session}': see `sunwell sessions list`")
         lens = activate_lens(engine, args.lens)[0] if args.lens else None
@@ -78,7 +81,8 @@ class Chat:
 
     def run(self) -> int:
         loop = asyncio.new_event_loop()
-        history = History(Path(self.engine.data_dir) / "chat_history") if self.interactive else None
+        history = History(Path(self.engine.data_dir) / "chat_history",
+                          lambda: [doc.name for doc in prompt_docs(self.engine)]) if self.interactive else None
         self._banner()
         threading.Thread(target=self._warm_up, daemon=True).start()
         try:

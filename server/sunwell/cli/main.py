@@ -73,6 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
         parser_.add_argument("--workspace", type=Path, default=None)
 
     learned.add_parser(sub)
+    hooks = sub.add_parser("hooks", help="hooks: list them, approve those a workspace config proposes")
+    hooks_sub = hooks.add_subparsers(dest="hooks_command", required=True)
+    hooks_list = hooks_sub.add_parser("list", help="every hook, numbered, where it comes from, approved or not")
+    hooks_list.add_argument("--json", action="store_true", help="one JSON object per hook")
+    hooks_approve = hooks_sub.add_parser("approve", help="let hooks the workspace config proposes run (sandboxed)")
+    hooks_approve.add_argument("numbers", nargs="+", type=int, metavar="N")
+    hooks_approve.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    for parser_ in (hooks_list, hooks_approve):
+        parser_.add_argument("--workspace", type=Path, default=None)
 
     models = sub.add_parser("models", help="parsed spec and capabilities of model ids")
     models.add_argument("ids", nargs="*")
@@ -89,12 +98,20 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve([arg for arg in argv[1:] if arg != "--stdio"])  # clients may add --stdio: the default
     args = build_parser().parse_args(argv)  # `--help` and a usage error stop here
-    from sunwell.cli import chat, learned, run, version, views  # the engine: only once a command will run
+    from sunwell.cli import (  # the engine: only once a command will run
+        chat,
+        hooks,
+        learned,
+        run,
+        version,
+        views,
+    )
     from sunwell.cli.rendering import visible
 
     commands = {"run": run.cmd_run, "apply": run.cmd_run, "chat": chat.cmd_chat, "sessions": views.cmd_sessions,
                 "models": views.cmd_models, "undo": views.cmd_undo, "audit": views.cmd_audit, "lens": views.cmd_lens,
-                "mcp": views.cmd_mcp, "version": version.cmd_version, "tools": learned.cmd_tools}
+                "mcp": views.cmd_mcp, "version": version.cmd_version, "tools": learned.cmd_tools,
+                "hooks": hooks.cmd_hooks}
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

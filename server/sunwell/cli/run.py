@@ -13,6 +13,7 @@ from sunwell.agent.session import Session
 from sunwell.agent.sessions import SessionStoreError
 from sunwell.agent.usage import turn_line
 from sunwell.cli.approvals import TerminalAsker
+from sunwell.cli.elicit import TerminalElicitor
 from sunwell.cli.exit_codes import EXIT_ERROR, STATUS_EXIT, UsageError
 from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import JsonLines, Transcript, visible
@@ -36,6 +37,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     asker = TerminalAsker(color=sys.stderr.isatty()) if can_ask else None
     try:
         engine = Engine(settings, workspace, asker=asker)
+        engine.mcp.elicitor = TerminalElicitor(lock=asker.lock) if asker else None  # one prompt at a time
         turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names)
         done = _run_cancellable(_then_close(engine, turn))
     except SetupError as exc:

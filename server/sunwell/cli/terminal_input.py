@@ -9,6 +9,7 @@ import os
 import select
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -74,7 +75,8 @@ def repaint_command(out: TextIO, line: str) -> None:
 class History:
     """readline history in the data dir, when readline is there; a history that cannot be saved is no error."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, more: Callable[[], list[str]] = list) -> None:
+        """`more`: command names known only while the chat runs (`SERVER:PROMPT` of the MCP servers started)."""
         try:
             import readline  # only for an interactive chat: importing it changes how `input()` reads
         except ImportError:
@@ -84,7 +86,7 @@ class History:
         readline.set_history_length(1000)
         with contextlib.suppress(OSError):
             readline.read_history_file(path)
-        _complete_commands(readline)
+        _complete_commands(readline, more)
 
     def save(self) -> None:
         if self.readline is not None:
@@ -95,11 +97,12 @@ class History:
                 log.debug("chat history not saved: %s", exc)
 
 
-def _complete_commands(readline) -> None:
+def _complete_commands(readline, more: Callable[[], list[str]]) -> None:
     names = [f"::{doc.name} " for doc in commands_catalog(terminal=True)]
 
     def complete(text: str, index: int) -> str | None:
-        matches = [name for name in names if name.startswith(text.lower())] if text.startswith("::") else []
+        known = [*names, *(f"::{name} " for name in more())] if text.startswith("::") else []
+        matches = [name for name in known if name.lower().startswith(text.lower())]
         return matches[index] if index < len(matches) else None
 
     readline.set_completer(complete)

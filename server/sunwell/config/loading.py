@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sunwell.config.narrowing import narrowed, proposed_servers, users_models
-from sunwell.config.settings import McpServerConfig, Settings
+from sunwell.config.narrowing import narrowed, proposed_hooks, proposed_servers, users_models
+from sunwell.config.settings import HooksSettings, McpServerConfig, Settings
 from sunwell.errors import ConfigError, first_problem
 
 ENV_VARS = {
@@ -43,18 +43,21 @@ def load_settings(workspace: Path | None, flags: Mapping[str, Any] | None = None
     _validate(merged, str(user_config_path(env)))
     ignored: list[str] = []
     proposed: dict[str, McpServerConfig] = {}
+    hooks = HooksSettings()
     if workspace is not None:
         path = workspace / ".sunwell" / "config.yaml"
         values = _read_yaml(path)
         merged, ignored = narrowed(merged, values, users_models(merged, env, flags or {}))
         _validate(merged, str(path))
         proposed = proposed_servers(values.get("mcp_servers"), str(path), ignored)
+        hooks = proposed_hooks(values.get("hooks"), str(path))
     for source, values in (("environment", {key: env[var] for var, key in ENV_VARS.items() if env.get(var)}),
                            ("command line", {k: v for k, v in (flags or {}).items() if v is not None})):
         merged = {**merged, **values}
         _validate(merged, source)
     settings = _validate(merged, "settings")
     settings._ignored = ignored
+    settings._proposed_hooks = hooks
     settings._proposed_mcp = {name: server for name, server in proposed.items() if name not in settings.mcp_servers}
     if settings.data_dir is None:
         settings.data_dir = default_data_dir(env)

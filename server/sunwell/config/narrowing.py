@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sunwell.config.settings import McpSandbox, McpServerConfig, ModelOverride, Settings
+from sunwell.config.settings import HooksSettings, McpSandbox, McpServerConfig, ModelOverride, Settings
 from sunwell.errors import ConfigError, first_problem
 from sunwell.model_strings import ModelSpec, parse_model_string
 from sunwell.vocabulary import TRUST_NAMES
@@ -47,8 +47,8 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any],
     merged, ignored = dict(user), []
     mine = Settings.model_validate(user)
     for key, value in workspace.items():
-        if key == "mcp_servers":
-            continue  # proposals, never merged: see proposed_servers
+        if key in ("mcp_servers", "hooks"):
+            continue  # proposals, never merged: see proposed_servers and proposed_hooks
         if key in WORKSPACE_MAY_NOT_SET:
             ignored.append(key)
             continue
@@ -182,3 +182,14 @@ def proposed_servers(raw: Any, source: str, ignored: list[str]) -> dict[str, Mcp
         proposed[str(name)] = server.model_copy(update={"approval": "ask", "sandbox": McpSandbox(),
                                                         **({"trust": None} if "trust" in dropped else {})})
     return proposed
+
+
+def proposed_hooks(raw: Any, source: str) -> HooksSettings:
+    """The hooks a workspace config proposes, validated (a wrong one stops with its key, like any setting)."""
+    if raw is None:
+        return HooksSettings()
+    try:
+        return HooksSettings.model_validate(raw)
+    except ValidationError as exc:
+        key, problem = first_problem(exc)
+        raise ConfigError(f"{source}: invalid setting 'hooks.{key}': {problem}") from None

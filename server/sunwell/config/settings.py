@@ -132,6 +132,37 @@ class LearnedApiConfig(BaseModel):
     rate_per_min: int = Field(30, ge=1, le=10_000)
 
 
+class HookConfig(BaseModel):
+    """One hook (README "Hooks"): a program run with the call as JSON on stdin, never through a shell."""
+
+    model_config = ConfigDict(extra="forbid")
+    match: str = "*"
+    """A glob on the tool's name (`run_command`, `github__*`); pre_tool and post_tool only."""
+    command: list[str] = Field(min_length=1)
+    """The argv: the program and its arguments, each one word (no shell reads it)."""
+    timeout: float = Field(30, gt=0, le=600)
+    """Seconds before the hook is stopped (its whole process group); a hook that times out is a warning."""
+
+    @field_validator("command")
+    @classmethod
+    def _program(cls, argv: list[str]) -> list[str]:
+        if not argv[0].strip():
+            raise ValueError("the program (the first word) is empty")
+        return argv
+
+
+class HooksSettings(BaseModel):
+    """The hooks of each point a turn passes (PROTOCOL.md "Config", `hooks:`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    pre_tool: list[HookConfig] = Field(default_factory=list)
+    """Before policy: exit 0 goes on, exit 2 denies (stderr is the reason), anything else is a warning."""
+    post_tool: list[HookConfig] = Field(default_factory=list)
+    """After the call: what it prints is appended to the result as a note."""
+    turn_end: list[HookConfig] = Field(default_factory=list)
+    session_start: list[HookConfig] = Field(default_factory=list)
+
+
 class Price(BaseModel):
     """What a model costs, in USD per million tokens (PROTOCOL.md `prices:`), for the cost display only."""
 
@@ -203,8 +234,11 @@ class Settings(BaseModel):
     web_search: WebSearchSettings | None = None
     learned_apis: dict[str, LearnedApiConfig] = Field(default_factory=dict)
     """Learned APIs (README "Learned APIs"); ignored in a workspace config."""
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
+    """The user's hooks, run as the user; a workspace config's are proposals (`proposed_hooks`)."""
     _ignored: list[str] = PrivateAttr(default_factory=list)
     _proposed_mcp: dict[str, McpServerConfig] = PrivateAttr(default_factory=dict)
+    _proposed_hooks: HooksSettings = PrivateAttr(default_factory=HooksSettings)
 
     @property
     def ignored_workspace_keys(self) -> list[str]:
@@ -216,3 +250,9 @@ class Settings(BaseModel):
         """MCP servers the workspace config proposes: never merged into `mcp_servers`, started only once the user
         approved that exact command (tools/mcp/consent.py); narrowed to the defaults (ask, sandboxed)."""
         return self._proposed_mcp
+
+    @property
+    def proposed_hooks(self) -> HooksSettings:
+        """Hooks the workspace config proposes: never merged into `hooks`, run only once the user approved that
+        exact command (sunwell/hooks/), and then in the command sandbox."""
+        return self._proposed_hooks

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from sunwell.errors import SetupError
+from sunwell.lsp.failures import Unavailable
 from sunwell.lsp.sessions import engine_or_fail
 from sunwell.wire.protocol import (
     COMMANDS,
@@ -22,6 +23,7 @@ from sunwell.wire.protocol import (
     EmptyParams,
     ModelInfo,
     ModelsResult,
+    ResourceInfo,
     ToolInfo,
     ToolsParams,
     ToolsResult,
@@ -60,12 +62,22 @@ def setup(server: SunwellServer) -> None:
         return model_catalog(engine_or_fail(ls)).wire()
 
     @server.feature(COMMANDS)
-    def commands(ls: SunwellServer, params: Any) -> dict[str, Any]:
+    async def commands(ls: SunwellServer, params: Any) -> dict[str, Any]:
         from sunwell.agent.commands import commands_catalog
+        from sunwell.tools.base import Trust
 
         ls.parse(EmptyParams, params, COMMANDS)
+        try:
+            engine = ls.engine
+        except Unavailable:  # no workspace or a broken setting: the built-in commands still complete
+            engine = None
+        if engine is not None and engine.mcp.servers:  # their prompts are commands: those that may start, start
+            await engine.mcp.start(Trust[engine.settings.trust], None, lambda _l, _c, message: log.info("%s", message))
+        resources = [ResourceInfo(server=name, uri=str(r.uri), name=r.name, description=r.description or None,
+                                  mime_type=r.mime_type) for name, server in (engine.mcp.servers.items() if engine
+                                                                              else ()) for r in server.resources]
         return CommandsResult(commands=[CommandInfo(name=c.name, usage=c.usage, description=c.description)
-                                        for c in commands_catalog()]).wire()
+                                        for c in commands_catalog(engine=engine)], resources=resources).wire()
 
 
 def model_catalog(engine: Engine) -> ModelsResult:

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from pygls.uris import to_fs_path
 
 from sunwell.errors import ConfigError, SetupError, first_problem
+from sunwell.lsp.elicit import ClientElicitor, wants_elicit
 from sunwell.lsp.failures import Unavailable
 from sunwell.wire.protocol import CONFIG_SECTION, InitializationOptions
 
@@ -201,6 +202,7 @@ def apply_settings(ls: SunwellServer) -> None:
             ls.set_engine(Engine(settings, ls.root, asker=ClientAsker(ls)))
             if engine is not None:
                 ls.run_task(engine.aclose())  # the old engine's MCP servers
+        ls.engine.mcp.elicitor = ClientElicitor(ls) if wants_elicit(ls.options) else None
     except (SetupError, ValueError) as exc:  # a bad workspace; a setting only the engine can judge
         ls.show_message(f"cannot apply the settings: {exc}", types.MessageType.Error)
         if engine is None:

@@ -84,6 +84,9 @@ class ToolPreview(WireModel):
     """The MCP server; empty for a tool of Sunwell's own that has no better preview."""
     tool: str
     arguments: dict[str, Any]
+    definition: str | None = None
+    """A hash of the tool's description and schema as the server lists them now: allow-for-session holds only for
+    the tool it was given for (a server that changes a tool after it was allowed is asked again)."""
 
 
 class FetchPreview(WireModel):
@@ -151,7 +154,9 @@ class ApprovalRequest(WireModel):
         if self.risk == "network" and isinstance(self.preview, FetchPreview):
             return self.session, HOST_RULE, self.preview.host
         if self.risk == "mcp":
-            return self.session, self.name, json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)
+            definition = self.preview.definition if isinstance(self.preview, ToolPreview) else None
+            arguments = json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)
+            return self.session, self.name, f"{arguments}#{definition or ''}"
         if self.risk != "shell":
             return self.session, self.name, ""
         return None if self.command is None else (self.session, self.name, self.command)

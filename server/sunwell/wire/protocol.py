@@ -39,6 +39,8 @@ LEARNED_FORGET = "sunwell/learnedForget"
 USAGE = "sunwell/usage"
 """Tokens per turn and in total of a session, and their cost at the model's price (`prices:`)."""
 APPROVE = "sunwell/approve"
+ELICIT = "sunwell/elicit"
+"""Server -> client: an MCP server asks the user `{session, server, message, schema}` -> `{action, content?}`."""
 """Server -> client request."""
 
 LANGUAGE_ID = "lens"
@@ -76,6 +78,15 @@ class WebSearchOptions(Params):
     """The variable the client put the key in (VS Code: from its secret storage)."""
 
 
+class ClientCapabilities(Params):
+    """What the client answers (PROTOCOL.md "Events and client requests"); each false when absent."""
+
+    ask: bool = False
+    code_intel: bool = False
+    elicit: bool = False
+    """It answers `sunwell/elicit` with a form built from the server's schema."""
+
+
 class InitializationOptions(Params):
     """`initializationOptions`, and the `sunwell` section of `workspace/didChangeConfiguration`. All optional."""
 
@@ -104,6 +115,7 @@ class InitializationOptions(Params):
     """Hosts added to the config's `network.allow` / `network.deny` (VS Code: machine-scoped user settings)."""
     web_search: WebSearchOptions | None = None
     """The search service, in place of the config's `web_search`."""
+    client_capabilities: ClientCapabilities | None = None
 
 
 class Mention(WireModel):
@@ -117,6 +129,10 @@ class Mention(WireModel):
     """A file: workspace-relative. A selection: the file it is in."""
     text: str | None = None
     """A selection, the problems, the terminal's output; none for a file."""
+    server: str | None = None
+    """A resource (`@SERVER:URI`): the MCP server it is read from when the line is sent."""
+    uri: str | None = None
+    """A resource: its URI, as the server listed it."""
 
 
 class ChatParams(Params):
@@ -233,8 +249,21 @@ class CommandInfo(WireModel):
     description: str
 
 
+class ResourceInfo(WireModel):
+    """An MCP server's resource, for the `@` picker: attached as `@SERVER:URI` (a `resource` mention)."""
+
+    server: str
+    uri: str
+    name: str
+    description: str | None = None
+    mime_type: str | None = None
+
+
 class CommandsResult(WireModel):
     commands: list[CommandInfo]
+    """With the prompts of the MCP servers started (`SERVER:PROMPT`)."""
+    resources: list[ResourceInfo] = Field(default_factory=list)
+    """The resources of the MCP servers started, for the `@` picker."""
 
 
 class ApproveResult(WireModel):

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shlex
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from sunwell.config import McpServerConfig
+from sunwell.tools.policy.remembered import RememberedApprovals
 
 
 def fingerprint(config: McpServerConfig) -> str:
@@ -47,40 +45,15 @@ def _quote(text: str) -> str:
 
 
 class Consents:
-    """The approvals file: `{"approved": [{workspace, server, sha256, at}]}`, written atomically, mode 0600."""
+    """The approvals file `<data>/mcp/approved.json` (tools/policy/remembered.py), keyed by server name."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.path = Path(data_dir) / "mcp" / "approved.json"
+        self.file = RememberedApprovals(Path(data_dir) / "mcp" / "approved.json", key="server")
+        self.path = self.file.path
 
     def approved(self, workspace: Path, server: str, config: McpServerConfig) -> bool:
-        key = (str(workspace), server, fingerprint(config))
-        return any((e.get("workspace"), e.get("server"), e.get("sha256")) == key for e in self._entries())
+        return self.file.has(workspace, server, fingerprint(config))
 
     def approve(self, workspace: Path, server: str, config: McpServerConfig) -> None:
         """Remember the approval (replacing an older one of the same server in the same workspace)."""
-        entries = [e for e in self._entries() if (e.get("workspace"), e.get("server")) != (str(workspace), server)]
-        entries.append({"workspace": str(workspace), "server": server, "sha256": fingerprint(config),
-                        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-        self._write(entries)
-
-    def _entries(self) -> list[dict[str, Any]]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return []  # none yet, or unreadable: nothing is approved
-        entries = data.get("approved") if isinstance(data, dict) else None
-        return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
-
-    def _write(self, entries: list[dict[str, Any]]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".approved-")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump({"approved": entries}, out, indent=2)
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        self.file.add(workspace, server, fingerprint(config))

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 Asker = Callable[[ApprovalRequest], Awaitable[str]]
+Elicitor = Callable[[str, str, str, dict[str, object]], Awaitable[dict[str, object]]]
+"""(session, server, message, schema) -> `{action, content?}` (PROTOCOL.md `sunwell/elicit`)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,10 @@ class McpHub:
         self._told: set[tuple[str, str]] = set()
         self._asking = asyncio.Lock()
         self._retired: set[asyncio.Task[None]] = set()
+        self.elicitor: Elicitor | None = None
+        """Asks the user for a server (`sunwell/elicit`, the terminal); None: every request is declined."""
+        self._session = ""
+        """The session of the latest turn: whom a server's question goes to."""
 
     def configure(self, servers: dict[str, McpServerConfig], proposed: dict[str, McpServerConfig],
                   around: Surroundings | None = None) -> None:
@@ -89,6 +95,7 @@ class McpHub:
             if name in self.servers:
                 continue
             server = McpServer(name, config, around, proposed=is_proposed)
+            server.elicit = self._elicit
             if is_proposed and not self.consents.approved(around.workspace, name, config):
                 server.wait_for_approval(f"proposed by the workspace config; {_how_to_approve(name)}")
             if (other := prefixes.setdefault(server_prefix(name), name)) != name:
@@ -115,6 +122,7 @@ class McpHub:
                     ask_timeout: float = 600, session: str = "", turn: str = "") -> None:
         """Start what a turn may use (see `wanted`); failures become notices, never exceptions."""
         servers = self.wanted(trust, names)
+        self._session = session or self._session
         for server in servers:
             if server.proposed:
                 try:
@@ -174,6 +182,11 @@ class McpHub:
         except Exception as exc:  # noqa: BLE001 - no answer is no
             log.info("approval of the MCP server %s failed: %r", server.name, exc)
             return "deny"
+
+    async def _elicit(self, server: str, message: str, schema: dict[str, object]) -> dict[str, object]:
+        if self.elicitor is None:
+            return {"action": "decline"}
+        return await self.elicitor(self._session, server, message, schema)
 
     def tool_patterns(self) -> list[str]:
         """`SERVER__*` for every server: what a lens may name in `allowed_tools` before the server has run."""

@@ -6,6 +6,8 @@ the input schema are the server's, checked: a schema that is not valid JSON Sche
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -60,8 +62,11 @@ def _wrap(server: str, config: McpServerConfig, remote: types.Tool, name: str, c
     async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
         return await call(remote.name, args, ctx)
 
+    definition = hashlib.sha256(json.dumps([description, remote.input_schema], sort_keys=True,
+                                           default=str).encode()).hexdigest()[:16]
+
     def preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        return {"kind": "tool", "server": server, "tool": remote.name, "arguments": args}
+        return {"kind": "tool", "server": server, "tool": remote.name, "arguments": args, "definition": definition}
 
     subject = Subject(mcp=McpCall(server, remote.name))
 

@@ -34,8 +34,10 @@ from pydantic import ValidationError
 from sunwell import __version__
 from sunwell.config import McpServerConfig
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.mcp.elicitation import Elicit, elicitation_callback
 from sunwell.tools.mcp.http_transport import http_transport
 from sunwell.tools.mcp.launch import Launch, LaunchError, stdio_launch
+from sunwell.tools.mcp.offerings import list_offerings
 from sunwell.tools.mcp.oversize import MAX_MESSAGE_BYTES, Oversized, is_too_large
 from sunwell.tools.mcp.remote_tools import list_tools, sunwell_tools
 from sunwell.tools.mcp.results import render_result
@@ -65,6 +67,12 @@ class McpServer:
         """Why the server is down (state `failed`), or waiting (state `awaiting approval`)."""
         self.failures = 0
         self.tools: list[Tool] = []
+        self.prompts: list[types.Prompt] = []
+        self.resources: list[types.Resource] = []
+        """Listed when it started (tools/mcp/offerings.py): `::SERVER:PROMPT` commands and `@SERVER:URI` mentions."""
+        self.elicit: Elicit | None = None
+        """Who answers when it asks the user (tools/mcp/elicitation.py); None declines. Sampling is never offered:
+        the SDK answers it `Sampling not supported`."""
         self._client: Client | None = None
         self._generation = 0
         self._failed_generation = 0
@@ -144,10 +152,12 @@ class McpServer:
     async def _run(self, generation: int, transport: Any, ready: asyncio.Future[None]) -> None:
         client = Client(transport, mode="legacy", cache=None, read_timeout_seconds=self.config.timeout,
                         message_handler=functools.partial(self._on_message, generation),
+                        elicitation_callback=elicitation_callback(self.name, lambda: self.elicit),
                         client_info=types.Implementation(name="sunwell", version=__version__))
         try:
             async with client:
                 self._adopt(await list_tools(client))
+                self.prompts, self.resources = await list_offerings(client, self.name)
                 self._client, self.state = client, "running"
                 ready.set_result(None)
                 await self._stop.wait()
@@ -163,6 +173,13 @@ class McpServer:
                 self._client = None
                 if self.state in ("running", "starting"):
                     self.state = "stopped"
+
+    async def connected(self, notify: Notify | None = None) -> Client:
+        """The connected client, the server started first if need be; ServerDown when it cannot be."""
+        await self.ensure(notify)
+        if self._client is None:
+            raise ServerDown(self.reason or "it stopped")
+        return self._client
 
     async def stop(self) -> None:
         """Stop the server (its process group is killed if it does not leave on its own)."""

@@ -94,19 +94,21 @@ def render(out: Capture, err: Capture, last_line: str, max_bytes: int) -> str:
 
 async def run_process(
     argv: list[str], cwd: str, env: dict[str, str], timeout: float, keep: int,
-    over: Callable[[], str | None] | None = None,
+    over: Callable[[], str | None] | None = None, stdin: int | None = None,
 ) -> tuple[int | None, Capture, Capture]:
     """Run argv; (exit code or None on timeout, stdout, stderr). On cancellation the group is killed first, and
-    as soon as `over()` (asked every WATCH_EVERY s, in a thread) says a limit was passed."""
+    as soon as `over()` (asked every WATCH_EVERY s, in a thread) says a limit was passed. `stdin` is a file
+    descriptor to read from (a hook's call as JSON), else nothing."""
+    stdin = asyncio.subprocess.DEVNULL if stdin is None else stdin
     if sys.platform == "win32":
-        return await _run_windows(argv, cwd, env, timeout, keep, over)
+        return await _run_windows(argv, cwd, env, timeout, keep, over, stdin)
     # Our own pipes, not asyncio's: Python 3.11's Process.wait() also waits for the pipes to close, which a
     # backgrounded grandchild can keep open for ever.
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=out_w, stderr=err_w, cwd=cwd, env=env,
+            *argv, stdin=stdin, stdout=out_w, stderr=err_w, cwd=cwd, env=env,
             start_new_session=True,
         )  # fmt: skip
     except OSError as exc:
@@ -134,11 +136,11 @@ async def run_process(
 
 async def _run_windows(
     argv: list[str], cwd: str, env: dict[str, str], timeout: float, keep: int,
-    over: Callable[[], str | None] | None,
+    over: Callable[[], str | None] | None, stdin: int,
 ) -> tuple[int | None, Capture, Capture]:
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            *argv, stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             cwd=cwd, env=env,
         )  # fmt: skip
     except OSError as exc:

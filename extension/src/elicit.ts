@@ -1,0 +1,59 @@
+// `sunwell/elicit`: an MCP server asks the user during a call. A form built from the server's schema, one native
+// input per field: the server's name in every title, its question as its own words, no field filled in for the user
+// (a server's default is never offered), Escape cancels. The sidecar checks the answer against the schema.
+import * as vscode from 'vscode';
+
+export interface ElicitParams {
+  session: string;
+  server: string;
+  message: string;
+  schema: { properties?: Record<string, FieldSchema>; required?: string[] };
+}
+
+interface FieldSchema {
+  type?: string;
+  title?: string;
+  description?: string;
+  enum?: unknown[];
+}
+
+export type ElicitAnswer = { action: 'accept'; content: Record<string, unknown> } | { action: 'decline' | 'cancel' };
+
+export async function elicitForm(params: ElicitParams, token?: vscode.CancellationToken): Promise<ElicitAnswer> {
+  const title = `MCP server ${params.server} asks`;
+  const choice = await vscode.window.showQuickPick(['Answer', 'Decline'], {
+    title, placeHolder: `"${params.message}" (the server's words, not Sunwell's)`, ignoreFocusOut: true,
+  }, token);
+  if (choice === undefined) return { action: 'cancel' };
+  if (choice === 'Decline') return { action: 'decline' };
+  const required = new Set(params.schema.required ?? []);
+  const content: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(params.schema.properties ?? {})) {
+    const value = await askField(title, name, field, required.has(name), token);
+    if (value === CANCELLED) return { action: 'cancel' };
+    if (value !== undefined) content[name] = value;
+  }
+  return { action: 'accept', content };
+}
+
+const CANCELLED = Symbol('cancelled');
+
+async function askField(title: string, name: string, field: FieldSchema, required: boolean,
+  token?: vscode.CancellationToken): Promise<unknown> {
+  const prompt = `${field.title ?? name}${field.description ? ` — ${field.description}` : ''}${required ? '' : ' (optional)'}`;
+  if (field.enum || field.type === 'boolean') {
+    const options = (field.enum ?? [true, false]).map((v) => ({ label: String(v), value: v }));
+    const picked = await vscode.window.showQuickPick(required ? options : [...options, { label: '(skip)', value: undefined }],
+      { title, placeHolder: prompt, ignoreFocusOut: true }, token);
+    return picked === undefined ? CANCELLED : picked.value;
+  }
+  const numeric = field.type === 'integer' || field.type === 'number';
+  const text = await vscode.window.showInputBox({
+    title, prompt, ignoreFocusOut: true,
+    validateInput: (v) => (v === '' ? (required ? 'required' : undefined)
+      : numeric && !Number.isFinite(Number(v)) ? `a ${field.type}` : undefined),
+  }, token);
+  if (text === undefined) return CANCELLED;
+  if (text === '') return undefined;
+  return numeric ? Number(text) : text;
+}
