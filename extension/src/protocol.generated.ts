@@ -81,8 +81,14 @@ export interface SunwellProtocol {
   ApprovalMode?: ApprovalMode;
   ApprovalRequest?: ApprovalRequest;
   ApproveResult?: ApproveResult;
+  AskParams?: AskParams;
+  AskResult?: AskResult;
   ChatParams?: ChatParams;
   ChatResult?: ChatResult;
+  ClientCapabilities?: ClientCapabilities;
+  CodeIntelParams?: CodeIntelParams;
+  CodeIntelResult?: CodeIntelResult;
+  CodeLocation?: CodeLocation;
   CommandInfo?: CommandInfo;
   CommandPreview?: CommandPreview;
   CommandsResult?: CommandsResult;
@@ -205,6 +211,19 @@ export interface ApproveResult {
   decision: 'allow' | 'deny' | 'allowSession';
   note?: string | null;
 }
+/**
+ * `sunwell/ask`: a question of the model's `ask_user` call, for the person.
+ */
+export interface AskParams {
+  session: string;
+  turn: string;
+  callId: string;
+  question: string;
+  options?: string[];
+}
+export interface AskResult {
+  answer: string | null;
+}
 export interface ChatParams {
   session?: string | null;
   text: string;
@@ -235,6 +254,32 @@ export interface Usage {
   inputTokens: number;
   outputTokens: number;
 }
+/**
+ * What the client answers besides `sunwell/approve` (PROTOCOL.md "Events and client requests").
+ */
+export interface ClientCapabilities {
+  ask?: boolean;
+  codeIntel?: boolean;
+  elicit?: boolean;
+}
+/**
+ * `sunwell/codeIntel`: what the code intelligence tools ask the editor.
+ */
+export interface CodeIntelParams {
+  kind: 'diagnostics' | 'symbols' | 'definition' | 'references';
+  path?: string | null;
+  symbol?: string | null;
+  query?: string | null;
+}
+export interface CodeIntelResult {
+  items: CodeLocation[];
+}
+export interface CodeLocation {
+  path: string;
+  line: number;
+  column: number;
+  text: string;
+}
 export interface CommandInfo {
   name: string;
   usage: string;
@@ -248,6 +293,7 @@ export interface TextEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'text';
   delta: string;
 }
@@ -255,6 +301,7 @@ export interface ThinkingEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'thinking';
   delta: string;
 }
@@ -262,6 +309,7 @@ export interface ToolCallStartEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'toolCallStart';
   callId: string;
   name: string;
@@ -270,6 +318,7 @@ export interface ToolCallDeltaEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'toolCallDelta';
   callId: string;
   argsDelta: string;
@@ -278,6 +327,7 @@ export interface ToolCallEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'toolCall';
   callId: string;
   name: string;
@@ -290,6 +340,7 @@ export interface ApprovalEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'approval';
   callId: string;
   decision: 'allow' | 'deny' | 'allowSession';
@@ -299,6 +350,7 @@ export interface ToolResultEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'toolResult';
   callId: string;
   name: string;
@@ -331,6 +383,7 @@ export interface NoticeEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'notice';
   level: 'info' | 'warning' | 'error';
   code:
@@ -361,6 +414,7 @@ export interface CommandOutputEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'commandOutput';
   command: string;
   output: string;
@@ -372,6 +426,7 @@ export interface ContextUsageEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'contextUsage';
   usedTokens: number;
   windowTokens: number;
@@ -384,6 +439,7 @@ export interface PlanEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'plan';
   items: PlanItem[];
   explanation?: string | null;
@@ -396,6 +452,7 @@ export interface DoneEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'done';
   status: 'completed' | 'cancelled' | 'limitReached' | 'error';
   toolCalls: number;
@@ -428,6 +485,7 @@ export interface InitializationOptions {
     };
   } | null;
   staging?: StagingOptions | null;
+  clientCapabilities?: ClientCapabilities | null;
 }
 /**
  * What one command may change before its staged changes are refused (PROTOCOL.md `staging`).
@@ -619,8 +677,10 @@ export interface UsageParams {
 /** Every custom method name of the sidecar (sunwell.wire.protocol). */
 export const Method = {
   approve: 'sunwell/approve',
+  ask: 'sunwell/ask',
   chat: 'sunwell/chat',
   chatEvent: 'sunwell/chatEvent',
+  codeIntel: 'sunwell/codeIntel',
   commands: 'sunwell/commands',
   mcp: 'sunwell/mcp',
   mcpRestart: 'sunwell/mcpRestart',
@@ -635,7 +695,9 @@ export const Method = {
 /** Request method -> its params and result types. */
 export interface Requests {
   'sunwell/approve': { params: ApprovalRequest; result: ApproveResult };
+  'sunwell/ask': { params: AskParams; result: AskResult };
   'sunwell/chat': { params: ChatParams; result: ChatResult };
+  'sunwell/codeIntel': { params: CodeIntelParams; result: CodeIntelResult };
   'sunwell/commands': { params: EmptyParams; result: CommandsResult };
   'sunwell/mcp': { params: EmptyParams; result: McpResult };
   'sunwell/mcpRestart': { params: McpRestartParams; result: McpRestartResult };

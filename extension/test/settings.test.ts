@@ -56,6 +56,7 @@ describe('initializationOptions and configuration changes', () => {
       prices: null,
       network: { allow: [], deny: [] },
       webSearch: null,
+      clientCapabilities: { ask: true, codeIntel: true, elicit: false },
     });
   });
 

@@ -166,7 +166,8 @@ export function sidecarConfiguration(s: Settings): SidecarOptions {
 
 /** `initializationOptions`: the configuration plus the data dir (VS Code's workspace storage). */
 export function initializationOptions(s: Settings, dataDir: string): SidecarOptions {
-  return { dataDir, ...sidecarConfiguration(s) };
+  // The chat answers `ask_user`'s questions and the editor's language features answer code intelligence.
+  return { dataDir, ...sidecarConfiguration(s), clientCapabilities: { ask: true, codeIntel: true, elicit: false } };
 }
 
 /**

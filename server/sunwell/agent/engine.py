@@ -15,13 +15,14 @@ jsonschema and the lens schema) would make up half of that wait.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sunwell.agent.context import SessionContext
 from sunwell.agent.live import LiveSessions
 from sunwell.agent.mentions import Mention, mentioned_paths, read_mentions
+from sunwell.agent.questions import Questioner, question_asker
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.turn import Sink, TurnLog
 from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
@@ -52,12 +53,14 @@ if TYPE_CHECKING:
 
 
 class Engine:
-    def __init__(self, settings: Settings, workspace: Path, *, asker: Asker | None = None) -> None:
+    def __init__(self, settings: Settings, workspace: Path, *, asker: Asker | None = None,
+                 questioner: Questioner | None = None) -> None:
         if not workspace.is_dir():
             raise SetupError(f"workspace does not exist or is not a directory: {workspace}")
         self.settings = settings
         self.workspace = workspace.resolve()
-        self.asker = asker
+        self.asker, self.questioner = asker, questioner
+        self.code_intel: Callable[[dict[str, Any]], Awaitable[Any]] | None = None  # the editor's, via the sidecar
         self._store: SessionStore | None = None
         self._lenses: LensRegistry | None = None
         self._adapters: Adapters | None = None
@@ -227,13 +230,15 @@ class Engine:
         return narrow(lens.tool_policy if lens else None, trust, names)
 
     def catalogue(self, lens: Lens | None) -> list[Tool]:
-        """Every tool known now: the core tools, the lens' skills, the tools of the MCP servers started."""
+        """Every tool known now: the core tools (code intelligence when an editor answers it), the lens' skills,
+        the tools of the MCP servers started."""
         from sunwell.agent.skills import skill_tools
         from sunwell.tools.handlers.web import WEB_SEARCH
-        from sunwell.tools.registry import CORE_TOOLS
+        from sunwell.tools.registry import CODE_INTEL_TOOLS, CORE_TOOLS
 
         searching = [WEB_SEARCH] if self.settings.web_search else []
-        return [*CORE_TOOLS, *searching, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []),
+        core = [tool for tool in CORE_TOOLS if self.code_intel is not None or tool not in CODE_INTEL_TOOLS]
+        return [*core, *searching, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []),
                 *self.mcp.tools()]
 
     def tools(self, trust: Trust, names: Sequence[str] | None = None,
@@ -265,6 +270,7 @@ class Engine:
         from sunwell.agent.compaction import Summariser
         from sunwell.agent.gate import Gate
         from sunwell.agent.loop import Turn, TurnConfig
+        from sunwell.agent.subagent import Subagents
         from sunwell.tools.policy.audit import AuditLog
 
         spec = self.model_spec(model)
@@ -298,6 +304,7 @@ class Engine:
             audit=AuditLog(self.data_dir, passthrough=self.settings.env_passthrough),
             notices=self._first_notices(plan, ctx, active_lens, said), max_tool_turns=self.settings.max_tool_turns,
             on_window_learned=learned)
+        ctx.subagent = Subagents(config, log, self.settings).run
         return await Turn(config, log, self.store.messages(session)).run(line)
 
     def _first_notices(self, plan: TurnPlan, ctx: ToolContext, lens: Lens | None,
@@ -381,6 +388,7 @@ class Engine:
                                 self.live.get(session).pages),
             notify=lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message)),
             scratch=Scratch(self.live.get(session).scratch, show_plan=log.emit),
+            ask=question_asker(self.questioner, self.settings, session, turn), code_intel=self.code_intel,
         )
 
 

@@ -29,8 +29,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     # answers are read from stdin, so there is no one to ask when the prompt itself came from there
     can_ask = settings.approval == "ask" and args.prompt is not None and sys.stdin is not None
     asker = TerminalAsker(color=sys.stderr.isatty()) if can_ask else None
+    # ask_user's questions: a person at a terminal, unless approvals are set to deny (no one is asked anything)
+    questioner = (asker or TerminalAsker(color=sys.stderr.isatty())).question \
+        if can_ask or (settings.approval == "auto" and args.prompt is not None and _on_terminal()) else None
     try:
-        engine = Engine(settings, workspace, asker=asker)
+        engine = Engine(settings, workspace, asker=asker, questioner=questioner)
         done = _run_cancellable(_then_close(engine, _turn(engine, prompt, sink, args, names)))
     except SetupError as exc:
         raise UsageError(str(exc)) from None
@@ -53,6 +56,10 @@ async def _turn(engine, prompt, sink, args, names):
 
     line = UserInput(prompt, overrides=Overrides(lens=args.lens, tool_names=names), mentions_in_text=True)
     return await Session(engine, args.session).turn(line, sink)
+
+
+def _on_terminal() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
 
 
 def _print_usage(engine, done, settings) -> None:

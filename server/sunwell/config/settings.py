@@ -123,6 +123,14 @@ class WebSearchSettings(BaseModel):
         return self
 
 
+class SubagentSettings(BaseModel):
+    """`task`'s read-only sub-agents (agent/subagent.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_tool_turns: int = Field(20, ge=1, le=200)
+    """Bound on one sub-agent's model round trips with tools; then it answers with what it found."""
+
+
 class Price(BaseModel):
     """What a model costs, in USD per million tokens (PROTOCOL.md `prices:`), for the cost display only."""
 
@@ -192,6 +200,7 @@ class Settings(BaseModel):
     """MCP servers whose tools become Sunwell tools named `SERVER__TOOL` (README "Tools from outside")."""
     network: NetworkSettings = Field(default_factory=NetworkSettings)
     web_search: WebSearchSettings | None = None
+    subagent: SubagentSettings = Field(default_factory=SubagentSettings)
     _ignored: list[str] = PrivateAttr(default_factory=list)
     _proposed_mcp: dict[str, McpServerConfig] = PrivateAttr(default_factory=dict)
 

@@ -133,7 +133,7 @@ def resolve_settings(root: Path, options: InitializationOptions,
     A setting the config layers reject is reported and the options are retried alone, then the defaults."""
     from sunwell.config import Settings, default_data_dir, load_settings
 
-    flags = options.model_dump(exclude_none=True, exclude={"network", "web_search"})
+    flags = options.model_dump(exclude_none=True, exclude={"network", "web_search", "client_capabilities"})
     problems: list[str] = []
     try:
         settings = load_settings(root if root.is_dir() else None, flags, env)
@@ -201,6 +201,7 @@ def apply_settings(ls: SunwellServer) -> None:
     """(Re)build the settings from the options; keep the engine (and its per-session state) when possible."""
     from sunwell.agent.engine import Engine
     from sunwell.lsp.approvals import ClientAsker
+    from sunwell.lsp.client_requests import wire_client
 
     settings, problems = resolve_settings(ls.root, ls.options)
     for problem in problems:
@@ -217,8 +218,11 @@ def apply_settings(ls: SunwellServer) -> None:
     try:
         if engine is not None and Path(engine.settings.data_dir) == Path(settings.data_dir):
             engine.reconfigure(settings)
+            wire_client(ls, engine)
         else:
-            ls.set_engine(Engine(settings, ls.root, asker=ClientAsker(ls)))
+            fresh = Engine(settings, ls.root, asker=ClientAsker(ls))
+            wire_client(ls, fresh)
+            ls.set_engine(fresh)
             if engine is not None:
                 ls.run_task(engine.aclose())  # the old engine's MCP servers
     except (SetupError, ValueError) as exc:  # a bad workspace; a setting only the engine can judge

@@ -36,6 +36,10 @@ USAGE = "sunwell/usage"
 """Tokens per turn and in total of a session, and their cost at the model's price (`prices:`)."""
 APPROVE = "sunwell/approve"
 """Server -> client request."""
+ASK = "sunwell/ask"
+"""Server -> client request: `ask_user`'s question to the person."""
+CODE_INTEL = "sunwell/codeIntel"
+"""Server -> client request: the editor's language features (diagnostics, symbols, definitions, references)."""
 
 LANGUAGE_ID = "lens"
 CONFIG_SECTION = "sunwell"
@@ -54,6 +58,17 @@ class StagingOptions(Params):
 
     max_bytes: int | None = Field(None, ge=0)
     max_files: int | None = Field(None, ge=0)
+
+
+class ClientCapabilities(Params):
+    """What the client answers besides `sunwell/approve` (PROTOCOL.md "Events and client requests")."""
+
+    ask: bool = False
+    """It answers `sunwell/ask`: `ask_user` questions reach a person."""
+    code_intel: bool = False
+    """It answers `sunwell/codeIntel`: the code intelligence tools are offered."""
+    elicit: bool = False
+    """It answers `sunwell/elicit` (an MCP server asking the user)."""
 
 
 class InitializationOptions(Params):
@@ -80,6 +95,8 @@ class InitializationOptions(Params):
     prices: dict[str, dict[str, float]] | None = None
     """Per million tokens, `{"openai:gpt-4o": {input: 2.5, output: 10}}`, on top of the defaults (PROTOCOL.md)."""
     staging: StagingOptions | None = None
+    client_capabilities: ClientCapabilities | None = None
+    """What the client answers; absent: only `sunwell/approve`."""
 
 
 class Mention(WireModel):
@@ -212,6 +229,51 @@ class ApproveResult(WireModel):
     sends none, or a sidecar that reads none, still agree on the decision."""
 
 
+class AskParams(WireModel):
+    """`sunwell/ask`: a question of the model's `ask_user` call, for the person."""
+
+    session: str
+    turn: str
+    call_id: str
+    question: str
+    options: list[str] = Field(default_factory=list)
+    """Answers to offer as buttons; the person may always type another."""
+
+
+class AskResult(WireModel):
+    answer: str | None
+    """The person's answer; null: they declined to answer."""
+
+
+CodeIntelKind = Literal["diagnostics", "symbols", "definition", "references"]
+
+
+class CodeIntelParams(WireModel):
+    """`sunwell/codeIntel`: what the code intelligence tools ask the editor."""
+
+    kind: CodeIntelKind
+    path: str | None = None
+    """Workspace-relative: the file (diagnostics; where `symbol` is, for definition and references)."""
+    symbol: str | None = None
+    query: str | None = None
+    """Workspace symbols: the name or part of it."""
+
+
+class CodeLocation(WireModel):
+    path: str
+    """As the client gives it: absolute, a `file:` URI, or workspace-relative; the sidecar puts it through the jail."""
+    line: int
+    """1-based."""
+    column: int = 1
+    """1-based."""
+    text: str = ""
+    """A diagnostic's message, a symbol's name and kind; the sidecar replaces it by the line's text."""
+
+
+class CodeIntelResult(WireModel):
+    items: list[CodeLocation]
+
+
 class EmptyParams(Params):
     pass
 
@@ -251,6 +313,8 @@ REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     MCP_RESTART: (McpRestartParams, McpRestartResult),
     USAGE: (UsageParams, SessionUsage),
     APPROVE: (ApprovalRequest, ApproveResult),
+    ASK: (AskParams, AskResult),
+    CODE_INTEL: (CodeIntelParams, CodeIntelResult),
 }
 """Every custom request: method -> (params, result)."""
 

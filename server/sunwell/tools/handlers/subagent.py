@@ -1,0 +1,47 @@
+"""task: a read-only sub-agent that explores on its own and hands back only its answer.
+
+The agent layer runs it (ToolContext.subagent, agent/subagent.py): a nested turn with its own context window budget,
+only the harmless read tools, trust capped at read_only, never `task` again. Its events reach the user marked with
+the call's id; the parent's context receives its final answer alone, which is what the tool is for: twenty file
+reads that would fill the main context become a paragraph.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from sunwell.tools.arguments import ToolArguments
+from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+
+
+class TaskArguments(ToolArguments):
+    description: str = Field(min_length=1, max_length=100, description="What the sub-agent does, in 3-8 words.")
+    prompt: str = Field(min_length=1, max_length=20_000, description=(
+        "Its instructions, complete: it sees nothing of this conversation. Say what to find and what to report."))
+
+
+async def task(args: dict[str, Any], ctx: ToolContext) -> str:
+    arguments = TaskArguments.model_validate(args)
+    if ctx.subagent is None:
+        raise ToolFailure("unsupported", "a sub-agent cannot start another one", "do the work with your own tools")
+    return await ctx.subagent(ctx.call_id, arguments.description.strip(), arguments.prompt)
+
+
+TASK = Tool(
+    name="task",
+    description=(
+        "Hand a self-contained research job to a sub-agent that explores the workspace with the read-only tools "
+        "(list, search, read) and returns only its final answer: use it to find where something is handled, "
+        "survey a part of the code, or answer a question that needs many reads, keeping your own context small. "
+        "It sees nothing of this conversation: its `prompt` must say all it needs and what to report (paths, "
+        "line numbers, names). It cannot change files or run commands. Several task calls in one reply run in "
+        'parallel. Example: {"description": "Find the retry logic", "prompt": "Find where HTTP requests are '
+        'retried. Report the files, functions and line numbers, and how the delay is computed."}.'
+    ),
+    parameters=TaskArguments.schema_for_tool(),
+    handler=task,
+    min_trust=Trust.read_only,
+    timeout=1800.0,  # up to subagent.max_tool_turns model requests; cancelled with its turn
+)
