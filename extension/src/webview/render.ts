@@ -155,7 +155,7 @@ function renderQuestion(card: QuestionCard): HTMLElement {
     : null,
   h('div', { className: 'question-own' },
     h('input', { className: 'question-answer deny-note', type: 'text', maxlength: '4000', 'data-testid': 'question-input',
-      placeholder: card.options.length ? 'Or type your own answer (Enter sends, Escape declines)' : 'Your answer (Enter sends, Escape declines)',
+      placeholder: card.options.length ? 'Or your own answer' : 'Your answer', title: 'Enter sends, Escape declines',
       'aria-label': 'Your answer' }),
     h('button', { className: 'button primary', 'data-action': 'answerText', 'data-testid': 'question-send' }, 'Send'),
     h('button', { className: 'button secondary', 'data-action': 'answerSkip', 'data-testid': 'question-skip',

@@ -142,7 +142,8 @@ def _checked(ctx: ToolContext, path: str | None) -> str | None:
 
 def _tool(name: str, description: str, model: type[ToolArguments], handler: Any) -> Tool:
     return Tool(name=name, description=description, parameters=model.schema_for_tool(), handler=handler,
-                min_trust=Trust.discovery, harmless=True, subject=model.subject_of, timeout=30.0)
+                min_trust=Trust.discovery, harmless=True, subject=model.subject_of, timeout=30.0,
+                expendable=True)  # search_files and read_file do without: a small window drops these first
 
 
 DIAGNOSTICS = _tool("diagnostics", (

@@ -55,5 +55,6 @@ ASK_USER = Tool(
     handler=ask_user,
     min_trust=Trust.discovery,
     read_only=False,  # one question at a time, in the order they were asked
+    expendable=True,  # the agent can do without (it can read, or decide, itself): a small window drops it first
     timeout=24 * 3600.0,  # the person's time limit is the front end's (the approval timeout), not this
 )

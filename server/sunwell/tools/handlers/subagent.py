@@ -43,5 +43,6 @@ TASK = Tool(
     parameters=TaskArguments.schema_for_tool(),
     handler=task,
     min_trust=Trust.read_only,
+    expendable=True,  # the agent can do without (it can read, or decide, itself): a small window drops it first
     timeout=1800.0,  # up to subagent.max_tool_turns model requests; cancelled with its turn
 )
