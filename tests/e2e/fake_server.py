@@ -119,6 +119,13 @@ SCENARIOS: dict[str, list[Any]] = {
         Reply(text="`main` is defined in src/app.py, line 1; it returns 42.", chunk=8, delay=0.05),
         Reply(text="The sub-agent found it: `main` is in **src/app.py**, line 1.", chunk=8),
     ],
+    # task stopped while its sub-agent works: a slow sub-agent answer, cut off by Stop
+    "subagent-stop": [
+        Reply(tool_calls=[Call("task", json.dumps({"description": "Survey slowly", "prompt": "List and think."}))],
+              chunk=16),
+        Reply(tool_calls=[Call("list_files", json.dumps({"path": "."}))], chunk=8),
+        Reply(text=SLOW_TEXT, chunk=6, delay=0.25),
+    ],
     # code intelligence answered by VS Code's TypeScript features
     "code-intel": [
         Reply(tool_calls=[Call("diagnostics", json.dumps({"path": "src"})),

@@ -1036,6 +1036,24 @@ async function agentToolScenarios() {
     await shot('subagent-card');
   });
 
+  await scenario('subagent-stop', 60_000, async () => {
+    await script('subagent-stop');
+    const ends = await count('turn-end');
+    await send('Survey the workspace slowly');
+    const card = chat().locator('[data-testid="tool-card"][data-tool="task"]').last();
+    const listed = card.locator('[data-testid="subagent"] [data-testid="tool-card"][data-tool="list_files"][data-status="ok"]');
+    await listed.waitFor({ timeout: 20_000 });
+    await sleep(1000); // the sub-agent is streaming its slow answer now
+    await byTest('stop-button').click();
+    await waitTurnEnd(ends, 'cancelled', 10_000);
+    check(await card.getAttribute('data-status') === 'error', `task card ${await card.getAttribute('data-status')}`);
+    check(await card.locator(':scope > [data-testid="tool-error"]').getAttribute('data-code') === 'interrupted', 'the task was not interrupted');
+    check(await byTest('send-button').isVisible(), 'the send button did not come back');
+    await card.locator('[data-testid="tool-head"]').first().click();
+    await card.locator('[data-testid="subagent"]').waitFor({ state: 'visible', timeout: 5000 });
+    await shot('subagent-stopped');
+  });
+
   await scenario('code-intel', 120_000, async () => {
     await openFile(page, 'broken.ts');
     const editor = page.locator('.editor-instance .monaco-editor').first();

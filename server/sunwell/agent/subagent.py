@@ -6,8 +6,8 @@ hosts the user allowed (anything else is denied by policy: nobody is asked on it
 never `task` or `ask_user`; its own context budget, starting empty; `subagent.max_tool_turns` round trips.
 
 Its events go out on the parent's stream (the same turn, `seq` continuing) marked with `parentCallId`, the call's
-id, and into the session's log, so a client draws them inside the call's card, live or replayed; its `done` and its
-context meter are its own business and are not sent. Its messages are never recorded: the parent's history gets
+id, and into the session's log, so a client draws them inside the call's card, live or replayed; its `done`, its
+context meter and its words are not sent (`_ITS_OWN`). Its messages are never recorded: the parent's history gets
 the answer alone. Its tool calls and tokens count in the parent turn's `done`.
 """
 
@@ -37,6 +37,11 @@ INSTRUCTIONS = (
     "no more than needed. You cannot change anything or ask the user. Stop as soon as you can answer.")
 
 
+_ITS_OWN = {"done", "contextUsage", "text", "thinking"}
+"""Not sent: its `done` and window are its own business, and its words would read as the answer's in a client that
+joins every text delta of the turn (its answer is the call's result)."""
+
+
 class SubagentLog:
     """A TurnLog's face for the nested turn: its events go to the parent's stream marked with the call, its
     messages and the compactions of its history are nobody's record."""
@@ -61,7 +66,7 @@ class SubagentLog:
         return self.parent.seq
 
     def emit(self, event: Event) -> Event:
-        if event.type in ("done", "contextUsage"):
+        if event.type in _ITS_OWN:
             return event
         event.__dict__["parent_call_id"] = self.call_id  # as TurnLog.emit writes its fields
         if event.type == "toolCall":

@@ -45,11 +45,9 @@ async def ask_user(args: dict[str, Any], ctx: ToolContext) -> str:
 ASK_USER = Tool(
     name="ask_user",
     description=(
-        "Ask the user a question and wait for the answer. Use it only when you cannot go on without a decision "
-        "or a fact only they have (which of two designs, a name, a missing requirement), never for something "
-        "you can find in the workspace. Offer likely answers as `options` when there are a few. Where no one "
-        "can answer, the call fails at once: then decide yourself. "
-        'Example: {"question": "Which database should the service use?", "options": ["PostgreSQL", "SQLite"]}.'
+        "Ask the user a question and wait for the answer: only for a decision or a fact only they have, never for "
+        "what the workspace tells you. Offer likely answers as `options`. Where no one can answer it fails at "
+        'once: then decide yourself. Example: {"question": "Which database?", "options": ["PostgreSQL", "SQLite"]}.'
     ),
     parameters=AskUserArguments.schema_for_tool(),
     handler=ask_user,

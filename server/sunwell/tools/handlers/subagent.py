@@ -32,13 +32,11 @@ async def task(args: dict[str, Any], ctx: ToolContext) -> str:
 TASK = Tool(
     name="task",
     description=(
-        "Hand a self-contained research job to a sub-agent that explores the workspace with the read-only tools "
-        "(list, search, read) and returns only its final answer: use it to find where something is handled, "
-        "survey a part of the code, or answer a question that needs many reads, keeping your own context small. "
-        "It sees nothing of this conversation: its `prompt` must say all it needs and what to report (paths, "
-        "line numbers, names). It cannot change files or run commands. Several task calls in one reply run in "
-        'parallel. Example: {"description": "Find the retry logic", "prompt": "Find where HTTP requests are '
-        'retried. Report the files, functions and line numbers, and how the delay is computed."}.'
+        "Hand a research job to a read-only sub-agent (list, search, read) that returns only its final answer: "
+        "to find where something is handled or survey code without filling your context. It sees nothing of this "
+        "conversation: `prompt` must say everything, and what to report. Several run in parallel. "
+        'Example: {"description": "Find the retry logic", "prompt": "Where are HTTP requests retried? Report '
+        'files, functions, lines."}.'
     ),
     parameters=TaskArguments.schema_for_tool(),
     handler=task,
