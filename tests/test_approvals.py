@@ -150,8 +150,8 @@ def test_trust_caps_what_runs_even_if_the_model_invents_it(sunwell, fake, worksp
     errors = [e["error"]["code"] for e in run.events if e["type"] == "toolResult"]
     assert errors == ["permission", "permission"]
     offered = {t["function"]["name"] for t in fake.requests[0].body["tools"]}
-    assert offered == {"list_files", "search_files", "read_file", "web_fetch", "update_plan", "get_time", "math_eval",
-                       "kv_set", "kv_get", "learn_api"}
+    assert offered == {"list_files", "search_files", "read_file", "web_fetch", "update_plan", "ask_user", "task",
+                       "get_time", "math_eval", "kv_set", "kv_get", "learn_api"}
     assert not (workspace / "x").exists() and not (workspace / "notes.txt").exists()
 
 

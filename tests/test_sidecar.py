@@ -20,7 +20,7 @@ from sunwell.wire import protocol
 from test_sidecar_support import OPENAI, SERVER_COMMAND, check_turn
 
 pytest_plugins = ["test_sidecar_support"]  # the `sidecar` and `sidecar_factory` fixtures
-AGENTS_OWN = ("update_plan", "get_time", "math_eval", "kv_set", "kv_get")
+AGENTS_OWN = ("update_plan", "ask_user", "get_time", "math_eval", "kv_set", "kv_get")
 """The agent's own tools: offered from the lowest trust level on."""
 
 

@@ -78,6 +78,33 @@ class Sidecar:
                 self.approval_cancelled.append(params["callId"])
                 raise
 
+        self.questions: list[dict[str, Any]] = []
+        self.questions_cancelled: list[Any] = []
+        self.reply: Callable[[dict[str, Any]], Any] = lambda params: {"answer": None}
+        """How the client answers `sunwell/ask` (sent only when it announced `clientCapabilities.ask`)."""
+        self.intel: list[dict[str, Any]] = []
+        self.lookup: Callable[[dict[str, Any]], Any] = lambda params: {"items": []}
+        """How the client answers `sunwell/codeIntel`."""
+
+        async def answered(record: list[dict[str, Any]], answer: Callable[[dict[str, Any]], Any],
+                           params: dict[str, Any], cancelled: list[Any] | None = None) -> Any:
+            record.append(params)
+            try:
+                outcome = answer(params)
+                return await outcome if asyncio.iscoroutine(outcome) else outcome
+            except asyncio.CancelledError:
+                if cancelled is not None:
+                    cancelled.append(params.get("callId"))
+                raise
+
+        @client.feature(protocol.ASK)
+        async def on_ask(params: dict[str, Any]) -> Any:
+            return await answered(self.questions, self.reply, params, self.questions_cancelled)
+
+        @client.feature(protocol.CODE_INTEL)
+        async def on_code_intel(params: dict[str, Any]) -> Any:
+            return await answered(self.intel, self.lookup, params)
+
     async def request(self, method: str, params: Any = None, msg_id: Any = None) -> Any:
         return await self.client.protocol.send_request_async(method, params, msg_id=msg_id)
 

@@ -124,7 +124,8 @@ def test_every_method_has_a_json_schema_with_camel_case_keys():
                for method, (params, result) in protocol.REQUESTS.items()}
     assert set(schemas) == {protocol.CHAT, protocol.SESSIONS, protocol.SESSION, protocol.UNDO, protocol.TOOLS,
                             protocol.MODELS, protocol.COMMANDS, protocol.MCP, protocol.MCP_RESTART, protocol.APPROVE,
-                            protocol.USAGE, protocol.RESUME}
+                            protocol.USAGE, protocol.RESUME, protocol.ASK, protocol.CODE_INTEL,
+                            protocol.LEARNED_APIS, protocol.LEARNED_FORGET}
     assert "toolCalls" in schemas[protocol.CHAT]["result"]["properties"]
     assert "callId" in schemas[protocol.APPROVE]["params"]["properties"]
     assert schemas[protocol.CHAT]["params"]["required"] == ["text"]

@@ -5,12 +5,13 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ApprovalBroker } from './common/approvals';
+import { QuestionBroker } from './common/questions';
 import type { MentionRef, ResourceRef } from './common/mentions';
 import type { HostToWebview } from './common/messages';
 import { forStorage, initialState, isBusy, reduce, type ChatAction, type ChatState } from './common/state';
 import { ChatTurns } from './common/turns';
 import {
-  REQUEST_CANCELLED, type ApprovalRequest, type ApproveResult, type ChatEvent, type ChatResult, type Decision,
+  REQUEST_CANCELLED, type ApprovalRequest, type ApproveResult, type AskParams, type AskResult, type ChatEvent, type ChatResult, type Decision,
 } from './protocol';
 import type { MentionSources } from './mentionSources';
 import type { Sidecar } from './sidecar';
@@ -32,6 +33,8 @@ export class ChatController implements vscode.Disposable {
   private currentModel: string | null = null;
   /** Counts session loads, so that only the last one asked for lands. */
   private loads = 0;
+  /** `ask_user`'s questions waiting for the person. */
+  readonly questions = new QuestionBroker();
 
   constructor(
     private readonly sidecar: Sidecar,
@@ -47,6 +50,7 @@ export class ChatController implements vscode.Disposable {
     this.applySettings();
 
     sidecar.approvalHandler = (params, token) => this.approve(params, token);
+    sidecar.questionHandler = (params, token) => this.ask(params, token);
     this.disposables.push(
       sidecar.onEvent((event) => this.onEvent(event)),
       sidecar.onStatus(({ status, message }) => this.dispatch({ type: 'sidecarStatus', status, message })),
@@ -58,6 +62,9 @@ export class ChatController implements vscode.Disposable {
         if (change.type === 'expired') this.dispatch({ type: 'approvalExpired', callId: change.callId });
         void vscode.commands.executeCommand('setContext', 'sunwell.pendingApproval', approvals.pendingParams().length > 0);
       }),
+      this.questions.onDidChange((change) => this.dispatch(change.type === 'answered'
+        ? { type: 'questionAnswered', callId: change.callId, answer: change.answer }
+        : { type: 'questionExpired', callId: change.callId })),
     );
   }
 
@@ -215,6 +222,11 @@ export class ChatController implements vscode.Disposable {
     return this.approvals.answer(callId, decision, note);
   }
 
+  /** The person's answer to `ask_user` (null: declined); false when the question is no longer pending. */
+  answerQuestion(callId: string, answer: string | null): boolean {
+    return this.questions.answer(callId, answer);
+  }
+
   focusInput(): void {
     this.view?.post({ type: 'focusInput' });
   }
@@ -269,6 +281,19 @@ export class ChatController implements vscode.Disposable {
     return note ? { decision, note } : { decision };
   }
 
+  private async ask(params: AskParams, token: vscode.CancellationToken): Promise<AskResult> {
+    if (!this.turns.listening || (this.state.session && params.session !== this.state.session)) return { answer: null };
+    this.dispatch({ type: 'questionRequested', params });
+    const pending = this.questions.request(params, token);
+    if (!this.view?.visible) {
+      if (this.view) await this.view.reveal().catch(() => undefined);
+      else await vscode.commands.executeCommand('sunwell.chatView.focus');
+      void vscode.window.showInformationMessage(`Sunwell asks: ${params.question}`, 'Show in Chat')
+        .then((choice) => choice && vscode.commands.executeCommand('sunwell.openChat'));
+    }
+    return { answer: await pending };
+  }
+
   private async notify(params: ApprovalRequest): Promise<void> {
     const preview = params.preview;
     const target = preview.kind === 'diff' ? `write ${preview.path}`
@@ -289,6 +314,7 @@ export class ChatController implements vscode.Disposable {
 
   private onCrash(): void {
     this.approvals.expireAll();
+    this.questions.expireAll();
   }
 
   private async onSidecarReady(afterCrash: boolean): Promise<void> {

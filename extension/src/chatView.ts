@@ -57,6 +57,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
       case 'approve':
         this.controller.answer(message.callId, message.decision, message.note);
         break;
+      case 'answer':
+        this.controller.answerQuestion(message.callId, message.answer);
+        break;
       case 'showDiff':
         this.actions.showDiff(message.callId, message.path);
         break;

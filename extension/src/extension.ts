@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import { ChatController } from './chatController';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chatView';
+import { answerCodeIntel } from './codeIntel';
 import { pick, registerCommands } from './commands';
 import { ApprovalBroker } from './common/approvals';
 import { DiffPreviews } from './diffPreview';
@@ -20,6 +21,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const diffs = new DiffPreviews(approvals);
   const mentions = new MentionSources();
   const controller = new ChatController(sidecar, approvals, context.workspaceState, log, mentions);
+  sidecar.codeIntelHandler = answerCodeIntel;
   const view = new ChatViewProvider(context.extensionUri, controller, {
     showDiff: (callId, file) => void diffs.show(callId, file),
     pick,

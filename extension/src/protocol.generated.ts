@@ -86,9 +86,14 @@ export interface SunwellProtocol {
   ApprovalMode?: ApprovalMode;
   ApprovalRequest?: ApprovalRequest;
   ApproveResult?: ApproveResult;
+  AskParams?: AskParams;
+  AskResult?: AskResult;
   ChatParams?: ChatParams;
   ChatResult?: ChatResult;
   ClientCapabilities?: ClientCapabilities;
+  CodeIntelParams?: CodeIntelParams;
+  CodeIntelResult?: CodeIntelResult;
+  CodeLocation?: CodeLocation;
   CommandInfo?: CommandInfo;
   CommandPreview?: CommandPreview;
   CommandsResult?: CommandsResult;
@@ -243,6 +248,19 @@ export interface ApproveResult {
   decision: 'allow' | 'deny' | 'allowSession';
   note?: string | null;
 }
+/**
+ * `sunwell/ask`: a question of the model's `ask_user` call, for the person.
+ */
+export interface AskParams {
+  session: string;
+  turn: string;
+  callId: string;
+  question: string;
+  options?: string[];
+}
+export interface AskResult {
+  answer: string | null;
+}
 export interface ChatParams {
   session?: string | null;
   text: string;
@@ -276,12 +294,30 @@ export interface Usage {
   outputTokens: number;
 }
 /**
- * What the client answers (PROTOCOL.md "Events and client requests"); each false when absent.
+ * What the client answers besides `sunwell/approve` (PROTOCOL.md "Events and client requests").
  */
 export interface ClientCapabilities {
   ask?: boolean;
   codeIntel?: boolean;
   elicit?: boolean;
+}
+/**
+ * `sunwell/codeIntel`: what the code intelligence tools ask the editor.
+ */
+export interface CodeIntelParams {
+  kind: 'diagnostics' | 'symbols' | 'definition' | 'references';
+  path?: string | null;
+  symbol?: string | null;
+  query?: string | null;
+}
+export interface CodeIntelResult {
+  items: CodeLocation[];
+}
+export interface CodeLocation {
+  path: string;
+  line: number;
+  column: number;
+  text: string;
 }
 export interface CommandInfo {
   name: string;
@@ -307,6 +343,7 @@ export interface TextEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'text';
   delta: string;
 }
@@ -314,6 +351,7 @@ export interface ThinkingEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'thinking';
   delta: string;
 }
@@ -321,6 +359,7 @@ export interface ToolCallStartEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'toolCallStart';
   callId: string;
   name: string;
@@ -329,6 +368,7 @@ export interface ToolCallDeltaEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'toolCallDelta';
   callId: string;
   argsDelta: string;
@@ -337,6 +377,7 @@ export interface ToolCallEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'toolCall';
   callId: string;
   name: string;
@@ -349,6 +390,7 @@ export interface ApprovalEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'approval';
   callId: string;
   decision: 'allow' | 'deny' | 'allowSession';
@@ -358,6 +400,7 @@ export interface ToolResultEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'toolResult';
   callId: string;
   name: string;
@@ -390,6 +433,7 @@ export interface NoticeEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'notice';
   level: 'info' | 'warning' | 'error';
   code:
@@ -424,6 +468,7 @@ export interface CommandOutputEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'commandOutput';
   command: string;
   output: string;
@@ -435,6 +480,7 @@ export interface ContextUsageEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'contextUsage';
   usedTokens: number;
   windowTokens: number;
@@ -447,6 +493,7 @@ export interface PlanEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'plan';
   items: PlanItem[];
   explanation?: string | null;
@@ -459,6 +506,7 @@ export interface DoneEvent {
   session: string;
   turn: string;
   seq: number;
+  parentCallId?: string | null;
   type: 'done';
   status: 'completed' | 'cancelled' | 'limitReached' | 'error' | 'interrupted';
   toolCalls: number;
@@ -724,8 +772,10 @@ export interface UsageParams {
 /** Every custom method name of the sidecar (sunwell.wire.protocol). */
 export const Method = {
   approve: 'sunwell/approve',
+  ask: 'sunwell/ask',
   chat: 'sunwell/chat',
   chatEvent: 'sunwell/chatEvent',
+  codeIntel: 'sunwell/codeIntel',
   commands: 'sunwell/commands',
   elicit: 'sunwell/elicit',
   learnedApis: 'sunwell/learnedApis',
@@ -744,7 +794,9 @@ export const Method = {
 /** Request method -> its params and result types. */
 export interface Requests {
   'sunwell/approve': { params: ApprovalRequest; result: ApproveResult };
+  'sunwell/ask': { params: AskParams; result: AskResult };
   'sunwell/chat': { params: ChatParams; result: ChatResult };
+  'sunwell/codeIntel': { params: CodeIntelParams; result: CodeIntelResult };
   'sunwell/commands': { params: EmptyParams; result: CommandsResult };
   'sunwell/learnedApis': { params: EmptyParams; result: LearnedApisResult };
   'sunwell/learnedForget': { params: LearnedForgetParams; result: LearnedForgetResult };

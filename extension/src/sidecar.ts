@@ -14,7 +14,10 @@ import {
   initializationOptions, keepUnaffected, needsRestart, readSettings, sidecarConfiguration, sidecarEnvironment, type Settings,
 } from './common/settings';
 import type { SidecarStatus } from './common/state';
-import { Method, type ApprovalRequest, type ApproveResult, type ChatEvent, type Requests } from './protocol';
+import {
+  Method, type ApprovalRequest, type ApproveResult, type AskParams, type AskResult, type ChatEvent, type CodeIntelParams,
+  type CodeIntelResult, type Requests,
+} from './protocol';
 import type { Launch, PythonEnvironments, Resolution } from './python';
 import type { ApiKeyStore } from './secrets';
 
@@ -22,6 +25,8 @@ const CRASH_WINDOW_MS = 3 * 60_000;
 const MAX_CRASHES = 3;
 
 export type ApprovalHandler = (params: ApprovalRequest, token: vscode.CancellationToken) => Promise<ApproveResult>;
+export type QuestionHandler = (params: AskParams, token: vscode.CancellationToken) => Promise<AskResult>;
+export type CodeIntelHandler = (params: CodeIntelParams, token: vscode.CancellationToken) => Promise<CodeIntelResult>;
 
 export class Sidecar implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -48,6 +53,9 @@ export class Sidecar implements vscode.Disposable {
   readonly onReady = this.readyEmitter.event;
 
   approvalHandler: ApprovalHandler = async () => ({ decision: 'deny' });
+  /** `ask_user`'s questions (the chat's question card) and the editor's language features (codeIntel.ts). */
+  questionHandler: QuestionHandler = async () => ({ answer: null });
+  codeIntelHandler: CodeIntelHandler = async () => ({ items: [] });
   /** 'starting' until the first start has run: activation starts it right away. */
   status: SidecarStatus = 'starting';
 
@@ -192,6 +200,8 @@ export class Sidecar implements vscode.Disposable {
     client.onNotification(Method.chatEvent, (event: ChatEvent) => this.eventEmitter.fire(event));
     client.onRequest(Method.approve, (params: ApprovalRequest, token: vscode.CancellationToken) => this.approvalHandler(params, token));
     client.onRequest(Method.elicit, (params: ElicitParams, token: vscode.CancellationToken) => elicitForm(params, token));
+    client.onRequest(Method.ask, (params: AskParams, token: vscode.CancellationToken) => this.questionHandler(params, token));
+    client.onRequest(Method.codeIntel, (params: CodeIntelParams, token: vscode.CancellationToken) => this.codeIntelHandler(params, token));
     this.running = false;
     client.onDidChangeState(({ newState }) => {
       if (newState === State.Running) this.running = true;

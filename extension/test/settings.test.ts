@@ -46,7 +46,6 @@ describe('initializationOptions and configuration changes', () => {
       maxToolTurns: 12, baseUrl: 'http://127.0.0.1:9/v1' }));
     assert.deepEqual(initializationOptions(settings, '/storage/ws'), {
       dataDir: '/storage/ws',
-      clientCapabilities: { elicit: true }, // it answers sunwell/elicit with a form (elicit.ts)
       model: 'anthropic:claude-sonnet-4-5',
       trust: 'read_only',
       approval: 'ask',
@@ -57,6 +56,7 @@ describe('initializationOptions and configuration changes', () => {
       prices: null,
       network: { allow: [], deny: [] },
       webSearch: null,
+      clientCapabilities: { ask: true, codeIntel: true, elicit: true }, // questions, code intelligence, MCP forms
     });
   });
 

@@ -107,6 +107,36 @@ SCENARIOS: dict[str, list[Any]] = {
         Reply(tool_calls=[Call("web_fetch", json.dumps({"url": "http://docs.example.invalid/page"}))], chunk=16),
         Reply(text="`docs.example.invalid` could not be reached.", chunk=8),
     ],
+    # ask_user: a question card with the options as buttons and a field; the answer goes back to the model
+    "question": [
+        Reply(tool_calls=[Call("ask_user", json.dumps({"question": "Which database should the service use?",
+                                                        "options": ["PostgreSQL", "SQLite"]}))], chunk=16),
+        lambda body: Reply(text=f"Noted: {json.loads(body['messages'][-1]['content'].split(': ', 1)[1])}.", chunk=8),
+    ],
+    # task: a sub-agent whose own tool calls show inside its card
+    "subagent": [
+        Reply(tool_calls=[Call("task", json.dumps({"description": "Find main", "prompt": "Where is main defined? "
+                                                   "Report the file and line."}))], chunk=16),
+        Reply(tool_calls=[Call("search_files", json.dumps({"pattern": "def main"}))], chunk=8, delay=0.1),
+        Reply(tool_calls=[Call("read_file", json.dumps({"path": "src/app.py"}))], chunk=8, delay=0.1),
+        Reply(text="`main` is defined in src/app.py, line 1; it returns 42.", chunk=8, delay=0.05),
+        Reply(text="The sub-agent found it: `main` is in **src/app.py**, line 1.", chunk=8),
+    ],
+    # task stopped while its sub-agent works: a slow sub-agent answer, cut off by Stop
+    "subagent-stop": [
+        Reply(tool_calls=[Call("task", json.dumps({"description": "Survey slowly", "prompt": "List and think."}))],
+              chunk=16),
+        Reply(tool_calls=[Call("list_files", json.dumps({"path": "."}))], chunk=8),
+        Reply(text=SLOW_TEXT, chunk=6, delay=0.25),
+    ],
+    # code intelligence answered by VS Code's TypeScript features
+    "code-intel": [
+        Reply(tool_calls=[Call("diagnostics", json.dumps({"path": "src"})),
+                          Call("find_symbol", json.dumps({"query": "greet"})),
+                          Call("find_references", json.dumps({"symbol": "greet", "path": "src/broken.ts"}))],
+              chunk=16),
+        Reply(text="`src/broken.ts` has a type error; `greet` is declared in `src/greet.ts`.", chunk=8),
+    ],
     # "fetch-local" (web_fetch of this server's /page.html, allowed in the user settings) is added once the port is known
     # a file the turn creates, for the turn's Undo button
     "write-undo": [

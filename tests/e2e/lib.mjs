@@ -155,6 +155,12 @@ export async function waitForWorkbench(page, timeoutMs = 60_000) {
 export async function runCommand(page, label) {
   await quickInput(page, `>${label}`);
   const row = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: label }).first();
+  // The palette lists the commands known when it opened: on a loaded machine an extension's may come later.
+  if (!(await row.waitFor({ timeout: 10_000 }).then(() => true, () => false))) {
+    await page.keyboard.press('Escape');
+    await sleep(3000);
+    await quickInput(page, `>${label}`);
+  }
   await row.waitFor({ timeout: 10_000 });
   await page.keyboard.press('Enter');
   await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);

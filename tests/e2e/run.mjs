@@ -69,6 +69,9 @@ mkdirSync(path.join(WS, 'src'));
 writeFileSync(path.join(WS, 'src', 'app.py'), APP_PY);
 writeFileSync(path.join(WS, 'review.lens'), LENS);
 writeFileSync(path.join(WS, 'README.md'), '# Demo\n\nA small workspace for the Sunwell end-to-end test.\n');
+// TypeScript for code intelligence: a type error in broken.ts, which uses greet.ts
+writeFileSync(path.join(WS, 'src', 'greet.ts'), 'export function greet(name: string): string {\n  return `hello ${name}`;\n}\n');
+writeFileSync(path.join(WS, 'src', 'broken.ts'), "import { greet } from './greet';\n\nexport const count: number = greet('world');\n");
 
 const baseEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !/^(OPENAI_|ANTHROPIC_|SUNWELL_|VSCODE_|PIP_|PYTHON|VIRTUAL_ENV)/.test(k)));
 const isolated = {
@@ -983,6 +986,8 @@ async function main() {
   });
 
   // (g) a lens file: a diagnostic on the misspelt key, and completion of a trust level
+  await agentToolScenarios();
+
   await scenario('lens', 60_000, async () => {
     await openFile(page, 'review.lens');
     const editor = page.locator('.editor-instance .monaco-editor').first();
@@ -1034,6 +1039,101 @@ async function main() {
     await sleep(1500); // diagnostics of the edit settle
     log(`  problems: ${(await rows.allInnerTexts()).map((t) => nbsp(t).replace(/\s+/g, ' ')).join(' | ')}`);
     await shot('problems-panel');
+  });
+}
+
+/** Registered after the other scenarios by `main`: ask_user's question card, task's sub-agent card, code intelligence. */
+async function agentToolScenarios() {
+  await scenario('question-card', 60_000, async () => {
+    const mark = await script('question');
+    const ends = await count('turn-end');
+    await send('Set up the storage for the service');
+    const card = chat().locator('[data-testid="question-card"][data-state="pending"]').last();
+    await card.waitFor({ timeout: 20_000 });
+    const options = await card.locator('[data-testid="question-option"]').allInnerTexts();
+    check(options.join('|') === 'PostgreSQL|SQLite', `options ${JSON.stringify(options)}`);
+    check((await card.innerText()).includes('Which database should the service use?'), 'the card does not show the question');
+    const field = card.locator('[data-testid="question-input"]');
+    await until(async () => field.evaluate((el) => el === document.activeElement), { timeoutMs: 5000, message: 'the question field did not take the keyboard' });
+    await clearNotifications(page);
+    await shot('question-card');
+    await page.keyboard.type('SQLite, it is a prototype');
+    await page.keyboard.press('Enter');
+    await waitTurnEnd(ends, 'completed');
+    const answered = chat().locator('[data-testid="question-card"]').last();
+    check(await answered.getAttribute('data-state') === 'answered', `card state ${await answered.getAttribute('data-state')}`);
+    check((await answered.innerText()).includes('SQLite, it is a prototype'), `answered card: ${await answered.innerText()}`);
+    const sent = JSON.stringify(await requestsSince(mark));
+    check(sent.includes('SQLite, it is a prototype'), 'the answer did not reach the model');
+    check((await byTest('assistant-message').last().innerText()).includes('SQLite, it is a prototype'), 'no final answer');
+    await shot('question-answered');
+  });
+
+  await scenario('subagent-card', 60_000, async () => {
+    await script('subagent');
+    const ends = await count('turn-end');
+    await send('Where is main defined?');
+    const card = chat().locator('[data-testid="tool-card"][data-tool="task"]').last();
+    await card.waitFor({ timeout: 20_000 });
+    const nested = card.locator('[data-testid="subagent"] [data-testid="tool-card"]');
+    await until(async () => (await nested.count()) >= 1, { timeoutMs: 20_000, message: 'no nested tool card while the sub-agent ran' });
+    await shot('subagent-running');
+    await waitTurnEnd(ends, 'completed');
+    check(await card.getAttribute('data-status') === 'ok', `task card ${await card.getAttribute('data-status')}`);
+    const inside = await card.locator('[data-testid="tool-card"][data-tool="read_file"]').count();
+    check(inside === 1, `read_file inside the task card: ${inside}`);
+    check(!(await card.locator('[data-testid="subagent"]').isVisible()), 'the finished sub-agent did not fold');
+    await card.locator('[data-testid="tool-head"]').first().click();
+    const subagent = card.locator('[data-testid="subagent"]');
+    await subagent.waitFor({ state: 'visible', timeout: 5000 });
+    const tools = await subagent.locator(':scope > [data-testid="tool-card"]').evaluateAll((els) => els.map((e) => `${e.dataset.tool}:${e.dataset.status}`));
+    check(tools.join(',') === 'search_files:ok,read_file:ok', `nested cards ${tools.join(',')}`);
+    const output = await card.locator(':scope > .tool-body [data-testid="tool-output"]').innerText();
+    check(output.includes('src/app.py, line 1'), `task output ${output}`);
+    await shot('subagent-card');
+  });
+
+  await scenario('subagent-stop', 60_000, async () => {
+    await script('subagent-stop');
+    const ends = await count('turn-end');
+    await send('Survey the workspace slowly');
+    const card = chat().locator('[data-testid="tool-card"][data-tool="task"]').last();
+    const listed = card.locator('[data-testid="subagent"] [data-testid="tool-card"][data-tool="list_files"][data-status="ok"]');
+    await listed.waitFor({ timeout: 20_000 });
+    await sleep(1000); // the sub-agent is streaming its slow answer now
+    await byTest('stop-button').click();
+    await waitTurnEnd(ends, 'cancelled', 10_000);
+    check(await card.getAttribute('data-status') === 'error', `task card ${await card.getAttribute('data-status')}`);
+    check(await card.locator(':scope > [data-testid="tool-error"]').getAttribute('data-code') === 'interrupted', 'the task was not interrupted');
+    check(await byTest('send-button').isVisible(), 'the send button did not come back');
+    await card.locator('[data-testid="tool-head"]').first().click();
+    await card.locator('[data-testid="subagent"]').waitFor({ state: 'visible', timeout: 5000 });
+    await shot('subagent-stopped');
+  });
+
+  await scenario('code-intel', 120_000, async () => {
+    await openFile(page, 'broken.ts');
+    const editor = page.locator('.editor-instance .monaco-editor').first();
+    await editor.locator('.squiggly-error').first().waitFor({ timeout: 60_000 });
+    await shot('code-intel-editor');
+    await runCommand(page, 'Sunwell: Open Chat');
+    await script('code-intel');
+    const ends = await count('turn-end');
+    await send('Check the TypeScript and find greet');
+    await waitTurnEnd(ends, 'completed', 60_000);
+    const outputs = {};
+    for (const tool of ['diagnostics', 'find_symbol', 'find_references']) {
+      const card = chat().locator(`[data-testid="tool-card"][data-tool="${tool}"]`).last();
+      check(await card.getAttribute('data-status') === 'ok', `${tool}: ${await card.getAttribute('data-status')} ${await card.innerText()}`);
+      await card.locator('[data-testid="tool-head"]').click();
+      outputs[tool] = await card.locator('[data-testid="tool-output"]').innerText();
+      log(`  ${tool}: ${outputs[tool].split('\n').slice(0, 3).join(' / ')}`);
+    }
+    check(/src\/broken\.ts:3:\d+: error: Type 'string' is not assignable to type 'number'/.test(outputs.diagnostics), `diagnostics: ${outputs.diagnostics}`);
+    check(/src\/greet\.ts:1:\d+: greet(\(\))? \(Function\)/.test(outputs.find_symbol), `find_symbol: ${outputs.find_symbol}`);
+    check(outputs.find_references.includes('src/greet.ts:1:') && outputs.find_references.includes('src/broken.ts:3:'), `find_references: ${outputs.find_references}`);
+    check(!outputs.diagnostics.includes(WS), 'an absolute path reached the model');
+    await shot('code-intel');
   });
 }
 

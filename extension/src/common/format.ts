@@ -10,6 +10,12 @@ const TOOL_TITLES: Record<string, string> = {
   run_command: 'Run',
   web_fetch: 'Fetch',
   web_search: 'Web search',
+  ask_user: 'Question',
+  task: 'Sub-agent',
+  diagnostics: 'Problems',
+  find_symbol: 'Symbols',
+  find_definition: 'Definition',
+  find_references: 'References',
 };
 
 export function toolTitle(name: string): string {
@@ -26,6 +32,10 @@ export function toolTarget(name: string, args: Record<string, unknown> | null, a
       break;
     case 'search_files':
       target = pick('pattern');
+      break;
+    case 'find_definition':
+    case 'find_references':
+      target = pick('symbol');
       break;
     default:
       target = pick('path') ?? pick('command') ?? pick('pattern');

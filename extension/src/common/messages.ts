@@ -19,6 +19,7 @@ export type WebviewToHost =
   | { type: 'send'; text: string; mentions?: MentionRef[] }
   | { type: 'stop' }
   | { type: 'approve'; callId: string; decision: Decision; note?: string }
+  | { type: 'answer'; callId: string; answer: string | null }
   | { type: 'showDiff'; callId: string; path?: string }
   | { type: 'newSession' }
   | { type: 'openSession'; session: string }
@@ -41,6 +42,7 @@ const REQUIRED: Record<WebviewToHost['type'], readonly string[]> = {
   send: ['text'],
   stop: [],
   approve: ['callId', 'decision'],
+  answer: ['callId'],
   showDiff: ['callId'],
   newSession: [],
   openSession: ['session'],
@@ -77,6 +79,7 @@ export function isWebviewMessage(value: unknown): value is WebviewToHost {
   if (!fields.every((f) => typeof message[f] === 'string')) return false;
   if (message.type === 'approve' && !DECISIONS.has(message.decision as string)) return false;
   if (message.type === 'approve' && message.note !== undefined && typeof message.note !== 'string') return false;
+  if (message.type === 'answer' && message.answer !== null && typeof message.answer !== 'string') return false;
   if (message.type === 'pick' && !PICK_TARGETS.has(message.target as string)) return false;
   if (message.type === 'send' && message.mentions !== undefined && !isMentionList(message.mentions)) return false;
   if (message.type === 'showDiff' && message.path !== undefined && typeof message.path !== 'string') return false;

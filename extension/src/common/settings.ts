@@ -157,7 +157,9 @@ export function sidecarConfiguration(s: Settings): InitializationOptions {
 
 /** `initializationOptions`: the configuration plus the data dir (VS Code's workspace storage). */
 export function initializationOptions(s: Settings, dataDir: string): InitializationOptions {
-  return { dataDir, ...sidecarConfiguration(s), clientCapabilities: { elicit: true } };
+  // The chat answers `ask_user`'s questions and MCP servers' elicitations; the editor's language features answer
+  // code intelligence.
+  return { dataDir, ...sidecarConfiguration(s), clientCapabilities: { ask: true, codeIntel: true, elicit: true } };
 }
 
 /**

@@ -5,6 +5,7 @@
 // items keep their identity, which is what lets the renderer redraw only what changed.
 import type {
   ApprovalRequest,
+  AskParams,
   ChatEvent,
   ChatResult,
   CommandInfo,
@@ -54,6 +55,16 @@ export interface ApprovalCard {
   by: DecidedBy | null;
 }
 
+/** `ask_user`'s question, when the sidecar asked this client (`sunwell/ask`). */
+export interface QuestionCard {
+  question: string;
+  options: string[];
+  /** expired: no answer in time; stopped: the turn was stopped while it waited. */
+  state: 'pending' | 'answered' | 'expired' | 'stopped';
+  /** What the person answered; null when they declined (or never answered). */
+  answer: string | null;
+}
+
 /**
  * streaming: arguments are arriving; running: the call is complete and is being validated, approved or executed;
  * ok / error: its result came; incomplete: the turn ended before the call was complete (it was never executed).
@@ -77,6 +88,10 @@ export interface ToolItem {
   output: string | null;
   error: ToolError | null;
   durationMs: number | null;
+  /** `ask_user`: the question card. */
+  question?: QuestionCard | null;
+  /** `task`: the sub-agent's own tool calls (its events carry this call's id as `parentCallId`). */
+  children?: ToolItem[];
 }
 
 export interface NoticeItem {
@@ -163,6 +178,9 @@ export type LocalAction =
   | { type: 'approvalRequested'; params: ApprovalRequest }
   | { type: 'approvalAnswered'; callId: string; decision: Decision }
   | { type: 'approvalExpired'; callId: string }
+  | { type: 'questionRequested'; params: AskParams }
+  | { type: 'questionAnswered'; callId: string; answer: string | null }
+  | { type: 'questionExpired'; callId: string }
   | { type: 'sessionLoaded'; session: string; events: SessionEvent[] }
   | { type: 'newSession' }
   | { type: 'problem'; code: string; message: string }
@@ -265,6 +283,24 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
         : { ...tool.approval, state: 'expired', decision: 'deny', by: 'policy' };
       return replaceItem(state, tool, { ...tool, approval });
     }
+    case 'questionRequested': {
+      const p = action.params;
+      if (!state.turn || (state.session && p.session && p.session !== state.session)) return state;
+      const question: QuestionCard = { question: p.question, options: p.options ?? [], state: 'pending', answer: null };
+      const existing = findTool(state, p.callId);
+      if (existing) return replaceItem(state, existing, { ...existing, question });
+      return appendTool(state, p.callId, p.turn, 'ask_user', { status: 'running', question,
+        arguments: { question: p.question, options: p.options }, argsText: pretty({ question: p.question, options: p.options }) });
+    }
+    case 'questionAnswered':
+    case 'questionExpired': {
+      const tool = findTool(state, action.callId);
+      if (!tool?.question || tool.question.state !== 'pending') return state;
+      const question: QuestionCard = action.type === 'questionAnswered'
+        ? { ...tool.question, state: 'answered', answer: action.answer }
+        : { ...tool.question, state: unanswered(state) };
+      return replaceItem(state, tool, { ...tool, question });
+    }
     case 'sessionLoaded':
       return replay(state, action.session, action.events);
     case 'newSession':
@@ -312,6 +348,7 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
   let next = state;
   if (!next.session && ev.session) next = { ...next, session: ev.session };
   if (next.turn && next.turn.id === null && ev.type !== 'done') next = { ...next, turn: { ...next.turn, id: ev.turn } };
+  if (ev.parentCallId) return reduceNested(next, ev, ev.parentCallId);
   switch (ev.type) {
     case 'text':
     case 'thinking': {
@@ -366,7 +403,8 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
       const tool = findTool(next, ev.callId);
       if (!tool) return appendTool(closeStreams(next), ev.callId, ev.turn, ev.name, fields);
       const approval = tool.approval?.state === 'pending' ? { ...tool.approval, state: unanswered(next) } : tool.approval;
-      return replaceItem(next, tool, { ...tool, ...fields, name: tool.name || ev.name, approval });
+      const question = tool.question?.state === 'pending' ? { question: { ...tool.question, state: unanswered(next) } } : {};
+      return replaceItem(next, tool, { ...tool, ...fields, name: tool.name || ev.name, approval, ...question });
     }
     case 'notice': {
       const item: NoticeItem = { kind: 'notice', id: `i${next.nextId}`, level: ev.level, code: ev.code, message: ev.message };
@@ -387,6 +425,19 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
     default:
       return assertNever(ev);
   }
+}
+
+/** Events a `task` sub-agent shows inside its call's card: its tool calls and notices (its words are its own: the
+ *  answer is the call's output). */
+const NESTED_TYPES = new Set<string>(['toolCallStart', 'toolCallDelta', 'toolCall', 'approval', 'toolResult', 'notice']);
+
+/** An event of a sub-agent: reduced into the children of its `task` call's card, which gets a new identity so the
+ *  renderer redraws it. */
+function reduceNested(state: ChatState, ev: ChatEvent, parentCallId: string): ChatState {
+  const parent = findTool(state, parentCallId);
+  if (!parent || !NESTED_TYPES.has(ev.type)) return state;
+  const inner = reduceEvent({ ...state, items: parent.children ?? [] }, { ...ev, parentCallId: null });
+  return { ...replaceItem(state, parent, { ...parent, children: inner.items as ToolItem[] }), nextId: inner.nextId };
 }
 
 /** The plan's figures as the pinned checklist shows them: `2/5` done and the step in progress, if any. */
@@ -437,9 +488,8 @@ function unanswered(state: ChatState): 'stopped' | 'expired' {
 /** The turn is over: streams stop, calls that never completed are marked, unanswered approvals expire. */
 function endTurn(state: ChatState, turn: string,
   end: { status: TurnStatus; toolCalls: number; usage: Usage | null; error: string | null; resumable?: boolean }): ChatState {
-  const items = closeStreams(state).items.map((item) => {
-    if (item.kind !== 'tool') return item;
-    let next = item;
+  const ended = (item: ToolItem): ToolItem => {
+    let next = item.children?.length ? { ...item, children: item.children.map(ended) } : item;
     if (item.status === 'streaming') next = { ...next, status: 'incomplete' };
     else if (item.status === 'running' && end.status !== 'completed') {
       next = { ...next, status: 'error', error: { code: 'interrupted', message: 'The turn ended before this call finished.' } };
@@ -447,8 +497,12 @@ function endTurn(state: ChatState, turn: string,
     if (item.approval?.state === 'pending') {
       next = { ...next, approval: { ...item.approval, state: end.status === 'cancelled' ? 'stopped' : 'expired' } };
     }
+    if (item.question?.state === 'pending') {
+      next = { ...next, question: { ...item.question, state: end.status === 'cancelled' ? 'stopped' : 'expired' } };
+    }
     return next;
-  });
+  };
+  const items = closeStreams(state).items.map((item) => (item.kind === 'tool' ? ended(item) : item));
   const endItem: TurnEndItem = { kind: 'turnEnd', id: `i${state.nextId}`, turn, ...end };
   return { ...state, items: [...items, endItem], nextId: state.nextId + 1, turn: null, usage: end.usage ?? state.usage };
 }
@@ -503,7 +557,9 @@ export function forStorage(state: ChatState, maxOutput = 8000): ChatState {
     items: state.items.map((item) => {
       if (item.kind !== 'tool') return item;
       const approval = item.approval?.state === 'pending' ? { ...item.approval, state: 'expired' as const } : item.approval;
-      return { ...item, output: cut(item.output), approval };
+      const question = item.question?.state === 'pending' ? { question: { ...item.question, state: 'expired' as const } } : {};
+      const children = item.children?.map((child) => ({ ...child, output: cut(child.output) }));
+      return { ...item, output: cut(item.output), approval, ...question, ...(children ? { children } : {}) };
     }),
   };
 }

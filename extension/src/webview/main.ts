@@ -151,7 +151,18 @@ function render(): void {
   }
   renderChrome();
   if (stick) scroller.scrollTop = scroller.scrollHeight;
+  focusQuestion();
   saveSoon();
+}
+
+/** A new question takes the keyboard, unless the user is typing a line of their own. */
+let focusedQuestion: string | undefined;
+function focusQuestion(): void {
+  const field = transcript.querySelector<HTMLInputElement>('[data-testid="question-card"][data-state="pending"] .question-answer');
+  const callId = field?.closest<HTMLElement>('[data-call-id]')?.dataset.callId;
+  if (!field || !callId || callId === focusedQuestion || input.value.trim()) return;
+  focusedQuestion = callId;
+  field.focus();
 }
 
 let saveTimer: ReturnType<typeof setTimeout> | undefined;
@@ -279,10 +290,21 @@ document.addEventListener('click', (e) => {
       if (callId) {
         if (ui.expanded.has(callId)) ui.expanded.delete(callId);
         else ui.expanded.add(callId);
-        drawn.delete(`tool:${callId}`); // redraw this card with its new open state
-        transcript.querySelector(`[data-call-id="${CSS.escape(callId)}"]`)?.remove();
+        // redraw this card with its new open state: a sub-agent's card is drawn by its `task` card, the outermost
+        const outer = outermostCard(actionEl) ?? callId;
+        drawn.delete(`tool:${outer}`);
+        transcript.querySelector(`[data-call-id="${CSS.escape(outer)}"]`)?.remove();
         scheduleRender();
       }
+      break;
+    case 'answerOption':
+      if (callId) post({ type: 'answer', callId, answer: actionEl.dataset.answer ?? '' });
+      break;
+    case 'answerText':
+      if (callId) answerText(callId, actionEl);
+      break;
+    case 'answerSkip':
+      if (callId) post({ type: 'answer', callId, answer: null });
       break;
     case 'copyCode': {
       const code = actionEl.closest('.code-block')?.querySelector('code')?.textContent ?? '';
@@ -334,6 +356,21 @@ document.addEventListener('click', (e) => {
   }
 });
 
+/** The call id of the outermost card around `el` (a `task` card holds its sub-agent's cards). */
+function outermostCard(el: HTMLElement): string | undefined {
+  let found: string | undefined;
+  for (let at: HTMLElement | null = el; at; at = at.parentElement?.closest<HTMLElement>('[data-call-id]') ?? null) {
+    if (at.dataset.callId) found = at.dataset.callId;
+  }
+  return found;
+}
+
+/** The words typed in a question card's field, as the answer (an empty field sends nothing). */
+function answerText(callId: string, from: HTMLElement): void {
+  const text = from.closest('[data-testid="question-card"]')?.querySelector<HTMLInputElement>('.question-answer')?.value.trim();
+  if (text) post({ type: 'answer', callId, answer: text });
+}
+
 /** Deny, with the words typed in the card's note field, which the model receives with the denial. */
 function deny(callId: string, from: HTMLElement): void {
   const note = from.closest('[data-testid="approval-card"]')?.querySelector<HTMLInputElement>('.deny-note')?.value.trim();
@@ -343,9 +380,19 @@ function deny(callId: string, from: HTMLElement): void {
 // Enter in a card's note field denies with that note.
 document.addEventListener('keydown', (e) => {
   const target = e.target as HTMLElement;
-  if (e.key !== 'Enter' || !target.classList.contains('deny-note')) return;
+  if (!target.classList.contains('deny-note')) return;
   const callId = target.closest<HTMLElement>('[data-call-id]')?.dataset.callId;
   if (!callId) return;
+  // A question card's field: Enter answers with its words, Escape declines.
+  if (target.classList.contains('question-answer')) {
+    if (e.key === 'Enter') answerText(callId, target);
+    else if (e.key === 'Escape') post({ type: 'answer', callId, answer: null });
+    else return;
+    e.preventDefault();
+    e.stopPropagation();
+    return;
+  }
+  if (e.key !== 'Enter') return;
   e.preventDefault();
   deny(callId, target);
 });

@@ -3,7 +3,7 @@
 import {
   diffStat, endpointSetting, formatCost, formatDuration, formatUsage, needsApiKey, toolTarget, toolTitle, unreachableEndpoint,
 } from '../common/format';
-import type { ApprovalCard, Item, ToolItem, TurnEndItem } from '../common/state';
+import type { ApprovalCard, Item, QuestionCard, ToolItem, TurnEndItem } from '../common/state';
 import type { EffectsPreview, FetchPreview, FileChange, LearnPreview, Preview } from '../protocol';
 import { fetchedPage, searchHits } from '../common/webResults';
 import { h, icon } from './dom';
@@ -81,9 +81,9 @@ const STATUS_ICON: Record<ToolItem['status'], [string, string]> = {
 
 function renderTool(tool: ToolItem, ctx: RenderContext): HTMLElement {
   const open = ctx.expanded.has(tool.callId);
-  const awaiting = tool.approval?.state === 'pending';
-  const [iconName, modifier] = awaiting ? ['shield', ''] : STATUS_ICON[tool.status];
-  const target = toolTarget(tool.name, tool.arguments, tool.argsText);
+  const awaiting = tool.approval?.state === 'pending' || tool.question?.state === 'pending';
+  const [iconName, modifier] = awaiting ? [tool.question ? 'question' : 'shield', ''] : STATUS_ICON[tool.status];
+  const target = tool.name === 'task' ? taskLabel(tool) : toolTarget(tool.name, tool.arguments, tool.argsText);
   const head = h('button', { className: 'tool-head', 'data-action': 'toggleTool', 'aria-expanded': open ? 'true' : 'false',
     'data-testid': 'tool-head' },
     icon(iconName, `tool-status ${modifier}`),
@@ -106,8 +106,60 @@ function renderTool(tool: ToolItem, ctx: RenderContext): HTMLElement {
     className: `tool-card status-${tool.status}${awaiting ? ' awaiting' : ''}`,
     'data-testid': 'tool-card', 'data-id': tool.id, 'data-call-id': tool.callId, 'data-tool': tool.name,
     'data-status': awaiting ? 'awaitingApproval' : tool.status,
-  }, head, tool.status === 'ok' ? renderWebResult(tool) : null, body, error, tool.approval ? renderApproval(tool, tool.approval)
+  }, head, tool.status === 'ok' ? renderWebResult(tool) : null, tool.question ? renderQuestion(tool.question) : null,
+  tool.name === 'task' ? renderSubagent(tool, ctx, open) : null, body, error,
+  tool.approval ? renderApproval(tool, tool.approval)
     : tool.decision?.by === 'user' ? renderAnswered('answered', tool.decision.decision, 'user', null) : null);
+}
+
+/** A sub-agent's card title: what it does, and how many calls it made so far. */
+function taskLabel(tool: ToolItem): string {
+  const description = typeof tool.arguments?.description === 'string' ? tool.arguments.description : '';
+  const calls = (tool.children ?? []).filter((c) => c.kind === 'tool').length;
+  return `${description}${calls ? ` · ${calls} call${calls === 1 ? '' : 's'}` : ''}`;
+}
+
+/**
+ * A `task` sub-agent's own tool cards, inside its card: shown while it works, folded with the card once it is done
+ * (the head's chevron opens it again).
+ */
+function renderSubagent(tool: ToolItem, ctx: RenderContext, open: boolean): HTMLElement | null {
+  const children = tool.children ?? [];
+  if (!children.length) return null;
+  const working = tool.status === 'running' || tool.status === 'streaming';
+  return h('div', { className: 'subagent', 'data-testid': 'subagent', hidden: !(open || working),
+    role: 'group', 'aria-label': 'Sub-agent tool calls' }, ...children.map((child) => renderItem(child as Item, ctx)));
+}
+
+/**
+ * `ask_user`'s question: the options as buttons, a field for the person's own words (Enter sends, Escape
+ * declines), and Skip. Answered, it says what was answered.
+ */
+function renderQuestion(card: QuestionCard): HTMLElement {
+  if (card.state !== 'pending') {
+    const text = card.state === 'stopped' ? 'Stopped'
+      : card.state === 'expired' ? 'No answer in time'
+      : card.answer === null ? 'Declined' : `Answered: ${card.answer}`;
+    return h('div', { className: `approval question approval-${card.state}`, 'data-testid': 'question-card', 'data-state': card.state },
+      h('div', { className: 'approval-title' }, icon('question'), ' ', card.question),
+      h('div', { className: 'approval-result', 'data-testid': 'question-result' },
+        icon(card.state === 'answered' && card.answer !== null ? 'check' : 'circle-slash'), ` ${text}`));
+  }
+  return h('div', { className: 'approval question approval-pending', 'data-testid': 'question-card', 'data-state': 'pending',
+    role: 'group', 'aria-label': 'Question from the model' },
+  h('div', { className: 'approval-title', 'data-testid': 'question-text' }, icon('question'), ' ', card.question),
+  card.options.length
+    ? h('div', { className: 'approval-actions question-options' }, ...card.options.map((option, i) =>
+      h('button', { className: `button ${i === 0 ? 'primary' : 'secondary'}`, 'data-action': 'answerOption',
+        'data-answer': option, 'data-testid': 'question-option' }, option)))
+    : null,
+  h('div', { className: 'question-own' },
+    h('input', { className: 'question-answer deny-note', type: 'text', maxlength: '4000', 'data-testid': 'question-input',
+      placeholder: card.options.length ? 'Or your own answer' : 'Your answer', title: 'Enter sends, Escape declines',
+      'aria-label': 'Your answer' }),
+    h('button', { className: 'button primary', 'data-action': 'answerText', 'data-testid': 'question-send' }, 'Send'),
+    h('button', { className: 'button secondary', 'data-action': 'answerSkip', 'data-testid': 'question-skip',
+      title: 'Do not answer: the model goes on without' }, 'Skip')));
 }
 
 /**

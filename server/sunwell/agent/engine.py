@@ -20,13 +20,14 @@ the engine's own import, on this machine; `tests/bench/bench_sidecar.py` holds r
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sunwell.agent.context import SessionContext
 from sunwell.agent.live import LiveSessions
 from sunwell.agent.mentions import Mention, read_mentions
+from sunwell.agent.questions import Questioner, question_asker
 from sunwell.agent.resource_mentions import attach_resources
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.turn import Sink, TurnLog
@@ -61,12 +62,14 @@ if TYPE_CHECKING:
 
 
 class Engine:
-    def __init__(self, settings: Settings, workspace: Path, *, asker: Asker | None = None) -> None:
+    def __init__(self, settings: Settings, workspace: Path, *, asker: Asker | None = None,
+                 questioner: Questioner | None = None) -> None:
         if not workspace.is_dir():
             raise SetupError(f"workspace does not exist or is not a directory: {workspace}")
         self.settings = settings
         self.workspace = workspace.resolve()
-        self.asker = asker
+        self.asker, self.questioner = asker, questioner
+        self.code_intel: Callable[[dict[str, Any]], Awaitable[Any]] | None = None  # the editor's, via the sidecar
         self._store: SessionStore | None = None
         self._lenses: LensRegistry | None = None
         self._adapters: Adapters | None = None
@@ -242,14 +245,15 @@ class Engine:
         return narrow(lens.tool_policy if lens else None, trust, names)
 
     def catalogue(self, lens: Lens | None) -> list[Tool]:
-        """Every tool known now: the core tools, the lens' skills, the tools of the MCP servers started, learn_api
-        and the learned APIs' tools."""
+        """Every tool known now: the core tools (code intelligence when an editor answers it), the lens' skills,
+        the tools of the MCP servers started, learn_api and the learned APIs' tools."""
         from sunwell.agent.skills import skill_tools
         from sunwell.tools.handlers.web import WEB_SEARCH
-        from sunwell.tools.registry import CORE_TOOLS
+        from sunwell.tools.registry import CODE_INTEL_TOOLS, CORE_TOOLS
 
         searching = [WEB_SEARCH] if self.settings.web_search else []
-        return [*CORE_TOOLS, *searching, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []),
+        core = [tool for tool in CORE_TOOLS if self.code_intel is not None or tool not in CODE_INTEL_TOOLS]
+        return [*core, *searching, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []),
                 *self.mcp.tools(), *self.learned.tools()]
 
     def tools(self, trust: Trust, names: Sequence[str] | None = None,
@@ -283,6 +287,7 @@ class Engine:
         from sunwell.agent.gate import Gate
         from sunwell.agent.loop import Turn, TurnConfig
         from sunwell.agent.plan import first_notices
+        from sunwell.agent.subagent import Subagents
         from sunwell.tools.policy.audit import AuditLog
 
         spec = self.model_spec(model)
@@ -322,6 +327,7 @@ class Engine:
             gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session, active_lens)),
             audit=audit, notices=first_notices(plan, ctx, active_lens, said, self.settings.ignored_workspace_keys),
             max_tool_turns=self.settings.max_tool_turns, on_window_learned=learned, hooks=hooks)
+        ctx.subagent = Subagents(config, log, self.settings).run
         turn = Turn(config, log, self.store.messages(session, open_tail=resume is not None))
         return await (turn.resume(resume) if resume else turn.run(line))
 
@@ -382,6 +388,7 @@ class Engine:
                                 self.live.get(session).pages),
             notify=lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message)),
             scratch=Scratch(self.live.get(session).scratch, show_plan=log.emit),
+            ask=question_asker(self.questioner, self.settings, session, turn), code_intel=self.code_intel,
         )
 
 

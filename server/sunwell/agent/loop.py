@@ -356,9 +356,10 @@ class Turn:
 
     def _done(self, status: str, error: str | None = None) -> DoneEvent:
         usage = self.usage
-        if self.keeper.usage is not None:  # summarising spent tokens too
-            usage = self.keeper.usage if usage is None else usage + self.keeper.usage
-        event = DoneEvent(status=status, tool_calls=self.tool_calls, usage=usage, error=error,
+        for spent in (self.keeper.usage, self.log.nested_usage):  # summarising and sub-agents spent tokens too
+            if spent is not None:
+                usage = spent if usage is None else usage + spent
+        event = DoneEvent(status=status, tool_calls=self.tool_calls + self.log.nested_calls, usage=usage, error=error,
                           resumable=status == "error" or None)
         self.log.emit(event)
         return event

@@ -30,6 +30,9 @@ class TurnLog:
         """The next event's: 0, or where the log of a resumed turn ends."""
         self.secrets = secrets
         """A sunwell.tools.policy.environment.EnvSecrets: no event carries a value of Sunwell's environment."""
+        self.nested_calls = 0
+        self.nested_usage: Any = None
+        """The tool calls and tokens of the turn's sub-agents (agent/subagent.py): its `done` counts them too."""
 
     def emit(self, event: Event) -> Event:
         # Written into the model's __dict__ (pydantic keeps fields there): its __setattr__ would cost more than the

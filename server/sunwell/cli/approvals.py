@@ -24,6 +24,7 @@ from sunwell.wire.approval import (
     LearnPreview,
     ToolPreview,
 )
+from sunwell.wire.protocol import AskParams
 
 ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
            "a": "allowSession", "always": "allowSession", "s": "allowSession"}
@@ -124,6 +125,20 @@ class TerminalAsker:
                 answer = ANSWERS.get(line.strip().lower())
                 if answer is not None:
                     return answer
+
+    async def question(self, request: AskParams) -> str | None:
+        """`ask_user`'s question (a questioner, agent/questions.py): an option by its number, or the user's own
+        words; an empty line or the end of input is no answer."""
+        async with self.lock:
+            options = request.options
+            self.out.write(f"\nThe model asks: {visible(request.question)}\n")
+            self.out.write("".join(f"  {number}. {visible(option)}\n" for number, option in enumerate(options, 1)))
+            self.out.write(f"Answer{' (a number, or your own words)' if options else ''}; empty to skip: ")
+            self.out.flush()
+            line = (await read_answer(self.stdin)).strip()
+            if line.isdigit() and 1 <= int(line) <= len(options):
+                return options[int(line) - 1]
+            return line or None
 
 
 def _verb(request: ApprovalRequest) -> str:

@@ -53,10 +53,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if settings.approval is None:
         settings.approval = "ask" if interactive else "deny"
     lines = StdinLines(sys.stdin.fileno())
-    asker = TerminalAsker(stdin=lines, out=sys.stderr, color=sys.stderr.isatty()) if settings.approval == "ask" \
-        else None
-    try:
-        engine = Engine(settings, workspace, asker=asker)
+    terminal = TerminalAsker(stdin=lines, out=sys.stderr, color=sys.stderr.isatty())
+    asker = terminal if settings.approval == "ask" else None
+    try:  # ask_user's questions too, unless approvals are set to deny (no one is asked anything)
+        engine = Engine(settings, workspace, asker=asker,
+                        questioner=terminal.question if settings.approval != "deny" else None)
         engine.mcp.elicitor = TerminalElicitor(stdin=lines, lock=asker.lock) if asker else None
         if args.session and not engine.store.exists(args.session):
             raise SetupError(f"unknown session '{args.session}': see `sunwell sessions list`")

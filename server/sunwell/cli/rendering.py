@@ -62,6 +62,10 @@ class Transcript:
         """The plan last printed: the model resends the whole plan, and an unchanged one is not printed again."""
 
     def __call__(self, event: Event) -> None:
+        if event.parent_call_id is not None:
+            self._nested(event)
+            self.out.flush()
+            return
         match event.type:
             case "text":
                 self._write(visible(event.delta))  # per character: a sequence split over deltas is caught too
@@ -87,6 +91,18 @@ class Transcript:
                 if not self.at_line_start:
                     self._write("\n")
         self.out.flush()
+
+    def _nested(self, event: Event) -> None:
+        """A `task` sub-agent's calls, indented under its call; its words stay its own (its answer is the result)."""
+        match event.type:
+            case "toolCall":
+
+                self._line(self._style(visible(f"    ↪ {event.name}({format_arguments(event.arguments)})"), "36"))
+            case "toolResult":
+                self._line("  " + result_line(event, self._style))
+            case "notice" | "approval" if event.type == "notice" or event.decision == "deny":
+                said = event.message if event.type == "notice" else f"denied by {event.by}"
+                self._line(self._style(visible(f"      ! {said}"), "33"))
 
     def _write(self, text: str) -> None:
         if text:

@@ -35,8 +35,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     # answers are read from stdin, so there is no one to ask when the prompt itself came from there
     can_ask = settings.approval == "ask" and (args.prompt is not None or resuming) and sys.stdin is not None
     asker = TerminalAsker(color=sys.stderr.isatty()) if can_ask else None
+    # ask_user's questions: a person at a terminal, unless approvals are set to deny (no one is asked anything)
+    questioner = (asker or TerminalAsker(color=sys.stderr.isatty())).question \
+        if can_ask or (settings.approval == "auto" and args.prompt is not None and _on_terminal()) else None
     try:
-        engine = Engine(settings, workspace, asker=asker)
+        engine = Engine(settings, workspace, asker=asker, questioner=questioner)
         engine.mcp.elicitor = TerminalElicitor(lock=asker.lock) if asker else None  # one prompt at a time
         turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names)
         done = _run_cancellable(_then_close(engine, turn))
@@ -73,6 +76,10 @@ async def _resume(engine, sink, args, names):
         raise SetupError(f"unknown session '{session}': see `sunwell sessions list`")
     overrides = Overrides(model=args.model, trust=args.trust, lens=args.lens, tool_names=names)
     return await Session(engine, session).resume(sink, overrides)
+
+
+def _on_terminal() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
 
 
 def _print_usage(engine, done, settings) -> None:

@@ -163,6 +163,14 @@ class HooksSettings(BaseModel):
     session_start: list[HookConfig] = Field(default_factory=list)
 
 
+class SubagentSettings(BaseModel):
+    """`task`'s read-only sub-agents (agent/subagent.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_tool_turns: int = Field(20, ge=1, le=200)
+    """Bound on one sub-agent's model round trips with tools; then it answers with what it found."""
+
+
 class Price(BaseModel):
     """What a model costs, in USD per million tokens (PROTOCOL.md `prices:`), for the cost display only."""
 
@@ -236,6 +244,7 @@ class Settings(BaseModel):
     """Learned APIs (README "Learned APIs"); ignored in a workspace config."""
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     """The user's hooks, run as the user; a workspace config's are proposals (`proposed_hooks`)."""
+    subagent: SubagentSettings = Field(default_factory=SubagentSettings)
     _ignored: list[str] = PrivateAttr(default_factory=list)
     _proposed_mcp: dict[str, McpServerConfig] = PrivateAttr(default_factory=dict)
     _proposed_hooks: HooksSettings = PrivateAttr(default_factory=HooksSettings)

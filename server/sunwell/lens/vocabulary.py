@@ -48,6 +48,10 @@ CORE_TOOL_DOCS: dict[str, ToolDoc] = {doc.name: doc for doc in (
             "`query`, `max_results` (1-10, default 5)", "read_only", "auto"),
     ToolDoc("update_plan", "Show and keep current a checklist of the task's steps (a `plan` event).",
             "`items` (`[{step, status: pending|in_progress|done}]`), `explanation` (optional)", "discovery", "auto"),
+    ToolDoc("ask_user", "Ask the user a question, with likely answers as options (VS Code card, terminal prompt).",
+            "`question`, `options` (list of strings, optional)", "discovery", "auto"),
+    ToolDoc("task", "A read-only sub-agent: explores with the read tools, returns only its final answer.",
+            "`description` (a few words), `prompt` (complete instructions)", "read_only", "auto"),
     ToolDoc("get_time", "The current date and time.",
             '`format` (`iso8601` default, `unix`, `human`), `timezone` (IANA, optional)', "discovery", "auto"),
     ToolDoc("math_eval", "Evaluate an arithmetic expression with math's functions; bounded size and time.",
@@ -55,6 +59,14 @@ CORE_TOOL_DOCS: dict[str, ToolDoc] = {doc.name: doc for doc in (
     ToolDoc("kv_set", "Store a text value under a key for the session (64 KB in all).", "`key`, `value`",
             "discovery", "auto"),
     ToolDoc("kv_get", "Read a value stored with kv_set in this session.", "`key`", "discovery", "auto"),
+    ToolDoc("diagnostics", "The editor's problems (errors, warnings) of a file, a folder or the workspace (VS Code).",
+            "`path` (optional)", "discovery", "auto"),
+    ToolDoc("find_symbol", "Workspace symbols by name, from the editor's language features (VS Code).", "`query`",
+            "discovery", "auto"),
+    ToolDoc("find_definition", "Where a symbol is defined, as the language server resolves it (VS Code).",
+            "`symbol`, `path` (a file using it, optional)", "discovery", "auto"),
+    ToolDoc("find_references", "Every use of a symbol, as the language server resolves it (VS Code).",
+            "`symbol`, `path` (a file using it, optional)", "discovery", "auto"),
 )}
 CORE_TOOLS: tuple[str, ...] = tuple(CORE_TOOL_DOCS)
 

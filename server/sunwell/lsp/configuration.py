@@ -26,9 +26,11 @@ from pydantic import ValidationError
 from pygls.uris import to_fs_path
 
 from sunwell.errors import ConfigError, SetupError, first_problem
+from sunwell.lsp.client_requests import wire_client
 from sunwell.lsp.elicit import ClientElicitor, wants_elicit
 from sunwell.lsp.failures import Unavailable
-from sunwell.wire.protocol import CONFIG_SECTION, InitializationOptions
+from sunwell.wire.options import InitializationOptions
+from sunwell.wire.protocol import CONFIG_SECTION
 
 SHUTDOWN_GRACE = 10.0
 """Seconds `shutdown` waits for MCP servers to stop."""
@@ -114,7 +116,7 @@ def resolve_settings(root: Path, options: InitializationOptions,
     A setting the config layers reject is reported and the options are retried alone, then the defaults."""
     from sunwell.config import Settings, default_data_dir, load_settings
 
-    flags = options.model_dump(exclude_none=True, exclude={"network", "web_search"})
+    flags = options.model_dump(exclude_none=True, exclude={"network", "web_search", "client_capabilities"})
     problems: list[str] = []
     try:
         settings = load_settings(root if root.is_dir() else None, flags, env)
@@ -198,8 +200,11 @@ def apply_settings(ls: SunwellServer) -> None:
     try:
         if engine is not None and Path(engine.settings.data_dir) == Path(settings.data_dir):
             engine.reconfigure(settings)
+            wire_client(ls, engine)
         else:
-            ls.set_engine(Engine(settings, ls.root, asker=ClientAsker(ls)))
+            fresh = Engine(settings, ls.root, asker=ClientAsker(ls))
+            wire_client(ls, fresh)
+            ls.set_engine(fresh)
             if engine is not None:
                 ls.run_task(engine.aclose())  # the old engine's MCP servers
         ls.engine.mcp.elicitor = ClientElicitor(ls) if wants_elicit(ls.options) else None

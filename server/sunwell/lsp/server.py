@@ -45,7 +45,8 @@ from sunwell.wire import protocol
 __all__ = ["RequestFailed", "SunwellServer", "Unavailable", "create_server"]
 from sunwell.lsp.framing import FrameReader
 from sunwell.lsp.process import claim_stdio, configure_logging
-from sunwell.wire.protocol import InitializationOptions, InvalidParams
+from sunwell.wire.options import InitializationOptions
+from sunwell.wire.protocol import InvalidParams
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -90,6 +90,16 @@ class ToolContext:
     network tools."""
     scratch: Scratch | None = None
     """The session's key-value store and plan (kv_set, kv_get, update_plan); None: a context with no session."""
+    call_id: str = ""
+    """The call being run (set for each call by tools/executor.py `execute`)."""
+    ask: Callable[[str, str, list[str]], Awaitable[str | None]] | None = None
+    """(call id, question, options) -> the person's answer, None when none came (declined, time limit): what the
+    front end answers `ask_user` with; None: no one to ask (headless, `--approve deny`)."""
+    code_intel: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
+    """`sunwell/codeIntel` params -> the editor's raw answer (checked by the tool); None: no editor answers."""
+    subagent: Callable[[str, str, str], Awaitable[str]] | None = None
+    """(call id, description, prompt) -> a read-only sub-agent's final answer (`task`); None: no sub-agents here
+    (inside a sub-agent)."""
 
 
 class StagedEffects(Protocol):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TypeVar
 
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
@@ -37,7 +38,8 @@ async def attempt(tool: Tool, ctx: ToolContext, step: Callable[[], Awaitable[T]]
 
 
 async def execute(tool: Tool, call: ToolCall, ctx: ToolContext) -> ToolResultMessage:
-    output = await attempt(tool, ctx, lambda: tool.handler(call.arguments, ctx))
+    own = replace(ctx, call_id=call.id)  # a question or a sub-agent names the call it belongs to
+    output = await attempt(tool, ctx, lambda: tool.handler(call.arguments, own))
     return failed(call, output) if isinstance(output, ToolError) else answered(call, output, ctx)
 
 

@@ -14,6 +14,8 @@ class _Event(WireModel):
     session: str = ""
     turn: str = ""
     seq: int = 0
+    parent_call_id: str | None = Field(None, exclude_if=lambda value: value is None)
+    """On the events of a `task` sub-agent: the `callId` of its `task` call; absent on every other event."""
 
 
 class TextEvent(_Event):

@@ -8,16 +8,18 @@ generated from these models (scripts/gen-protocol-types.py).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from sunwell.errors import first_problem
-from sunwell.vocabulary import ApprovalMode, Decision, DryRun, MentionKind, TrustName, TurnStatus
+from sunwell.vocabulary import Decision, MentionKind, TrustName, TurnStatus
 from sunwell.wire.approval import ApprovalRequest
 from sunwell.wire.events import SessionEvent
 from sunwell.wire.messages import Message, Usage, WireModel
+from sunwell.wire.options import (  # re-exported: the contract's names stay in one place
+    Params,
+)
 from sunwell.wire.usage import SessionUsage
 
 CHAT = "sunwell/chat"
@@ -42,6 +44,10 @@ APPROVE = "sunwell/approve"
 ELICIT = "sunwell/elicit"
 """Server -> client: an MCP server asks the user `{session, server, message, schema}` -> `{action, content?}`."""
 """Server -> client request."""
+ASK = "sunwell/ask"
+"""Server -> client request: `ask_user`'s question to the person."""
+CODE_INTEL = "sunwell/codeIntel"
+"""Server -> client request: the editor's language features (diagnostics, symbols, definitions, references)."""
 
 LANGUAGE_ID = "lens"
 CONFIG_SECTION = "sunwell"
@@ -50,73 +56,6 @@ CONFIG_SECTION = "sunwell"
 INVALID_PARAMS = -32602
 REQUEST_FAILED = -32803
 """LSP RequestFailed: the request was well-formed but could not be served (e.g. the data dir is unusable)."""
-
-class Params(WireModel):
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-
-
-class StagingOptions(Params):
-    """What one command may change before its staged changes are refused (PROTOCOL.md `staging`)."""
-
-    max_bytes: int | None = Field(None, ge=0)
-    max_files: int | None = Field(None, ge=0)
-
-
-class NetworkOptions(Params):
-    """`network` from the client (VS Code's `sunwell.network.*`, machine scope): hosts added to the config's."""
-
-    allow: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
-
-
-class WebSearchOptions(Params):
-    """`webSearch` from the client: the search service, in place of the config's `web_search`."""
-
-    provider: Literal["searxng", "brave", "tavily"]
-    base_url: str | None = None
-    api_key_env: str | None = None
-    """The variable the client put the key in (VS Code: from its secret storage)."""
-
-
-class ClientCapabilities(Params):
-    """What the client answers (PROTOCOL.md "Events and client requests"); each false when absent."""
-
-    ask: bool = False
-    code_intel: bool = False
-    elicit: bool = False
-    """It answers `sunwell/elicit` with a form built from the server's schema."""
-
-
-class InitializationOptions(Params):
-    """`initializationOptions`, and the `sunwell` section of `workspace/didChangeConfiguration`. All optional."""
-
-    data_dir: Path | None = None
-    """Sessions, audit log and checkpoints (VS Code passes its workspace storage); wins over SUNWELL_DATA_DIR."""
-    model: str | None = None
-    trust: TrustName | None = None
-    approval: ApprovalMode | None = None
-    """`ask` (the default) sends `sunwell/approve` to the client; `auto` and `deny` answer without asking."""
-    max_tool_turns: int | None = None
-    dry_run: DryRun | None = None
-    """true: no tool call runs; "risky": only the read-only ones (PROTOCOL.md `--dry-run=risky`)."""
-    base_url: str | None = None
-    approval_timeout_sec: float | None = None
-    ripgrep_path: str | None = None
-    compact_at: float | None = None
-    """Compact when the next request would pass this fraction of the context window (0 < x <= 1)."""
-    compaction_model: str | None = None
-    """A model string used to summarise older history; default: the session's model."""
-    mcp_servers: dict[str, dict[str, Any]] | None = None
-    """MCP servers as in the user config (PROTOCOL.md `mcp_servers`), from the client's user-level settings."""
-    prices: dict[str, dict[str, float]] | None = None
-    """Per million tokens, `{"openai:gpt-4o": {input: 2.5, output: 10}}`, on top of the defaults (PROTOCOL.md)."""
-    staging: StagingOptions | None = None
-    network: NetworkOptions | None = None
-    """Hosts added to the config's `network.allow` / `network.deny` (VS Code: machine-scoped user settings)."""
-    web_search: WebSearchOptions | None = None
-    """The search service, in place of the config's `web_search`."""
-    client_capabilities: ClientCapabilities | None = None
-
 
 class Mention(WireModel):
     """Something the user attached to the line with `@` (sunwell.agent.mentions): a workspace file (read by the
@@ -273,6 +212,51 @@ class ApproveResult(WireModel):
     sends none, or a sidecar that reads none, still agree on the decision."""
 
 
+class AskParams(WireModel):
+    """`sunwell/ask`: a question of the model's `ask_user` call, for the person."""
+
+    session: str
+    turn: str
+    call_id: str
+    question: str
+    options: list[str] = Field(default_factory=list)
+    """Answers to offer as buttons; the person may always type another."""
+
+
+class AskResult(WireModel):
+    answer: str | None
+    """The person's answer; null: they declined to answer."""
+
+
+CodeIntelKind = Literal["diagnostics", "symbols", "definition", "references"]
+
+
+class CodeIntelParams(WireModel):
+    """`sunwell/codeIntel`: what the code intelligence tools ask the editor."""
+
+    kind: CodeIntelKind
+    path: str | None = None
+    """Workspace-relative: the file (diagnostics; where `symbol` is, for definition and references)."""
+    symbol: str | None = None
+    query: str | None = None
+    """Workspace symbols: the name or part of it."""
+
+
+class CodeLocation(WireModel):
+    path: str
+    """As the client gives it: absolute, a `file:` URI, or workspace-relative; the sidecar puts it through the jail."""
+    line: int
+    """1-based."""
+    column: int = 1
+    """1-based."""
+    text: str = ""
+    """A diagnostic's message, a symbol's name and kind; the sidecar replaces it by the line's text."""
+
+
+class CodeIntelResult(WireModel):
+    items: list[CodeLocation]
+
+
 class EmptyParams(Params):
     pass
 
@@ -341,6 +325,8 @@ REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     LEARNED_FORGET: (LearnedForgetParams, LearnedForgetResult),
     USAGE: (UsageParams, SessionUsage),
     APPROVE: (ApprovalRequest, ApproveResult),
+    ASK: (AskParams, AskResult),
+    CODE_INTEL: (CodeIntelParams, CodeIntelResult),
 }
 """Every custom request: method -> (params, result)."""
 
