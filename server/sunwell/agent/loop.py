@@ -88,6 +88,8 @@ class TurnConfig:
     """Called with the corrected window when a length refusal teaches it (the engine keeps it for the session)."""
     hooks: Any = None
     """A sunwell.hooks.TurnHooks: `pre_tool`/`post_tool` around each call, `turn_end` before `done`; or None."""
+    durable: bool = True
+    """Each call's steps and result in the session log as they happen; a sub-agent's are nobody's record."""
 
 
 @dataclass
@@ -132,7 +134,7 @@ class Turn:
         self.keeper = ContextKeeper(plan.budget, plan.window_source, config.summariser, log, history,
                                     config.on_window_learned)
         self.calls = Orchestrator(plan.tools, plan.catalogue, plan.trust, config.tool_ctx, log, config.gate,
-                                  config.audit, self.memory, hooks=config.hooks, durable=True)
+                                  config.audit, self.memory, hooks=config.hooks, durable=config.durable)
 
     async def run(self, message: UserMessage) -> DoneEvent:
         self._request = message.content_for_model()

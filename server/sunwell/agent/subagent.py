@@ -113,7 +113,7 @@ class Subagents:
             plan=dataclasses.replace(own, catalogue=plan.catalogue), provider=parent.provider, tool_ctx=ctx,
             summariser=parent.summariser, audit=parent.audit, max_tool_turns=self.settings.subagent.max_tool_turns,
             gate=Gate(ApprovalPolicy(mode="deny"), dry_run=gate.dry_run if gate else False,
-                      limiter=gate.limiter if gate else None))
+                      limiter=gate.limiter if gate else None), durable=False)
         turn = Turn(config, log, [])
         done = await turn.run(UserMessage(text=prompt))
         if done.usage is not None:
