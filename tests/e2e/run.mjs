@@ -679,9 +679,11 @@ async function main() {
     await restarted('the endpoint was fixed');
     await runCommand(page, 'View: Close All Editors');
     await runCommand(page, 'Sunwell: Open Chat');
-    const before = await count('turn-end');
+    // Retry takes up the failed turn (PROTOCOL.md "Durable turns"): the same turn, only the failed request again,
+    // so its end is replaced, not added to.
     await byTest('turn-end').last().locator('[data-testid="retry-button"]').click();
-    await waitTurnEnd(before, 'completed');
+    await until(async () => (await byTest('turn-end').last().getAttribute('data-status')) === 'completed',
+      { timeoutMs: 30_000, message: 'the retried turn did not complete' });
     check((await byTest('user-message').last().innerText()) === 'Are you there?', 'Retry did not send the same message');
     check(await byTest('retry-button').count() === 0, 'Retry is still offered after the answer');
     await shot('retried');
