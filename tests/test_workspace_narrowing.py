@@ -75,8 +75,9 @@ LEAVES = dict(leaves(Settings))
 LOOSER_WHEN_OFF = {("dry_run",)}
 LOOSER_WHEN_ON = {("models", "*", "constrained")}
 USERS_WHERE_SET = {("models", "*", "native_tools"), ("models", "*", "parallel_calls"), ("models", "*", "temperature")}
-USERS_ALONE = {"prices", "mcp_servers"}
-ENTRY = {"models": {}, "prices": {"input": 1, "output": 1}, "mcp_servers": {"command": "true"}}
+USERS_ALONE = {"prices", "mcp_servers", "learned_apis"}
+ENTRY = {"models": {}, "prices": {"input": 1, "output": 1}, "mcp_servers": {"command": "true"},
+         "learned_apis": {"source": "https://api.example.com/openapi.json"}}
 """What an entry of each mapping needs besides the field under test."""
 
 TRICKY = ["1e9", " 5 ", "1_000_000", "+1000", "1000.0", "Infinity", "inf", "-inf", "nan", "-1", "0", "0x10",
