@@ -6,31 +6,37 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from conftest import check_stream_rules
 from fake_provider import Call, Fail, FakeProvider, Reply
+from mcp_support import toolbox, write_user_config
 
 OPENAI = "openai:gpt-4o"
 COUNT = "echo ran >> counter.txt"
 WAITS = f"{COUNT}; for i in $(seq 400); do [ -e go ] && break; sleep 0.05; done; echo finished"
 """Counts itself, then runs until a file `go` appears (20 s at most)."""
+KILLED_AT_RENAME = ["strace", "-f", "-qq", "--seccomp-bpf", "-o", "/dev/null", "-e", "trace=renameat,renameat2",
+                    "-e", "inject=renameat,renameat2:error=EINTR:signal=SIGKILL:when=1"]
+"""Runs a process under strace, killed on entering its first rename by directory descriptor (the rename never
+happens): the safe writer's, from its temp file to the target (checkpoints and the rest rename by path)."""
 
 
 class Crashing:
     """A `sunwell run` in a subprocess, killed with SIGKILL once `ready()` holds."""
 
-    def __init__(self, env: dict[str, str], workspace: Path, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "sunwell", "run", *args], env=env, cwd=workspace,
+    def __init__(self, env: dict[str, str], workspace: Path, *args: str, under: Sequence[str] = ()) -> None:
+        self.proc = subprocess.Popen([*under, sys.executable, "-m", "sunwell", "run", *args], env=env, cwd=workspace,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.stderr: list[str] = []
         self.stdout: list[str] = []  # read as it comes: a full pipe would stop the process before its step
@@ -154,6 +160,76 @@ def test_killed_while_a_command_runs_it_is_answered_interrupted_not_run_again(su
     assert answer["tool_call_id"] == "call_1" and "interrupted" in answer["content"]
     assert after[-1]["status"] == "completed"
 
+
+
+def test_killed_while_an_mcp_call_runs_it_is_answered_interrupted_not_called_again(sunwell, fake, env, workspace):
+    """The reply's first call (a write) had its result before the crash, its second (the MCP call) was running."""
+    write_user_config(Path(env["XDG_CONFIG_HOME"]), mcp_servers={"box": toolbox(sandbox="off")})
+    tally = Call("box__tally", json.dumps({"counter": str(workspace / "counter.txt"), "until": str(workspace / "go")}))
+    fake.script(Reply(tool_calls=[Call("write_file", json.dumps({"path": "a.txt", "content": "changed\n"})), tally]))
+    run = Crashing(env, workspace, "tally", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    before = run.kill_when(lambda: counted(workspace) == 1)
+    (workspace / "go").touch()  # the orphaned server may answer now, to no one
+    assert (workspace / "a.txt").read_text() == "changed\n"
+    shown = sunwell("sessions", "show", before[0]["session"])
+    assert "run call_2" in shown.stdout
+
+    fake.script(Reply(tool_calls=[Call("write_file", json.dumps({"path": "src/app.py", "content": "x = 1\n"}))]),
+                Reply(text="I will look at the counter before tallying again"))
+    resumed = sunwell("run", "--resume", "--json", "--yes")
+    assert resumed.code == 0, resumed.stderr
+    time.sleep(0.2)
+    assert counted(workspace) == 1  # called once, never again
+    after = resumed.events
+    resumed_turn(before, after)
+    result = next(e for e in after if e["type"] == "toolResult")
+    assert (result["callId"], result["name"], result["error"]["code"]) == ("call_2", "box__tally", "interrupted")
+    notices = [e for e in after if e["type"] == "notice" and e["code"] == "call_interrupted"]
+    assert len(notices) == 1 and "box__tally" in notices[0]["message"]
+    answers = tool_messages(fake.requests[1])
+    assert [m["tool_call_id"] for m in answers] == ["call_1", "call_2"] and "interrupted" in answers[1]["content"]
+    assert "interrupted" not in answers[0]["content"]  # the write's result, had before the crash
+    assert after[-1]["status"] == "completed" and after[-1]["toolCalls"] == 3
+
+    undone = sunwell("undo")  # the whole turn, before and after the crash
+    assert undone.code == 0, undone.stderr
+    assert (workspace / "a.txt").read_text() == "hello from a\nsecond line\n"
+    assert (workspace / "src" / "app.py").read_text() == "def main():\n    return 42\n"
+    assert counted(workspace) == 1
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_killed_between_a_writes_temp_file_and_its_rename_the_file_is_whole_and_the_write_not_repeated(
+        sunwell, fake, env, workspace):
+    fake.script(Reply(tool_calls=[Call("write_file", json.dumps({"path": "a.txt", "content": "changed\n" * 5000}))]))
+    run = Crashing(env, workspace, "write", "--json", "--yes", "--model", OPENAI, under=KILLED_AT_RENAME)
+    before = run.kill_when(lambda: run.proc.poll() is not None)
+    if not before and "ptrace" in "".join(run.stderr):
+        pytest.skip("strace cannot trace here")
+    [temp] = workspace.glob(".sunwell-*.tmp")  # killed between the two: the temp file written whole, not renamed
+    assert temp.read_text() == "changed\n" * 5000
+    assert (workspace / "a.txt").read_text() == "hello from a\nsecond line\n"
+    assert any(kind == "step" and content.startswith("run") for kind, content in log_rows(env))
+
+    fake.script(Reply(tool_calls=[Call("write_file", json.dumps({"path": "src/app.py", "content": "x = 1\n"}))]),
+                Reply(text="I will look at a.txt before writing it again"))
+    resumed = sunwell("run", "--resume", "--json", "--yes")
+    assert resumed.code == 0, resumed.stderr
+    assert (workspace / "a.txt").read_text() == "hello from a\nsecond line\n"  # the old content, not written again
+    assert not list(workspace.rglob(".sunwell-*.tmp"))  # the dead writer's temp file is gone
+    after = resumed.events
+    resumed_turn(before, after)
+    result = next(e for e in after if e["type"] == "toolResult")
+    assert (result["callId"], result["error"]["code"]) == ("call_1", "interrupted")
+    notices = [e for e in after if e["type"] == "notice" and e["code"] == "call_interrupted"]
+    assert len(notices) == 1 and "write_file" in notices[0]["message"]
+    assert after[-1]["status"] == "completed" and (workspace / "src" / "app.py").read_text() == "x = 1\n"
+
+    undone = sunwell("undo")  # the whole turn: the write after the crash, and nothing of the one cut
+    assert undone.code == 0, undone.stderr
+    assert (workspace / "a.txt").read_text() == "hello from a\nsecond line\n"
+    assert (workspace / "src" / "app.py").read_text() == "def main():\n    return 42\n"
+    assert not list(workspace.rglob(".sunwell-*.tmp"))
 
 @pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
 def test_killed_while_a_staged_command_runs_it_runs_again_staged_and_applies_once(sunwell, fake, env, workspace):

@@ -14,7 +14,7 @@ import pytest
 from sunwell.tools.base import ToolContext, ToolFailure, Trust, UndoHooks
 from sunwell.tools.handlers.edits import EDIT_FILE, MAX_CONTENT_BYTES, WRITE_FILE, edit_file, write_file
 from sunwell.tools.workspace.jail import Jail
-from sunwell.tools.workspace.safe_write import dir_is_inside, prepare_write, write_target
+from sunwell.tools.workspace.safe_write import dir_is_inside, prepare_write, remove_orphans, write_target
 
 SECRET = b"outside secret\n"
 
@@ -408,3 +408,21 @@ def test_definitions() -> None:
         jsonschema.Draft202012Validator.check_schema(tool.parameters)
     assert WRITE_FILE.parameters["required"] == ["path", "content"]
     assert EDIT_FILE.parameters["required"] == ["path", "old_text", "new_text"]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="no orphans are removed on Windows")
+def test_remove_orphans_takes_only_the_temp_files_of_dead_writers(ws: Path, outside: Path) -> None:
+    import subprocess
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    orphan, mine = ws / "src" / f".sunwell-{dead}-0123456789ab.tmp", ws / f".sunwell-{os.getpid()}-0123456789ab.tmp"
+    alive = ws / "src" / f".sunwell-{os.getppid()}-0123456789ab.tmp"
+    for path in (orphan, mine, alive, outside / f".sunwell-{dead}-0123456789ab.tmp"):
+        path.write_text("half")
+    (ws / "sub" / f".sunwell-{dead}-abcdef012345.tmp").symlink_to(outside / "secret.txt")
+    (ws / "sub" / f".sunwell-{dead}-tmp.txt").write_text("not ours")
+    removed = remove_orphans(ws, ["src", "", "sub", "../outside", "missing", "src"])
+    assert removed == [f"src/{orphan.name}"] and not orphan.exists()
+    assert mine.exists() and alive.exists() and (outside / f".sunwell-{dead}-0123456789ab.tmp").exists()
+    assert len(list((ws / "sub").iterdir())) == 2 and (outside / "secret.txt").read_bytes() == SECRET

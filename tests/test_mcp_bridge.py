@@ -94,7 +94,7 @@ async def test_tools_become_sunwell_tools_with_source_trust_approval_and_hints(b
     assert len(preview.pop("definition")) == 16  # allow-for-session holds for this version of the tool
     assert preview == {"kind": "tool", "server": "box", "tool": "echo", "arguments": {"text": "hi"}}
     assert [s.state for s in bridge.hub.servers.values()] == ["running", "running"]
-    assert sorted(bridge.started) == [f"MCP server box started (12 tools), {UNSANDBOXED}",
+    assert sorted(bridge.started) == [f"MCP server box started (13 tools), {UNSANDBOXED}",
                                       f"MCP server only started (2 tools), {UNSANDBOXED}"]
 
 
@@ -137,7 +137,7 @@ async def test_a_server_that_crashes_mid_call_gives_an_error_one_notice_and_one_
     assert (level, code) == ("warning", "mcp_server") and "restarted" in message and "crashing now" in message
     again = await bridge.call("box__echo", text="back")  # restarted once
     assert again.ok and again.output == "back"
-    assert bridge.notices[1] == ("info", "mcp_server", "MCP server box was restarted (13 tools)")
+    assert bridge.notices[1] == ("info", "mcp_server", "MCP server box was restarted (14 tools)")
     second = await bridge.call("box__crash")
     assert not second.ok and bridge.notices[2][0] == "error" and "unavailable" in bridge.notices[2][2]
     down = await bridge.call("box__echo", text="anyone?")

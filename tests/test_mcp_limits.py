@@ -137,8 +137,8 @@ async def test_an_unsandboxed_server_says_so_when_it_first_starts(bridge_factory
     with HttpToolbox() as server:
         bridge = bridge_factory(box=toolbox(sandbox="off"), web={"url": server.url})
         await bridge.start()
-        assert sorted(bridge.started) == [f"MCP server box started (13 tools), {UNSANDBOXED}",
-                                          "MCP server web started (13 tools)"]
+        assert sorted(bridge.started) == [f"MCP server box started (14 tools), {UNSANDBOXED}",
+                                          "MCP server web started (14 tools)"]
     assert "may keep running after Sunwell exits" in UNSANDBOXED and "runs as you" in UNSANDBOXED
 
 

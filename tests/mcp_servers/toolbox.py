@@ -3,8 +3,8 @@
 stdio by default; `--http PORT` serves streamable HTTP on 127.0.0.1 (answers as server-sent events, or as one JSON
 body with `--json-response`); `--crash-at-start` exits before answering. The tools cover what the bridge must handle:
 text, structured content, images, isError, answers of many MB (or log messages: `big`), a crash
-mid-call, a call that never ends (it notes its cancellation in MARKER_DIR), a tool list that changes, and probes of
-the filesystem and the network for the sandbox.
+mid-call, a call that never ends (it notes its cancellation in MARKER_DIR), a counted call that waits for a file
+(`tally`), a tool list that changes, and probes of the filesystem and the network for the sandbox.
 """
 
 from __future__ import annotations
@@ -103,6 +103,19 @@ async def hang() -> str:
         (MARKERS / "cancelled").write_text("cancelled")
         raise
     return "never"
+
+
+@server.tool()
+async def tally(counter: str, until: str) -> str:
+    """Appends a line to the file `counter`, then waits until the file `until` appears (20 s at most): a side
+    effect the tests can count, and a call long enough to be killed in."""
+    with Path(counter).open("a") as f:  # noqa: ASYNC230 - one short line, before the wait
+        f.write("ran\n")
+    for _ in range(400):
+        if Path(until).exists():
+            return "tallied"
+        await asyncio.sleep(0.05)
+    return "tallied (tired of waiting)"
 
 
 @server.tool()

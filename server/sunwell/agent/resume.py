@@ -13,7 +13,9 @@ world), each call's result as soon as it ends, and its `done`. Read back, the la
   loop goes on with the request that comes next. A reply the crash cut mid-stream was never logged: it is asked
   for again, and its calls, already shown, get an `interrupted` result.
 
-The resumed turn keeps its id, and its `seq` goes on from the log's.
+The resumed turn keeps its id, and its `seq` goes on from the log's. A write killed between its temp file and its
+rename left the target whole (its old content) and the temp file beside it: the resumed turn removes such files of
+dead writers from the folders of the files its checkpoints name (`safe_write.remove_orphans`, called by `Session.resume`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from sunwell.agent.sessions import EventRow
 from sunwell.errors import SetupError
-from sunwell.wire.messages import AssistantMessage, Message, ToolCall, UserMessage
+from sunwell.wire.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
 
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 _NOT_EVENTS = {"message", "step", "settings", "elision", "compaction", "workspace"}
@@ -85,9 +87,10 @@ def resume_point(session: str, rows: Sequence[EventRow]) -> ResumePoint:
         broken=[(row.data["callId"], row.data.get("name", "")) for row in turn if row.kind == "toolCall" and row.data
                 and row.data.get("callId") not in recorded | results],
         failed=turn[-1].kind == "done", settings=next((row.data for row in turn if row.kind == "settings"), {}))
-    last_message = _messages(turn)[-1]
-    if isinstance(last_message, AssistantMessage):
-        calls = last_message.tool_calls
+    messages = _messages(turn)
+    at = max((i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)), default=-1)
+    if at >= 0 and all(isinstance(m, ToolResultMessage) for m in messages[at + 1:]):
+        calls = messages[at].tool_calls  # the last reply, followed by none, some or all of its calls' results
         point.open_calls = calls if any(call.id not in answered for call in calls) else []
         point.answered = not calls
     return point

@@ -10,6 +10,7 @@ turn makes.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from sunwell.agent.turn import Sink, new_turn_id
 from sunwell.commands_spec import parse_command
 from sunwell.errors import SetupError
 from sunwell.model_strings import ModelSpec
+from sunwell.tools.workspace.safe_write import remove_orphans
 from sunwell.wire.events import CommandOutputEvent, DoneEvent, Event, SessionEvent
 from sunwell.wire.messages import Message
 
@@ -95,6 +97,8 @@ class Session:
             raise SetupError(f"session {self.id} belongs to the workspace {home}: resume it there")
         async with self._one_line():
             point = resume_point(self.id, engine.store.events(self.id))
+            await asyncio.to_thread(remove_orphans, engine.jail().root, [  # a write killed before its rename
+                rel.rpartition("/")[0] for rel in engine.checkpoints.files(self.id, point.turn)])
             ran, state = point.settings, self.state
             state.session = self.id
             done = await engine.run_turn(

@@ -126,6 +126,12 @@ class Checkpoints:
                     self._store(session, meta)
                     break
 
+    def files(self, session: str, turn: str) -> list[str]:
+        """The workspace-relative paths the turn changed or was about to change (an entry is made before a write)."""
+        entry = _find_turn(self._load(session), turn)
+        return [f["rel"] for f in entry["files"] if isinstance(f, dict) and isinstance(f.get("rel"), str)] \
+            if entry else []
+
     def turns(self, session: str) -> list[str]:
         """Every turn of the session that changed files, oldest first (undone ones included)."""
         return [t["turn"] for t in self._load(session)["turns"]]

@@ -6,6 +6,7 @@ directory at a time with O_NOFOLLOW, so a directory swapped for a symlink after 
 redirecting it, writes a temp file in that directory (O_EXCL), fsyncs it, checks once more where the directory really
 is (/proc/self/fd) and renames the temp file over the target relative to the directory's fd. A file with other hard
 links is refused, not replaced: the replace would detach it from its twin outside, which the user would not expect.
+The temp file's name holds the writer's process id: one a killed writer left is removed later (`remove_orphans`).
 
 By directory descriptor where the OS has them for os.open (dir_fd: Linux, macOS); /proc/self/fd is used where it
 exists (Linux). Windows has no dir_fd: there each parent is checked by path (no link, no junction: a reparse
@@ -18,8 +19,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +35,8 @@ _READ_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | getattr(os, "O_BINARY", 0)
 _BY_FD = os.open in os.supports_dir_fd
 _REPARSE_POINT = 0x400  # FILE_ATTRIBUTE_REPARSE_POINT: a symbolic link or a junction on Windows
+_TEMP = re.compile(r"\.sunwell-(\d+)-[0-9a-f]{12}\.tmp")
+"""A temp file of the writer: the id of the process that wrote it, a random part."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,7 @@ def write_target(target: WriteTarget, data: bytes, *, mode: int | None = None) -
         return _write_by_path(target, data, mode)
     fd = _open_parent(target, create=True)
     assert fd is not None
-    name, tmp = target.parts[-1], f".sunwell-{secrets.token_hex(6)}.tmp"
+    name, tmp = target.parts[-1], _temp_name()
     try:
         st = _lstat_at(fd, target)
         if st is not None:
@@ -167,6 +172,52 @@ def remove_target(target: WriteTarget) -> bool:
         raise _os_failure(exc, target) from None
     finally:
         os.close(fd)
+
+
+def remove_orphans(root: Path, folders: Iterable[str]) -> list[str]:
+    """Remove the temp files a writer that died left in `folders` (workspace-relative): a process killed between
+    its temp file and the rename leaves one (never the target half written). Only those of processes that no longer
+    run; nothing on Windows, where a process cannot be probed without risk. The removed files' relative paths."""
+    if os.name == "nt":
+        return []
+    removed = []
+    for folder in sorted(set(folders)):
+        parts = tuple(p for p in folder.split("/") if p and p != ".")
+        if ".." in parts or "\\" in folder:  # the folders come from checkpoints, read as untrusted
+            continue
+        probe = WriteTarget(root, (*parts, "_"), "/".join((*parts, "_")), folder)
+        try:
+            fd = _open_parent(probe, create=False)
+        except (OSError, ToolFailure):
+            continue
+        if fd is None:
+            continue
+        try:
+            for name in os.listdir(fd):
+                if (found := _TEMP.fullmatch(name)) and not _running(int(found[1])):
+                    with contextlib.suppress(OSError):
+                        if stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                            os.unlink(name, dir_fd=fd)
+                            removed.append("/".join((*parts, name)))
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _temp_name() -> str:
+    return f".sunwell-{os.getpid()}-{secrets.token_hex(6)}.tmp"
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: it runs
+        return True
+    return True
 
 
 def dir_is_inside(fd: int, root: Path) -> bool:
@@ -258,7 +309,7 @@ def _write_by_path(target: WriteTarget, data: bytes, mode: int | None) -> bool:
         if st is not None:
             _check_existing(st, target)
             mode = stat.S_IMODE(st.st_mode) if mode is None else mode
-        tmp = parent / f".sunwell-{secrets.token_hex(6)}.tmp"
+        tmp = parent / _temp_name()
         out = os.open(tmp, _CREATE_FLAGS, 0o600 if mode is not None else 0o644)
         try:
             with os.fdopen(out, "wb") as f:
