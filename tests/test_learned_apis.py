@@ -305,6 +305,34 @@ async def test_learned_tools_respect_trust_tools_and_dry_runs(make_engine, fake,
     assert result.error.code == "dry_run"
 
 
+async def test_learned_tools_are_offered_and_run_from_the_next_request_of_the_same_turn(make_engine, fake, api):
+    engine = make_engine("auto")
+    events = await turn(engine, fake, ("learn_api", {"source": api.url("/openapi.json"), "name": "pokeapi"}),
+                        ("pokeapi__pokemon_retrieve", {"id": "pikachu"}))
+    learned, called = results(events)
+    assert learned.ok and "from your next request on" in learned.output
+    assert called.ok and '"electric"' in called.output
+    first, second, third = ([tool["function"]["name"] for tool in request.body.get("tools", [])]
+                            for request in fake.requests[-3:])
+    assert "learn_api" in first and not any(name.startswith("pokeapi__") for name in first)
+    assert "pokeapi__pokemon_retrieve" in second and second == third
+
+
+@pytest.mark.parametrize("narrowing", ["tools", "lens"])
+async def test_a_tool_list_or_lens_without_the_learned_tools_still_leaves_them_out_after_learning(
+        make_engine, fake, api, workspace, narrowing):
+    (workspace / "learner.lens").write_text("name: learner\ndescription: Learns, reads.\n"
+                                            "tool_policy:\n  allowed_tools: [read_file, learn_api]\n")
+    options = {"tool_names": ["read_file", "learn_api"]} if narrowing == "tools" else {"lens": "learner.lens"}
+    events = await turn(make_engine("auto"), fake,
+                        ("learn_api", {"source": api.url("/openapi.json"), "name": "pokeapi"}),
+                        ("pokeapi__type_retrieve", {"id": "fire"}), **options)
+    learned, refused = results(events)
+    assert learned.ok and refused.error.code == "permission"
+    for request in fake.requests[-3:]:
+        assert sorted(tool["function"]["name"] for tool in request.body["tools"]) == ["learn_api", "read_file"]
+
+
 async def test_the_rate_limit_holds_per_api(make_engine, fake, api):
     engine = make_engine("auto", learned_apis={"pokeapi": {"source": "x", "rate_per_min": 2}})
     assert (await learn(engine, fake, api.url("/openapi.json"), "pokeapi")).ok

@@ -286,7 +286,7 @@ class Engine:
         from sunwell.agent.compaction import Summariser
         from sunwell.agent.gate import Gate
         from sunwell.agent.loop import Turn, TurnConfig
-        from sunwell.agent.plan import first_notices
+        from sunwell.agent.plan import Retool, first_notices
         from sunwell.agent.subagent import Subagents
         from sunwell.tools.policy.audit import AuditLog
 
@@ -319,6 +319,7 @@ class Engine:
                                  ask_timeout=self.settings.approval_timeout_sec, session=session, turn=log.turn)
         audit = AuditLog(self.data_dir, passthrough=self.settings.env_passthrough)
         hooks = await self.hooks.start_turn(self.approval, log, grant[0].name, audit, said.append)
+        retool = Retool(lambda: self.catalogue(active_lens), lambda: self.learned.changes)  # learned from now on
         plan = await self.plan(spec, session, active_lens, grant, instructions, text=line.content_for_model(),
                                window=window)
         own = Summariser(stack.windowed, spec.model, plan.window, self.settings.provider_attempts, live.context)
@@ -326,7 +327,7 @@ class Engine:
             plan=plan, provider=stack.turn, tool_ctx=ctx, summariser=await self.summariser(session, own),
             gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session, active_lens)),
             audit=audit, notices=first_notices(plan, ctx, active_lens, said, self.settings.ignored_workspace_keys),
-            max_tool_turns=self.settings.max_tool_turns, on_window_learned=learned, hooks=hooks)
+            max_tool_turns=self.settings.max_tool_turns, on_window_learned=learned, hooks=hooks, retool=retool)
         ctx.subagent = Subagents(config, log, self.settings).run
         turn = Turn(config, log, self.store.messages(session, open_tail=resume is not None))
         return await (turn.resume(resume) if resume else turn.run(line))
@@ -382,8 +383,7 @@ class Engine:
                 after_write=lambda path, rel, data: checkpoints.record_after(session, turn, rel, data),
                 before_changes=lambda files: checkpoints.save_changes(session, turn, files),
             ),
-            complete=complete,
-            secrets=log.secrets,
+            complete=complete, secrets=log.secrets,
             network=network_for(self.settings, self.host_rules, lambda: self.approval.session_hosts(session),
                                 self.live.get(session).pages),
             notify=lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message)),

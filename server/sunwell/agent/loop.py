@@ -27,7 +27,7 @@ from sunwell.agent.context import ContextFull
 from sunwell.agent.context_keeper import ContextKeeper
 from sunwell.agent.gate import Gate
 from sunwell.agent.orchestrator import Orchestrator
-from sunwell.agent.plan import TurnPlan
+from sunwell.agent.plan import Retool, TurnPlan
 from sunwell.agent.prompts import ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results
 from sunwell.agent.resume import ResumePoint
 from sunwell.agent.turn import TurnLog
@@ -90,6 +90,8 @@ class TurnConfig:
     """A sunwell.hooks.TurnHooks: `pre_tool`/`post_tool` around each call, `turn_end` before `done`; or None."""
     durable: bool = True
     """Each call's steps and result in the session log as they happen; a sub-agent's are nobody's record."""
+    retool: Retool | None = None
+    """Asked after each tool round for the turn's tools again, if what Sunwell knows changed (agent/plan.py)."""
 
 
 @dataclass
@@ -200,8 +202,9 @@ class Turn:
             return self._done("cancelled")
 
     async def _loop(self, start: int = 0) -> str:
-        cfg, system, tools, small = self.config, self.plan.system, self.plan.specs, self.plan.capabilities.small
+        cfg, system, small = self.config, self.plan.system, self.plan.capabilities.small
         for round_no in range(min(start, cfg.max_tool_turns), cfg.max_tool_turns + 1):
+            tools = self.plan.specs  # the same list all turn, unless a round changed the tools (`_answer_calls`)
             limit = round_no == cfg.max_tool_turns
             final = limit or self.memory.answer_now
             if final and small and self.memory.ran:
@@ -237,6 +240,9 @@ class Turn:
             self._unanswered.pop(result.call_id, None)
             self.history.append(result)
         self.memory.guard(calls, results)
+        if self.config.retool is not None and (plan := self.config.retool(self.plan)) is not None:
+            self.plan = plan  # offered, and the calls to them run, from the next request on
+            self.calls.tools, self.calls.catalogue = plan.tools, plan.catalogue
 
     def _history_request(self, system: str, tools: list[ToolSpec], final: bool) -> ModelRequest:
         """The next request: the history as it is now (after any room was made), the answer's reserve."""

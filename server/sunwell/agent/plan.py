@@ -5,13 +5,15 @@ where it came from, the system prompt (Sunwell's words or the configured prompt;
 .sunwell/instructions.md within their budget; the lens' and `::focus`'s instructions; for a small model the hints
 and the workspace's files) and the budget requests are fitted to. `Engine.run_turn` makes one and the loop sends
 it; `::context` makes the very same one (`Engine.plan`) for its figures, so what it shows is what is sent.
+A tool round that changes what Sunwell knows (`learn_api`) has the turn's tools offered, narrowed and fitted again
+by the same rules (`Retool`), from the next request on; the rest of the plan holds for the whole turn.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sunwell.agent.context import PROJECT_MAX_TOKENS, Budget, SessionContext
@@ -67,6 +69,10 @@ class TurnPlan:
     capabilities: Capabilities
     """`small`: the small-model hints are in `system` and the loop nudges the model to answer; `temperature` goes
     with every request."""
+    grant: Grant
+    """What `tools` were chosen by (`trust` is its level), kept to choose them again (`Retool`)."""
+    text: str
+    """The user's line the tools were fitted for."""
 
     @property
     def window(self) -> int:
@@ -86,18 +92,49 @@ async def plan_turn(settings: Settings, spec: ModelSpec, capabilities: Capabilit
     for `::context`, which has no line yet): `window` is (tokens, source) as `Engine.context_window` gives it,
     `catalogue` every tool known, `jail` the turn's (the lens' blocked paths added), `context` the session's."""
     size, source = window
-    tools = offered_tools(catalogue, grant)
-    # the user's words decide which tools keep their detail longest when they must be trimmed
-    specs, fitted = fit_tools([tool.spec for tool in tools], context_window=size, user_text=text,
-                              expendable={tool.name for tool in tools if tool.expendable},
-                              topical={tool.name for tool in tools if tool.source == "learned"})
+    tools, specs, fitted = _fitted(catalogue, grant, size, text)
     lens_words = [lens.instructions] if lens and lens.instructions else []
     system, loaded = await asyncio.to_thread(_system, settings.system_prompt, jail, [*lens_words, *instructions],
                                              capabilities.small, size, specs, text)
     return TurnPlan(spec=spec, trust=grant[0], tools=tuple(tools), catalogue=tuple(catalogue), specs=specs,
                     fitted=tuple(fitted), system=system, loaded=tuple(loaded),
                     budget=Budget(size, settings.max_tokens, settings.compact_at, context), window_source=source,
-                    capabilities=capabilities)
+                    capabilities=capabilities, grant=grant, text=text)
+
+
+def _fitted(catalogue: Sequence[Tool], grant: Grant, window: int,
+            text: str) -> tuple[list[Tool], list[ToolSpec], list[str]]:
+    """The tools of `catalogue` offered with `grant`, what the model is shown of them in `window`, what was trimmed."""
+    tools = offered_tools(catalogue, grant)
+    # the user's words decide which tools keep their detail longest when they must be trimmed
+    specs, fitted = fit_tools([tool.spec for tool in tools], context_window=window, user_text=text,
+                              expendable={tool.name for tool in tools if tool.expendable},
+                              topical={tool.name for tool in tools if tool.source == "learned"})
+    return tools, specs, fitted
+
+
+@dataclass
+class Retool:
+    """The turn's tools chosen again when the tools Sunwell knows changed during it (`learn_api` stored an API):
+    the loop asks after each tool round, and sends the new ones from the next request on. Only the tools change:
+    offered by the plan's grant (trust, the lens, the user's list) and fitted to the window as it is now."""
+
+    catalogue: Callable[[], Sequence[Tool]]
+    """Every tool known now (`Engine.catalogue`)."""
+    version: Callable[[], object]
+    """Changes whenever the catalogue may have (`LearnedApis.changes`)."""
+    seen: object = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.seen = self.version()
+
+    def __call__(self, plan: TurnPlan) -> TurnPlan | None:
+        """`plan` with its tools chosen again, or None if nothing changed since it (or the last) was made."""
+        if (now := self.version()) == self.seen:
+            return None
+        self.seen, catalogue = now, tuple(self.catalogue())
+        tools, specs, fitted = _fitted(catalogue, plan.grant, plan.window, plan.text)
+        return replace(plan, tools=tuple(tools), catalogue=catalogue, specs=specs, fitted=tuple(fitted))
 
 
 def _system(configured: str | None, jail: Jail, extra: list[str], small: bool, window: int,

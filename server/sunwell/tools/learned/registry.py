@@ -69,6 +69,8 @@ class LearnedApis:
         self.on_learned = on_learned
         self.taken: set[str] = set()
         """Names an API may not take (the MCP servers')."""
+        self.changes = 0
+        """Counts the APIs stored and forgotten: a running turn offers their tools again when it moves."""
         self._pending: dict[str, LearnedApi] = {}
         self._tokens: dict[tuple[str, str], str] = {}
 
@@ -154,8 +156,8 @@ class LearnedApis:
             name="learn_api",
             description=(
                 "Learn a web API from its OpenAPI (3.x) or Swagger 2.0 document, by URL or workspace path: once the "
-                "user approves, each operation becomes a tool NAME__OPERATION, offered from the next turn on, in "
-                "every session. The user is always asked; a document from the web is read only from a host the "
+                "user approves, each operation becomes a tool NAME__OPERATION, offered from your next request on, "
+                "in every session. The user is always asked; a document from the web is read only from a host the "
                 "user allowed (fetch it with web_fetch first if you were refused). "
                 'Example: {"source": "https://pokeapi.co/openapi.yml", "name": "pokeapi"}.'),
             parameters=LearnApiArguments.schema_for_tool(),
@@ -194,7 +196,7 @@ class LearnedApis:
                   if any(scheme.name in alt for op in api.offered() for alt in op.security)
                   and not self.credentials.get(api.name, scheme.name)]
         lines = [(f"Learned {api.title} as {api.name}: {len(api.offered())} tools ({api.name}__...) calling "
-                  f"{', '.join(api.hosts)}, offered from the next turn on.")]
+                  f"{', '.join(api.hosts)}, offered from your next request on.")]
         if needed:
             lines.append(f"It needs the credential {', '.join(needed)}: ask the user to run `sunwell tools learn "
                          f"{api.source} --name {api.name}` in a terminal (or the command Sunwell: Learned APIs in "
@@ -203,6 +205,7 @@ class LearnedApis:
 
     def save(self, api: LearnedApi) -> None:
         self.store.save(api)
+        self.changes += 1
         if self.on_learned is not None:
             self.on_learned(api)
 
@@ -210,6 +213,7 @@ class LearnedApis:
         api = self.store.get(name)
         if api is not None:
             self.credentials.forget(name, [scheme.name for scheme in api.schemes])
+        self.changes += 1
         return self.store.forget(name)
 
 
