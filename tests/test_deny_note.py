@@ -38,3 +38,20 @@ async def test_the_model_reads_the_note_with_the_denial(sidecar, fake, workspace
     await sidecar.chat("change main")
     told = [m for m in fake.requests[-1].body["messages"] if m["role"] == "tool"][-1]
     assert "denied" in str(told["content"]) and NOTE in str(told["content"])
+
+
+async def test_the_same_call_again_in_the_turn_is_denied_again_without_asking(sidecar, fake, workspace):
+    asked = []
+
+    def answer(params):
+        asked.append(params["callId"])
+        return {"decision": "deny", "note": NOTE}
+
+    sidecar.answer = answer
+    fake.script(_write(), _write(), Reply(text="ok"))  # the model tries exactly the denied call once more
+    result, events = await sidecar.chat("change main")
+    assert result["status"] == "completed" and len(asked) == 1  # one card, not the same card twice
+    first, second = [e for e in events if e["type"] == "toolResult"]
+    assert first["error"]["code"] == second["error"]["code"] == "denied"
+    assert NOTE in second["error"]["message"] and "already" in second["error"]["message"]
+    assert (workspace / "src" / "app.py").read_text() == "def main():\n    return 42\n"

@@ -1,6 +1,8 @@
 """What a turn remembers of its tool calls, to nudge a model that goes round in circles.
 
 - A read it already made in this turn is answered from the earlier result, with a note to answer now, not run.
+- A call the user denied in this turn, made again unchanged, is denied again with the user's words: the person is
+  not asked the same question twice in one turn.
 - The same call failing the same way: told to change approach at GUARD_WARN, the turn stopped at GUARD_STOP.
 - A small model that repeats a read, a write or a failing call, or answers nothing, is asked for its answer from
   the results (`answer_now`; the loop then sends one request built from `results_for_answer`).
@@ -38,9 +40,18 @@ class CallMemory:
         self._answered: dict[tuple[str, str], ToolResultMessage] = {}  # successful read-only calls
         self._written: set[tuple[str, str]] = set()  # successful writes
         self._failures: dict[tuple[str, str, str], int] = {}
+        self._denied: dict[tuple[str, str], ToolResultMessage] = {}  # calls the user said no to
 
     def earlier(self, call: ToolCall, tool: Tool) -> ToolResultMessage | None:
-        """The answer to a read this turn already made (its result event emitted), or None: run it."""
+        """The answer to a read this turn already made, or to a call the user already denied (its result event
+        emitted), or None: run it."""
+        if (denied := self._denied.get(_key(call))) is not None and denied.error is not None:
+            error = denied.error.model_copy(update={"message": "already denied in this turn: " + denied.error.message})
+            self.log.emit(ToolResultEvent(call_id=call.id, name=call.name, ok=False, output="", error=error,
+                                          duration_ms=0))
+            self.finished[call.id] = result = ToolResultMessage(call_id=call.id, name=call.name, output="", ok=False,
+                                                                error=error)
+            return result
         earlier = self._answered.get(_key(call)) if tool.read_only else None
         if earlier is None:
             return None
@@ -54,11 +65,13 @@ class CallMemory:
         self.finished[call.id] = result
         return result
 
-    def record(self, call: ToolCall, tool: Tool | None, result: ToolResultMessage) -> None:
-        """A call's result, as it ends."""
+    def record(self, call: ToolCall, tool: Tool | None, result: ToolResultMessage, *, denied: bool = False) -> None:
+        """A call's result, as it ends; `denied`: the user said no to it."""
         self.finished[call.id] = result
         self.ran.append((call, result))
         key = _key(call)
+        if denied:
+            self._denied[key] = result
         if result.ok and tool is not None and tool.read_only:
             if any(r.name == result.name and r.output == result.output for r in self._answered.values()):
                 # e.g. the same file again with the default offset spelt out

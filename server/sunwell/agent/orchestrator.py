@@ -113,7 +113,7 @@ class Orchestrator:
         self.log.emit(ToolResultEvent(call_id=result.call_id, name=result.name, ok=result.ok, output=result.output,
                                       error=result.error, duration_ms=duration_ms))
         if self.memory is not None:
-            self.memory.record(call, tool, result)
+            self.memory.record(call, tool, result, denied=verdict.decision == "deny" and verdict.by == "user")
         if self.audit is not None:
             self.audit.record(session=self.log.session, turn=self.log.turn, tool=call.name, call_id=call.id,
                               arguments=call.arguments, decision=verdict.decision, by=verdict.by,
