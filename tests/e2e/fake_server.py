@@ -19,8 +19,10 @@ It stops when its stdin closes or on SIGTERM.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,6 +38,7 @@ from fake_provider import Call, FakeProvider, Reply
 TODO = "# TODO\n\n- [x] chat in VS Code\n- [ ] ship it\n"
 PAGE = ("<!doctype html><html><head><title>Sunwell test page</title></head><body><h1>Local docs</h1>"
         "<p>Served by the end-to-end test's fake server on 127.0.0.1.</p></body></html>")
+NEVER = Path(tempfile.gettempdir()) / f"sunwell-e2e-never-{os.getpid()}"  # a held reply waits for it until the fake stops
 SLOW_TEXT = "Counting slowly, stop me whenever you like: " + ", ".join(str(n) for n in range(1, 400)) + "."
 
 
@@ -138,6 +141,13 @@ SCENARIOS: dict[str, list[Any]] = {
         Reply(text="`src/broken.ts` has a type error; `greet` is declared in `src/greet.ts`.", chunk=8),
     ],
     # "fetch-local" (web_fetch of this server's /page.html, allowed in the user settings) is added once the port is known
+    # issue 30: a turn whose second request is held (NEVER never exists) while the test kills the sidecar; Resume
+    # sends only that request again, and the next reply answers it
+    "kill-resume": [
+        Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')], chunk=16),
+        Reply(text="This answer never arrives: the engine is killed while it waits.", wait_for=NEVER),
+        Reply(text="Resumed after the restart: `a.txt` says **hello from the demo**.", chunk=8, delay=0.02),
+    ],
     # a file the turn creates, for the turn's Undo button
     "write-undo": [
         Reply(tool_calls=[Call("write_file", json.dumps({"path": "undo-me.txt", "content": "temporary\n"}))], chunk=16),
