@@ -549,57 +549,6 @@ async function main() {
     await shot('switched-while-running');
   });
 
-  // Issue 30: the engine killed during a turn (SIGKILL while the model request after a tool call waits): the
-  // extension restarts it, the turn shows Resume, and Resume completes it (only the held request goes again; the
-  // read_file it finished does not run twice).
-  await scenario('kill-resume', 150_000, async () => {
-    const ready = async () => !(await byTest('sidecar-banner').isVisible());
-    await until(ready, { timeoutMs: 45_000, message: 'the engine was not ready to start with' });
-    const mark = await script('kill-resume');
-    const ends = await count('turn-end');
-    const cards = await chat().locator('[data-testid="tool-card"][data-tool="read_file"]').count();
-    await send('Read a.txt and tell me what it says');
-    // the second model request (with the read_file result) is recorded and held: the turn is mid-way
-    await until(async () => (await requestsSince(mark)).length >= 2,
-      { timeoutMs: 30_000, message: 'the turn did not reach its second model request' });
-    check((await chat().locator('[data-testid="tool-card"][data-tool="read_file"]').count()) > cards, 'no read_file card before the kill');
-    const before = sidecars();
-    check(before.length === 1, `expected one sidecar, found ${JSON.stringify(before)}`);
-    log(`  killing sidecar ${before[0].pid} mid-turn`);
-    process.kill(before[0].pid, 'SIGKILL');
-    await until(async () => {
-      const now = sidecars();
-      return now.length === 1 && now[0].pid !== before[0].pid && (await ready()) ? now : false;
-    }, { timeoutMs: 60_000, message: 'the extension did not restart the engine' });
-    log(`  restarted sidecar ${sidecars()[0].pid}`);
-    const resume = byTest('resume-button');
-    await until(async () => (await count('turn-end')) > ends
-      && (await byTest('turn-end').last().getAttribute('data-status')) === 'interrupted' && (await resume.isVisible()),
-    { timeoutMs: 30_000, message: 'the interrupted turn does not show Resume' })
-      .catch(async (err) => {
-        throw new Error(`${err.message}; last turn end: "${await byTest('turn-end').last().innerText().catch(() => '(none)')}" `
-          + `(${await byTest('turn-end').last().getAttribute('data-status').catch(() => '?')})`);
-      });
-    await shot('kill-interrupted');
-    await clearNotifications(page);
-    const held = (await requestsSince(mark)).length;
-    await resume.click();
-    await until(async () => (await byTest('turn-end').last().getAttribute('data-status')) === 'completed',
-      { timeoutMs: 30_000, message: 'the resumed turn did not complete' });
-    const answer = await byTest('assistant-message').last().innerText();
-    check(answer.includes('Resumed after the restart'), `the resumed turn answered "${answer.slice(0, 200)}"`);
-    check((await count('turn-end')) === ends + 1, `the resumed turn has ${(await count('turn-end')) - ends} ends`);
-    check(!(await resume.isVisible()), 'Resume is still offered after the answer');
-    check((await chat().locator('[data-testid="tool-card"][data-tool="read_file"]').count()) === cards + 1,
-      'the read_file card is not shown once');
-    const requests = (await requestsSince(mark)).slice(held);
-    check(requests.length === 1, `Resume sent ${requests.length} model requests, expected 1`);
-    const last = requests[0].body.messages.at(-1);
-    check(last.role === 'tool' && String(last.content).includes('hello from the demo'),
-      `the resumed request does not end in the read_file result: ${JSON.stringify(last).slice(0, 300)}`);
-    await shot('kill-resumed');
-  });
-
   // Issue 17 bug 2: a setting changed in the Settings UI restarts the engine with the interpreter `sunwell.python`
   // names, every time (python3 on PATH has no Sunwell here, as on a fresh machine).
   await scenario('settings-restart', 120_000, async () => {
@@ -1187,6 +1136,62 @@ async function agentToolScenarios() {
     check(outputs.find_references.includes('src/greet.ts:1:') && outputs.find_references.includes('src/broken.ts:3:'), `find_references: ${outputs.find_references}`);
     check(!outputs.diagnostics.includes(WS), 'an absolute path reached the model');
     await shot('code-intel');
+  });
+
+  // Issue 30: the engine killed during a turn (SIGKILL while the model request after a tool call waits): the
+  // extension restarts it, the turn shows Resume, and Resume completes it (only the held request goes again; the
+  // read_file it finished does not run twice).
+  await scenario('kill-resume', 150_000, async () => {
+    const ready = async () => !(await byTest('sidecar-banner').isVisible());
+    await until(ready, { timeoutMs: 45_000, message: 'the engine was not ready to start with' });
+    // a session of its own, with no turn of another scenario still running anywhere: Resume is this turn's
+    await runCommand(page, 'Sunwell: Open Chat');
+    await clickViewAction('New Session');
+    await until(async () => (await count('user-message')) === 0 && (await byTest('send-button').isVisible()),
+      { timeoutMs: 15_000, message: 'no new, idle session to start from' });
+    const mark = await script('kill-resume');
+    const ends = await count('turn-end');
+    const cards = await chat().locator('[data-testid="tool-card"][data-tool="read_file"]').count();
+    await send('Read a.txt and tell me what it says');
+    // the second model request (with the read_file result) is recorded and held: the turn is mid-way
+    await until(async () => (await requestsSince(mark)).length >= 2,
+      { timeoutMs: 30_000, message: 'the turn did not reach its second model request' });
+    check((await chat().locator('[data-testid="tool-card"][data-tool="read_file"]').count()) > cards, 'no read_file card before the kill');
+    const before = sidecars();
+    check(before.length === 1, `expected one sidecar, found ${JSON.stringify(before)}`);
+    log(`  killing sidecar ${before[0].pid} mid-turn`);
+    process.kill(before[0].pid, 'SIGKILL');
+    await until(async () => {
+      const now = sidecars();
+      return now.length === 1 && now[0].pid !== before[0].pid && (await ready()) ? now : false;
+    }, { timeoutMs: 60_000, message: 'the extension did not restart the engine' });
+    log(`  restarted sidecar ${sidecars()[0].pid}`);
+    const resume = byTest('resume-button');
+    await until(async () => (await count('turn-end')) > ends
+      && (await byTest('turn-end').last().getAttribute('data-status')) === 'interrupted' && (await resume.isVisible()),
+    { timeoutMs: 30_000, message: 'the interrupted turn does not show Resume' })
+      .catch(async (err) => {
+        throw new Error(`${err.message}; last turn end: "${await byTest('turn-end').last().innerText().catch(() => '(none)')}" `
+          + `(${await byTest('turn-end').last().getAttribute('data-status').catch(() => '?')})`);
+      });
+    await shot('kill-interrupted');
+    await clearNotifications(page);
+    const held = (await requestsSince(mark)).length;
+    await resume.click();
+    await until(async () => (await byTest('turn-end').last().getAttribute('data-status')) === 'completed',
+      { timeoutMs: 30_000, message: 'the resumed turn did not complete' });
+    const answer = await byTest('assistant-message').last().innerText();
+    check(answer.includes('Resumed after the restart'), `the resumed turn answered "${answer.slice(0, 200)}"`);
+    check((await count('turn-end')) === ends + 1, `the resumed turn has ${(await count('turn-end')) - ends} ends`);
+    check(!(await resume.isVisible()), 'Resume is still offered after the answer');
+    check((await chat().locator('[data-testid="tool-card"][data-tool="read_file"]').count()) === cards + 1,
+      'the read_file card is not shown once');
+    const requests = (await requestsSince(mark)).slice(held);
+    check(requests.length === 1, `Resume sent ${requests.length} model requests, expected 1`);
+    const last = requests[0].body.messages.at(-1);
+    check(last.role === 'tool' && String(last.content).includes('hello from the demo'),
+      `the resumed request does not end in the read_file result: ${JSON.stringify(last).slice(0, 300)}`);
+    await shot('kill-resumed');
   });
 }
 
