@@ -89,14 +89,14 @@ def test_mcp_tools_need_their_trust_and_their_servers_start_only_then(sunwell, f
 
 def test_approval_deny_and_allow_for_session_of_the_exact_arguments(env, workspace, fake, config_home):
     write_user_config(config_home, mcp_servers={"box": toolbox(sandbox="off")})
-    fake.script(Reply(tool_calls=[add(1, 2)]), Reply(tool_calls=[add(1, 2)]), Reply(tool_calls=[add(1, 2)]),
-                Reply(tool_calls=[add(3, 4)]), Reply(text="done"))
+    fake.script(Reply(tool_calls=[add(1, 2)]), Reply(tool_calls=[add(1, 2)]), Reply(tool_calls=[add(5, 6)]),
+                Reply(tool_calls=[add(5, 6)]), Reply(tool_calls=[add(3, 4)]), Reply(text="done"))
     term = Terminal(env, workspace, "add", "--model", OPENAI, "--approve", "ask", "--trust", "shell", "--json")
     screen = term.expect("Allow?")
     assert "box__add wants to call a tool of an MCP server" in screen
     assert "add on the MCP server box, with:" in screen and '"a": 1' in screen
-    term.answer("n")
-    asked(term, 2)
+    term.answer("n")  # the same call again in this turn is denied again, without asking (issue 34, bug 5)
+    assert '"a": 5' in asked(term, 2).rsplit("Allow?", 2)[1]
     term.answer("a")
     assert '"a": 3' in asked(term, 3).rsplit("Allow?", 2)[1]  # other arguments: asked again
     term.answer("y")
@@ -107,7 +107,8 @@ def test_approval_deny_and_allow_for_session_of_the_exact_arguments(env, workspa
     approvals = [(e["decision"], e["by"]) for e in events if e["type"] == "approval"]
     assert approvals == [("deny", "user"), ("allowSession", "user"), ("allow", "policy"), ("allow", "user")]
     results = [e for e in events if e["type"] == "toolResult"]
-    assert results[0]["error"]["code"] == "denied" and [r["ok"] for r in results[1:]] == [True, True, True]
+    assert [r["error"]["code"] for r in results[:2]] == ["denied", "denied"] and "already" in results[1]["error"]["message"]
+    assert [r["ok"] for r in results[2:]] == [True, True, True]
 
 
 def test_approval_mode_deny_refuses_mcp_calls(sunwell, fake, config_home):
