@@ -120,6 +120,15 @@ async def run_process(
             os.close(fd)
     out, err = Capture(keep), Capture(keep)
     readers = [asyncio.create_task(_read(fd, capture)) for fd, capture in ((out_r, out), (err_r, err))]
+    code = await _until_done(proc, readers, timeout, over)
+    if code is not None and code < 0:  # killed by a signal: report it the way a shell does
+        code = 128 - code
+    return code, out, err
+
+
+async def _until_done(proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]], timeout: float,
+                      over: Callable[[], str | None] | None) -> int | None:
+    """The exit code, or None when `timeout` passed first; the process (its group) stopped and its output read."""
     code: int | None = None
     try:
         with contextlib.suppress(TimeoutError):
@@ -129,9 +138,7 @@ async def run_process(
             await _stop_group(proc)
         finally:
             await _finish(readers)
-    if code is not None and code < 0:  # killed by a signal: report it the way a shell does
-        code = 128 - code
-    return code, out, err
+    return code
 
 
 async def _run_windows(
@@ -152,15 +159,7 @@ async def _run_windows(
             capture.add(chunk)
 
     readers = [asyncio.create_task(read(proc.stdout, out)), asyncio.create_task(read(proc.stderr, err))]
-    code: int | None = None
-    try:
-        with contextlib.suppress(TimeoutError):
-            code = await asyncio.wait_for(_wait(proc, over), timeout)
-    finally:
-        try:
-            await _stop_group(proc)
-        finally:
-            await _finish(readers)
+    code = await _until_done(proc, readers, timeout, over)
     return code, out, err
 
 
