@@ -18,8 +18,9 @@ from sunwell.agent.engine import Engine
 from sunwell.config import load_settings
 from sunwell.models.base import TextDelta, ToolCallDone
 from sunwell.models.capabilities import capabilities_for
-from sunwell.models.emulation.constrained import ConstrainedReply, answer_tool, reply_schema
+from sunwell.models.emulation.constrained import UNROLL_LIMIT, ConstrainedReply, answer_tool, reply_schema
 from sunwell.models.emulation.prompt import constrained_prompt
+from sunwell.tools.registry import CORE_TOOLS
 from sunwell.wire.messages import ToolSpec
 
 MODEL = "openai-compatible:qwen2.5-coder-0.5b"  # no native tools: emulated, as the registry says
@@ -295,3 +296,33 @@ def test_an_optional_bounded_number_is_left_out_of_the_constraint():
     assert branch["properties"]["arguments"] == {
         "type": "object", "additionalProperties": False, "required": ["path", "count"],
         "properties": {"path": {"type": "string"}, "count": {"type": "integer", "minimum": 1}}}  # fmt: skip
+
+
+def test_a_long_length_bound_is_left_out_of_the_constraint():
+    """Grammar compilers unroll a length bound into nested rules: llama.cpp could not parse `ask_user`'s 2000 and
+    llama-cpp-python's server died on it. Short bounds stay; validation still checks the long ones."""
+    ask = ToolSpec(name="ask", description="Ask.", parameters={
+        "type": "object", "required": ["question"], "properties": {
+            "question": {"type": "string", "minLength": 1, "maxLength": 2000},
+            "options": {"type": "array", "items": {"type": "string", "maxLength": 300}, "maxItems": 8},
+            "steps": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 100}}})  # fmt: skip
+    [branch, _] = reply_schema([ask])["anyOf"]
+    assert branch["properties"]["arguments"]["properties"] == {
+        "question": {"type": "string", "minLength": 1},
+        "options": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
+        "steps": {"type": "array", "items": {"type": "string"}, "minItems": 1}}  # fmt: skip
+
+
+def test_no_offered_tool_asks_the_grammar_for_a_long_unrolled_bound():
+    def bounds(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("minLength", "maxLength", "minItems", "maxItems"):
+                    yield value
+                yield from bounds(value)
+        elif isinstance(node, list):
+            for item in node:
+                yield from bounds(item)
+
+    schema = reply_schema([tool.spec for tool in CORE_TOOLS])
+    assert max(bounds(schema), default=0) <= UNROLL_LIMIT

@@ -85,6 +85,11 @@ def reply_schema(tools: list[ToolSpec], tool_choice: str = "auto") -> dict[str, 
 
 
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_UNROLLED = ("minLength", "maxLength", "minItems", "maxItems")
+UNROLL_LIMIT = 32
+"""The longest length bound a constraint keeps. Grammar compilers unroll a bound into one nested rule per step:
+llama.cpp failed to parse `ask_user`'s `maxLength: 2000` and llama-cpp-python's server died on it. The loop's
+validation still answers a value over the full schema's bound."""
 
 
 def _arguments_schema(parameters: dict[str, Any]) -> Any:
@@ -113,6 +118,8 @@ def _grammar_schema(schema: Any) -> Any:
     for key, value in schema.items():
         if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
             out[key] = {name: _grammar_schema(sub) for name, sub in value.items()}
+        elif key in _UNROLLED and not (isinstance(value, int) and value <= UNROLL_LIMIT):
+            continue
         elif key in _KEPT:
             out[key] = _grammar_schema(value)
     if out.get("type") == "object" and "properties" not in out and "additionalProperties" not in out:
