@@ -4,7 +4,9 @@
         [--sets simple_python,multiple] [--limit 50] [--modes sunwell,naive] [--out results.json]
 
 Cases come from the Berkeley Function Calling Leaderboard (`pip install --no-deps bfcl-eval`, or `--data DIR`
-pointing at its `bfcl_eval/data`). Their schemas are converted to JSON Schema (`dict` -> `object`, `float` ->
+pointing at its `bfcl_eval/data`); `own_irrelevance` and `own_irrelevance_heldout` are the project's own
+questions that no offered function answers (`irrelevance_cases.yaml`), where the right reply is text and any
+call is wrong (as for BFCL's `irrelevance`). Their schemas are converted to JSON Schema (`dict` -> `object`, `float` ->
 `number`, `tuple` -> `array`, `any` -> no type; no parameters beyond the declared ones, as for a Python
 function) and dots in function names become `_`.
 
@@ -45,6 +47,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
 
 from sunwell.agent.compaction import Summariser
@@ -62,6 +66,9 @@ from sunwell.vocabulary import canonical_tool_name
 from sunwell.wire.messages import UserMessage
 
 SETS = ("simple_python", "multiple")
+OWN_IRRELEVANCE = Path(__file__).with_name("irrelevance_cases.yaml")
+OWN_SETS = ("own_irrelevance", "own_irrelevance_heldout")
+"""Questions no offered function answers (the right reply calls nothing): the tuning split and the held-out one."""
 REPAIR_NOTICES = {"tool_call_repaired", "tool_call_from_text", "repaired_arguments", "coerced_arguments",
                   "repaired_tool_name", "emulation_fallback"}
 _TYPES = {"dict": "object", "float": "number", "tuple": "array"}
@@ -79,7 +86,12 @@ class Case:
     functions: list[dict[str, Any]]
     """As BFCL gives them (original types), names already converted."""
     answers: list[dict[str, dict[str, list[Any]]]]
-    """`[{function_name: {param: [possible values]}}]`; one entry for simple and multiple."""
+    """`[{function_name: {param: [possible values]}}]`; one entry for simple and multiple, none for irrelevance
+    (the right reply calls no function)."""
+
+    @property
+    def expected(self) -> str:
+        return next(iter(self.answers[0])) if self.answers else ""
 
     @property
     def tools(self) -> list[Tool]:
@@ -134,8 +146,14 @@ def data_dir(explicit: str | None) -> Path:
 
 
 def load_cases(root: Path, name: str, limit: int | None) -> list[Case]:
+    if name in OWN_SETS:
+        return spread(own_irrelevance(name), limit)
     questions = _jsonl(root / f"BFCL_v4_{name}.json")
-    answers = {row["id"]: row["ground_truth"] for row in _jsonl(root / "possible_answer" / f"BFCL_v4_{name}.json")}
+    if "irrelevance" in name:  # no call is the right answer: BFCL ships no possible answers for these
+        answers = {row["id"]: [] for row in questions}
+    else:
+        answers = {row["id"]: row["ground_truth"]
+                   for row in _jsonl(root / "possible_answer" / f"BFCL_v4_{name}.json")}
     cases = []
     for row in questions:
         functions = [{**f, "name": tool_name(f["name"])} for f in row["function"]]
@@ -143,6 +161,19 @@ def load_cases(root: Path, name: str, limit: int | None) -> list[Case]:
         truth = [{tool_name(fn): params for fn, params in entry.items()} for entry in answers[row["id"]]]
         cases.append(Case(row["id"], name, question, functions, truth))
     return spread(cases, limit)
+
+
+def own_irrelevance(name: str) -> list[Case]:
+    """The project's own irrelevance cases (`irrelevance_cases.yaml`): every third one is the held-out split."""
+    data = yaml.safe_load(OWN_IRRELEVANCE.read_text(encoding="utf-8"))
+    heldout = name.endswith("_heldout")
+    cases = []
+    for row in data["cases"]:
+        if (int(row["id"].rsplit("_", 1)[1]) % 3 == 0) != heldout:
+            continue
+        functions = [{"name": tool, **data["functions"][tool]} for tool in row["tools"]]
+        cases.append(Case(row["id"], name, row["question"], functions, []))
+    return cases
 
 
 def spread(cases: list[Case], limit: int | None) -> list[Case]:
@@ -236,6 +267,11 @@ class Outcome:
 
 
 def judge(case: Case, outcome: Outcome) -> Outcome:
+    if not case.answers:  # irrelevance: any call is wrong, however well formed
+        outcome.answer = outcome.calls[0] if outcome.calls else None
+        outcome.selected = outcome.correct = outcome.first_correct = not outcome.calls
+        outcome.why = f"called {outcome.calls[0]['name']!r}" if outcome.calls else ""
+        return outcome
     if outcome.calls:
         accepted = [c for c in outcome.calls if c.get("error") in (None, "dry_run")]
         outcome.answer = accepted[0] if accepted else outcome.calls[-1]
@@ -263,7 +299,7 @@ class SunwellClient:
         self.rounds = rounds
 
     async def run(self, case: Case) -> Outcome:
-        outcome = Outcome(case.id, case.set, self.mode, next(iter(case.answers[0])))
+        outcome = Outcome(case.id, case.set, self.mode, case.expected)
         calls: dict[str, dict[str, Any]] = {}
         task: asyncio.Task | None = None
         answered = 0
@@ -334,7 +370,7 @@ class NativeClient:
         self.sampling = {} if temperature is None else {"temperature": temperature}
 
     async def run(self, case: Case) -> Outcome:
-        outcome = Outcome(case.id, case.set, "anchor" if self.lenient else "naive", next(iter(case.answers[0])))
+        outcome = Outcome(case.id, case.set, "anchor" if self.lenient else "naive", case.expected)
         tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                     "parameters": t.parameters}} for t in case.tools]
         response = await self.client.chat.completions.create(
@@ -380,6 +416,8 @@ def json_calls(text: str) -> list[dict[str, Any]]:
 
 def classify(sunwell: Outcome, case: Case) -> str:
     """Why Sunwell missed a case the anchor got right."""
+    if not case.answers:
+        return "called a function where the answer was text"
     if not sunwell.calls:
         return "format: no call found" if "{" in sunwell.text or "<" in sunwell.text else "model: answered in prose"
     call = sunwell.answer or sunwell.calls[-1]
@@ -471,13 +509,14 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
                 try:
                     outcome = await asyncio.wait_for(client.run(case), timeout=args.timeout)
                 except Exception as exc:  # noqa: BLE001 - one broken case is a data point, not the end of the run
-                    outcome = judge(case, Outcome(case.id, name, mode, next(iter(case.answers[0])),
+                    outcome = judge(case, Outcome(case.id, name, mode, case.expected,
                                                   failure=f"{type(exc).__name__}: {exc}"))
                 outcome.seconds = round(time.monotonic() - started, 2)
                 done.append(outcome)
                 if args.verbose:
                     mark = "ok " if outcome.correct else "BAD"
-                    print(f"{mode:7} {mark} {case.id:20} {outcome.seconds:5.1f}s {outcome.why}"
+                    said = "" if case.answers or outcome.calls else repr(outcome.text[:60])
+                    print(f"{mode:7} {mark} {case.id:20} {outcome.seconds:5.1f}s {outcome.why}{said}"
                           f"{' [' + outcome.failure + ']' if outcome.failure else ''}", file=sys.stderr)
                 elif i % 10 == 0:
                     print(f"{name}/{mode}: {i}/{len(cases)}", file=sys.stderr)
