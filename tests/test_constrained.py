@@ -34,8 +34,19 @@ def answer(text: str) -> str:
     return call("final_answer", text=text)
 
 
+def called(text: str, **kw: object) -> list[Reply]:
+    """A call as a model that gives one prompt one reply makes it: opened in the free request, which is closed
+    there, then made whole under the schema (`choice.py`)."""
+    return [Reply(text=text, **kw), Reply(text=text, **kw)]
+
+
 def constraint(body: dict) -> dict | None:
     return body.get("response_format")
+
+
+def kind(body: dict) -> str | None:
+    """The form of the request's constraint; None for a free request."""
+    return constraint(body) and constraint(body)["type"]
 
 
 def branches(body: dict) -> dict[str, dict]:
@@ -71,8 +82,8 @@ def test_the_schema_goes_out_and_a_constrained_reply_reads_then_writes_then_answ
     tmp_path, workspace, fake
 ):
     fake.script(
-        Reply(text=call("read_file", path="a.txt"), chunk=4),
-        Reply(text=call("write_file", path="b.txt", content="HELLO FROM A\nSECOND LINE\n"), chunk=5),
+        *called(call("read_file", path="a.txt"), chunk=4),
+        *called(call("write_file", path="b.txt", content="HELLO FROM A\nSECOND LINE\n"), chunk=5),
         Reply(text=answer('b.txt now holds "HELLO FROM A" and a second line.\nDone.'), chunk=3),
     )
     events = run_turn(
@@ -80,7 +91,9 @@ def test_the_schema_goes_out_and_a_constrained_reply_reads_then_writes_then_answ
     )
 
     assert (workspace / "b.txt").read_text() == "HELLO FROM A\nSECOND LINE\n"
-    body = fake.requests[0].body
+    # each call opened free, then made under the schema; the answer given free
+    assert [kind(r.body) for r in fake.requests] == [None, "json_schema", None, "json_schema", None]
+    body = fake.requests[1].body
     assert constraint(body)["type"] == "json_schema" and "tools" not in body
     offered = branches(body)
     assert {"read_file", "write_file", "final_answer"} <= set(offered)
@@ -88,7 +101,6 @@ def test_the_schema_goes_out_and_a_constrained_reply_reads_then_writes_then_answ
     assert offered["final_answer"]["properties"]["arguments"]["properties"] == {"text": {"type": "string"}}
     system = body["messages"][0]["content"]
     assert '"name": "final_answer"' in system and "call final_answer with your reply" in system  # one more function
-    assert all(constraint(r.body) for r in fake.requests) and len(fake.requests) == 3
     wire = as_json(events)
     check_stream_rules(wire)
     assert [(e["name"], e["arguments"]) for e in wire if e["type"] == "toolCall"] == [
@@ -104,10 +116,10 @@ def test_after_a_result_the_request_is_restated_last(tmp_path, workspace, fake):
     # A 0.5B model reading "Result of read_file…" last re-reads the file; told the request again right there it
     # goes on to the write (BENCHMARKS.md, "Agentic read→write tasks").
     request = "Read a.txt and write its content in upper case to b.txt"
-    fake.script(Reply(text=call("read_file", path="a.txt")), Reply(text=answer("Done.")))
+    fake.script(*called(call("read_file", path="a.txt")), Reply(text=answer("Done.")))
     run_turn(engine(tmp_path, workspace, fake), request)
 
-    first, second = (r.body["messages"] for r in fake.requests)
+    first, second = (fake.requests[i].body["messages"] for i in (1, 2))
     assert first[-1] == {"role": "user", "content": request}  # nothing added before any result
     last = second[-1]["content"]
     assert last.startswith("Result of read_file(") and "hello from a" in last
@@ -147,23 +159,20 @@ def test_a_refusal_is_retried_without_and_remembered_for_the_endpoint(tmp_path, 
         return answer_or_refuse
 
     fake.script(*(strict(r) for r in [Reply(text=f"<tool_call>\n{call('read_file', path='a.txt')}\n</tool_call>")]
-                  * 3), strict(Reply(text="It says hello from a.")), strict(Reply(text="Hi there.")))  # fmt: skip
+                  * 4), strict(Reply(text="It says hello from a.")), strict(Reply(text="Hi there.")))  # fmt: skip
     eng = engine(tmp_path, workspace, fake)
     first = as_json(run_turn(eng, "What does a.txt say?"))
-    sent = [constraint(r.body) and constraint(r.body)["type"] for r in fake.requests]
-    assert sent == [
-        "json_schema",
-        "json_object",
-        None,
-        None,
-    ]  # the call (free text, found anyway), the answer
+    sent = [kind(r.body) for r in fake.requests]
+    # the call opened free, then each form refused, then without (the call found in free text), then the answer in
+    # one request: an endpoint that takes no schema is never asked twice for one reply
+    assert sent == [None, "json_schema", "json_object", None, None]
     assert [e["name"] for e in first if e["type"] == "toolCall"] == ["read_file"]
     assert "".join(e["delta"] for e in first if e["type"] == "text") == "It says hello from a."
     [notice] = [e for e in first if e["type"] == "notice" and e["code"] == "constrained_decoding_refused"]
     assert "response_format" in notice["message"]
 
     second = as_json(run_turn(eng, "Say hi"))
-    assert [constraint(r.body) for r in fake.requests[4:]] == [None]
+    assert [constraint(r.body) for r in fake.requests[5:]] == [None]
     assert "".join(e["delta"] for e in second if e["type"] == "text") == "Hi there."
     assert not [e for e in second if e["type"] == "notice" and e["code"] == "constrained_decoding_refused"]
 
@@ -171,24 +180,25 @@ def test_a_refusal_is_retried_without_and_remembered_for_the_endpoint(tmp_path, 
 def test_llama_cpp_pythons_own_form_is_found_and_kept(tmp_path, workspace, fake):
     """llama-cpp-python knows only `json_object` with a `schema`, and answers the standard form with a 500."""
 
-    replies = [Reply(text=answer("One.")), Reply(text=answer("Two."))]
+    replies = [call("read_file", path="a.txt")] * 3 + [answer("One.")] + [call("read_file", path="a.txt")] * 2 + [
+        answer("Two.")]  # fmt: skip
 
     def llama_cpp_python(body: dict) -> Reply | Fail:
         if (constraint(body) or {}).get("type") == "json_schema":
+            replies.pop(0)
             return Fail(500, "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', "
                              "'type'), 'msg': \"Input should be 'text' or 'json_object'\"}")  # fmt: skip
-        assert constraint(body)["type"] == "json_object" and "read_file" in branches(body)
-        return replies.pop(0)
+        assert constraint(body) is None or "read_file" in branches(body)
+        return Reply(text=replies.pop(0))
 
-    fake.script(*[llama_cpp_python] * 3)
+    fake.script(*[llama_cpp_python] * 7)
     eng = engine(tmp_path, workspace, fake)
     assert "".join(e.delta for e in run_turn(eng, "Count") if e.type == "text") == "One."
     assert "".join(e.delta for e in run_turn(eng, "Again") if e.type == "text") == "Two."
-    assert [constraint(r.body)["type"] for r in fake.requests] == [
-        "json_schema",
-        "json_object",
-        "json_object",
-    ]
+    assert [kind(r.body) for r in fake.requests] == [
+        None, "json_schema", "json_object", None,  # the call opened free; its form found; the answer free
+        None, "json_object", None,  # the form kept
+    ]  # fmt: skip
     assert fake.remaining == 0
 
 
@@ -200,7 +210,7 @@ def test_the_answer_branch_is_shown_as_text_through_sunwell_run(sunwell, fake, w
     check_stream_rules(run.events)
     texts = [e["delta"] for e in run.events if e["type"] == "text"]
     assert "".join(texts) == said and len(texts) > 3
-    assert constraint(fake.requests[0].body)["type"] == "json_schema"
+    assert [kind(r.body) for r in fake.requests] == [None]  # answered free: one request
 
 
 def test_a_workspace_may_turn_it_off_but_never_on(tmp_path, workspace):

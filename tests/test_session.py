@@ -172,14 +172,14 @@ async def test_a_log_written_before_attachment_parts_sends_and_replays_as_it_did
 
 async def test_a_constrained_small_model_is_told_the_request_again_with_its_attachments(engine, fake):
     """After a result, constrained emulation says the request again: the line with its attachments, as before."""
-    from test_constrained import answer, call
+    from test_constrained import answer, call, called
 
     engine.settings.base_url = f"{fake.url}/v1"
-    fake.script(Reply(text=call("read_file", path="a.txt")), Reply(text=answer("Done.")))
+    fake.script(*called(call("read_file", path="a.txt")), Reply(text=answer("Done.")))
     mentions = [Mention("file", "@a.txt", "a.txt"), Mention("selection", '@sel "x"', "src/app.py", "def main():"),
                 Mention("problems", "@problems", None, "")]
     overrides = Overrides(model="openai-compatible:qwen2.5-coder-0.5b")
     done = await Session(engine).submit(UserInput("look at these", mentions, overrides), lambda e: None)
     assert done.done.status == "completed", done.done.error
-    last = fake.requests[1].body["messages"][-1]["content"]
+    last = fake.requests[2].body["messages"][-1]["content"]
     assert last.startswith("Result of read_file(") and f"The request was: {SENT_WITH_ATTACHMENTS}\n" in last

@@ -123,7 +123,8 @@ def test_a_lone_surrogate_in_a_tool_name_or_call_id_is_answered_like_any_wrong_n
 
 def test_an_emulated_call_written_as_text_with_escaped_surrogates(sunwell, fake, workspace):
     call = json.dumps({"name": "write_file", "arguments": {"path": "small.txt", "content": SENT}})
-    fake.script(Reply(text=f"<tool_call>\n{call}\n</tool_call>", chunk=7), Reply(text="done"))
+    # opened free, then the same again under the schema (a server that ignores it): choice.py
+    fake.script(*[Reply(text=f"<tool_call>\n{call}\n</tool_call>", chunk=7)] * 2, Reply(text="done"))
     events = finished(sunwell("run", "write it", "--model", SMALL, "--base-url", f"{fake.url}/v1", "--yes",
                               "--json"))
     assert [e["arguments"] for e in events if e["type"] == "toolCall"] == [{"path": "small.txt", "content": READ}]

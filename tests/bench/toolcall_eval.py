@@ -264,13 +264,22 @@ class Outcome:
     text: str = ""
     seconds: float = 0.0
     failure: str | None = None
+    requests: int = 0
+    """Chat Completions requests the case sent (counted at the adapter for Sunwell; one for the others)."""
+
+
+_CALL_BEGUN = re.compile(r'\s*(?:```\w*\s*|<tool_call>\s*)?\{\s*"name"\s*:')
+"""A reply that is the start of a JSON call, cut off by the token limit before it closed (no call parsed)."""
 
 
 def judge(case: Case, outcome: Outcome) -> Outcome:
-    if not case.answers:  # irrelevance: any call is wrong, however well formed
+    if not case.answers:  # irrelevance: any call is wrong, however well formed, and so is one begun and cut off
         outcome.answer = outcome.calls[0] if outcome.calls else None
-        outcome.selected = outcome.correct = outcome.first_correct = not outcome.calls
-        outcome.why = f"called {outcome.calls[0]['name']!r}" if outcome.calls else ""
+        begun = "tool_call_cut_off" in outcome.notices or bool(_CALL_BEGUN.match(outcome.text))
+        # a case that failed (a timeout, a server error) said nothing: no answer either
+        outcome.selected = outcome.correct = outcome.first_correct = not (outcome.calls or begun or outcome.failure)
+        outcome.why = (f"called {outcome.calls[0]['name']!r}" if outcome.calls else
+                       "began a call, cut off" if begun else "")
         return outcome
     if outcome.calls:
         accepted = [c for c in outcome.calls if c.get("error") in (None, "dry_run")]
@@ -288,15 +297,16 @@ class SunwellClient:
     """Real turns of the product: Engine's provider wrapping, the loop, validation, the dry-run gate."""
 
     def __init__(self, base_url: str, model: str, rounds: int, data: Path,
-                 overrides: dict[str, Any] | None = None, mode: str = "sunwell") -> None:
+                 overrides: dict[str, Any] | None = None, mode: str = "sunwell", max_tokens: int = 4096) -> None:
         self.mode = mode
         self.settings = Settings(model=f"openai-compatible:{model}", base_url=base_url, dry_run=True,
                                  approval="deny", max_tool_turns=rounds, data_dir=data / "data",
-                                 models={model: overrides} if overrides else {})
+                                 models={model: overrides} if overrides else {}, max_tokens=max_tokens)
         workspace = data / "workspace"
         workspace.mkdir(parents=True, exist_ok=True)
         self.engine = Engine(self.settings, workspace)
         self.rounds = rounds
+        self.requests = 0
 
     async def run(self, case: Case) -> Outcome:
         outcome = Outcome(case.id, case.set, self.mode, case.expected)
@@ -319,8 +329,10 @@ class SunwellClient:
             elif event.type == "text":
                 outcome.text += event.delta
 
+        sent = self.requests
         task = asyncio.ensure_future(self._turn(case, sink))
         done = await task
+        outcome.requests = self.requests - sent
         outcome.calls = list(calls.values())
         # `toolCall` events carry the call as the model wrote it. When the loop repaired a name or coerced the
         # arguments (it says so in a notice), the checker judges what would have run: both are deterministic.
@@ -338,6 +350,7 @@ class SunwellClient:
         # Assembled the way `Engine.run_turn` assembles a turn, with the case's functions as the only tools.
         engine, tools = self.engine, case.tools
         spec = engine.model_spec()
+        self._count(engine.provider(spec))
         session = engine.open_session(None, case.question)
         window = await engine.context_window(spec, session)
         jail = Jail(engine.workspace)
@@ -357,16 +370,30 @@ class SunwellClient:
         return await Turn(config, log, engine.store.messages(session)).run(UserMessage(text=case.question))
 
 
+    def _count(self, adapter: Any) -> None:
+        """Count the requests the adapter sends (its one place that posts one)."""
+        if getattr(adapter, "_counted", False):
+            return
+        create = adapter._create
+
+        async def counted(params: dict[str, Any]) -> Any:
+            self.requests += 1
+            return await create(params)
+
+        adapter._create, adapter._counted = counted, True
+
+
 class NativeClient:
     """The request a plain client sends: the question, the tools offered natively, the raw SDK. `naive` trusts
     only `tool_calls`; `anchor` is the model's own ceiling: its chat template with the tools in it, read leniently
     (native `tool_calls`, else each JSON object with `name` and `arguments` in the text)."""
 
-    def __init__(self, base_url: str, model: str, temperature: float | None = None, *, lenient: bool) -> None:
+    def __init__(self, base_url: str, model: str, temperature: float | None = None, *, lenient: bool,
+                 max_tokens: int = 512) -> None:
         from openai import AsyncOpenAI
 
         self.client = AsyncOpenAI(base_url=base_url, api_key="sk-no-key", max_retries=0)
-        self.model, self.lenient = model, lenient
+        self.model, self.lenient, self.max_tokens = model, lenient, max_tokens
         self.sampling = {} if temperature is None else {"temperature": temperature}
 
     async def run(self, case: Case) -> Outcome:
@@ -374,10 +401,10 @@ class NativeClient:
         tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                     "parameters": t.parameters}} for t in case.tools]
         response = await self.client.chat.completions.create(
-            model=self.model, messages=[{"role": "user", "content": case.question}], tools=tools, max_tokens=512,
+            model=self.model, messages=[{"role": "user", "content": case.question}], tools=tools, max_tokens=self.max_tokens,
             **self.sampling)
         message = response.choices[0].message
-        outcome.text = message.content or ""
+        outcome.text, outcome.requests = message.content or "", 1
         for call in message.tool_calls or []:
             outcome.calls.append({"name": call.function.name, "arguments": json_object(call.function.arguments),
                                   "raw": None})
@@ -459,6 +486,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
         "overall": _ratio(sum(o.correct for o in outcomes), n),
         "errors": sum(o.failure is not None for o in outcomes),
         "seconds_per_case": round(sum(o.seconds for o in outcomes) / n, 2) if n else 0.0,
+        "requests_per_case": round(sum(o.requests for o in outcomes) / n, 2) if n else 0.0,
     }
 
 
@@ -468,19 +496,19 @@ def _ratio(k: int, n: int) -> float:
 
 def table(summary: dict[str, dict[str, dict[str, Any]]]) -> str:
     header = ("| set | client | cases | tool selection | parameter accuracy | first attempt | repairs (cases) "
-              "| recovered by retry | overall | s/case |")
-    rows = [header, "|---|---|---|---|---|---|---|---|---|---|"]
+              "| recovered by retry | overall | s/case | requests/case |")
+    rows = [header, "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, modes in summary.items():
         for mode, m in modes.items():
             rows.append(f"| {name} | {mode} | {m['cases']} | {m['tool_selection']:.1%} | "
                         f"{m['parameter_accuracy']:.1%} | {m['first_attempt']:.1%} | {m['repairs']} "
                         f"({m['cases_repaired']}) | {m['recovered_by_retry']} | **{m['overall']:.1%}** | "
-                        f"{m['seconds_per_case']} |")
+                        f"{m['seconds_per_case']} | {m.get('requests_per_case', '')} |")
     return "\n".join(rows)
 
 
 async def run_all(args: argparse.Namespace) -> dict[str, Any]:
-    root = data_dir(args.data)
+    root = data_dir(args.data) if set(args.sets) - set(OWN_SETS) else Path()  # our own sets need no BFCL
     tmp = Path(tempfile.mkdtemp(prefix="sunwell-eval-"))
     overrides = dict(item.split("=", 1) for item in args.override)
     overrides = {key: json.loads(value) if value in ("true", "false") or value.isdigit() else value
@@ -489,11 +517,13 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
         overrides["temperature"] = args.temperature
     # Both clients sample alike: what Sunwell sends for this model (0 for a small one) unless --temperature says.
     temperature = capabilities_for(args.model, "openai-compatible", {args.model: overrides}).temperature
-    clients = {"sunwell": lambda: SunwellClient(args.base_url, args.model, args.rounds, tmp, overrides),
+    # --max-tokens caps every reply of every client alike (an irrelevance case is decided by a reply's start)
+    limits = {"max_tokens": args.max_tokens} if args.max_tokens else {}
+    clients = {"sunwell": lambda: SunwellClient(args.base_url, args.model, args.rounds, tmp, overrides, **limits),
                "sunwell-free": lambda: SunwellClient(args.base_url, args.model, args.rounds, tmp,
-                                                     {**overrides, "constrained": False}, "sunwell-free"),
-               "naive": lambda: NativeClient(args.base_url, args.model, temperature, lenient=False),
-               "anchor": lambda: NativeClient(args.base_url, args.model, temperature, lenient=True)}
+                                                     {**overrides, "constrained": False}, "sunwell-free", **limits),
+               "naive": lambda: NativeClient(args.base_url, args.model, temperature, lenient=False, **limits),
+               "anchor": lambda: NativeClient(args.base_url, args.model, temperature, lenient=True, **limits)}
     outcomes: list[Outcome] = []
     summary: dict[str, dict[str, Any]] = {}
     for name in args.sets:
@@ -523,6 +553,7 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
             summary[name][mode] = summarize(done)
             outcomes += done
     return {"model": args.model, "base_url": args.base_url, "limit": args.limit, "rounds": args.rounds,
+            "max_tokens": args.max_tokens,
             "overrides": overrides, "temperature": args.temperature,
             "date": time.strftime("%Y-%m-%d %H:%M"), "summary": summary,
             "cases": [asdict(o) for o in outcomes]}
@@ -570,6 +601,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=lambda s: set(s.split(",")) - {""}, default=set(),
                         help="only these case ids (comma-separated), among the --limit ones")
     parser.add_argument("--rounds", type=int, default=3, help="calls the model may make per case (retries)")
+    parser.add_argument("--max-tokens", type=int, help="cap every reply of every client at this many tokens")
     parser.add_argument("--timeout", type=float, default=180, help="seconds per case")
     parser.add_argument("--data", help="bfcl_eval/data directory (default: the installed bfcl-eval)")
     parser.add_argument("--out", default="toolcall_eval.json", help="where to write the JSON results")

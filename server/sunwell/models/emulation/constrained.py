@@ -61,6 +61,9 @@ class ConstrainedRequest(ModelRequest):
     """A request whose reply the server should constrain to `reply_schema` (an adapter that cannot ignores it)."""
 
     reply_schema: dict[str, Any] = field(default_factory=dict)
+    answer: str | None = None
+    """The answer tool's name when the model may answer (`tool_choice` auto): an adapter that sends the schema
+    sends the request free first, and again with the schema only when the reply opens a call (`choice.py`)."""
 
 
 def answer_tool(tools: list[ToolSpec]) -> ToolSpec:

@@ -4,6 +4,8 @@
 (`emulation_prompt.py`), sends no `tools`, and finds the calls in the streamed text (`call_detector.py`). With
 `constrained` (the model's capability) it also asks the server to constrain the reply to one call, the answer being
 a call of `final_answer` (`constrained.py`); a server that cannot is sent the request without it by its adapter.
+Where the model may answer, it first chooses between answering and calling free, and only a call is held to the
+schema (`choice.py`).
 `RecoveringProvider` is for native-but-unreliable models (local servers): it keeps native tool events as they are
 and recovers a call the model wrote as text instead (PROTOCOL.md "Model strings").
 """
@@ -87,8 +89,9 @@ class EmulatedProvider:
         sent = replace(request, system=system.strip(), tools=[], tool_choice="auto", messages=messages)
         first_id = next_emulated_id(request.messages)
         detector: CallDetector | ConstrainedReply = CallDetector(tools, first_id=first_id)
-        if constrained:
-            sent = ConstrainedRequest(**{**vars(sent), "reply_schema": reply_schema(tools, request.tool_choice)})
+        if constrained:  # with `answer`, the adapter lets the model choose free before a call is held (choice.py)
+            sent = ConstrainedRequest(**{**vars(sent), "reply_schema": reply_schema(tools, request.tool_choice),
+                                         "answer": answer and answer.name})  # fmt: skip
             detector = ConstrainedReply(tools, answer=answer.name if answer else None, first_id=first_id)
         events = self.inner.stream(sent)
         finished = False

@@ -5,7 +5,8 @@ not pay for it. It sends the request, decodes the event stream and raises its er
 the JSON the server sent (`cast_to=object`): building its typed `ChatCompletionChunk` per delta cost ~65 µs, about
 two thirds of the relay's CPU per token (BENCHMARKS.md, "Speed"). A `ConstrainedRequest` (emulated tool calls)
 goes out with its reply schema in the form this endpoint takes, learned from its refusals (`constrained.py`); one
-that takes none gets the request without it.
+that takes none gets the request without it. One the model may answer goes out free first, and with its schema
+only when the reply opens a call (`choice.py`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
+from sunwell.models.emulation.choice import answer_or_call
 from sunwell.models.emulation.constrained import (
     ConstrainedRequest,
     ServerConstraints,
@@ -71,6 +73,19 @@ class OpenAIChat:
         """What this endpoint does with a reply schema: one adapter per endpoint, so it is learned once."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """The response's events. A constrained request the model may answer goes out free first while this
+        endpoint takes a schema, and again with it only when the reply opens a call (`choice.py`)."""
+        if isinstance(request, ConstrainedRequest) and request.answer and self.constraints.dialect() is not None:
+            events = answer_or_call(self._stream, request)
+        else:
+            events = self._stream(request)
+        try:
+            async for event in events:
+                yield event
+        finally:
+            await events.aclose()
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         from openai import APIConnectionError, OpenAIError
 
         reducer = ChatStreamReducer()

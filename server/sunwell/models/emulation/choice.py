@@ -1,0 +1,158 @@
+"""Answer or call: a model held to a reply schema first chooses between the two free, and only a call is held.
+
+Under the schema (`constrained.py`) every reply is one JSON object, so the grammar's first tokens are
+`{"name": "` whatever the question: a 0.5B model asked something no tool answers has begun a call before it
+could choose not to, and then names the likeliest tool, not the `final_answer` pseudo-tool listed last, whose
+description says it comes once every step is done (BENCHMARKS.md, "Answering under the constraint"). Free, the
+same model answers such a question in prose as often as through its own chat template.
+
+So a request that may be answered (`tool_choice` auto) goes out twice at most, with the same prompt: first
+without the schema, read only until its opening shows what it is (`opening`); prose, or the answer tool's JSON,
+is the reply and streams on; a call, in any format, closes that stream and the request goes again with the
+schema, whose reply is the call. The second request repeats the first's prompt, so a server that keeps its
+prompt cache (llama.cpp, vLLM, Ollama) does not read it again, and a call costs the few tokens of its opening.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable, Collection
+from dataclasses import fields
+from typing import Any, Literal
+
+from sunwell.models.base import Finished, ModelRequest, StreamEvent, TextDelta
+from sunwell.models.emulation import dialects
+from sunwell.models.emulation.constrained import ConstrainedRequest
+
+Opening = Literal["answer", "call"]
+
+UNDECIDED_MAX = 200
+"""Characters held at most while the opening cannot be told: then the reply is read as an answer (calls written
+in it are still found, as in any emulated reply)."""
+
+_MARKERS = (*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY)
+_FIRST_KEY = re.compile(r'\{\s*"((?:[^"\\]|\\.)*)"\s*:\s*')
+_KEY_BEGUN = re.compile(r'\{\s*(?:"(?:[^"\\]|\\.)*"?\s*)?')
+_NAME = re.compile(r'"((?:[^"\\]|\\.)*)("?)')
+_FENCE = re.compile(r"```([\w.+-]*)[^\n]*\n")
+_CALL_FENCES = {"", "json", "jsonc", "json5", "xml", "tool_call", "tool_calls", "tool", "function", "function_call"}
+_WORD = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def opening(text: str, answer: str, tools: Collection[str]) -> Opening | None:
+    """What a reply free to answer or call does, told from its first characters; None while they cannot tell.
+
+    A call is any format's opening: JSON (unless it names `answer`, or is `{"answer": …}`), a fenced JSON block,
+    a family's call marker, a Python call of an offered tool. Where it is unclear the verdict is a call: held to
+    the schema, the model may still answer through `answer`, where a call read from free text is not held."""
+    rest = text.lstrip()
+    if not rest:
+        return None
+    if len(rest) > UNDECIDED_MAX:
+        return "answer"
+    match rest[0]:
+        case "{":
+            return _json_opening(rest, answer)
+        case "[":
+            return "call"  # a list of calls, JSON or Python, or Mistral's [TOOL_CALLS]
+        case "<":
+            if any(rest.startswith(m) for m in (*_MARKERS, *(f"<{name}>" for name in tools))):
+                return "call"
+            prefix = any(m.startswith(rest) for m in (*_MARKERS, *(f"<{name}>" for name in tools)))
+            return None if prefix else "answer"
+        case "`":
+            return _fenced_opening(rest, answer, tools)
+    word, names = _WORD.match(rest), {name.lower() for name in tools}  # `Read_file(` is read as `read_file`
+    if word is None or not any(name.startswith(word[0].lower()) for name in names):
+        return "answer"
+    if word.end() == len(rest):
+        return None  # `read` may still become `read_file(`
+    return "call" if rest[word.end()] == "(" and word[0].lower() in names else "answer"
+
+
+def _json_opening(rest: str, answer: str) -> Opening | None:
+    key = _FIRST_KEY.match(rest)
+    if key is None:
+        return None if _KEY_BEGUN.fullmatch(rest) else "call"
+    if key[1] == "answer":
+        return "answer"
+    if key[1] != "name":
+        return "call"
+    value = _NAME.match(rest, key.end())
+    if value is None:
+        return None if key.end() == len(rest) else "call"
+    name, closed = value[1], value[2]
+    if closed:
+        return "answer" if name == answer else "call"
+    return None if answer.startswith(name) else "call"  # told apart as soon as the name leaves `final_answer`
+
+
+def _fenced_opening(rest: str, answer: str, tools: Collection[str]) -> Opening | None:
+    if not rest.startswith("```"):
+        return None if "```".startswith(rest) else "answer"  # `code` in a sentence
+    fence = _FENCE.match(rest)
+    if fence is None:
+        return None  # the fence's language has not ended yet
+    if fence[1].lower() not in _CALL_FENCES:
+        return "answer"  # ```python: code in an answer
+    inner = opening(rest[fence.end() :], answer, tools)
+    return None if inner is None and len(rest) <= UNDECIDED_MAX else inner or "answer"
+
+
+def free(request: ConstrainedRequest) -> ModelRequest:
+    """`request` without its reply schema."""
+    return ModelRequest(**{f.name: getattr(request, f.name) for f in fields(ModelRequest)})
+
+
+def schema_tools(schema: dict[str, Any]) -> list[str]:
+    """The tool names of a `reply_schema`: each branch's `name` constant."""
+    return [branch["properties"]["name"]["const"] for branch in schema.get("anyOf", [])]
+
+
+Stream = Callable[[ModelRequest], AsyncIterator[StreamEvent]]
+
+
+async def answer_or_call(stream: Stream, request: ConstrainedRequest) -> AsyncIterator[StreamEvent]:
+    """The events of `request` sent free; when its reply opens a call, those of `request` with its schema instead.
+
+    Nothing of the free reply is given out before its opening is told, so the events are those of one reply:
+    the free one (an answer) or the constrained one (a call, or an answer the model gives under the schema)."""
+    assert request.answer is not None
+    answer, tools = request.answer, schema_tools(request.reply_schema)
+    held: list[StreamEvent] = []
+    text = ""
+    verdict: Opening | None = None
+    events = stream(free(request))
+    try:
+        async for event in events:
+            if verdict == "answer":
+                yield event
+                continue
+            held.append(event)
+            if isinstance(event, TextDelta):
+                text += event.text
+                verdict = opening(text, answer, tools)
+            elif isinstance(event, Finished):
+                verdict = "answer"  # it ended before it could be told: it is what it is
+            if verdict == "call":
+                break
+            if verdict == "answer":
+                for item in held:
+                    yield item
+    finally:
+        await _close(events)
+    if verdict is None:  # the stream ended, without `Finished`, before its opening was told
+        for item in held:
+            yield item
+    elif verdict == "call":
+        events = stream(request)
+        try:
+            async for event in events:
+                yield event
+        finally:
+            await _close(events)
+
+
+async def _close(events: AsyncIterator[StreamEvent]) -> None:
+    if (aclose := getattr(events, "aclose", None)) is not None:
+        await aclose()

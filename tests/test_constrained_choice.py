@@ -1,0 +1,127 @@
+"""Answer or call (issue 32 item 3): under constrained decoding the model first chooses free between answering and
+calling, and only a call is held to the schema (`models/emulation/choice.py`). Through the real engine and the real
+`openai` SDK against the fake Chat Completions server on 127.0.0.1: the request sequence, what streams, what runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from fake_provider import Reply
+from sunwell.models.base import ModelRequest, TextDelta, ToolCallDone
+from sunwell.models.emulation.choice import UNDECIDED_MAX, opening
+from sunwell.models.emulation.provider import EmulatedProvider
+from sunwell.models.providers.openai_chat import OpenAIChat
+from sunwell.wire.messages import ToolSpec, UserMessage
+from test_constrained import answer, as_json, call, called, engine, kind, run_turn
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+def test_a_question_no_tool_answers_is_answered_in_prose_in_one_free_request(tmp_path, workspace, fake):
+    said = "Canberra is the capital of Australia. It was chosen as a compromise between Sydney and Melbourne."
+    fake.script(Reply(text=said, chunk=3))
+    wire = as_json(run_turn(engine(tmp_path, workspace, fake), "What is the capital of Australia?"))
+
+    assert [kind(r.body) for r in fake.requests] == [None]
+    system = fake.requests[0].body["messages"][0]["content"]
+    assert '"name": "read_file"' in system and "call final_answer with your reply" in system  # the same prompt
+    assert not [e for e in wire if e["type"] == "toolCall"]
+    texts = [e["delta"] for e in wire if e["type"] == "text"]
+    assert "".join(texts) == said and len(texts) > 10  # it streams as it comes once its opening is told
+
+
+def test_a_call_opened_free_is_made_under_the_schema_and_only_that_one_runs(tmp_path, workspace, fake):
+    # A model may write another call free than held; the free one is closed at its opening and never runs.
+    fake.script(Reply(text=call("read_file", path="nowhere.txt") + " and more", chunk=2),
+                Reply(text=call("read_file", path="a.txt")), Reply(text="It says hello from a."))  # fmt: skip
+    wire = as_json(run_turn(engine(tmp_path, workspace, fake), "What does a.txt say?"))
+
+    assert [kind(r.body) for r in fake.requests] == [None, "json_schema", None]
+    free, held = (fake.requests[i].body for i in (0, 1))
+    assert {k: v for k, v in held.items() if k != "response_format"} == free  # one prompt: a server's cache holds
+    assert [(e["name"], e["arguments"]) for e in wire if e["type"] == "toolCall"] == [("read_file", {"path": "a.txt"})]
+    assert "".join(e["delta"] for e in wire if e["type"] == "text") == "It says hello from a."
+
+
+def test_the_answer_tools_json_written_free_is_the_answer(tmp_path, workspace, fake):
+    fake.script(Reply(text=answer("Nothing to read: hello."), chunk=2))
+    wire = as_json(run_turn(engine(tmp_path, workspace, fake), "Say hello"))
+    assert [kind(r.body) for r in fake.requests] == [None]
+    assert "".join(e["delta"] for e in wire if e["type"] == "text") == "Nothing to read: hello."
+
+
+@pytest.mark.parametrize("opened", [
+    "```json\n" + call("read_file", path="a.txt") + "\n```",
+    "<tool_call>\n" + call("read_file", path="a.txt") + "\n</tool_call>",
+    '[TOOL_CALLS][{"name": "read_file", "arguments": {"path": "a.txt"}}]',
+    'read_file(path="a.txt")',
+])  # fmt: skip
+def test_a_call_opened_in_any_format_goes_to_the_schema(tmp_path, workspace, fake, opened):
+    fake.script(Reply(text=opened, chunk=3), *called(call("read_file", path="a.txt"))[1:], Reply(text="Done."))
+    wire = as_json(run_turn(engine(tmp_path, workspace, fake), "Read a.txt"))
+    assert [kind(r.body) for r in fake.requests] == [None, "json_schema", None]
+    assert [e["name"] for e in wire if e["type"] == "toolCall"] == ["read_file"]
+
+
+def test_a_reply_that_must_call_is_held_from_its_first_token(fake):
+    """`required` (or one tool's name) leaves no answer to choose: one request, with the schema."""
+    tool = ToolSpec(name="lookup", description="Look up.", parameters={
+        "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})  # fmt: skip
+    fake.script(Reply(text=json.dumps({"name": "lookup", "arguments": {"q": "x"}})))
+    provider = EmulatedProvider(OpenAIChat(base_url=f"{fake.url}/v1", api_key="k", name="openai-compatible"),
+                                constrained=True)  # fmt: skip
+    request = ModelRequest(model="m", system="", messages=[UserMessage(text="find x")], tools=[tool],
+                           tool_choice="required")  # fmt: skip
+
+    async def collect() -> list:
+        return [event async for event in provider.stream(request)]
+
+    events = asyncio.run(collect())
+    assert [kind(r.body) for r in fake.requests] == ["json_schema"]
+    assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [("lookup", {"q": "x"})]
+    assert not [e for e in events if isinstance(e, TextDelta)]
+
+
+TOOLS = ["read_file", "write_file", "get_weather"]
+OPENINGS = [
+    ("Canberra is the capital.", "answer"),
+    ("  \n1. First, preheat the oven", "answer"),
+    ("I can't book tables, but", "answer"),
+    ("reading files is what I do", "answer"),  # a tool's name begun, then prose
+    ("`x` is a variable", "answer"),
+    ("```python\ndef is_prime(n):", "answer"),
+    ("<b>Bold</b> claim", "answer"),
+    (answer("Hi"), "answer"),
+    ('{"answer": "Hi"}', "answer"),
+    (call("get_weather", city="Paris"), "call"),
+    ('{"city": "Paris"}', "call"),  # arguments alone: held, the schema makes a call (or an answer) of it
+    ("```json\n" + call("read_file", path="a"), "call"),
+    ("```\n" + answer("Hi"), "answer"),
+    ("<tool_call>\n" + call("read_file", path="a"), "call"),
+    ("<|python_tag|>" + call("read_file", path="a"), "call"),
+    ("<read_file><path>a</path></read_file>", "call"),
+    ('[{"name": "read_file"}]', "call"),
+    ('read_file(path="a")', "call"),
+    ('Read_file(path="a")', "call"),
+    ("Read the file first", "answer"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("reply", "want"), OPENINGS)
+def test_an_opening_is_told_the_same_however_it_streams(reply, want):
+    # Told at the first prefix that tells, and never changed by what follows: any chunking gives one verdict.
+    verdicts = [opening(reply[:i], "final_answer", TOOLS) for i in range(1, len(reply) + 1)]
+    told = [v for v in verdicts if v is not None]
+    assert told and set(told) == {want}
+    assert all(v is not None for v in verdicts[verdicts.index(told[0]):])
+
+
+def test_an_opening_that_cannot_be_told_is_an_answer_past_the_bound():
+    assert opening("```json\n" + " " * 10, "final_answer", TOOLS) is None
+    assert opening("```json\n" + " " * UNDECIDED_MAX, "final_answer", TOOLS) == "answer"
