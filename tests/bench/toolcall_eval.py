@@ -49,7 +49,8 @@ from typing import Any
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
+# `SUNWELL_SERVER=DIR`: run another tree's engine on the same cases (toolcall_ab.py compares two side by side)
+sys.path.insert(0, os.environ.get("SUNWELL_SERVER") or str(Path(__file__).resolve().parents[2] / "server"))
 
 from sunwell.agent.compaction import Summariser
 from sunwell.agent.engine import Engine
@@ -265,7 +266,7 @@ class Outcome:
     seconds: float = 0.0
     failure: str | None = None
     requests: int = 0
-    """Chat Completions requests the case sent (counted at the adapter for Sunwell; one for the others)."""
+    """Chat Completions requests the server answered for the case (counted at the adapter for Sunwell)."""
 
 
 _CALL_BEGUN = re.compile(r'\s*(?:```\w*\s*|<tool_call>\s*)?\{\s*"name"\s*:')
@@ -371,14 +372,16 @@ class SunwellClient:
 
 
     def _count(self, adapter: Any) -> None:
-        """Count the requests the adapter sends (its one place that posts one)."""
+        """Count the requests the adapter has answered (its one place that posts one). A refusal of a form of
+        constraint is not counted: an endpoint's form is learned once, by the first request of a process."""
         if getattr(adapter, "_counted", False):
             return
         create = adapter._create
 
         async def counted(params: dict[str, Any]) -> Any:
+            response = await create(params)
             self.requests += 1
-            return await create(params)
+            return response
 
         adapter._create, adapter._counted = counted, True
 
