@@ -29,7 +29,8 @@ AFTER = HERE.parents[1] / "server"
 def run_chunk(tree: Path, name: str, ids: list[str], args: argparse.Namespace, out: Path) -> list[dict]:
     command = [sys.executable, str(HERE / "toolcall_eval.py"), "--sets", name, "--limit", str(args.limit),
                "--cases", ",".join(ids), "--modes", "sunwell", "--out", str(out), "--base-url", args.base_url]
-    command += [f"--{key}={value}" for key, value in (("data", args.data), ("max-tokens", args.max_tokens)) if value]
+    command += [f"--{key}={value}" for key, value in (("data", args.data), ("max-tokens", args.max_tokens),
+                                                        ("timeout", args.timeout)) if value]  # fmt: skip
     env = {**os.environ, "SUNWELL_SERVER": str(tree)}
     subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text(encoding="utf-8"))["cases"]
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", default="http://127.0.0.1:18090/v1")
     parser.add_argument("--data", help="bfcl_eval/data directory")
     parser.add_argument("--max-tokens", type=int)
+    parser.add_argument("--timeout", type=float, default=400, help="seconds per case")
     parser.add_argument("--out", default="toolcall_ab.json")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
