@@ -101,8 +101,7 @@ def test_a_call_nested_deeper_than_json_goes_is_text_not_a_crash():
 
 def test_an_emulated_call_the_repair_library_chokes_on_is_answered(sunwell, fake):
     hermes = json.dumps({"name": "read_file", "arguments": DEEP})
-    # opened free, then the same again under the schema (a server that ignores it): choice.py
-    fake.script(*[Reply(text=f"<tool_call>\n{hermes}\n</tool_call>", chunk=40)] * 2, Reply(text="Sorry."))
+    fake.script(Reply(text=f"<tool_call>\n{hermes}\n</tool_call>", chunk=40), Reply(text="Sorry."))
     run = sunwell("run", "read a.txt", "--model", SMALL, "--base-url", f"{fake.url}/v1", "--json")
     assert run.code == 0, run.stderr
     check_stream_rules(run.events)

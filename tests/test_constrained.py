@@ -82,7 +82,7 @@ def test_the_schema_goes_out_and_a_constrained_reply_reads_then_writes_then_answ
     tmp_path, workspace, fake
 ):
     fake.script(
-        *called(call("read_file", path="a.txt"), chunk=4),
+        Reply(text=call("read_file", path="a.txt"), chunk=4),
         *called(call("write_file", path="b.txt", content="HELLO FROM A\nSECOND LINE\n"), chunk=5),
         Reply(text=answer('b.txt now holds "HELLO FROM A" and a second line.\nDone.'), chunk=3),
     )
@@ -91,9 +91,11 @@ def test_the_schema_goes_out_and_a_constrained_reply_reads_then_writes_then_answ
     )
 
     assert (workspace / "b.txt").read_text() == "HELLO FROM A\nSECOND LINE\n"
-    # each call opened free, then made under the schema; the answer given free
-    assert [kind(r.body) for r in fake.requests] == [None, "json_schema", None, "json_schema", None]
-    body = fake.requests[1].body
+    # the request names a.txt: the first reply is held to a call (plan.read_first); then the write opened free and
+    # made under the schema; the answer given free
+    assert [kind(r.body) for r in fake.requests] == ["json_schema", None, "json_schema", None]
+    assert "final_answer" not in branches(fake.requests[0].body)
+    body = fake.requests[2].body
     assert constraint(body)["type"] == "json_schema" and "tools" not in body
     offered = branches(body)
     assert {"read_file", "write_file", "final_answer"} <= set(offered)
@@ -116,10 +118,10 @@ def test_after_a_result_the_request_is_restated_last(tmp_path, workspace, fake):
     # A 0.5B model reading "Result of read_file…" last re-reads the file; told the request again right there it
     # goes on to the write (BENCHMARKS.md, "Agentic read→write tasks").
     request = "Read a.txt and write its content in upper case to b.txt"
-    fake.script(*called(call("read_file", path="a.txt")), Reply(text=answer("Done.")))
+    fake.script(Reply(text=call("read_file", path="a.txt")), Reply(text=answer("Done.")))
     run_turn(engine(tmp_path, workspace, fake), request)
 
-    first, second = (fake.requests[i].body["messages"] for i in (1, 2))
+    first, second = (r.body["messages"] for r in fake.requests)
     assert first[-1] == {"role": "user", "content": request}  # nothing added before any result
     last = second[-1]["content"]
     assert last.startswith("Result of read_file(") and "hello from a" in last
@@ -159,20 +161,20 @@ def test_a_refusal_is_retried_without_and_remembered_for_the_endpoint(tmp_path, 
         return answer_or_refuse
 
     fake.script(*(strict(r) for r in [Reply(text=f"<tool_call>\n{call('read_file', path='a.txt')}\n</tool_call>")]
-                  * 4), strict(Reply(text="It says hello from a.")), strict(Reply(text="Hi there.")))  # fmt: skip
+                  * 3), strict(Reply(text="It says hello from a.")), strict(Reply(text="Hi there.")))  # fmt: skip
     eng = engine(tmp_path, workspace, fake)
     first = as_json(run_turn(eng, "What does a.txt say?"))
     sent = [kind(r.body) for r in fake.requests]
-    # the call opened free, then each form refused, then without (the call found in free text), then the answer in
-    # one request: an endpoint that takes no schema is never asked twice for one reply
-    assert sent == [None, "json_schema", "json_object", None, None]
+    # the call (the request names a.txt: held from its first reply), each form refused, then without (the call
+    # found in free text); then the answer in one request
+    assert sent == ["json_schema", "json_object", None, None]
     assert [e["name"] for e in first if e["type"] == "toolCall"] == ["read_file"]
     assert "".join(e["delta"] for e in first if e["type"] == "text") == "It says hello from a."
     [notice] = [e for e in first if e["type"] == "notice" and e["code"] == "constrained_decoding_refused"]
     assert "response_format" in notice["message"]
 
     second = as_json(run_turn(eng, "Say hi"))
-    assert [constraint(r.body) for r in fake.requests[5:]] == [None]
+    assert [constraint(r.body) for r in fake.requests[4:]] == [None]
     assert "".join(e["delta"] for e in second if e["type"] == "text") == "Hi there."
     assert not [e for e in second if e["type"] == "notice" and e["code"] == "constrained_decoding_refused"]
 

@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from fake_provider import Reply
+from fake_provider import Fail, Reply
 from sunwell.models.base import ModelRequest, TextDelta, ToolCallDone
 from sunwell.models.emulation.choice import UNDECIDED_MAX, opening
 from sunwell.models.emulation.provider import EmulatedProvider
 from sunwell.models.providers.openai_chat import OpenAIChat
 from sunwell.wire.messages import ToolSpec, UserMessage
-from test_constrained import answer, as_json, call, called, engine, kind, run_turn
+from test_constrained import answer, as_json, branches, call, called, constraint, engine, kind, run_turn
 
 
 @pytest.fixture(autouse=True)
@@ -40,7 +40,7 @@ def test_a_call_opened_free_is_made_under_the_schema_and_only_that_one_runs(tmp_
     # A model may write another call free than held; the free one is closed at its opening and never runs.
     fake.script(Reply(text=call("read_file", path="nowhere.txt") + " and more", chunk=2),
                 Reply(text=call("read_file", path="a.txt")), Reply(text="It says hello from a."))  # fmt: skip
-    wire = as_json(run_turn(engine(tmp_path, workspace, fake), "What does a.txt say?"))
+    wire = as_json(run_turn(engine(tmp_path, workspace, fake), "What do my notes say?"))
 
     assert [kind(r.body) for r in fake.requests] == [None, "json_schema", None]
     free, held = (fake.requests[i].body for i in (0, 1))
@@ -64,8 +64,33 @@ def test_the_answer_tools_json_written_free_is_the_answer(tmp_path, workspace, f
 ])  # fmt: skip
 def test_a_call_opened_in_any_format_goes_to_the_schema(tmp_path, workspace, fake, opened):
     fake.script(Reply(text=opened, chunk=3), *called(call("read_file", path="a.txt"))[1:], Reply(text="Done."))
-    wire = as_json(run_turn(engine(tmp_path, workspace, fake), "Read a.txt"))
+    wire = as_json(run_turn(engine(tmp_path, workspace, fake), "Read my notes"))
     assert [kind(r.body) for r in fake.requests] == [None, "json_schema", None]
+    assert [e["name"] for e in wire if e["type"] == "toolCall"] == ["read_file"]
+
+
+def test_a_request_naming_a_workspace_file_is_held_to_a_call_first(tmp_path, workspace, fake):
+    """Free to answer, the 0.5B model said what a.txt holds without reading it: a request that names a workspace
+    file gets a call first (`required`: no answer branch), then the choice again."""
+    fake.script(Reply(text=call("read_file", path="a.txt")), Reply(text="It says hello from a.", chunk=3))
+    wire = as_json(run_turn(engine(tmp_path, workspace, fake), "What does a.txt say?"))
+
+    assert [kind(r.body) for r in fake.requests] == ["json_schema", None]
+    held = fake.requests[0].body
+    assert "final_answer" not in branches(held) and "You must call a tool" in held["messages"][0]["content"]
+    assert [e["name"] for e in wire if e["type"] == "toolCall"] == ["read_file"]
+    assert "".join(e["delta"] for e in wire if e["type"] == "text") == "It says hello from a."
+
+
+def test_an_endpoint_that_takes_no_schema_is_asked_once_per_reply(tmp_path, workspace, fake):
+    def refuse(reply: Reply):
+        return lambda body: Fail(400, "Unsupported parameter: 'response_format'") if constraint(body) else reply
+
+    opened = Reply(text=call("read_file", path="a.txt"))
+    fake.script(*(refuse(r) for r in [opened, opened, opened, opened, Reply(text="It says hello from a.")]))
+    wire = as_json(run_turn(engine(tmp_path, workspace, fake), "What do my notes say?"))
+    # opened free; each form refused, then without: once no form is left, each reply is one request
+    assert [kind(r.body) for r in fake.requests] == [None, "json_schema", "json_object", None, None]
     assert [e["name"] for e in wire if e["type"] == "toolCall"] == ["read_file"]
 
 

@@ -16,10 +16,12 @@ from sunwell.agent.prompts import ANSWER_FROM_RESULTS, system_prompt
 SMALL = "openai-compatible:qwen2.5-coder-0.5b"
 
 
-def hermes(name: str, arguments: dict) -> list[Reply]:
-    """A call in Qwen's own format, twice: opened in the free request, then written again in the one that should
-    hold it to the schema (the fake ignores schemas), as `choice.py` asks for a call."""
-    return [Reply(text=f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>", chunk=7)] * 2
+def hermes(name: str, arguments: dict, *, free: bool = True) -> list[Reply]:
+    """A call in Qwen's own format; twice when it is `free` to answer instead: opened in the free request, then
+    written again in the one that should hold it to the schema (the fake ignores schemas), as `choice.py` asks
+    for a call. A turn's first call is not free when the request names a workspace file (`plan.read_first`)."""
+    reply = Reply(text=f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>", chunk=7)
+    return [reply] * (2 if free else 1)
 
 
 def small(sunwell, fake, prompt, *flags):
@@ -31,7 +33,7 @@ def system_of(request) -> str:
 
 
 def test_a_small_model_sees_the_files_not_the_absolute_root(sunwell, fake, workspace):
-    fake.script(*hermes("read_file", {"path": "a.txt"}), Reply(text="It says hello from a."))
+    fake.script(*hermes("read_file", {"path": "a.txt"}, free=False), Reply(text="It says hello from a."))
     run = small(sunwell, fake, "Read a.txt and tell me what it says")
     assert run.code == 0, run.stderr
     check_stream_rules(run.events)
@@ -63,7 +65,7 @@ def test_the_temperature_can_be_set_per_model(sunwell, fake, tmp_path):
 
 
 def test_a_repeated_read_ends_in_an_answer_from_the_results(sunwell, fake):
-    fake.script(*hermes("read_file", {"path": "a.txt"}), *hermes("read_file", {"path": "a.txt"}),
+    fake.script(*hermes("read_file", {"path": "a.txt"}, free=False), *hermes("read_file", {"path": "a.txt"}),
                 Reply(text="a.txt says hello from a."))
     run = small(sunwell, fake, "Read a.txt and tell me what it says")
     assert run.code == 0, run.stderr
@@ -75,8 +77,8 @@ def test_a_repeated_read_ends_in_an_answer_from_the_results(sunwell, fake):
     assert any(e["type"] == "notice" and e["code"] == "repeated_call" for e in run.events)
     [notice] = [e for e in run.events if e["type"] == "notice" and e["code"] == "answer_from_results"]
     assert "read_file" in notice["message"]
-    assert len(fake.requests) == 5
-    last = fake.requests[4].body
+    assert len(fake.requests) == 4
+    last = fake.requests[3].body
     assert last["messages"][0] == {"role": "system", "content": ANSWER_FROM_RESULTS}
     [ask] = last["messages"][1:]
     assert ask["role"] == "user" and ask["content"].startswith("Request: Read a.txt and tell me what it says")
@@ -98,12 +100,12 @@ def test_the_same_write_again_runs_and_then_asks_for_the_answer(sunwell, fake, w
 
 
 def test_the_same_content_again_with_other_arguments_also_ends_it(sunwell, fake):
-    fake.script(*hermes("read_file", {"path": "a.txt"}), *hermes("read_file", {"path": "a.txt", "offset": 1}),
-                Reply(text="hello from a"))
+    fake.script(*hermes("read_file", {"path": "a.txt"}, free=False),
+                *hermes("read_file", {"path": "a.txt", "offset": 1}), Reply(text="hello from a"))
     run = small(sunwell, fake, "Read a.txt")
     assert run.code == 0, run.stderr
     assert [e["code"] for e in run.events if e["type"] == "notice"] == ["answer_from_results"]
-    assert fake.requests[4].body["messages"][0]["content"] == ANSWER_FROM_RESULTS
+    assert fake.requests[3].body["messages"][0]["content"] == ANSWER_FROM_RESULTS
 
 
 def test_at_the_limit_a_small_model_answers_from_its_results_not_the_history(sunwell, fake):
@@ -143,7 +145,8 @@ def test_the_file_list_is_shallow_first_bounded_and_leaves_out_hidden_and_blocke
 
 def test_a_small_model_repeating_a_failing_call_is_asked_for_its_answer(sunwell, fake, workspace):
     # Seen in the demo workspace: after reading src/calc.py, Qwen 0.5B calls `add` (a function in it) until stopped.
-    fake.script(*hermes("read_file", {"path": "a.txt"}), *hermes("add", {"a": 5, "b": 3}), *hermes("add", {"a": 5, "b": 3}),
+    fake.script(*hermes("read_file", {"path": "a.txt"}, free=False), *hermes("add", {"a": 5, "b": 3}),
+                *hermes("add", {"a": 5, "b": 3}),
                 Reply(text="a.txt says hello from a."))
     run = small(sunwell, fake, "Read a.txt and tell me what it says")
     assert run.code == 0, run.stderr
@@ -151,18 +154,19 @@ def test_a_small_model_repeating_a_failing_call_is_asked_for_its_answer(sunwell,
     assert [e["error"]["code"] for e in run.events if e["type"] == "toolResult" and not e["ok"]] == ["unknown_tool"] * 2
     [notice] = [e for e in run.events if e["type"] == "notice"]
     assert notice["code"] == "answer_from_results" and "add" in notice["message"]
-    ask = fake.requests[6].body["messages"][1]["content"]
+    ask = fake.requests[5].body["messages"][1]["content"]
     assert "hello from a" in ask and "add" not in ask.split("Tool results:")[1]
     assert "".join(e["delta"] for e in run.events if e["type"] == "text") == "a.txt says hello from a."
 
 
 def test_an_empty_answer_after_tools_is_asked_again_from_the_results(sunwell, fake):
-    fake.script(*hermes("read_file", {"path": "a.txt"}), Reply(text=""), Reply(text="It says hello from a."))
+    fake.script(*hermes("read_file", {"path": "a.txt"}, free=False), Reply(text=""),
+                Reply(text="It says hello from a."))
     run = small(sunwell, fake, "Read a.txt and tell me what it says")
     assert run.code == 0, run.stderr
     check_stream_rules(run.events)
     assert [e["code"] for e in run.events if e["type"] == "notice"] == ["answer_from_results"]
-    assert fake.requests[3].body["messages"][0]["content"] == ANSWER_FROM_RESULTS
+    assert fake.requests[2].body["messages"][0]["content"] == ANSWER_FROM_RESULTS
     assert "".join(e["delta"] for e in run.events if e["type"] == "text") == "It says hello from a."
     # The session keeps a valid history: the empty answer was dropped, the real one follows the tool result.
     shown = sunwell("sessions", "show", run.events[0]["session"])
@@ -185,7 +189,7 @@ def test_the_reading_tool_is_named_only_when_offered(tmp_path):
 
 def test_a_call_written_as_python_runs_and_is_never_shown(sunwell, fake):
     # Qwen 0.5B at the server's default temperature once answered with exactly this.
-    fake.script(*[Reply(text='Read_file(path="a.txt", offset=1, limit=2000)', chunk=3)] * 2, Reply(text="It says hello."))
+    fake.script(Reply(text='Read_file(path="a.txt", offset=1, limit=2000)', chunk=3), Reply(text="It says hello."))
     run = small(sunwell, fake, "Read a.txt and tell me what it says")
     assert run.code == 0, run.stderr
     check_stream_rules(run.events)

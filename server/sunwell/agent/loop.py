@@ -246,8 +246,9 @@ class Turn:
 
     def _history_request(self, system: str, tools: list[ToolSpec], final: bool) -> ModelRequest:
         """The next request: the history as it is now (after any room was made), the answer's reserve."""
+        choice = "none" if final else "required" if self.plan.read_first and not self.memory.ran else "auto"
         return ModelRequest(model=self.plan.spec.model, system=system, messages=list(self.history), tools=tools,
-                            tool_choice="none" if final else "auto", max_tokens=self.keeper.budget.reserve,
+                            tool_choice=choice, max_tokens=self.keeper.budget.reserve,
                             temperature=self.plan.capabilities.temperature)
 
     async def _send(self, build: Callable[[], ModelRequest], system: str, tools: list[ToolSpec]) -> _Response:

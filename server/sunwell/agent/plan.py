@@ -73,6 +73,11 @@ class TurnPlan:
     """What `tools` were chosen by (`trust` is its level), kept to choose them again (`Retool`)."""
     text: str
     """The user's line the tools were fitted for."""
+    read_first: bool = False
+    """The line names workspace files and a tool reads them, and the model is a small one emulated under a reply
+    schema: its first reply of the turn must be a call. Free to answer first (models/emulation/choice.py), the 0.5B
+    model told "read it with read_file" answered "What does a.txt say?" with words of its own (BENCHMARKS.md,
+    "Answering under the constraint")."""
 
     @property
     def window(self) -> int:
@@ -94,10 +99,12 @@ async def plan_turn(settings: Settings, spec: ModelSpec, capabilities: Capabilit
     size, source = window
     tools, specs, fitted = _fitted(catalogue, grant, size, text)
     lens_words = [lens.instructions] if lens and lens.instructions else []
-    system, loaded = await asyncio.to_thread(_system, settings.system_prompt, jail, [*lens_words, *instructions],
-                                             capabilities.small, size, specs, text)
+    system, loaded, named = await asyncio.to_thread(_system, settings.system_prompt, jail,
+                                                    [*lens_words, *instructions], capabilities.small, size, specs, text)
+    read_first = bool(named) and _reader(specs) is not None and capabilities.constrained and \
+        not capabilities.native_tools  # fmt: skip
     return TurnPlan(spec=spec, trust=grant[0], tools=tuple(tools), catalogue=tuple(catalogue), specs=specs,
-                    fitted=tuple(fitted), system=system, loaded=tuple(loaded),
+                    fitted=tuple(fitted), system=system, loaded=tuple(loaded), read_first=read_first,
                     budget=Budget(size, settings.max_tokens, settings.compact_at, context), window_source=source,
                     capabilities=capabilities, grant=grant, text=text)
 
@@ -138,16 +145,21 @@ class Retool:
 
 
 def _system(configured: str | None, jail: Jail, extra: list[str], small: bool, window: int,
-            specs: Sequence[ToolSpec], text: str) -> tuple[str, list[LoadedInstructions]]:
-    """The system prompt and the project instructions in it. They are read from disk for every plan: they are
-    words for the model, never settings, and may have changed since the last turn."""
+            specs: Sequence[ToolSpec], text: str) -> tuple[str, list[LoadedInstructions], list[str]]:
+    """The system prompt, the project instructions in it, and (for a small model) the workspace files the user's
+    line names. They are read from disk for every plan: they are words for the model, never settings, and may have
+    changed since the last turn."""
     project, loaded = project_instructions(jail, int(min(PROJECT_MAX_TOKENS, window // 10) * BYTES_PER_TOKEN))
+    named = named_files(jail, text) if small else []
     if configured:  # the user's own prompt replaces Sunwell's words, the lens' and the focus' too
-        return "\n\n".join([configured, *project]), loaded
+        return "\n\n".join([configured, *project]), loaded, named
     files = workspace_files(jail) if small else None
-    named = named_files(jail, text) if small else None
-    reader = "read_file" if any(spec.name == "read_file" for spec in specs) else None
-    return system_prompt(jail.root, [*project, *extra], small, files, named, reader), loaded
+    return system_prompt(jail.root, [*project, *extra], small, files, named, _reader(specs)), loaded, named
+
+
+def _reader(specs: Sequence[ToolSpec]) -> str | None:
+    """The offered tool that reads a file, if any."""
+    return "read_file" if any(spec.name == "read_file" for spec in specs) else None
 
 
 def first_notices(plan: TurnPlan, ctx: ToolContext, lens: Lens | None, servers: list[NoticeEvent],
