@@ -1,21 +1,46 @@
-// "Sunwell: MCP Servers": the configured MCP servers with their state and tools; choosing one offers Restart.
+// "Sunwell: MCP Servers": the configured MCP servers with their state and tools; choosing one offers Restart. With none,
+// it says how to add one and opens the user config there.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { canRestart, mcpServerItem } from './common/mcp';
+import { canRestart, mcpServerItem, withMcpServersKey } from './common/mcp';
 import type { McpServerInfo } from './protocol';
 import type { Sidecar } from './sidecar';
 
 export async function showMcpServers(sidecar: Sidecar): Promise<void> {
   try {
-    const { servers } = await sidecar.request('sunwell/mcp', {});
+    const { servers, config } = await sidecar.request('sunwell/mcp', {});
+    if (servers.length === 0) {
+      // Not an empty picker, which looks like a search box: say what to do, and take the user there.
+      const open = config ? 'Open User Config' : undefined;
+      const action = await vscode.window.showInformationMessage(
+        'Sunwell: no MCP servers are configured. Add one under `mcp_servers` in your Sunwell user config.',
+        ...(open ? [open] : []));
+      if (action && config) await openAtMcpServers(config);
+      return;
+    }
     const chosen = await vscode.window.showQuickPick(
       servers.map((server) => ({ ...mcpServerItem(server), server })),
-      { title: 'Sunwell: MCP Servers', placeHolder: servers.length ? 'Choose a server to restart it'
-        : 'No MCP servers configured (mcp_servers in your user config; see the README)' },
+      { title: 'Sunwell: MCP Servers', placeHolder: 'Choose a server to restart it' },
     );
     if (chosen) await offerRestart(sidecar, chosen.server);
   } catch (err) {
     void vscode.window.showErrorMessage(`Sunwell: ${(err as Error).message ?? err}`);
   }
+}
+
+/** Opens the user config with the cursor on `mcp_servers:` (the key and a commented example added if missing). */
+async function openAtMcpServers(file: string): Promise<void> {
+  const before = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  const { text, line } = withMcpServersKey(before);
+  if (text !== before) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, text);
+  }
+  const editor = await vscode.window.showTextDocument(vscode.Uri.file(file));
+  const at = new vscode.Position(line, 'mcp_servers:'.length);
+  editor.selection = new vscode.Selection(at, at);
+  editor.revealRange(new vscode.Range(at, at), vscode.TextEditorRevealType.InCenter);
 }
 
 async function offerRestart(sidecar: Sidecar, server: McpServerInfo): Promise<void> {

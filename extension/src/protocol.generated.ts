@@ -592,6 +592,7 @@ export interface McpRestartResult {
 }
 export interface McpResult {
   servers: McpServerInfo[];
+  config?: string | null;
 }
 export interface McpServerInfo {
   name: string;

@@ -211,7 +211,7 @@ describe('waiting for the model', () => {
 });
 
 describe('context mentions', async () => {
-  const { fuzzyScore, matchMentions, mentionContext, removeMentionQuery, formatProblems } = await import('../src/common/mentions');
+  const { chipText, fuzzyScore, matchMentions, mentionContext, removeMentionQuery, formatProblems } = await import('../src/common/mentions');
   const files = ['README.md', 'src/app.py', 'src/application/main.py', 'tests/test_app.py', 'docs/sapphire.md'];
 
   it('opens on an @ that starts a word, not in an e-mail address', () => {
@@ -227,6 +227,13 @@ describe('context mentions', async () => {
     assert.equal(matchMentions('app', files)[0].path, 'src/app.py');
     assert.deepEqual(matchMentions('sel', files).map((m) => m.label).slice(0, 1), ['@selection']);
     assert.deepEqual(matchMentions('', files).slice(0, 3).map((m) => m.kind), ['selection', 'problems', 'terminal']);
+  });
+
+  it('a chip shows a file by its name, anything else by its label (issue 34 item 11)', () => {
+    assert.equal(chipText('@src/app.py'), 'app.py');
+    assert.equal(chipText('@README.md'), 'README.md');
+    assert.equal(chipText('@selection'), '@selection');
+    assert.equal(chipText('@notes:notes://team/readme'), '@notes:notes://team/readme');
   });
 
   it('offers the MCP servers\' resources as @SERVER:URI, typed with their colon', () => {
@@ -256,6 +263,7 @@ describe('context mentions', async () => {
 
   it('show on the line that carried them', () => {
     const state = reduce(initialState(), { type: 'userMessage', text: 'look', mentions: ['@src/app.py'] });
-    assert.deepEqual([...draw(state).querySelectorAll('[data-testid="sent-mention"]')].map((e) => e.textContent), ['@src/app.py']);
+    const chips = [...draw(state).querySelectorAll<HTMLElement>('[data-testid="sent-mention"]')];
+    assert.deepEqual(chips.map((e) => [e.textContent, e.title, e.dataset.label]), [['app.py', 'src/app.py', '@src/app.py']]);
   });
 });

@@ -152,6 +152,12 @@ describe('approvals', () => {
     other = reduce(other, { type: 'approvalRequested', params: request });
     other = reduce(other, { type: 'turnFinished', status: 'cancelled' });
     assert.equal(tools(other)[0].approval?.state, 'stopped');
+    // The broker's request is cancelled by the engine's stop before the turn's end arrives (issue 34 bug 2).
+    let cancelled = turn('write b.txt', events.slice(0, callIndex + 1));
+    cancelled = reduce(cancelled, { type: 'approvalRequested', params: request });
+    cancelled = reduce(cancelled, { type: 'stopRequested' });
+    cancelled = reduce(cancelled, { type: 'approvalExpired', callId: call.callId });
+    assert.equal(tools(cancelled)[0].approval?.state, 'stopped');
   });
 
   it('an unanswered card expires when the turn ends', () => {
@@ -226,6 +232,22 @@ describe('notices, commands and sessions', () => {
     assert.equal(notice.kind === 'notice' && notice.code, 'provider_retry');
   });
 
+  it('a turn\'s info notices fold into one notes item; warnings stay apart (issue 34 item 7)', () => {
+    const state = turn('go', [
+      { ...base, seq: 0, type: 'notice', level: 'info', code: 'tools_fitted', message: 'tool definitions fitted' },
+      { ...base, seq: 1, type: 'text', delta: 'ok' },
+      { ...base, seq: 2, type: 'notice', level: 'warning', code: 'provider_retry', message: 'retrying in 1 s' },
+      { ...base, seq: 3, type: 'notice', level: 'info', code: 'repeated_call', message: 'the model repeated read_file' },
+      { ...base, seq: 4, type: 'done', status: 'completed', toolCalls: 0, usage: null },
+    ]);
+    assert.deepEqual(kinds(state), ['user', 'notes', 'assistant', 'notice', 'turnEnd']);
+    const notes = state.items[1];
+    assert.deepEqual(notes.kind === 'notes' && notes.notes.map((n) => n.code), ['tools_fitted', 'repeated_call']);
+    const next = run([{ ...base, turn: 't2', seq: 0, type: 'notice', level: 'info', code: 'tools_fitted', message: 'again' }],
+      reduce(state, { type: 'userMessage', text: 'more' }));
+    assert.equal(next.items.filter((i) => i.kind === 'notes').length, 2);  // one per turn
+  });
+
   it('contextUsage fills the meter after each request; a compaction is a notice; a new session empties the meter', () => {
     let state = turn('read it all', [
       { ...base, seq: 0, type: 'contextUsage', usedTokens: 1200, windowTokens: 4096, estimated: true },
@@ -273,6 +295,8 @@ describe('stored sessions', () => {
         return [item.kind, item.status, item.toolCalls, item.usage, item.error?.replace(/ to \S+ was/, ' was') ?? null];
       case 'notice':
         return [item.kind, item.code];
+      case 'notes':
+        return [item.kind, item.notes.map((n) => n.code)];
       case 'command':
         return [item.kind, item.command];
       default:

@@ -782,8 +782,9 @@ async function main() {
       { timeoutMs: 10_000, message: `the picker does not offer src/app.py first: ${JSON.stringify(await byTest('mention-option').allInnerTexts())}` });
     await shot('mention-picker');
     await page.keyboard.press('Enter');
-    await until(async () => JSON.stringify(await byTest('mention-chip').allInnerTexts()) === '["@src/app.py"]',
-      { timeoutMs: 3000, message: 'no chip for src/app.py' });
+    await until(async () => JSON.stringify(await byTest('mention-chip').allInnerTexts()) === '["app.py"]'
+      && await byTest('mention-chip').first().getAttribute('title') === 'src/app.py',
+      { timeoutMs: 3000, message: 'no chip for src/app.py (named app.py, its path as its title)' });
     check((await input.inputValue()) === 'Explain ', `the @query stayed in the input: "${await input.inputValue()}"`);
     for (const query of ['@sel', '@prob']) {
       await page.keyboard.type(query, { delay: 30 });
@@ -792,7 +793,7 @@ async function main() {
     }
     await until(async () => (await byTest('mention-chip').count()) === 3, { timeoutMs: 3000, message: 'three chips expected' });
     await chat().locator('[data-testid="mention-chip"][data-label="@selection"] [data-testid="mention-remove"]').click();
-    check(JSON.stringify(await byTest('mention-chip').allInnerTexts()) === '["@src/app.py","@problems"]',
+    check(JSON.stringify(await byTest('mention-chip').allInnerTexts()) === '["app.py","@problems"]',
       `after removing @selection: ${JSON.stringify(await byTest('mention-chip').allInnerTexts())}`);
     await input.click();
     await page.keyboard.press('End');
@@ -804,10 +805,12 @@ async function main() {
     check(await byTest('mention-chip').count() === 0, 'the chips stayed after the send');
     const sent = (await requestsSince(mark)).at(-1).body.messages.filter((m) => m.role === 'user').at(-1).content;
     check(sent.startsWith('Explain what does it return?'), `the line sent: ${sent.slice(0, 80)}`);
-    check(sent.includes('def main():') && sent.includes('<attachment name="@src/app.py" kind="file"'), 'the model did not get src/app.py');
-    check(sent.includes('<attachment name="@problems" kind="problems"') && !sent.includes('@selection'), 'the problems were not sent, or the removed chip was');
+    // Issue 34 item 11: the model gets the file by its plain path, with its content (given "@src/app.py" it read that)
+    check(sent.includes('def main():') && sent.includes('<attachment kind="file" path="src/app.py">') && !sent.includes('@src/app.py'),
+      'the model did not get src/app.py by its plain path');
+    check(sent.includes('<attachment kind="problems" name="problems">') && !sent.includes('selection'), 'the problems were not sent, or the removed chip was');
     log(`  sent: ${JSON.stringify(sent.slice(0, 240))}`);
-    check(JSON.stringify(await byTest('user-message').last().locator('[data-testid="sent-mention"]').allInnerTexts()) === '["@src/app.py","@problems"]',
+    check(JSON.stringify(await byTest('user-message').last().locator('[data-testid="sent-mention"]').allInnerTexts()) === '["app.py","@problems"]',
       'the line does not show what it had attached');
     await script('none');
     await send('::context');

@@ -38,6 +38,12 @@ export interface MentionContext {
 }
 
 /** When the caret is in an `@word` that starts a word (not `me@example.com`), what to look up. */
+/** What a chip shows: a file by its name (its path is the chip's title), anything else by its label. */
+export function chipText(label: string): string {
+  const special = SPECIAL_MENTIONS.some((m) => m.label === label) || /^@[\w.-]+:/.test(label);  // @server:uri
+  return special ? label : label.slice(label.lastIndexOf('/') + 1).replace(/^@/, '');
+}
+
 export function mentionContext(text: string, caret: number): MentionContext | null {
   const before = text.slice(0, caret);
   const m = /(?:^|\s)@([\w./:-]*)$/.exec(before);

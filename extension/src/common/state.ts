@@ -102,6 +102,14 @@ export interface NoticeItem {
   message: string;
 }
 
+/** A turn's info notices, folded into one quiet line that opens (warnings and errors stay notices of their own). */
+export interface NotesItem {
+  kind: 'notes';
+  id: string;
+  turn: string;
+  notes: { code: string; message: string }[];
+}
+
 export interface CommandItem {
   kind: 'command';
   id: string;
@@ -130,7 +138,7 @@ export interface ShownUsage extends Usage {
   cost?: number | null;
 }
 
-export type Item = UserItem | AssistantItem | ThinkingItem | ToolItem | NoticeItem | CommandItem | TurnEndItem;
+export type Item = UserItem | AssistantItem | ThinkingItem | ToolItem | NoticeItem | NotesItem | CommandItem | TurnEndItem;
 
 export interface ContextMeter {
   used: number;
@@ -280,7 +288,7 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
       if (!tool?.approval || tool.approval.state !== 'pending') return state;
       const approval: ApprovalCard = action.type === 'approvalAnswered'
         ? { ...tool.approval, state: 'answered', decision: action.decision, by: 'user' }
-        : { ...tool.approval, state: 'expired', decision: 'deny', by: 'policy' };
+        : { ...tool.approval, state: unanswered(state), decision: 'deny', by: 'policy' };
       return replaceItem(state, tool, { ...tool, approval });
     }
     case 'questionRequested': {
@@ -407,6 +415,13 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
       return replaceItem(next, tool, { ...tool, ...fields, name: tool.name || ev.name, approval, ...question });
     }
     case 'notice': {
+      if (ev.level === 'info' && ev.code !== 'compacted') {  // a divider of its own
+        const note = { code: ev.code, message: ev.message };
+        const folded = next.items.find((i): i is NotesItem => i.kind === 'notes' && i.turn === ev.turn);
+        if (folded) return replaceItem(next, folded, { ...folded, notes: [...folded.notes, note] });
+        const notes: NotesItem = { kind: 'notes', id: `i${next.nextId}`, turn: ev.turn, notes: [note] };
+        return { ...next, items: [...next.items, notes], nextId: next.nextId + 1 };
+      }
       const item: NoticeItem = { kind: 'notice', id: `i${next.nextId}`, level: ev.level, code: ev.code, message: ev.message };
       return { ...next, items: [...next.items, item], nextId: next.nextId + 1 };
     }

@@ -2,7 +2,7 @@
 // by `sunwell/commands`, `@` mentions picked from the same list and shown as removable chips, Enter to send and
 // Shift+Enter for a new line.
 import { applyCompletion, completionContext, isCompleteCommand, matchCommands, segments, type CompletionContext } from '../common/commandline';
-import { matchMentions, mentionContext, removeMentionQuery, type MentionContext, type MentionRef, type ResourceRef } from '../common/mentions';
+import { chipText, matchMentions, mentionContext, removeMentionQuery, type MentionContext, type MentionRef, type ResourceRef } from '../common/mentions';
 import type { CommandInfo } from '../protocol';
 import { h, icon } from './dom';
 
@@ -237,8 +237,9 @@ export class ChatInput {
     this.chipRow.hidden = this.mentions.length === 0;
     this.chipRow.replaceChildren(...this.mentions.map((m, i) => h('span', {
       className: 'mention-chip', 'data-testid': 'mention-chip', 'data-label': m.label, title: m.path ?? m.label,
-    }, icon(m.kind === 'file' ? 'file' : m.kind === 'selection' ? 'selection' : m.kind === 'problems' ? 'warning' : 'terminal'),
-    h('span', {}, m.label),
+    }, icon(m.kind === 'file' ? 'file' : m.kind === 'selection' ? 'selection' : m.kind === 'problems' ? 'warning'
+      : m.kind === 'resource' ? 'plug' : 'terminal'),
+    h('span', {}, chipText(m.label)),
     h('button', { className: 'mention-remove', 'data-remove': String(i), 'data-testid': 'mention-remove', title: `Remove ${m.label}`,
       'aria-label': `Remove ${m.label}` }, icon('close')))));
   }

@@ -254,6 +254,15 @@ function renderWelcome(): void {
 }
 
 // ---- user actions (one delegated listener) ------------------------------------------------------------------
+// A turn's folded notes stay open or closed as the user left them when a new note redraws them.
+document.addEventListener('toggle', (e) => {
+  const notes = e.target instanceof HTMLDetailsElement && e.target.classList.contains('notes') ? e.target : null;
+  const id = notes?.dataset.id;
+  if (!notes || !id) return;
+  if (notes.open) ui.expanded.add(id);
+  else ui.expanded.delete(id);
+}, true);
+
 document.addEventListener('click', (e) => {
   const target = e.target as HTMLElement;
   const link = target.closest<HTMLAnchorElement>('a[href]');

@@ -5,6 +5,7 @@ import {
 } from '../common/format';
 import type { ApprovalCard, Item, QuestionCard, ToolItem, TurnEndItem } from '../common/state';
 import type { EffectsPreview, FetchPreview, FileChange, LearnPreview, Preview } from '../protocol';
+import { chipText } from '../common/mentions';
 import { fetchedPage, searchHits } from '../common/webResults';
 import { h, icon } from './dom';
 import type { RenderMarkdown } from './markdown';
@@ -33,7 +34,8 @@ export function renderItem(item: Item, ctx: RenderContext): HTMLElement {
         h('div', { className: 'user-bubble' }, item.text,
           item.mentions?.length
             ? h('div', { className: 'user-mentions', 'data-testid': 'user-mentions' },
-              ...item.mentions.map((label) => h('span', { className: 'mention-chip', 'data-testid': 'sent-mention' }, label)))
+              ...item.mentions.map((label) => h('span', { className: 'mention-chip', 'data-testid': 'sent-mention', 'data-label': label,
+              title: label.replace(/^@/, '') }, chipText(label))))
             : null));
     case 'assistant': {
       const body = h('div', { className: 'markdown' });
@@ -60,6 +62,14 @@ export function renderItem(item: Item, ctx: RenderContext): HTMLElement {
       return h('div', { className: `notice notice-${item.level}`, 'data-testid': 'notice', 'data-code': item.code, 'data-id': item.id },
         icon(item.level === 'error' ? 'error' : item.level === 'warning' ? 'warning' : 'info'),
         h('span', {}, item.message));
+    case 'notes': {
+      const [first] = item.notes;
+      const more = item.notes.length > 1 ? ` (+${item.notes.length - 1} more)` : '';
+      return h('details', { className: 'notes', 'data-testid': 'notes', 'data-id': item.id, open: ctx.expanded.has(item.id) },
+        h('summary', { title: 'Notes from Sunwell about this turn' },
+          icon('info'), h('span', { className: 'notes-first' }, first.message), h('span', { className: 'notes-more' }, more)),
+        h('ul', {}, ...item.notes.map((note) => h('li', { 'data-testid': 'notice', 'data-code': note.code }, note.message))));
+    }
     case 'command': {
       const body = h('div', { className: 'markdown' });
       body.innerHTML = ctx.markdown(item.output);

@@ -36,7 +36,10 @@ def setup(server: SunwellServer) -> None:
     def servers(ls: SunwellServer, params: Any) -> dict[str, Any]:
         ls.parse(EmptyParams, params, MCP)
         # The state as it is: a server that no turn has needed yet is `stopped` (listing does not start it)
-        return McpResult(servers=[server_info(row) for row in engine_or_fail(ls).mcp.status()]).wire()
+        from sunwell.config.loading import user_config_path
+
+        rows = engine_or_fail(ls).mcp.status()
+        return McpResult(servers=[server_info(row) for row in rows], config=str(user_config_path())).wire()
 
     @server.feature(MCP_RESTART)
     async def restart(ls: SunwellServer, params: Any) -> dict[str, Any]:

@@ -272,6 +272,8 @@ class McpServerInfo(WireModel):
 
 class McpResult(WireModel):
     servers: list[McpServerInfo]
+    config: str | None = None
+    """The user config file, where `mcp_servers` are added (VS Code opens it there when there are none)."""
 
 
 class McpRestartParams(Params):
