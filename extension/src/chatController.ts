@@ -231,6 +231,11 @@ export class ChatController implements vscode.Disposable {
     this.view?.post({ type: 'focusInput' });
   }
 
+  /** After a picker the chat opened, with the view focused: the focus where it was in the chat. */
+  refocus(): void {
+    this.view?.post({ type: 'refocus' });
+  }
+
   setDraft(text: string): void {
     this.view?.post({ type: 'setDraft', text });
   }

@@ -106,10 +106,14 @@ export class Sidecar implements vscode.Disposable {
     }
   }
 
-  /** `fresh`: look for the interpreter again (the user asked: a Python may have been installed meanwhile). */
+  /** `fresh`: look for the interpreter again, with the settings as they are now (the user asked: a Python may have
+   *  been installed meanwhile, or the settings read at start-up were not the user's yet). */
   async restart(reason: string, fresh = false): Promise<void> {
     this.log.info(`restarting the sidecar: ${reason}`);
-    if (fresh) this.launched = undefined;
+    if (fresh) {
+      this.launched = undefined;
+      this.settings = this.readSettings();
+    }
     this.crashes = [];
     await this.stop();
     await this.start();
@@ -140,7 +144,7 @@ export class Sidecar implements vscode.Disposable {
     return answer as Promise<Requests[M]['result']>;
   }
 
-  private async doStart(): Promise<void> {
+  private async doStart(retried = false): Promise<void> {
     this.setStatus('starting');
     const keys = await this.keys.all();
     const env = sidecarEnvironment(this.settings, keys, process.env);
@@ -153,6 +157,20 @@ export class Sidecar implements vscode.Disposable {
     } catch (err) {
       this.setStatus('error', String((err as Error).message ?? err));
       return;
+    }
+    if (resolution.kind !== 'ready' && !retried) {
+      // A remote window (code-server) may hand the extension its machine settings after activation: a read at
+      // start-up can miss `sunwell.python` (issue 34 bug 1: after Reload Window, "not installed for python3").
+      const now = this.readSettings();
+      if (interpreterKey(now) !== key) {
+        this.log.info(`the interpreter settings changed while starting (${key} → ${interpreterKey(now)}); resolving again`);
+        this.settings = { ...this.settings, python: now.python, serverCommand: now.serverCommand };
+        return this.doStart(true);
+      }
+    }
+    if (resolution.kind !== 'ready') {
+      this.log.warn(`no engine to start: ${resolution.kind === 'noPython' ? resolution.reason : 'sunwell is not installed'} for ` +
+        `${resolution.python} (sunwell.python: ${this.settings.python || 'not set'})`);
     }
     if (resolution.kind === 'noPython') {
       const message = `Sunwell needs Python 3.11 or newer; \`${resolution.python}\` did not run: ${resolution.reason}. Set \`sunwell.python\`.`;

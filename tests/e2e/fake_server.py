@@ -148,6 +148,12 @@ SCENARIOS: dict[str, list[Any]] = {
         Reply(text="This answer never arrives: the engine is killed while it waits.", wait_for=NEVER),
         Reply(text="Resumed after the restart: `a.txt` says **hello from the demo**.", chunk=8, delay=0.02),
     ],
+    # the same read twice: an info notice (repeated_call) the chat folds into the turn's notes
+    "read-repeated": [
+        Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')], chunk=16),
+        Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')], chunk=16),
+        Reply(text="`a.txt` says **hello from the demo**, both times.", chunk=8),
+    ],
     # a file the turn creates, for the turn's Undo button
     "write-undo": [
         Reply(tool_calls=[Call("write_file", json.dumps({"path": "undo-me.txt", "content": "temporary\n"}))], chunk=16),

@@ -11,6 +11,7 @@
 //   E2E_KEEP=1           keep the temp dir (profile, workspace, logs) for inspection
 // Screenshots go to tests/e2e/artifacts/. The last line is `e2e: N passed, N failed`; the exit code is 1 on failure.
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -216,6 +217,27 @@ function sidecars() {
   return out;
 }
 
+/** The interpreter `sunwell.python` is set to: one that exists (issue 34 bug 6: on a fresh clone the repository's
+ *  .venv is not there): that .venv when it is, else a venv of the test's own that sees the engine's packages. */
+function configuredPython() {
+  const repoVenv = path.join(root, '.venv', 'bin', 'python');
+  return SIDECAR_PYTHON || (existsSync(repoVenv) ? repoVenv : otherVenv());
+}
+
+/** A second interpreter with Sunwell: a venv whose site-packages point (a .pth) at the running engine's. */
+function otherVenv() {
+  const dir = path.join(E2E, 'other-venv');
+  if (existsSync(path.join(dir, 'bin', 'python'))) return path.join(dir, 'bin', 'python');
+  const running = sidecars()[0]?.python;
+  check(running, 'no engine runs to take its packages from');
+  const made = spawnSync(running, ['-m', 'venv', '--without-pip', dir], { encoding: 'utf8' });
+  check(made.status === 0, `python -m venv failed: ${made.stderr}`);
+  const where = (python) => spawnSync(python, ['-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'], { encoding: 'utf8' }).stdout.trim();
+  const python = path.join(dir, 'bin', 'python');
+  writeFileSync(path.join(where(python), 'engine.pth'), `${where(running)}\n`);
+  return python;
+}
+
 /** Types a value into a setting of the Settings UI (Preferences: Open Settings (UI)), as a user does. */
 async function setInSettingsUi(key, label, value) {
   await runCommand(page, 'Preferences: Open Settings (UI)');
@@ -267,7 +289,6 @@ async function main() {
   writeFileSync(path.join(DATA, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
 
   await scenario('install-vsix', 120_000, async () => {
-    const { spawnSync } = await import('node:child_process');
     const out = spawnSync(CODE_SERVER, [...csArgs, '--install-extension', VSIX], { env: isolated, encoding: 'utf8', timeout: 110_000 });
     writeFileSync(path.join(LOGS, 'install-extension.log'), `${out.stdout}\n${out.stderr}`);
     check(out.status === 0 && /successfully installed/i.test(out.stdout), `code-server --install-extension failed (${out.status}): ${out.stdout}${out.stderr}`);
@@ -552,7 +573,7 @@ async function main() {
   // Issue 17 bug 2: a setting changed in the Settings UI restarts the engine with the interpreter `sunwell.python`
   // names, every time (python3 on PATH has no Sunwell here, as on a fresh machine).
   await scenario('settings-restart', 120_000, async () => {
-    const python = SIDECAR_PYTHON || path.join(root, '.venv', 'bin', 'python');
+    const python = configuredPython();
     const ready = async () => !(await byTest('sidecar-banner').isVisible());
     if (!sidecars().some((s) => s.python === python)) {
       await setInSettingsUi('sunwell.python', 'Python', python);
@@ -584,6 +605,40 @@ async function main() {
     await runCommand(page, 'View: Close All Editors');
     await sleep(1500);
     await until(ready, { timeoutMs: 45_000, message: 'the engine did not come back after the settings were restored' });
+  });
+
+  // Issue 34 bug 1: with `sunwell.python` set as a user sets it, Reload Window brings the engine back with that
+  // interpreter (it showed "not installed for python3" and Install, and Restart Sidecar did not help).
+  await scenario('reload-python', 180_000, async () => {
+    const python = configuredPython();
+    const ready = async () => !(await byTest('sidecar-banner').isVisible());
+    const runsWith = async () => sidecars().length === 1 && sidecars()[0].python === python && (await ready());
+    if (!(await runsWith())) {
+      await setInSettingsUi('sunwell.python', 'Python', python);
+      await runCommand(page, 'View: Close All Editors');
+      await until(runsWith, { timeoutMs: 45_000, message: `the engine did not start with ${python}` });
+    }
+    await runCommand(page, 'Developer: Reload Window');
+    await page.waitForLoadState('domcontentloaded');
+    await waitForWorkbench(page);
+    await until(async () => (await chat().locator('[data-testid="chat-input"]').count()) > 0, { timeoutMs: 20_000, message: 'no chat' })
+      .catch(async () => runCommand(page, 'Sunwell: Open Chat'));
+    await until(runsWith, { timeoutMs: 60_000, message: `after the reload the engine does not run with ${python}` })
+      .catch(async (err) => {
+        throw new Error(`${err.message}; engines: ${JSON.stringify(sidecars())}; banner: ${await byTest('sidecar-banner').innerText().catch(() => '')}`);
+      });
+    await clearNotifications(page);
+    await script('chat');
+    const ends = await count('turn-end');
+    await send('Still here after the reload?');
+    await waitTurnEnd(ends, 'completed');
+    await shot('reload-python');
+    if (!SIDECAR_PYTHON) {
+      await setInSettingsUi('sunwell.python', 'Python', ''); // back to the private venv
+      await runCommand(page, 'View: Close All Editors');
+      await until(ready, { timeoutMs: 45_000, message: 'the engine did not come back with the private venv' });
+      await runCommand(page, 'Sunwell: Open Chat');
+    }
   });
 
   // Issue 17 bug 3: a complete `::command` typed by hand runs on the first Enter (the completion list stays out of
@@ -990,6 +1045,7 @@ async function main() {
     await clearNotifications(page);
   });
 
+  await polishScenarios();
   // (g) a lens file: a diagnostic on the misspelt key, and completion of a trust level
   await agentToolScenarios();
 
@@ -1044,6 +1100,119 @@ async function main() {
     await sleep(1500); // diagnostics of the edit settle
     log(`  problems: ${(await rows.allInnerTexts()).map((t) => nbsp(t).replace(/\s+/g, ' ')).join(' | ')}`);
     await shot('problems-panel');
+  });
+}
+
+/** Issue 34: what a first hour in the chat found. */
+async function polishScenarios() {
+  // Bug 2: Stop while an approval waits: the card says Stopped, not "No answer in time: denied".
+  await scenario('stop-approval', 60_000, async () => {
+    await runCommand(page, 'Sunwell: Open Chat');
+    await script('write-deny');
+    const ends = await count('turn-end');
+    await send('Make main return 0');
+    const approval = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await approval.waitFor({ timeout: 20_000 });
+    await byTest('stop-button').click();
+    await waitTurnEnd(ends, 'cancelled', 10_000);
+    const card = chat().locator('[data-testid="tool-card"][data-tool="write_file"]').last().locator('[data-testid="approval-card"]');
+    const text = await card.innerText();
+    check(await card.getAttribute('data-state') === 'stopped' && /Stopped/.test(text) && !/No answer in time/.test(text),
+      `the stopped approval says ${JSON.stringify(text)} (${await card.getAttribute('data-state')})`);
+    check(readFileSync(path.join(WS, 'src', 'app.py'), 'utf8') === APP_PY, 'the stopped write reached src/app.py');
+    await shot('stop-approval');
+  });
+
+  // Item 7: a turn's info notices fold into one quiet line that opens; the meter agrees with ::context (bug 3).
+  await scenario('notes-meter', 60_000, async () => {
+    await script('read-repeated');
+    const ends = await count('turn-end');
+    await send('What does a.txt say? Check twice.');
+    await waitTurnEnd(ends, 'completed');
+    const turnNotes = chat().locator('[data-testid="notes"]').last();
+    await turnNotes.waitFor({ timeout: 5000 });
+    check(await chat().locator('.transcript > [data-testid="notice"][data-code="repeated_call"]').count() === 0,
+      'an info notice stands on its own line');
+    check(!(await turnNotes.locator('li').first().isVisible()), 'the notes are open before they are asked for');
+    await turnNotes.locator('summary').click();
+    await until(async () => (await turnNotes.locator('[data-testid="notice"][data-code="repeated_call"]').isVisible()),
+      { timeoutMs: 3000, message: 'the notes did not open to the repeated call' });
+    await shot('notes-open');
+    const meter = nbsp(await byTest('context-meter').innerText());
+    await script('none');
+    await send('::context');
+    const output = byTest('command-output').last();
+    await until(async () => /% full/.test(await output.innerText()), { timeoutMs: 10_000, message: '::context did not answer' });
+    const full = Number(/(\d+)% full/.exec(await output.innerText())[1]);
+    const shown = Number(/(\d+)%/.exec(meter)?.[1] ?? NaN);
+    log(`  meter "${meter}", ::context ${full}% full`);
+    check(Math.abs(shown - full) <= 2, `the meter shows ${shown}%, ::context says ${full}%`);
+  });
+
+  // Item 9: scrolled up during a stream, a Jump to latest button; it takes the user down.
+  await scenario('jump-latest', 60_000, async () => {
+    await script('slow');
+    const ends = await count('turn-end');
+    const answers = await count('assistant-message');
+    await send('Count slowly for me');
+    const answer = byTest('assistant-message').nth(answers);
+    await until(async () => (await answer.count()) > 0 && (await answer.innerText()).length > 400,
+      { timeoutMs: 20_000, message: 'the slow answer did not grow' });
+    const scroller = chat().locator('main.scroller');
+    await scroller.evaluate((el) => { el.scrollTop = 0; });
+    await byTest('jump-latest').waitFor({ state: 'visible', timeout: 3000 });
+    await sleep(1000);
+    check(await scroller.evaluate((el) => el.scrollTop) < 50, 'the stream pulled the scrolled-up user down');
+    await shot('jump-latest');
+    await byTest('jump-latest').click();
+    await until(async () => scroller.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 40),
+      { timeoutMs: 3000, message: 'Jump to latest did not reach the bottom' });
+    check(!(await byTest('jump-latest').isVisible()), 'the button stayed at the bottom');
+    await byTest('stop-button').click();
+    await waitTurnEnd(ends, 'cancelled', 10_000);
+  });
+
+  // Bug 4: Tab to the model chip, Enter, Escape: the focus comes back to the chat, and Shift+Tab reaches the input.
+  await scenario('picker-focus', 45_000, async () => {
+    await script('none');
+    const inChat = (id) => chat().locator(`[data-testid="${id}"]`).evaluate((el) => el === document.activeElement && document.hasFocus());
+    await byTest('chat-input').click();
+    await page.keyboard.press('Tab');
+    for (let i = 0; i < 6 && !(await inChat('pick-model')); i++) await page.keyboard.press('Tab');
+    check(await inChat('pick-model'), 'Tab does not reach the model chip');
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'visible', timeout: 10_000 });
+    await page.keyboard.press('Escape');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
+    await until(() => inChat('pick-model'), { timeoutMs: 5000, message: 'the focus did not come back to the model chip' });
+    for (let i = 0; i < 6 && !(await inChat('chat-input')); i++) await page.keyboard.press('Shift+Tab');
+    check(await inChat('chat-input'), 'Shift+Tab does not reach the input');
+    await page.keyboard.type('typed after the picker');
+    check((await byTest('chat-input').inputValue()).endsWith('typed after the picker'), 'typing did not reach the input');
+    await byTest('chat-input').fill('');
+    await shot('picker-focus');
+  });
+
+  // Item 12: MCP Servers with none configured says how to add one and opens the user config at mcp_servers.
+  await scenario('mcp-empty', 45_000, async () => {
+    await clearNotifications(page);
+    await runCommand(page, 'Sunwell: MCP Servers');
+    const toast = page.locator('.notifications-toasts .notification-toast').filter({ hasText: 'no MCP servers are configured' }).first();
+    await toast.waitFor({ timeout: 10_000 });
+    check(!(await page.locator('.quick-input-widget').isVisible()), 'an empty picker opened');
+    await shot('mcp-empty');
+    await toast.locator('.monaco-button').filter({ hasText: 'Open User Config' }).click();
+    const tab = page.locator('.tabs-container .tab.active');
+    await until(async () => /config\.yaml/.test(await tab.innerText()), { timeoutMs: 10_000, message: 'the user config did not open' });
+    const config = path.join(HOME, '.config', 'sunwell', 'config.yaml');
+    check(/^mcp_servers:/m.test(readFileSync(config, 'utf8')), `no mcp_servers key in ${config}`);
+    const line = page.locator('.editor-instance .monaco-editor .current-line').first();
+    await line.waitFor({ timeout: 5000 });
+    const lines = await page.locator('.editor-instance .monaco-editor .view-line').allInnerTexts();
+    check(lines.some((l) => nbsp(l).startsWith('mcp_servers:')), `the editor shows ${JSON.stringify(lines.slice(0, 4))}`);
+    await shot('mcp-empty-config');
+    await runCommand(page, 'View: Close All Editors');
+    await clearNotifications(page);
   });
 }
 

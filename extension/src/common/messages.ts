@@ -11,6 +11,8 @@ export type HostToWebview =
   | { type: 'snapshot'; state: ChatState }
   | { type: 'action'; action: ChatAction }
   | { type: 'focusInput' }
+  /** A picker the chat opened has closed: focus goes back where it was in the chat (the chip), else the input. */
+  | { type: 'refocus' }
   | { type: 'setDraft'; text: string }
   | { type: 'files'; files: string[]; resources?: ResourceRef[] };
 

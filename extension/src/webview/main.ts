@@ -70,9 +70,14 @@ const sendButton = h('button', { className: 'icon-button send', id: 'send', 'dat
   title: 'Send (Enter)', 'aria-label': 'Send' }, icon('send'));
 const stopButton = h('button', { className: 'icon-button stop', id: 'stop', 'data-testid': 'stop-button', 'data-action': 'stop',
   title: 'Stop (Escape)', 'aria-label': 'Stop', hidden: true }, icon('debug-stop'));
+// Shown while the user is scrolled up from the newest part (issue 34 item 9): the stream goes on without pulling them
+// down, and one click or Enter takes them there.
+const jumpButton = h('button', { className: 'jump-latest', 'data-testid': 'jump-latest', 'data-action': 'jumpLatest',
+  title: 'Jump to latest', 'aria-label': 'Jump to latest', hidden: true }, icon('arrow-down'));
 const planPanel = createPlanPanel();
 let drawnPlan: ChatState['plan'] | undefined;
 const composer = h('footer', { className: 'composer', 'data-testid': 'composer' },
+  jumpButton,
   planPanel,
   input.element,
   h('div', { className: 'composer-bar' }, modelChip, trustChip, lensChip, h('span', { className: 'spacer' }), contextMeter, usage, sessionUsage, sendButton, stopButton));
@@ -121,9 +126,15 @@ function renderWaiting(): void {
 }
 setInterval(() => waitingSince && renderWaiting(), 500);
 
+const atBottom = () => scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
+const showJump = () => {
+  jumpButton.hidden = atBottom();
+};
+scroller.addEventListener('scroll', showJump, { passive: true });
+
 function render(): void {
   frame = 0;
-  const stick = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
+  const stick = atBottom();
   updateContext();
   const seen = new Set<string>();
   let previous: Element | null = null;
@@ -151,6 +162,7 @@ function render(): void {
   }
   renderChrome();
   if (stick) scroller.scrollTop = scroller.scrollHeight;
+  showJump();
   focusQuestion();
   saveSoon();
 }
@@ -254,6 +266,12 @@ function renderWelcome(): void {
 }
 
 // ---- user actions (one delegated listener) ------------------------------------------------------------------
+// Where the focus was in the chat: a picker opened from a chip gives it back there when it closes (issue 34 bug 4).
+let lastFocused: HTMLElement | undefined;
+document.addEventListener('focusin', (e) => {
+  if (e.target instanceof HTMLElement) lastFocused = e.target;
+});
+
 // A turn's folded notes stay open or closed as the user left them when a new note redraws them.
 document.addEventListener('toggle', (e) => {
   const notes = e.target instanceof HTMLDetailsElement && e.target.classList.contains('notes') ? e.target : null;
@@ -314,6 +332,10 @@ document.addEventListener('click', (e) => {
       break;
     case 'answerSkip':
       if (callId) post({ type: 'answer', callId, answer: null });
+      break;
+    case 'jumpLatest':
+      scroller.scrollTop = scroller.scrollHeight;
+      showJump();
       break;
     case 'copyCode': {
       const code = actionEl.closest('.code-block')?.querySelector('code')?.textContent ?? '';
@@ -418,6 +440,9 @@ window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
       break;
     case 'focusInput':
       input.focus();
+      return;
+    case 'refocus':
+      (lastFocused?.isConnected ? lastFocused : input.textarea).focus();
       return;
     case 'setDraft':
       input.value = message.text;
