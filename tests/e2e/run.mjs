@@ -1214,6 +1214,74 @@ async function polishScenarios() {
     await runCommand(page, 'View: Close All Editors');
     await clearNotifications(page);
   });
+
+  // Item 13: the plan checklist, the question card and the sub-agent card in the light theme and a narrow panel:
+  // nothing overflows sideways, the question is answered with the keyboard alone.
+  await scenario('cards-light-narrow', 120_000, async () => {
+    const userSettings = readFileSync(path.join(DATA, 'User', 'settings.json'), 'utf8');
+    await setTheme('Default Light Modern');
+    const sidebar = page.locator('.part.sidebar').first();
+    const wide = (await sidebar.boundingBox()).width;
+    await dragSidebarTo(280);
+    try {
+      await runCommand(page, 'Sunwell: Open Chat');
+      await script('plan-question');
+      const ends = await count('turn-end');
+      await send('Set up the storage for the service');
+      const card = chat().locator('[data-testid="question-card"][data-state="pending"]').last();
+      await card.waitFor({ timeout: 20_000 });
+      const plan = byTest('plan');
+      check(await plan.isVisible() && /1\/3/.test(await byTest('plan-count').innerText()), 'the plan is not pinned with 1/3');
+      const overflow = () => chat().locator('main.scroller, footer.composer').evaluateAll((els) =>
+        els.filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => `${el.className}: ${el.scrollWidth} > ${el.clientWidth}`));
+      check((await overflow()).length === 0, `overflows sideways at 280 px: ${(await overflow()).join('; ')}`);
+      await until(async () => card.locator('[data-testid="question-input"]').evaluate((el) => el === document.activeElement),
+        { timeoutMs: 5000, message: 'the question field did not take the keyboard' });
+      await clearNotifications(page);
+      await shot('light-narrow-plan-question');
+      for (let i = 0; i < 6; i++) {  // back from the field to the options, by keyboard
+        await page.keyboard.press('Shift+Tab');
+        if (await card.locator('[data-testid="question-option"]').filter({ hasText: 'SQLite' })
+          .evaluate((el) => el === document.activeElement).catch(() => false)) break;
+      }
+      await page.keyboard.press('Enter');
+      await waitTurnEnd(ends, 'completed');
+      const answered = chat().locator('[data-testid="question-card"]').last();
+      check((await answered.innerText()).includes('SQLite'), `the keyboard's answer: ${await answered.innerText()}`);
+      await script('subagent');
+      const again = await count('turn-end');
+      await send('Where is main defined?');
+      await waitTurnEnd(again, 'completed');
+      await chat().locator('[data-testid="tool-card"][data-tool="task"]').last().locator('[data-testid="tool-head"]').first().click();
+      check((await overflow()).length === 0, `the sub-agent card overflows at 280 px: ${(await overflow()).join('; ')}`);
+      await shot('light-narrow-subagent');
+    } finally {  // as it was, without hiding what failed above
+      await dragSidebarTo(wide).catch((err) => log(`  (sidebar not restored: ${err.message})`));
+      await setTheme('Default Dark Modern').catch((err) => log(`  (${err.message})`));
+      writeFileSync(path.join(DATA, 'User', 'settings.json'), userSettings);
+    }
+  });
+}
+
+/** `workbench.colorTheme` in the user's settings.json, as a user edits it; resolves once the workbench shows it. */
+async function setTheme(name) {
+  const file = path.join(DATA, 'User', 'settings.json');
+  writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), 'workbench.colorTheme': name }, null, 2));
+  const light = /light/i.test(name);
+  await until(async () => page.locator(`.monaco-workbench.${light ? 'vs' : 'vs-dark'}`).count(),
+    { timeoutMs: 15_000, message: `the workbench did not switch to ${name}` });
+}
+
+/** Drags the side bar's edge until the bar is `width` pixels wide, as a user does. */
+async function dragSidebarTo(width) {
+  const box = await page.locator('.part.sidebar').first().boundingBox();
+  const x = box.x + box.width;
+  const y = box.y + box.height / 2;
+  await page.mouse.move(x - 1, y);
+  await page.mouse.down();
+  await page.mouse.move(box.x + width, y, { steps: 8 });
+  await page.mouse.up();
+  await sleep(500);
 }
 
 /** Registered after the other scenarios by `main`: ask_user's question card, task's sub-agent card, code intelligence. */
