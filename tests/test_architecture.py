@@ -120,7 +120,7 @@ DEFERRED = {
     "sunwell.lens.registry": ("watchfiles",),
     "sunwell.lsp.catalog": ENGINE_FLOOR,
     "sunwell.lsp.chat": ENGINE_FLOOR,
-    "sunwell.lsp.configuration": (*ENGINE_FLOOR, "sunwell.lsp.approvals"),
+    "sunwell.lsp.configuration": (*ENGINE_FLOOR, "sunwell.lsp.approvals", "sunwell.lsp.sign_in"),
     "sunwell.lsp.lens_features": ("sunwell.lens",),
     "sunwell.lsp.mcp": ENGINE_FLOOR,
     "sunwell.lsp.sessions": ENGINE_FLOOR,
