@@ -35,3 +35,8 @@ export function mcpServerItem(server: McpServerInfo): McpServerItem {
 export function canRestart(server: McpServerInfo): boolean {
   return stateWord(server.state) !== 'awaiting approval';
 }
+
+/** A url server may hold an OAuth sign-in: Sign Out forgets it. */
+export function canSignOut(server: McpServerInfo): boolean {
+  return server.transport === 'http';
+}
