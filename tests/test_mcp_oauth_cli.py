@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import check_stream_rules
 from fake_provider import Call, Reply
 from mcp_support import OAuthBox, write_user_config
+from test_approvals import Terminal
 
 KEEP_OFF_THE_KEYRING = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
 
@@ -80,3 +82,20 @@ def _files_text(root: Path, but: Path) -> list[tuple[str, str]]:
     """Every file under `root` (config, data dir with sessions.db and its WAL, audit, workspace), as text."""
     return [(str(path), path.read_bytes().decode("utf-8", "replace")) for path in root.rglob("*")
             if path.is_file() and path != but]
+
+
+def test_a_person_at_the_terminal_signs_in_during_the_turn(fake, env, workspace, browser):
+    extra, visits = browser
+    with OAuthBox() as box:
+        write_user_config(Path(env["XDG_CONFIG_HOME"]), mcp_servers={"guarded": {"url": box.url, "timeout": 10}})
+        fake.script(Reply(tool_calls=[Call("guarded__echo", '{"text": "hi"}')]), Reply(text="Done."))
+        term = Terminal({**env, **extra}, workspace, "say hi there", "--model", "openai:gpt-4o", "--trust", "full",
+                        "--yes", "--json")
+        code, out = term.finish()
+        assert code == 0, term.screen
+        events = [json.loads(line) for line in out.splitlines()]
+        check_stream_rules(events)
+        asked = next(e for e in events if e["type"] == "notice" and e["code"] == "mcp_auth")
+        assert asked["seq"] == 0 and "your browser was opened at http://127.0.0.1:" in asked["message"]
+        assert visits.read_text().startswith("200 ")
+        assert next(e for e in events if e["type"] == "toolResult")["output"] == "hi"

@@ -44,7 +44,8 @@ def no_keyring(env):
 async def test_vs_code_opens_the_page_and_keeps_the_sign_in_in_its_secret_storage(sidecar_factory, fake, env,
                                                                                     tmp_path, no_keyring):
     with OAuthBox() as box:
-        write_user_config(Path(env["XDG_CONFIG_HOME"]), mcp_servers={"guarded": {"url": box.url, "timeout": 10}})
+        write_user_config(Path(env["XDG_CONFIG_HOME"]), mcp_servers={"guarded": {"url": box.url, "timeout": 10,
+                                                                                    "oauth": {"timeout": 30}}})
         data = tmp_path / "data"
         sidecar = await sidecar_factory({"dataDir": str(data), "model": OPENAI,
                                          "clientCapabilities": {"secrets": True}})
@@ -52,9 +53,8 @@ async def test_vs_code_opens_the_page_and_keeps_the_sign_in_in_its_secret_storag
         sidecar.client.feature(protocol.SECRET)(secrets)
         shown: list[types.ShowDocumentParams] = sidecar.client.shown_documents  # pytest-lsp answers success
 
-        async def the_person() -> None:  # opens what the editor was asked to open
-            while not shown:
-                await asyncio.sleep(0.05)
+        async def the_person() -> None:  # reads the notice, then opens what the editor was asked to open
+            await sidecar.wait_for(lambda: shown and any(e.get("code") == "mcp_auth" for e in sidecar.events))
             await browser("guarded", shown[0].uri)
 
         person = asyncio.create_task(the_person())
