@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import socket
 import stat
 import time
 from pathlib import Path
@@ -291,3 +292,25 @@ def test_the_test_server_checks_pkce_s256_and_the_redirect_uri():
         replay = httpx2.post(f"{box.issuer}/token", data={**exchange, "code": c, "code_verifier": verifier})
         assert replay.status_code == 400
         assert httpx2.post(box.url, json={}).status_code == 401
+
+
+async def test_a_registration_whose_port_another_program_took_registers_anew(sunwells):
+    with OAuthBox() as box:
+        first = sunwells(box.url, Browser())
+        await first.start()
+        await first.hub.close()
+        port = urlsplit(box.events("register")[0]["redirect_uris"][0]).port
+        box.expire()  # the server forgets the token: the next start must sign in again
+        with socket.socket() as squatter:
+            squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the browser's TIME_WAIT
+            squatter.bind(("127.0.0.1", port))
+            squatter.listen()
+            again = sunwells(box.url, Browser())
+            await again.start()
+            assert again.server.state == "failed"
+            assert f"could not listen on 127.0.0.1:{port}" in again.server.reason
+            assert "it registers again with another port when next needed" in again.server.reason
+            await again.start()  # the next use: restarted once
+            assert again.server.state == "running", again.server.reason
+        [_, second] = box.events("register")
+        assert urlsplit(second["redirect_uris"][0]).port != port

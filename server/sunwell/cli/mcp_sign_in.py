@@ -1,11 +1,13 @@
 """Signing in to an OAuth-protected MCP server from the terminal (tools/mcp/oauth.py): the browser, and
 `sunwell mcp login NAME` / `sunwell mcp logout NAME`.
 
-The authorization page is opened with the standard library's `webbrowser` (the program `BROWSER` names, `xdg-open`,
-`open`, `os.startfile`: an argv or the platform's own call, never a shell), on a thread because a browser command may
-wait until it exits; only where a browser can show (a desktop session, or `BROWSER` set), so a text browser never
-takes over the terminal. The URL itself is always printed: by the `mcp_auth` notice (stdout in a transcript, the
-event in `--json`, stderr for `login`).
+The authorization page is opened by the standard library's `webbrowser` (the program `BROWSER` names, `xdg-open`,
+`open`, `os.startfile`: an argv or the platform's own call, never a shell), run as `python -I -m webbrowser URL` in a
+process of its own: what a browser prints goes nowhere (not into `--json`'s stdout, not onto the terminal), a browser
+command that waits until the browser closes holds up nothing, and `-I` keeps a `webbrowser.py` in the workspace from
+being imported. Only where a browser can show (a desktop session, or `BROWSER` set), so a text browser never takes
+over the terminal. The URL itself is always printed: by the `mcp_auth` notice (stdout in a transcript, the event in
+`--json`, stderr for `login`).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import subprocess
 import sys
-import webbrowser
+import tempfile
+import threading
 
 from sunwell.agent.engine import Engine
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_OK, UsageError
@@ -26,7 +30,15 @@ class TerminalOpener:
     async def __call__(self, server: str, url: str) -> bool:
         if not can_show_a_browser():
             return False
-        return await asyncio.to_thread(webbrowser.open, url)
+        await asyncio.to_thread(_open, url)
+        return True
+
+
+def _open(url: str) -> None:
+    browser = subprocess.Popen([sys.executable, "-I", "-m", "webbrowser", "-t", url], cwd=tempfile.gettempdir(),
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    threading.Thread(target=browser.wait, daemon=True).start()  # reaped whenever it is done
 
 
 def can_show_a_browser() -> bool:

@@ -90,7 +90,7 @@ class Loopback:
         except OSError as exc:
             raise SignInFailed(f"could not listen on 127.0.0.1:{self.port} for the browser's answer ({exc.strerror})"
                                ) from None
-        threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.2},
+        threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05},
                          name=f"sign-in:{server}", daemon=True).start()
 
     async def answer(self, timeout: float) -> AuthorizationCodeResult:
@@ -102,8 +102,10 @@ class Loopback:
             raise SignInFailed(f"no sign-in within {timeout:g} s (the browser never came back to Sunwell); it is "
                                "asked again when the server is next needed") from None
 
-    async def close(self) -> None:
+    def close(self) -> None:
+        """Stop listening. Not awaited: it must also run where a cancelled sign-in unwinds (the SDK's task groups
+        cancel every await there); it waits at most one poll of the server's thread."""
         http, self._http = self._http, None
         if http is not None:
-            await asyncio.to_thread(http.shutdown)
+            http.shutdown()
             http.server_close()

@@ -70,7 +70,11 @@ class SignIn:
         if self.opener is None:
             raise SignInFailed(f"it asks you to sign in (OAuth) and no one is here to: run `sunwell mcp login "
                                f"{self.server}` at a terminal, then use it again")
-        self.loopback.listen(parse_qs(urlsplit(url).query).get("state", [""])[0])
+        try:
+            self.loopback.listen(parse_qs(urlsplit(url).query).get("state", [""])[0])
+        except SignInFailed as exc:  # the port the registration names is taken: register anew next time
+            await self.vault.forget_client()
+            raise SignInFailed(f"{exc}; it registers again with another port when next needed") from None
         try:
             shown = await self.opener(self.server, url)
         except Exception:  # noqa: BLE001 - a front end that could not open it: the notice still has the URL
@@ -84,7 +88,7 @@ class SignIn:
         try:
             return await self.loopback.answer(self.timeout)
         finally:
-            await self.loopback.close()
+            self.loopback.close()
 
 
 async def oauth_auth(server: str, url: str, settings: McpOAuth, vault: Vault, opener: Opener | None,

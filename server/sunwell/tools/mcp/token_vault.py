@@ -71,6 +71,10 @@ class TokenVault:
         _remember(client_info.client_secret)
         await self.vault.put("client", client_info.model_dump_json(exclude_none=True))
 
+    async def forget_client(self) -> None:
+        """Drop the registration (its redirect URI is of no use now): the next sign-in registers anew."""
+        await self.vault.put("client", "")
+
     async def get_metadata(self) -> OAuthMetadata | None:
         stored = await self._load("metadata")
         try:
