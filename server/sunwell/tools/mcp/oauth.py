@@ -42,8 +42,8 @@ NOTICE = "mcp_auth"
 class _Provider(OAuthClientProvider):
     """The SDK's provider, given back what its `_initialize` does not load (python-sdk #3250)."""
 
-    def __init__(self, *args: object, vault: TokenVault, **kwargs: object) -> None:
-        super().__init__(*args, storage=vault, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, url: str, metadata: OAuthClientMetadata, vault: TokenVault, sign_in: SignIn) -> None:
+        super().__init__(url, metadata, vault, redirect_handler=sign_in.redirect, callback_handler=sign_in.callback)
         self.vault = vault
         vault.discovered = lambda: self.context.oauth_metadata
 
@@ -100,7 +100,7 @@ async def oauth_auth(server: str, url: str, settings: McpOAuth, vault: Vault, op
     metadata = OAuthClientMetadata(redirect_uris=[sign_in.loopback.redirect_uri], token_endpoint_auth_method="none",
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"],
                                    client_name="Sunwell", software_id="sunwell", software_version=__version__)
-    return _Provider(url, metadata, vault=tokens, redirect_handler=sign_in.redirect, callback_handler=sign_in.callback)
+    return _Provider(url, metadata, tokens, sign_in)
 
 
 def _registered_port(client: OAuthClientInformationFull | None) -> int | None:
