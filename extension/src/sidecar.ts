@@ -16,10 +16,11 @@ import {
 import type { SidecarStatus } from './common/state';
 import {
   Method, type ApprovalRequest, type ApproveResult, type AskParams, type AskResult, type ChatEvent, type CodeIntelParams,
-  type CodeIntelResult, type Requests,
+  type CodeIntelResult, type Requests, type SecretParams,
 } from './protocol';
 import type { Launch, PythonEnvironments, Resolution } from './python';
 import type { ApiKeyStore } from './secrets';
+import { answerSecret, checkedShowDocument } from './signIn';
 
 const CRASH_WINDOW_MS = 3 * 60_000;
 const MAX_CRASHES = 3;
@@ -204,6 +205,7 @@ export class Sidecar implements vscode.Disposable {
       initializationOptions: initializationOptions(this.settings, this.dataDir),
       outputChannel: this.log,
       synchronize: { fileEvents: vscode.workspace.createFileSystemWatcher('**/*.lens') },
+      middleware: { window: { showDocument: checkedShowDocument(this.log) } },
       initializationFailedHandler: (error) => {
         this.log.error(`the sidecar failed to initialize: ${error}`);
         return false;
@@ -220,6 +222,7 @@ export class Sidecar implements vscode.Disposable {
     client.onRequest(Method.elicit, (params: ElicitParams, token: vscode.CancellationToken) => elicitForm(params, token));
     client.onRequest(Method.ask, (params: AskParams, token: vscode.CancellationToken) => this.questionHandler(params, token));
     client.onRequest(Method.codeIntel, (params: CodeIntelParams, token: vscode.CancellationToken) => this.codeIntelHandler(params, token));
+    client.onRequest(Method.secret, (params: SecretParams) => answerSecret(this.context.secrets, params));
     this.running = false;
     client.onDidChangeState(({ newState }) => {
       if (newState === State.Running) this.running = true;

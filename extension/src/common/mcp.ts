@@ -58,3 +58,8 @@ export function withMcpServersKey(text: string): { text: string; line: number } 
   const gap = base === '' ? '' : '\n';
   return { text: `${base}${gap}${EXAMPLE.join('\n')}\n`, line: base.split('\n').length - 1 + (gap ? 1 : 0) };
 }
+
+/** A url server may hold an OAuth sign-in: Sign Out forgets it. */
+export function canSignOut(server: McpServerInfo): boolean {
+  return server.transport === 'http';
+}

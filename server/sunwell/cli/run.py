@@ -15,6 +15,7 @@ from sunwell.agent.usage import turn_line
 from sunwell.cli.approvals import TerminalAsker
 from sunwell.cli.elicit import TerminalElicitor
 from sunwell.cli.exit_codes import EXIT_ERROR, STATUS_EXIT, UsageError
+from sunwell.cli.mcp_sign_in import TerminalOpener
 from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import JsonLines, Transcript, visible
 from sunwell.errors import SetupError
@@ -41,6 +42,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         engine = Engine(settings, workspace, asker=asker, questioner=questioner)
         engine.mcp.elicitor = TerminalElicitor(lock=asker.lock) if asker else None  # one prompt at a time
+        engine.mcp.sign_in.opener = TerminalOpener() if questioner else None  # someone is at the terminal
         turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names)
         done = _run_cancellable(_then_close(engine, turn))
     except SetupError as exc:

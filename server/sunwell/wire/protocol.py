@@ -35,6 +35,8 @@ MODELS = "sunwell/models"
 COMMANDS = "sunwell/commands"
 MCP = "sunwell/mcp"
 MCP_RESTART = "sunwell/mcpRestart"
+MCP_SIGN_OUT = "sunwell/mcpSignOut"
+"""Forgets a url server's OAuth sign-in and stops it (VS Code's "Sunwell: MCP Servers", `sunwell mcp logout`)."""
 LEARNED_APIS = "sunwell/learnedApis"
 """The learned APIs (VS Code's "Sunwell: Learned APIs"), as `sunwell tools list --json` shows them."""
 LEARNED_FORGET = "sunwell/learnedForget"
@@ -48,6 +50,8 @@ ASK = "sunwell/ask"
 """Server -> client request: `ask_user`'s question to the person."""
 CODE_INTEL = "sunwell/codeIntel"
 """Server -> client request: the editor's language features (diagnostics, symbols, definitions, references)."""
+SECRET = "sunwell/secret"
+"""Server -> client request: an MCP server's OAuth sign-in kept in the editor's secret storage (tools/mcp/vaults.py)."""
 
 LANGUAGE_ID = "lens"
 CONFIG_SECTION = "sunwell"
@@ -228,6 +232,21 @@ class AskResult(WireModel):
     """The person's answer; null: they declined to answer."""
 
 
+class SecretParams(WireModel):
+    """`sunwell/secret`: one secret of the sidecar's own in the client's secret storage. The client keeps it under a
+    prefix of its own, so no key the sidecar names reaches another secret (an API key)."""
+
+    action: Literal["get", "store", "delete"]
+    key: str = Field(min_length=1, max_length=2000)
+    value: str | None = None
+    """`store` only."""
+
+
+class SecretResult(WireModel):
+    value: str | None
+    """`get`: the value, null when none is kept; `store`, `delete`: null."""
+
+
 CodeIntelKind = Literal["diagnostics", "symbols", "definition", "references"]
 
 
@@ -281,6 +300,16 @@ class McpRestartParams(Params):
     """A configured server (not a workspace proposal awaiting approval)."""
 
 
+class McpSignOutParams(Params):
+    name: str
+    """A configured url server."""
+
+
+class McpSignOutResult(WireModel):
+    forgotten: bool
+    """A sign-in was kept (and is gone now)."""
+
+
 class McpRestartResult(WireModel):
     state: str
     """Its state after the restart: `running`, or `failed: REASON`."""
@@ -323,12 +352,14 @@ REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     COMMANDS: (EmptyParams, CommandsResult),
     MCP: (EmptyParams, McpResult),
     MCP_RESTART: (McpRestartParams, McpRestartResult),
+    MCP_SIGN_OUT: (McpSignOutParams, McpSignOutResult),
     LEARNED_APIS: (EmptyParams, LearnedApisResult),
     LEARNED_FORGET: (LearnedForgetParams, LearnedForgetResult),
     USAGE: (UsageParams, SessionUsage),
     APPROVE: (ApprovalRequest, ApproveResult),
     ASK: (AskParams, AskResult),
     CODE_INTEL: (CodeIntelParams, CodeIntelResult),
+    SECRET: (SecretParams, SecretResult),
 }
 """Every custom request: method -> (params, result)."""
 
