@@ -137,6 +137,7 @@ export class ChatController implements vscode.Disposable {
       cancellation.dispose();
       void this.refreshSessions();
       void this.refreshUsage();
+      if (this.sidecar.status === 'ready') void this.refreshCommands();
     }
   }
 
@@ -149,11 +150,14 @@ export class ChatController implements vscode.Disposable {
   private lastLine: { text: string; mentions: readonly MentionRef[] } | undefined;
   /** The MCP servers' resources, for the `@` picker (from `sunwell/commands`). */
   private resources: ResourceRef[] = [];
+  /** The workspace's files as the `@` picker last got them (null: not asked for yet). */
+  private listedFiles: string[] | null = null;
 
   /** The workspace's files, for the `@` picker. */
   async listFiles(): Promise<void> {
     try {
-      this.view?.post({ type: 'files', files: await this.mentionSources.files(), resources: this.resources });
+      this.listedFiles = await this.mentionSources.files();
+      this.view?.post({ type: 'files', files: this.listedFiles, resources: this.resources });
     } catch (err) {
       this.log.warn(`listing the workspace's files: ${err}`);
     }
@@ -249,16 +253,23 @@ export class ChatController implements vscode.Disposable {
     }
   }
 
-  private async refreshLists(): Promise<void> {
-    if (this.sidecar.status !== 'ready') return;
-    await this.refreshSessions();
+  /** The `::commands` and the MCP servers' resources: at start, and after each turn (a turn starts the MCP servers
+   *  it needs, whose prompts become commands and whose resources become mentions). */
+  private async refreshCommands(): Promise<void> {
     try {
       const { commands, resources } = await this.sidecar.request('sunwell/commands', {});
       this.resources = (resources ?? []).map((r) => ({ server: r.server, uri: r.uri, name: r.name }));
       this.dispatch({ type: 'commandsListed', commands });
+      if (this.listedFiles) this.view?.post({ type: 'files', files: this.listedFiles, resources: this.resources });
     } catch (err) {
       this.log.warn(`sunwell/commands: ${err}`); // completion is a convenience
     }
+  }
+
+  private async refreshLists(): Promise<void> {
+    if (this.sidecar.status !== 'ready') return;
+    await this.refreshSessions();
+    await this.refreshCommands();
     try {
       const { current } = await this.sidecar.request('sunwell/models', {});
       this.currentModel = current;

@@ -1215,6 +1215,65 @@ async function polishScenarios() {
     await clearNotifications(page);
   });
 
+  // Issue 31: an MCP server's prompt as a `::SERVER:PROMPT` command (completed as it is typed), its resource as an
+  // `@SERVER:URI` mention; both reach the model. The server (tests/mcp_servers/offerings.py) is in the user config.
+  await scenario('mcp-prompt-resource', 120_000, async () => {
+    const python = sidecars()[0]?.python;
+    check(python, 'no engine runs to take its interpreter from');
+    const config = path.join(HOME, '.config', 'sunwell', 'config.yaml');
+    const before = existsSync(config) ? readFileSync(config, 'utf8') : null;
+    const server = { command: python, args: [path.join(root, 'tests', 'mcp_servers', 'offerings.py'), 'notes'], sandbox: 'off',
+      trust: 'workspace' };  // offered at the chat's trust level, so the turn starts it
+    writeFileSync(config, JSON.stringify({ mcp_servers: { notes: server } }));  // JSON is YAML
+    const ready = async () => !(await byTest('sidecar-banner').isVisible());
+    try {
+      await runCommand(page, 'Sunwell: Restart Sidecar');
+      await until(ready, { timeoutMs: 45_000, message: 'the engine did not come back' });
+      await runCommand(page, 'Sunwell: Open Chat');
+      await script('chat');
+      const first = await count('turn-end');
+      await send('Hello with an MCP server');  // the turn starts the server: its prompts and resources are known
+      await waitTurnEnd(first, 'completed');
+      const input = byTest('chat-input');
+      await input.click();
+      await input.fill('');
+      await page.keyboard.type('::notes:', { delay: 40 });
+      await until(async () => (await byTest('command-completions').innerText()).includes('notes:review'),
+        { timeoutMs: 15_000, message: 'the prompt is not completed as a command' });
+      await shot('mcp-prompt-completion');
+      await page.keyboard.type('review path=src/app.py focus="style issues"', { delay: 10 });
+      let mark = await script('chat');
+      let ends = await count('turn-end');
+      await page.keyboard.press('Enter');
+      await waitTurnEnd(ends, 'completed');
+      let users = (await requestsSince(mark)).at(-1).body.messages.filter((m) => m.role === 'user').map((m) => JSON.stringify(m.content));
+      check(users.some((c) => c.includes('Review src/app.py and report style issues')), `the prompt's message was not sent: ${users.join(' | ').slice(0, 300)}`);
+
+      mark = await script('chat');
+      await input.click();
+      await input.fill('');
+      await page.keyboard.type('What do the notes say? @notes:', { delay: 30 });
+      const option = byTest('mention-option').filter({ hasText: 'notes://team/readme' }).first();
+      await option.waitFor({ timeout: 10_000 });
+      await shot('mcp-resource-picker');
+      await option.click();
+      await until(async () => (await byTest('mention-chip').count()) === 1, { timeoutMs: 3000, message: 'no chip for the resource' });
+      await input.click();
+      await page.keyboard.press('End');
+      ends = await count('turn-end');
+      await page.keyboard.press('Enter');
+      await waitTurnEnd(ends, 'completed');
+      users = (await requestsSince(mark)).at(-1).body.messages.filter((m) => m.role === 'user').map((m) => JSON.stringify(m.content));
+      check(users.at(-1).includes('Deploys happen on Tuesdays.'), `the resource did not reach the model: ${users.at(-1)?.slice(0, 300)}`);
+      await shot('mcp-resource-sent');
+    } finally {
+      if (before === null) rmSync(config, { force: true });
+      else writeFileSync(config, before);
+      await runCommand(page, 'Sunwell: Restart Sidecar').catch(() => undefined);
+      await until(ready, { timeoutMs: 45_000 }).catch(() => log('  (the engine did not come back after the MCP server was removed)'));
+    }
+  });
+
   // Item 13: the plan checklist, the question card and the sub-agent card in the light theme and a narrow panel:
   // nothing overflows sideways, the question is answered with the keyboard alone.
   await scenario('cards-light-narrow', 120_000, async () => {
