@@ -148,6 +148,12 @@ SCENARIOS: dict[str, list[Any]] = {
         Reply(text="This answer never arrives: the engine is killed while it waits.", wait_for=NEVER),
         Reply(text="Resumed after the restart: `a.txt` says **hello from the demo**.", chunk=8, delay=0.02),
     ],
+    # issue 34 items 8 and 10: an answer; the answer to the line edited in its place; the one Retry asks for again
+    "edit-resend": [
+        Reply(text="First answer, to the line as it was sent first.", chunk=8, delay=0.02),
+        Reply(text="Second answer, to the edited line.", chunk=8, delay=0.02),
+        Reply(text="Third answer, asked for again by Retry.", chunk=8, delay=0.02),
+    ],
     # a file the turn creates, for the turn's Undo button
     "write-undo": [
         Reply(tool_calls=[Call("write_file", json.dumps({"path": "undo-me.txt", "content": "temporary\n"}))], chunk=16),
