@@ -273,6 +273,7 @@ export interface ChatParams {
   model?: string | null;
   trust?: ('discovery' | 'read_only' | 'workspace' | 'shell' | 'full') | null;
   mentions?: Mention[];
+  replaceTurn?: string | null;
 }
 /**
  * Something the user attached to the line with `@` (sunwell.agent.mentions): a workspace file (read by the

@@ -165,6 +165,12 @@ SCENARIOS: dict[str, list[Any]] = {
         Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')], chunk=16),
         Reply(text="`a.txt` says **hello from the demo**, both times.", chunk=8),
     ],
+    # issue 34 items 8 and 10: an answer; the answer to the line edited in its place; the one Retry asks for again
+    "edit-resend": [
+        Reply(text="First answer, to the line as it was sent first.", chunk=8, delay=0.02),
+        Reply(text="Second answer, to the edited line.", chunk=8, delay=0.02),
+        Reply(text="Third answer, asked for again by Retry.", chunk=8, delay=0.02),
+    ],
     # a file the turn creates, for the turn's Undo button
     "write-undo": [
         Reply(tool_calls=[Call("write_file", json.dumps({"path": "undo-me.txt", "content": "temporary\n"}))], chunk=16),

@@ -740,7 +740,8 @@ async function main() {
     await until(async () => (await byTest('turn-end').last().getAttribute('data-status')) === 'completed',
       { timeoutMs: 30_000, message: 'the retried turn did not complete' });
     check((await byTest('user-message').last().innerText()) === 'Are you there?', 'Retry did not send the same message');
-    check(await byTest('retry-button').count() === 0, 'Retry is still offered after the answer');
+    check(await chat().locator('[data-testid="retry-button"][data-action="resume"]').count() === 0,
+      'the failure\'s Retry is still offered after the answer'); // the answer's own Retry asks again (issue 34 item 10)
     await shot('retried');
   });
 
@@ -798,7 +799,10 @@ async function main() {
     await script('chat');
     const again = await count('turn-end');
     await page.keyboard.press('Enter');
-    await waitTurnEnd(again, 'completed');
+    // Issue 34 item 8: the edited line takes its exchange's place, so as many turn ends once it is answered
+    await until(async () => (await byTest('user-message').last().innerText()) === 'Create nothing, just say hello'
+      && (await count('turn-end')) === again && (await byTest('turn-end').last().getAttribute('data-status')) === 'completed'
+      && (await byTest('send-button').isVisible()), { timeoutMs: 30_000, message: 'the edited line was not answered in its exchange\'s place' });
     check((await byTest('user-message').last().innerText()) === 'Create nothing, just say hello', 'the edited line was not sent');
     await shot('undone-and-resent');
   });
@@ -1410,6 +1414,95 @@ async function agentToolScenarios() {
     await card.locator('[data-testid="tool-head"]').first().click();
     await card.locator('[data-testid="subagent"]').waitFor({ state: 'visible', timeout: 5000 });
     await shot('subagent-stopped');
+  });
+
+  // Issue 34 items 8 and 10: Edit & resend (the pencil reached with the keyboard) replaces the last exchange, and
+  // Retry regenerates a completed answer in its place: the model sees neither the old line nor the old answer, and
+  // the session reopened from the picker replays the branch chosen.
+  await scenario('edit-resend', 90_000, async () => {
+    await runCommand(page, 'Sunwell: Open Chat');
+    await clickViewAction('New Session');
+    await byTest('welcome').waitFor({ state: 'visible', timeout: 5000 });
+    const mark = await script('edit-resend');
+    const original = 'Edit & resend: what does a.txt say?';
+    const edited = 'Edit & resend: what does README.md say?';
+    const shown = async () => JSON.stringify({ users: await byTest('user-message').allInnerTexts(),
+      answers: await byTest('assistant-message').allInnerTexts(),
+      ends: await chat().locator('[data-testid="turn-end"]').evaluateAll((els) => els.map((e) => e.dataset.status)) });
+    await send(original);
+    await waitTurnEnd(0, 'completed');
+
+    // The pencil: Shift+Tab from the input reaches it (past the answer's Retry), and it shows without the mouse.
+    const input = byTest('chat-input');
+    await input.click();
+    await page.mouse.move(5, 400); // no hover over the message: only the keyboard focus may show the pencil
+    const pencil = byTest('user-message').last().locator('[data-testid="edit-message"]');
+    const focused = (locator) => locator.evaluate((el) => el === el.ownerDocument.activeElement);
+    let presses = 0;
+    while (!(await focused(pencil)) && presses < 12) {
+      await page.keyboard.press('Shift+Tab');
+      presses += 1;
+    }
+    check(await focused(pencil), `Shift+Tab from the input did not reach the pencil (${presses} presses)`);
+    await until(async () => (await pencil.evaluate((el) => getComputedStyle(el).opacity)) === '1',
+      { timeoutMs: 3000, message: 'the pencil does not show when it has the keyboard focus' });
+    check(await pencil.isVisible(), 'the focused pencil is not visible');
+    await shot('edit-pencil-focused');
+
+    // Enter on it: the line back in the input, an "Editing" banner; Escape cancels and leaves the exchange as it was.
+    await page.keyboard.press('Enter');
+    const banner = byTest('edit-banner');
+    await banner.waitFor({ state: 'visible', timeout: 5000 });
+    check((await banner.innerText()).includes('Editing your last message'), `the banner says "${await banner.innerText()}"`);
+    check((await input.inputValue()) === original, `the input holds "${await input.inputValue()}"`);
+    check(await focused(input), 'the input did not take the keyboard');
+    await page.keyboard.press('Escape');
+    await banner.waitFor({ state: 'hidden', timeout: 5000 });
+    check((await input.inputValue()) === '', `Escape left "${await input.inputValue()}" in the input`);
+    check(await count('user-message') === 1 && await count('turn-end') === 1, `Escape changed the transcript: ${await shown()}`);
+
+    // Edited and sent: only the new exchange shows, and the model got only the edited line.
+    await pencil.click();
+    await banner.waitFor({ state: 'visible', timeout: 5000 });
+    await input.fill(edited);
+    await shot('edit-banner');
+    await page.keyboard.press('Enter');
+    const only = (answer) => async () => {
+      const now = JSON.parse(await shown());
+      return now.users.length === 1 && now.users[0] === edited && now.answers.length === 1 && now.answers[0].includes(answer)
+        && now.ends.join() === 'completed';
+    };
+    await until(only('Second answer'), { timeoutMs: 30_000, message: 'the edited line did not replace the exchange' })
+      .catch(async (err) => { throw new Error(`${err.message}: ${await shown()}`); });
+    check(await banner.isHidden(), 'the banner stayed after the send');
+    let requests = await requestsSince(mark);
+    check(requests.length === 2, `expected 2 model requests, got ${requests.length}`);
+    const lines = (request) => request.body.messages.filter((m) => m.role !== 'system').map((m) => m.content);
+    check(JSON.stringify(lines(requests[1])) === JSON.stringify([edited]),
+      `the edited request carried ${JSON.stringify(lines(requests[1])).slice(0, 300)}`);
+    check(!JSON.stringify(requests[1].body).includes('First answer'), 'the model saw the answer the edit replaced');
+    await shot('edit-resent');
+
+    // Retry on the completed answer: asked again in its place; the model does not see the answer it replaces.
+    const retry = byTest('turn-end').last().locator('[data-testid="retry-button"]');
+    await retry.waitFor({ timeout: 5000 });
+    await retry.click();
+    await until(only('Third answer'), { timeoutMs: 30_000, message: 'Retry did not replace the answer' })
+      .catch(async (err) => { throw new Error(`${err.message}: ${await shown()}`); });
+    requests = await requestsSince(mark);
+    check(requests.length === 3, `expected 3 model requests, got ${requests.length}`);
+    check(JSON.stringify(lines(requests[2])) === JSON.stringify([edited]),
+      `Retry's request carried ${JSON.stringify(lines(requests[2])).slice(0, 300)}`);
+    check(!JSON.stringify(requests[2].body).includes('Second answer'), 'the model saw the answer Retry replaced');
+    await shot('retried-answer');
+
+    // Reopened from the picker (from another session): the replay is the branch chosen.
+    await clickViewAction('New Session');
+    await byTest('welcome').waitFor({ state: 'visible', timeout: 5000 });
+    await openSessionFromPicker('Edit & resend: what does');
+    await until(only('Third answer'), { timeoutMs: 15_000, message: 'the reopened session does not replay the branch chosen' })
+      .catch(async (err) => { throw new Error(`${err.message}: ${await shown()}`); });
+    await shot('edit-resend-replayed');
   });
 
   await scenario('code-intel', 120_000, async () => {

@@ -44,6 +44,20 @@ export function chipText(label: string): string {
   return special ? label : label.slice(label.lastIndexOf('/') + 1).replace(/^@/, '');
 }
 
+/**
+ * The chips a sent line had, from the labels its transcript kept (`@src/app.py`, `@selection`, `@docs:file:///a`):
+ * what Edit & resend puts back in the input and Retry sends again. The host reads them anew when the line goes.
+ */
+export function mentionsFromLabels(labels: readonly string[]): MentionRef[] {
+  return labels.map((label): MentionRef => {
+    const special = SPECIAL_MENTIONS.find((m) => m.label === label);
+    if (special) return { kind: special.kind, label };
+    const resource = /^@([\w.-]+):(.+)$/.exec(label);
+    if (resource) return { kind: 'resource', label, server: resource[1], uri: resource[2] };
+    return { kind: 'file', label, path: label.replace(/^@/, '') };
+  });
+}
+
 export function mentionContext(text: string, caret: number): MentionContext | null {
   const before = text.slice(0, caret);
   const m = /(?:^|\s)@([\w./:-]*)$/.exec(before);

@@ -17,6 +17,8 @@ export interface InputCallbacks {
   changed(text: string): void;
   commands(): CommandInfo[];
   busy(): boolean;
+  /** Escape while nothing runs (and no list is open): true when it undid something (Edit & resend's editing). */
+  cancel?(): boolean;
 }
 
 export class ChatInput {
@@ -141,6 +143,9 @@ export class ChatInput {
     if (e.key === 'Escape' && this.callbacks.busy()) {
       e.preventDefault();
       this.callbacks.stop();
+    } else if (e.key === 'Escape' && this.callbacks.cancel?.()) {
+      e.preventDefault();
+      e.stopPropagation();
     }
   }
 
@@ -155,6 +160,12 @@ export class ChatInput {
     this.textarea.style.height = 'auto';
     this.textarea.style.height = `${Math.min(this.textarea.scrollHeight, 240)}px`;
     this.mirror.scrollTop = this.textarea.scrollTop;
+  }
+
+  /** The chips of the next line (Edit & resend puts back the ones the line had). */
+  setMentions(mentions: readonly MentionRef[]): void {
+    this.mentions = [...mentions];
+    this.drawChips();
   }
 
   /** After a send: no text, no chips. */

@@ -3,9 +3,9 @@
 // saves with setState is its own: the draft and which cards are open.
 import type { HostToWebview, WebviewToHost } from '../common/messages';
 import { formatContext, formatSessionUsage, formatUsage, relativeTime } from '../common/format';
-import { initialState, isBusy, reduce, undoableTurn, waitingForModel, type ChatState, type Item } from '../common/state';
+import { initialState, isBusy, lastExchange, reduce, undoableTurn, waitingForModel, type ChatState, type Item } from '../common/state';
 import { h, icon } from './dom';
-import type { ResourceRef } from '../common/mentions';
+import { mentionsFromLabels, type MentionRef, type ResourceRef } from '../common/mentions';
 import { ChatInput } from './input';
 import { createMarkdownRenderer } from './markdown';
 import { createPlanPanel, drawPlan } from './plan';
@@ -19,13 +19,14 @@ interface VsCodeApi {
 declare function acquireVsCodeApi(): VsCodeApi;
 
 interface Saved {
-  ui: { draft: string; expanded: string[] };
+  /** `editing`: Edit & resend, the turn whose exchange the draft replaces when it is sent. */
+  ui: { draft: string; expanded: string[]; editing?: string | null };
 }
 
 const vscode = acquireVsCodeApi();
 const saved = vscode.getState();
 let state: ChatState = initialState();
-const ui = { draft: saved?.ui?.draft ?? '', expanded: new Set(saved?.ui?.expanded ?? []) };
+const ui = { draft: saved?.ui?.draft ?? '', expanded: new Set(saved?.ui?.expanded ?? []), editing: saved?.ui?.editing ?? null };
 const ctx: RenderContext = { markdown: createMarkdownRenderer(window), expanded: ui.expanded };
 const post = (message: WebviewToHost) => vscode.postMessage(message);
 
@@ -40,7 +41,7 @@ let files: string[] = [];
 let resources: ResourceRef[] = [];
 let filesAsked = false;
 const input = new ChatInput({
-  send: (text, mentions) => post({ type: 'send', text, mentions }),
+  send: (text, mentions) => sendLine(text, mentions),
   files: () => files,
   resources: () => resources,
   needFiles: () => {
@@ -55,7 +56,12 @@ const input = new ChatInput({
   },
   commands: () => state.commands,
   busy: () => isBusy(state),
+  cancel: () => cancelEdit(),
 }, ui.draft);
+const editBanner = h('div', { className: 'edit-banner', 'data-testid': 'edit-banner', hidden: true, role: 'status' },
+  icon('edit'), h('span', {}, 'Editing your last message'), h('span', { 'aria-hidden': 'true' }, '·'),
+  h('button', { className: 'link-button', 'data-action': 'cancelEdit', 'data-testid': 'edit-cancel',
+    title: 'Keep the message and its answer as they are (Escape)' }, 'Cancel'));
 const chip = (target: 'model' | 'trust' | 'lens', iconName: string, title: string) =>
   h('button', { className: 'chip', id: `pick-${target}`, 'data-testid': `pick-${target}`, 'data-action': `pick-${target}`, title },
     icon(iconName), h('span', { className: 'chip-label' }));
@@ -79,6 +85,7 @@ let drawnPlan: ChatState['plan'] | undefined;
 const composer = h('footer', { className: 'composer', 'data-testid': 'composer' },
   jumpButton,
   planPanel,
+  editBanner,
   input.element,
   h('div', { className: 'composer-bar' }, modelChip, trustChip, lensChip, h('span', { className: 'spacer' }), contextMeter, usage, sessionUsage, sendButton, stopButton));
 document.getElementById('app')!.append(banner, scroller, composer);
@@ -96,15 +103,18 @@ function updateContext(): void {
   const busy = isBusy(state);
   const lastUser = [...state.items].reverse().find((i) => i.kind === 'user');
   const last = state.items.at(-1);
+  const exchange = lastExchange(state);
   const next = {
     undoable: undoableTurn(state),
     editable: !busy && lastUser ? lastUser.id : null,
     lastEnd: !busy && last?.kind === 'turnEnd' ? last.id : null,
+    retryable: exchange && !exchange.command ? exchange.end.id : null,
     model: state.settings.model,
   };
   const stale = new Set<string | null | undefined>();
   if (next.editable !== ctx.editable) stale.add(ctx.editable).add(next.editable);
   if (next.lastEnd !== ctx.lastEnd) stale.add(ctx.lastEnd).add(next.lastEnd);
+  if (next.retryable !== ctx.retryable) stale.add(ctx.retryable).add(next.retryable);
   if (next.undoable !== ctx.undoable || next.model !== ctx.model) {
     for (const item of state.items) if (item.kind === 'turnEnd') stale.add(item.id);
   }
@@ -184,7 +194,7 @@ function saveSoon(): void {
 function save(): void {
   clearTimeout(saveTimer);
   saveTimer = undefined;
-  vscode.setState({ ui: { draft: ui.draft, expanded: [...ui.expanded] } });
+  vscode.setState({ ui: { draft: ui.draft, expanded: [...ui.expanded], editing: ui.editing } });
 }
 window.addEventListener('pagehide', save);
 document.addEventListener('visibilitychange', () => document.visibilityState === 'hidden' && save());
@@ -195,6 +205,8 @@ function renderChrome(): void {
   stopButton.hidden = !busy;
   stopButton.toggleAttribute('disabled', !!state.turn?.stopping);
   document.body.classList.toggle('busy', busy);
+  if (ui.editing && lastExchange(state)?.end.turn !== ui.editing) ui.editing = null; // the chat moved on
+  editBanner.hidden = !ui.editing;
   const model = state.settings.model;
   setChip(modelChip, model ? model.slice(model.indexOf(':') + 1) : 'Default model', model ? `Model: ${model} (click to change)` : 'Select model');
   setChip(trustChip, state.settings.trust ?? 'workspace');
@@ -295,7 +307,7 @@ document.addEventListener('click', (e) => {
   switch (actionEl.dataset.action) {
     case 'send':
       if (input.value.trim() && !isBusy(state)) {
-        post({ type: 'send', text: input.value, mentions: input.mentions });
+        sendLine(input.value, input.mentions);
         input.clear();
       }
       input.focus();
@@ -377,15 +389,47 @@ document.addEventListener('click', (e) => {
     case 'openSetting':
       if (actionEl.dataset.key) post({ type: 'openSetting', key: actionEl.dataset.key });
       break;
-    case 'editLast': {
-      // Edit & resend: the last line goes back into the input, to change and send again.
-      const last = [...state.items].reverse().find((i) => i.kind === 'user');
-      if (last?.kind === 'user') input.value = last.text;
-      input.focus();
+    case 'editLast':
+      startEdit();
       break;
-    }
+    case 'cancelEdit':
+      cancelEdit();
+      break;
   }
 });
+
+/**
+ * Edit & resend: the last line (and its chips) back in the input, to change; sent, it replaces its exchange (the
+ * transcript drops it and the model never sees it). A `::command`'s line only comes back, to send as a new one.
+ */
+function startEdit(): void {
+  const exchange = lastExchange(state);
+  const line = exchange?.user ?? [...state.items].reverse().find((i) => i.kind === 'user');
+  if (line?.kind === 'user') {
+    ui.editing = exchange && !exchange.command ? exchange.end.turn : null;
+    input.value = line.text;
+    input.setMentions(mentionsFromLabels(line.mentions ?? []));
+    input.textarea.setSelectionRange(line.text.length, line.text.length);
+  }
+  input.focus();
+  scheduleRender();
+}
+
+/** Escape or Cancel while editing: the input empties, the exchange stays. False when nothing was being edited. */
+function cancelEdit(): boolean {
+  if (!ui.editing) return false;
+  ui.editing = null;
+  input.clear();
+  input.focus();
+  scheduleRender();
+  return true;
+}
+
+function sendLine(text: string, mentions: MentionRef[]): void {
+  post({ type: 'send', text, mentions, ...(ui.editing ? { replaces: ui.editing } : {}) });
+  ui.editing = null;
+  scheduleRender();
+}
 
 /** The call id of the outermost card around `el` (a `task` card holds its sub-agent's cards). */
 function outermostCard(el: HTMLElement): string | undefined {

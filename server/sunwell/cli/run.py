@@ -26,6 +26,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     resuming = getattr(args, "resume", False)
     if resuming and args.prompt is not None:
         raise UsageError("--resume takes no prompt: it takes up the turn where its log ends")
+    if getattr(args, "replace_turn", None) and (resuming or not args.session):
+        raise UsageError("--replace-turn needs --session (the session whose turn the prompt replaces), not --resume")
     prompt = args.prompt if args.prompt is not None or resuming else _read_stdin()
     if not resuming and (not prompt or not prompt.strip()):
         raise UsageError("no prompt: pass it as an argument or on stdin")
@@ -61,7 +63,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 async def _turn(engine, prompt, sink, args, names):
     """The prompt as one turn (never a `::command`), with the workspace files it names as `@path` attached."""
-    line = UserInput(prompt, overrides=Overrides(lens=args.lens, tool_names=names), mentions_in_text=True)
+    line = UserInput(prompt, overrides=Overrides(lens=args.lens, tool_names=names), mentions_in_text=True,
+                     replace_turn=getattr(args, "replace_turn", None))
     return await Session(engine, args.session).turn(line, sink)
 
 

@@ -88,6 +88,10 @@ class ChatParams(Params):
     trust: TrustName | None = None
     mentions: list[Mention] = Field(default_factory=list)
     """Attachments sent with the line, within a quarter of the context window; `::context` lists them."""
+    replace_turn: str | None = Field(default=None, min_length=1)
+    """The turn this line replaces (Edit & resend, Retry): the session's history is taken back to before it, so
+    the model never sees it or what came after; the log keeps it. Only a turn of `session`'s current conversation,
+    and not while a turn runs there; the line must not be a `::command`."""
 
 
 class ResumeParams(Params):
