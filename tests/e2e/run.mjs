@@ -1228,6 +1228,7 @@ async function polishScenarios() {
     const before = existsSync(config) ? readFileSync(config, 'utf8') : null;
     const server = { command: python, args: [path.join(root, 'tests', 'mcp_servers', 'offerings.py'), 'notes'], sandbox: 'off',
       trust: 'workspace' };  // offered at the chat's trust level, so the turn starts it
+    mkdirSync(path.dirname(config), { recursive: true });
     writeFileSync(config, JSON.stringify({ mcp_servers: { notes: server } }));  // JSON is YAML
     const ready = async () => !(await byTest('sidecar-banner').isVisible());
     try {

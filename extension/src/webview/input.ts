@@ -237,7 +237,9 @@ export class ChatInput {
     if (!picked || !this.mention) return;
     const { text, caret } = removeMentionQuery(this.textarea.value, this.mention);
     this.closeCompletions();
-    this.mentions.push({ kind: picked.kind, label: picked.label, ...(picked.path ? { path: picked.path } : {}) });
+    // A resource keeps its server and URI: without them the engine cannot read it ("no MCP server None")
+    this.mentions.push({ kind: picked.kind, label: picked.label, ...(picked.path ? { path: picked.path } : {}),
+      ...(picked.server ? { server: picked.server, uri: picked.uri } : {}) });
     this.drawChips();
     this.value = text;
     this.textarea.setSelectionRange(caret, caret);
