@@ -1303,6 +1303,8 @@ async function polishScenarios() {
         { timeoutMs: 5000, message: 'the question field did not take the keyboard' });
       await clearNotifications(page);
       await shot('light-narrow-plan-question');
+      if (await page.locator('.quick-input-widget').isVisible()) await page.keyboard.press('Escape');
+      await card.locator('[data-testid="question-input"]').click();  // the keyboard in the chat, on the field
       for (let i = 0; i < 6; i++) {  // back from the field to the options, by keyboard
         await page.keyboard.press('Shift+Tab');
         if (await card.locator('[data-testid="question-option"]').filter({ hasText: 'SQLite' })
