@@ -120,7 +120,7 @@ DEFERRED = {
     "sunwell.lens.registry": ("watchfiles",),
     "sunwell.lsp.catalog": ENGINE_FLOOR,
     "sunwell.lsp.chat": ENGINE_FLOOR,
-    "sunwell.lsp.configuration": (*ENGINE_FLOOR, "sunwell.lsp.approvals"),
+    "sunwell.lsp.configuration": (*ENGINE_FLOOR, "sunwell.lsp.approvals", "sunwell.lsp.sign_in"),
     "sunwell.lsp.lens_features": ("sunwell.lens",),
     "sunwell.lsp.mcp": ENGINE_FLOOR,
     "sunwell.lsp.sessions": ENGINE_FLOOR,
@@ -128,9 +128,9 @@ DEFERRED = {
     "sunwell.models.providers.openai_chat": ("openai",),
     "sunwell.models.providers.window": ("urllib",),
     "sunwell.tools.mcp.hub": ("sunwell.tools.mcp.server",),
-    "sunwell.tools.learned.credentials": ("keyring",),
     "sunwell.tools.learned.document": ("jsonschema_path", "openapi_spec_validator", "referencing"),
     "sunwell.tools.network.convert": ("bs4", "markdownify", "charset_normalizer"),
+    "sunwell.tools.secret_store": ("keyring",),
     "sunwell.tools.workspace.file_lock": ("fcntl", "msvcrt"),
 }
 """The edges, the only modules that import inside functions, and what each may import there: what start-up must

@@ -92,7 +92,7 @@ async def test_a_resource_mention_is_attached_within_the_budget(notes, fake):
     mention = resource_mention("notes", "notes://team/readme")
     await Session(notes).submit(UserInput("what day?", [mention]), lambda e: None)
     sent = user_text(fake.requests[-1])
-    assert "Deploys happen on Tuesdays." in sent and "@notes:notes://team/readme" in sent
+    assert "Deploys happen on Tuesdays." in sent and 'name="notes:notes://team/readme"' in sent
 
 
 async def test_a_binary_resource_is_named_not_pasted(notes, fake):

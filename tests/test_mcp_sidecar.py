@@ -73,6 +73,7 @@ async def test_sunwell_mcp_shows_servers_and_restart_starts_one(sidecar, env, wo
     servers = {server["name"]: server for server in listing["servers"]}
     assert servers["box"] == {"name": "box", "state": "stopped", "transport": "stdio", "tools": []}  # listing starts none
     assert servers["theirs"]["state"] == "awaiting approval"
+    assert listing["config"] == str(Path(env["XDG_CONFIG_HOME"]) / "sunwell" / "config.yaml")  # where to add one
 
     assert await sidecar.request(protocol.MCP_RESTART, {"name": "box"}) == {"state": "running"}
     assert await sidecar.request(protocol.MCP_RESTART, {"name": "bad"}) == {"state": "failed: exited while starting"}

@@ -28,7 +28,7 @@ def test_attachments_fit_a_quarter_of_the_window_and_say_when_cut(workspace):
     message = UserMessage(text="look", attachments=read)
     text = message.content_for_model()
     assert text.startswith("look\n\n" + ATTACHMENTS_HEADER)
-    assert '<attachment name="@selection" kind="selection" path="a.txt">\nhello\n</attachment>' in text
+    assert '<attachment kind="selection" path="a.txt">\nhello\n</attachment>' in text
     assert "cut to" in read[0].body and len(text) < 4096 * 0.25 * 4.2 + 500
     assert [(a.label, a.kind) for a in attachments([message])] == [("@big.txt", "file"), ("@selection", "selection")]
     assert UserMessage.model_validate(message.wire()) == message  # as the session log keeps it

@@ -107,7 +107,7 @@ def real(llama_url, tmp_path: Path, workspace: Path):
         proc = subprocess.run(
             [sys.executable, "-m", "sunwell", "run", prompt, "--model", MODEL, "--base-url", llama_url, "--json",
              "--max-tool-turns", "3", *flags], capture_output=True, text=True, env=env, cwd=workspace,
-            timeout=240, check=False)
+            timeout=600, check=False)  # a 25 KB read takes three 4k-token prompts on two busy cores
         return Run(proc.returncode, proc.stdout, proc.stderr)
 
     return run

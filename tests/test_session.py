@@ -13,7 +13,7 @@ from sunwell.agent.chat import Overrides, UserInput
 from sunwell.agent.mentions import Mention
 from sunwell.agent.replay import replay
 from sunwell.agent.session import Session
-from sunwell.wire.messages import ATTACHMENTS_HEADER
+from sunwell.wire.messages import ATTACHMENTS_HEADER, UserMessage
 
 OPENAI = "openai:gpt-4o"
 
@@ -121,11 +121,20 @@ def test_reading_a_session_makes_no_live_state(engine):
 
 
 SENT_WITH_ATTACHMENTS = (
+    'look at these\n\n[Attached by the user: their content is here, there is no need to read them with a tool]\n\n'
+    '<attachment kind="file" path="a.txt">\nhello from a\nsecond line\n\n</attachment>\n\n'
+    '<attachment kind="selection" path="src/app.py">\ndef main():\n</attachment>\n\n'
+    '<attachment kind="problems" name="problems">\n(empty)\n</attachment>')
+"""What a model is sent for a line with attachments: the line, a header, one block per mention, a file by its plain
+path (given `name="@a.txt"`, a model called `read_file("@a.txt")`)."""
+
+LOGGED_BEFORE_PARTS = (
     'look at these\n\n[Attached by the user with @mentions]\n\n'
     '<attachment name="@a.txt" kind="file" path="a.txt">\nhello from a\nsecond line\n\n</attachment>\n\n'
     '<attachment name="@sel \'x\'" kind="selection" path="src/app.py">\ndef main():\n</attachment>\n\n'
     '<attachment name="@problems" kind="problems">\n(empty)\n</attachment>')
-"""What a model has always been sent for a line with attachments: the line, a header, one block per mention."""
+"""The text a session logged before attachments were parts of their own."""
+
 
 
 def _user_contents(body: dict) -> list[str]:
@@ -156,18 +165,20 @@ async def test_attachments_reach_every_provider_as_the_same_bytes_now_and_from_t
 
 
 async def test_a_log_written_before_attachment_parts_sends_and_replays_as_it_did(engine, fake):
-    """Sessions stored with the attachments inside the user's text: the same bytes go to the model, and a replay
-    still shows the line apart from its attachments' labels."""
-    from sunwell.wire.messages import AssistantMessage, UserMessage
+    """Sessions stored with the attachments inside the user's text: the model reads them as today's (by path), and a
+    replay still shows the line apart from its attachments' labels. A text that is not exactly that stays text."""
+    from sunwell.wire.messages import AssistantMessage
 
     session = engine.open_session(None, "look at these")
-    engine.store.append_message(session, "t_old", 0, UserMessage(text=SENT_WITH_ATTACHMENTS))
+    engine.store.append_message(session, "t_old", 0, UserMessage(text=LOGGED_BEFORE_PARTS))
     engine.store.append_message(session, "t_old", 1, AssistantMessage(text="Seen."))
     fake.script(Reply(text="Still seen."))
     await Session(engine, session).submit(UserInput("and now?"), lambda e: None)
     assert _user_contents(fake.requests[0].body) == [SENT_WITH_ATTACHMENTS, "and now?"]
     first = Session(engine, session).replay()[0]
     assert (first.text, first.mentions) == ("look at these", ["@a.txt", "@sel 'x'", "@problems"])
+    odd = LOGGED_BEFORE_PARTS.replace("</attachment>\n\n<attachment name=\"@sel", "</attachment>\n<attachment name=\"@sel")
+    assert UserMessage(text=odd).content_for_model() == odd
 
 
 async def test_a_constrained_small_model_is_told_the_request_again_with_its_attachments(engine, fake):

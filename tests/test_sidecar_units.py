@@ -125,7 +125,7 @@ def test_every_method_has_a_json_schema_with_camel_case_keys():
     assert set(schemas) == {protocol.CHAT, protocol.SESSIONS, protocol.SESSION, protocol.UNDO, protocol.TOOLS,
                             protocol.MODELS, protocol.COMMANDS, protocol.MCP, protocol.MCP_RESTART, protocol.APPROVE,
                             protocol.USAGE, protocol.RESUME, protocol.ASK, protocol.CODE_INTEL,
-                            protocol.LEARNED_APIS, protocol.LEARNED_FORGET}
+                            protocol.LEARNED_APIS, protocol.LEARNED_FORGET, protocol.MCP_SIGN_OUT, protocol.SECRET}
     assert "toolCalls" in schemas[protocol.CHAT]["result"]["properties"]
     assert "callId" in schemas[protocol.APPROVE]["params"]["properties"]
     assert schemas[protocol.CHAT]["params"]["required"] == ["text"]

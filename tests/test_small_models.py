@@ -85,6 +85,10 @@ def test_a_repeated_read_ends_in_an_answer_from_the_results(sunwell, fake):
     assert 'read_file({"path": "a.txt"}) returned:\nhello from a' in ask["content"]
     assert "tools" not in last and "<tool_call>" not in ask["content"]
     assert "".join(e["delta"] for e in run.events if e["type"] == "text") == "a.txt says hello from a."
+    # The meter shows the conversation, not the small answer request beside it (issue 34 bug 3: "≈4 %" against
+    # `::context`'s 36 %): it only grows over the turn.
+    meter = [e["usedTokens"] for e in run.events if e["type"] == "contextUsage"]
+    assert len(meter) == len(fake.requests) and meter == sorted(meter), meter
 
 
 def test_the_same_write_again_runs_and_then_asks_for_the_answer(sunwell, fake, workspace):
@@ -157,6 +161,10 @@ def test_a_small_model_repeating_a_failing_call_is_asked_for_its_answer(sunwell,
     ask = fake.requests[5].body["messages"][1]["content"]
     assert "hello from a" in ask and "add" not in ask.split("Tool results:")[1]
     assert "".join(e["delta"] for e in run.events if e["type"] == "text") == "a.txt says hello from a."
+    # The meter shows the conversation, not the small answer request beside it (issue 34 bug 3: "≈4 %" against
+    # `::context`'s 36 %): it only grows over the turn.
+    meter = [e["usedTokens"] for e in run.events if e["type"] == "contextUsage"]
+    assert len(meter) == len(fake.requests) and meter == sorted(meter), meter
 
 
 def test_an_empty_answer_after_tools_is_asked_again_from_the_results(sunwell, fake):

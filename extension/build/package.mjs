@@ -104,7 +104,9 @@ function stageWheels(target, ownWheel, deps) {
 const { targets, named } = parseArgs(process.argv.slice(2));
 stageSource();
 const vsce = path.join(root, 'node_modules', '.bin', 'vsce');
-const common = ['package', '--no-dependencies', '--readme-path', 'extension/README.md'];
+// The README's screenshots (extension/media/screenshots, not in the .vsix) are shown from the repository.
+const images = `${manifest.repository?.url?.replace(/\.git$/, '') ?? ''}/raw/HEAD/extension/`;
+const common = ['package', '--no-dependencies', '--readme-path', 'extension/README.md', '--baseImagesUrl', images];
 if (!withWheels) {
   const out = `sunwell-${manifest.version}.vsix`;
   run(vsce, [...common, '--out', out]);

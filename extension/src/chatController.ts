@@ -6,9 +6,10 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ApprovalBroker } from './common/approvals';
 import { QuestionBroker } from './common/questions';
-import type { MentionRef, ResourceRef } from './common/mentions';
+import { isCommandLine } from './common/commandline';
+import { mentionsFromLabels, type MentionRef, type ResourceRef } from './common/mentions';
 import type { HostToWebview } from './common/messages';
-import { forStorage, initialState, isBusy, reduce, type ChatAction, type ChatState } from './common/state';
+import { forStorage, initialState, isBusy, lastExchange, reduce, type ChatAction, type ChatState } from './common/state';
 import { ChatTurns } from './common/turns';
 import {
   REQUEST_CANCELLED, type ApprovalRequest, type ApproveResult, type AskParams, type AskResult, type ChatEvent, type ChatResult, type Decision,
@@ -87,7 +88,12 @@ export class ChatController implements vscode.Disposable {
     if (this.view === view) this.view = undefined;
   }
 
-  async send(text: string, mentionRefs: readonly MentionRef[] = []): Promise<void> {
+  /**
+   * Sends a line. With `replaces` (Edit & resend, Retry) it goes in place of the last exchange, the one that turn
+   * ended: the transcript drops it and the sidecar takes the conversation back to before it (`replaceTurn`), so the
+   * model never sees it again; the log keeps it. A `::command` replaces nothing: it is no part of the conversation.
+   */
+  async send(text: string, mentionRefs: readonly MentionRef[] = [], replaces?: string): Promise<void> {
     text = text.trim();
     if (!text) return;
     if (isBusy(this.state)) {
@@ -95,14 +101,24 @@ export class ChatController implements vscode.Disposable {
       void vscode.window.showInformationMessage('Sunwell is still working on the last message. Stop it first, or wait.');
       return;
     }
+    const exchange = replaces && !isCommandLine(text) ? lastExchange(this.state) : null;
+    if (exchange && exchange.end.turn !== replaces) {
+      this.log.info(`not sent: the exchange of turn ${replaces} is no longer the last one`);
+      void vscode.window.showInformationMessage('Sunwell: the message you edited is no longer the last one; nothing was sent.');
+      this.setDraft(text);
+      return;
+    }
     this.lastLine = { text, mentions: mentionRefs };
     const mentions = this.mentionSources.resolve(mentionRefs);
-    this.dispatch({ type: 'userMessage', text, ...(mentions.length ? { mentions: mentions.map((m) => m.label) } : {}) });
+    this.dispatch({ type: 'userMessage', text, ...(mentions.length ? { mentions: mentions.map((m) => m.label) } : {}),
+      ...(exchange ? { replaces: exchange.end.turn } : {}) });
     await this.runTurn((token) => this.sidecar.request('sunwell/chat', {
       session: this.state.session ?? undefined,
       text,
       lens: this.lens ?? undefined,
       ...(mentions.length ? { mentions } : {}),
+      // a turn that never reached the log (it failed before it began) left nothing to take back
+      ...(exchange?.logged ? { replaceTurn: exchange.end.turn } : {}),
     }, token));
   }
 
@@ -137,23 +153,34 @@ export class ChatController implements vscode.Disposable {
       cancellation.dispose();
       void this.refreshSessions();
       void this.refreshUsage();
+      if (this.sidecar.status === 'ready') void this.refreshCommands();
     }
   }
 
-  /** Sends the last line the user sent in this chat again (a failed turn's Retry), with what it had attached. */
+  /**
+   * Retry (regenerate) the last answer, whatever its end: the same line, with what it had attached, sent again in
+   * place of its exchange. A turn the log can take up (interrupted, or a provider error) resumes instead.
+   */
   async retry(): Promise<void> {
+    const exchange = lastExchange(this.state);
+    if (!exchange || exchange.command || isBusy(this.state)) return;
+    if (exchange.end.resumable) return this.resume();
     const last = this.lastLine;
-    if (last) await this.send(last.text, last.mentions);
+    const mentions = last?.text === exchange.user.text ? last.mentions : mentionsFromLabels(exchange.user.mentions ?? []);
+    await this.send(exchange.user.text, mentions, exchange.end.turn);
   }
 
   private lastLine: { text: string; mentions: readonly MentionRef[] } | undefined;
   /** The MCP servers' resources, for the `@` picker (from `sunwell/commands`). */
   private resources: ResourceRef[] = [];
+  /** The workspace's files as the `@` picker last got them (null: not asked for yet). */
+  private listedFiles: string[] | null = null;
 
   /** The workspace's files, for the `@` picker. */
   async listFiles(): Promise<void> {
     try {
-      this.view?.post({ type: 'files', files: await this.mentionSources.files(), resources: this.resources });
+      this.listedFiles = await this.mentionSources.files();
+      this.view?.post({ type: 'files', files: this.listedFiles, resources: this.resources });
     } catch (err) {
       this.log.warn(`listing the workspace's files: ${err}`);
     }
@@ -231,6 +258,11 @@ export class ChatController implements vscode.Disposable {
     this.view?.post({ type: 'focusInput' });
   }
 
+  /** After a picker the chat opened, with the view focused: the focus where it was in the chat. */
+  refocus(): void {
+    this.view?.post({ type: 'refocus' });
+  }
+
   setDraft(text: string): void {
     this.view?.post({ type: 'setDraft', text });
   }
@@ -244,16 +276,23 @@ export class ChatController implements vscode.Disposable {
     }
   }
 
-  private async refreshLists(): Promise<void> {
-    if (this.sidecar.status !== 'ready') return;
-    await this.refreshSessions();
+  /** The `::commands` and the MCP servers' resources: at start, and after each turn (a turn starts the MCP servers
+   *  it needs, whose prompts become commands and whose resources become mentions). */
+  private async refreshCommands(): Promise<void> {
     try {
       const { commands, resources } = await this.sidecar.request('sunwell/commands', {});
       this.resources = (resources ?? []).map((r) => ({ server: r.server, uri: r.uri, name: r.name }));
       this.dispatch({ type: 'commandsListed', commands });
+      if (this.listedFiles) this.view?.post({ type: 'files', files: this.listedFiles, resources: this.resources });
     } catch (err) {
       this.log.warn(`sunwell/commands: ${err}`); // completion is a convenience
     }
+  }
+
+  private async refreshLists(): Promise<void> {
+    if (this.sidecar.status !== 'ready') return;
+    await this.refreshSessions();
+    await this.refreshCommands();
     try {
       const { current } = await this.sidecar.request('sunwell/models', {});
       this.currentModel = current;

@@ -46,7 +46,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
         this.controller.attachView(port);
         break;
       case 'send':
-        void this.controller.send(message.text, message.mentions ?? []);
+        void this.controller.send(message.text, message.mentions ?? [], message.replaces);
         break;
       case 'listFiles':
         void this.controller.listFiles();

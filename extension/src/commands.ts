@@ -75,10 +75,10 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
   ];
 }
 
-/** The view's chips open these. */
-export function pick(target: 'model' | 'trust' | 'lens'): void {
+/** The view's chips open these; when the picker closes, chosen or not, `then` runs (the focus back in the chat). */
+export function pick(target: 'model' | 'trust' | 'lens', then: () => Promise<void>): void {
   const command = { model: 'sunwell.selectModel', trust: 'sunwell.setTrustLevel', lens: 'sunwell.useLens' }[target];
-  void vscode.commands.executeCommand(command);
+  void Promise.resolve(vscode.commands.executeCommand(command)).finally(then);
 }
 
 /** Writes a setting where it is in force: the workspace when set there (and allowed there), else the user settings.

@@ -24,7 +24,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   sidecar.codeIntelHandler = answerCodeIntel;
   const view = new ChatViewProvider(context.extensionUri, controller, {
     showDiff: (callId, file) => void diffs.show(callId, file),
-    pick,
+    // When the picker closes, the focus goes back into the chat, where it was (issue 34 bug 4: the workbench had it)
+    pick: (target) => pick(target, async () => {
+      await vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+      controller.refocus();
+    }),
     installPythonPackage: () => void vscode.commands.executeCommand('sunwell.installPythonPackage'),
     showLog: () => log.show(),
   });

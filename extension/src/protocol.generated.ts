@@ -57,7 +57,8 @@ export type NoticeCode =
   | 'tool_call_cut_off'
   | 'resumed'
   | 'call_interrupted'
-  | 'hook';
+  | 'hook'
+  | 'mcp_auth';
 export type NoticeLevel = 'info' | 'warning' | 'error';
 export type Preview =
   DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview | LearnPreview;
@@ -116,6 +117,8 @@ export interface SunwellProtocol {
   McpRestartResult?: McpRestartResult;
   McpResult?: McpResult;
   McpServerInfo?: McpServerInfo;
+  McpSignOutParams?: McpSignOutParams;
+  McpSignOutResult?: McpSignOutResult;
   Mention?: Mention;
   Message?: Message;
   ModelInfo?: ModelInfo;
@@ -128,6 +131,8 @@ export interface SunwellProtocol {
   ResourceInfo?: ResourceInfo;
   ResumeParams?: ResumeParams;
   Risk?: Risk;
+  SecretParams?: SecretParams;
+  SecretResult?: SecretResult;
   SessionEvent?: SessionEvent;
   SessionInfo?: SessionInfo;
   SessionParams?: SessionParams;
@@ -268,6 +273,7 @@ export interface ChatParams {
   model?: string | null;
   trust?: ('discovery' | 'read_only' | 'workspace' | 'shell' | 'full') | null;
   mentions?: Mention[];
+  replaceTurn?: string | null;
 }
 /**
  * Something the user attached to the line with `@` (sunwell.agent.mentions): a workspace file (read by the
@@ -300,6 +306,7 @@ export interface ClientCapabilities {
   ask?: boolean;
   codeIntel?: boolean;
   elicit?: boolean;
+  secrets?: boolean;
 }
 /**
  * `sunwell/codeIntel`: what the code intelligence tools ask the editor.
@@ -461,7 +468,8 @@ export interface NoticeEvent {
     | 'tool_call_cut_off'
     | 'resumed'
     | 'call_interrupted'
-    | 'hook';
+    | 'hook'
+    | 'mcp_auth';
   message: string;
 }
 export interface CommandOutputEvent {
@@ -592,12 +600,19 @@ export interface McpRestartResult {
 }
 export interface McpResult {
   servers: McpServerInfo[];
+  config?: string | null;
 }
 export interface McpServerInfo {
   name: string;
   state: string;
   transport: 'stdio' | 'http';
   tools: string[];
+}
+export interface McpSignOutParams {
+  name: string;
+}
+export interface McpSignOutResult {
+  forgotten: boolean;
 }
 export interface SystemMessage {
   role: 'system';
@@ -680,6 +695,18 @@ export interface Params {}
 export interface ResumeParams {
   session: string;
   model?: string | null;
+}
+/**
+ * `sunwell/secret`: one secret of the sidecar's own in the client's secret storage. The client keeps it under a
+ * prefix of its own, so no key the sidecar names reaches another secret (an API key).
+ */
+export interface SecretParams {
+  action: 'get' | 'store' | 'delete';
+  key: string;
+  value?: string | null;
+}
+export interface SecretResult {
+  value: string | null;
 }
 /**
  * The line a user sent, which starts a turn. Only a replay carries it (`SessionResult.events`): the live
@@ -782,8 +809,10 @@ export const Method = {
   learnedForget: 'sunwell/learnedForget',
   mcp: 'sunwell/mcp',
   mcpRestart: 'sunwell/mcpRestart',
+  mcpSignOut: 'sunwell/mcpSignOut',
   models: 'sunwell/models',
   resume: 'sunwell/resume',
+  secret: 'sunwell/secret',
   session: 'sunwell/session',
   sessions: 'sunwell/sessions',
   tools: 'sunwell/tools',
@@ -802,8 +831,10 @@ export interface Requests {
   'sunwell/learnedForget': { params: LearnedForgetParams; result: LearnedForgetResult };
   'sunwell/mcp': { params: EmptyParams; result: McpResult };
   'sunwell/mcpRestart': { params: McpRestartParams; result: McpRestartResult };
+  'sunwell/mcpSignOut': { params: McpSignOutParams; result: McpSignOutResult };
   'sunwell/models': { params: EmptyParams; result: ModelsResult };
   'sunwell/resume': { params: ResumeParams; result: ChatResult };
+  'sunwell/secret': { params: SecretParams; result: SecretResult };
   'sunwell/session': { params: SessionParams; result: SessionResult };
   'sunwell/sessions': { params: EmptyParams; result: SessionsResult };
   'sunwell/tools': { params: ToolsParams; result: ToolsResult };
@@ -817,7 +848,7 @@ export const Vocabulary = {
   DecidedBy: ['user', 'policy'] as readonly DecidedBy[],
   Decision: ['allow', 'deny', 'allowSession'] as readonly Decision[],
   ErrorCode: ['validation', 'unknown_tool', 'permission', 'not_found', 'unsupported', 'denied', 'dry_run', 'timeout', 'rate_limit', 'execution', 'network', 'interrupted'] as readonly ErrorCode[],
-  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'resumed', 'call_interrupted', 'hook'] as readonly NoticeCode[],
+  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'resumed', 'call_interrupted', 'hook', 'mcp_auth'] as readonly NoticeCode[],
   NoticeLevel: ['info', 'warning', 'error'] as readonly NoticeLevel[],
   Risk: ['write', 'shell', 'network', 'mcp'] as readonly Risk[],
   TrustName: ['discovery', 'read_only', 'workspace', 'shell', 'full'] as readonly TrustName[],

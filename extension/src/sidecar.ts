@@ -16,10 +16,11 @@ import {
 import type { SidecarStatus } from './common/state';
 import {
   Method, type ApprovalRequest, type ApproveResult, type AskParams, type AskResult, type ChatEvent, type CodeIntelParams,
-  type CodeIntelResult, type Requests,
+  type CodeIntelResult, type Requests, type SecretParams,
 } from './protocol';
 import type { Launch, PythonEnvironments, Resolution } from './python';
 import type { ApiKeyStore } from './secrets';
+import { answerSecret, checkedShowDocument } from './signIn';
 
 const CRASH_WINDOW_MS = 3 * 60_000;
 const MAX_CRASHES = 3;
@@ -106,10 +107,14 @@ export class Sidecar implements vscode.Disposable {
     }
   }
 
-  /** `fresh`: look for the interpreter again (the user asked: a Python may have been installed meanwhile). */
+  /** `fresh`: look for the interpreter again, with the settings as they are now (the user asked: a Python may have
+   *  been installed meanwhile, or the settings read at start-up were not the user's yet). */
   async restart(reason: string, fresh = false): Promise<void> {
     this.log.info(`restarting the sidecar: ${reason}`);
-    if (fresh) this.launched = undefined;
+    if (fresh) {
+      this.launched = undefined;
+      this.settings = this.readSettings();
+    }
     this.crashes = [];
     await this.stop();
     await this.start();
@@ -140,7 +145,7 @@ export class Sidecar implements vscode.Disposable {
     return answer as Promise<Requests[M]['result']>;
   }
 
-  private async doStart(): Promise<void> {
+  private async doStart(retried = false): Promise<void> {
     this.setStatus('starting');
     const keys = await this.keys.all();
     const env = sidecarEnvironment(this.settings, keys, process.env);
@@ -153,6 +158,20 @@ export class Sidecar implements vscode.Disposable {
     } catch (err) {
       this.setStatus('error', String((err as Error).message ?? err));
       return;
+    }
+    if (resolution.kind !== 'ready' && !retried) {
+      // A remote window (code-server) may hand the extension its machine settings after activation: a read at
+      // start-up can miss `sunwell.python` (issue 34 bug 1: after Reload Window, "not installed for python3").
+      const now = this.readSettings();
+      if (interpreterKey(now) !== key) {
+        this.log.info(`the interpreter settings changed while starting (${key} → ${interpreterKey(now)}); resolving again`);
+        this.settings = { ...this.settings, python: now.python, serverCommand: now.serverCommand };
+        return this.doStart(true);
+      }
+    }
+    if (resolution.kind !== 'ready') {
+      this.log.warn(`no engine to start: ${resolution.kind === 'noPython' ? resolution.reason : 'sunwell is not installed'} for ` +
+        `${resolution.python} (sunwell.python: ${this.settings.python || 'not set'})`);
     }
     if (resolution.kind === 'noPython') {
       const message = `Sunwell needs Python 3.11 or newer; \`${resolution.python}\` did not run: ${resolution.reason}. Set \`sunwell.python\`.`;
@@ -186,6 +205,7 @@ export class Sidecar implements vscode.Disposable {
       initializationOptions: initializationOptions(this.settings, this.dataDir),
       outputChannel: this.log,
       synchronize: { fileEvents: vscode.workspace.createFileSystemWatcher('**/*.lens') },
+      middleware: { window: { showDocument: checkedShowDocument(this.log) } },
       initializationFailedHandler: (error) => {
         this.log.error(`the sidecar failed to initialize: ${error}`);
         return false;
@@ -202,6 +222,7 @@ export class Sidecar implements vscode.Disposable {
     client.onRequest(Method.elicit, (params: ElicitParams, token: vscode.CancellationToken) => elicitForm(params, token));
     client.onRequest(Method.ask, (params: AskParams, token: vscode.CancellationToken) => this.questionHandler(params, token));
     client.onRequest(Method.codeIntel, (params: CodeIntelParams, token: vscode.CancellationToken) => this.codeIntelHandler(params, token));
+    client.onRequest(Method.secret, (params: SecretParams) => answerSecret(this.context.secrets, params));
     this.running = false;
     client.onDidChangeState(({ newState }) => {
       if (newState === State.Running) this.running = true;

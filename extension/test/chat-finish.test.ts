@@ -1,17 +1,21 @@
 // Issue 17 in the chat view: the effects card (issue 15's staged commands), Deny with a note, Retry and the
 // endpoint's fixes under a failure, the estimate when a server reports no usage, cost, Undo and Edit & resend.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { JSDOM } from 'jsdom';
 import { ApprovalBroker } from '../src/common/approvals';
 import { endpointSetting, formatSessionUsage, formatUsage, needsApiKey, unreachableEndpoint } from '../src/common/format';
+import { isCommandLine } from '../src/common/commandline';
+import { mentionsFromLabels } from '../src/common/mentions';
 import { isWebviewMessage } from '../src/common/messages';
 import { initialState, reduce, undoableTurn, waitingForModel, type ChatState } from '../src/common/state';
 import type { ApprovalRequest, ChatEvent, EffectsPreview } from '../src/protocol';
 import { createMarkdownRenderer } from '../src/webview/markdown';
 import { renderItem, type RenderContext } from '../src/webview/render';
 import { fileSides } from '../src/common/previewSides';
-import { turn } from './helpers';
+import { ROOT, turn } from './helpers';
 
 let ctx: RenderContext;
 before(() => {
@@ -187,10 +191,54 @@ describe('the turn\'s own buttons', () => {
     assert.equal(undoableTurn(reduce(state, { type: 'userMessage', text: 'four' })), null, 'nothing to undo while a turn runs');
   });
 
-  it('the last user message offers Edit & resend', () => {
+  it('the last user message offers Edit & resend, a button Tab reaches', () => {
     const state = turn('hello', [{ ...base, seq: 0, type: 'done', status: 'completed', toolCalls: 0, usage: null }]);
-    assert.ok(draw(state, { editable: state.items[0].id }).querySelector('[data-testid="edit-message"]'));
+    const pencil = draw(state, { editable: state.items[0].id }).querySelector<HTMLElement>('[data-testid="edit-message"]');
+    assert.equal(pencil?.tagName, 'BUTTON');
+    assert.equal(pencil?.getAttribute('tabindex'), null, 'in the tab order like any button');
     assert.equal(draw(state).querySelector('[data-testid="edit-message"]'), null);
+  });
+
+  it('shows the pencil on keyboard focus as on hover (chat.css)', () => {
+    const css = readFileSync(path.join(ROOT, 'extension', 'media', 'chat.css'), 'utf8');
+    const shown = /([^}]*)\{\s*opacity:\s*1;?\s*\}/g;
+    const rules = [...css.matchAll(shown)].map((m) => m[1]).find((selectors) => selectors.includes('.edit-message')) ?? '';
+    for (const selector of ['.message.user:hover .edit-message', '.message.user:focus-within .edit-message']) {
+      assert.ok(rules.includes(selector), `${selector} shows the pencil`);
+    }
+  });
+
+  it('Retry sits on the last answer whatever its end; an interrupted turn offers Resume instead', () => {
+    for (const status of ['completed', 'cancelled', 'limitReached'] as const) {
+      const state = turn('hi', [{ ...base, seq: 0, type: 'done', status, toolCalls: 0, usage: null }]);
+      const end = state.items.at(-1)!.id;
+      const retry = draw(state, { retryable: end }).querySelector<HTMLElement>('[data-testid="retry-button"]');
+      assert.equal(retry?.dataset.action, 'retry', status);
+      assert.equal(draw(state).querySelector('[data-testid="retry-button"]'), null, 'only on the last exchange');
+    }
+    const interrupted = turn('hi', [{ ...base, seq: 0, type: 'done', status: 'interrupted', toolCalls: 0, usage: null,
+      resumable: true }]);
+    const id = interrupted.items.at(-1)!.id;
+    const end = draw(interrupted, { retryable: id, lastEnd: id });
+    assert.ok(end.querySelector('[data-testid="resume-button"]'));
+    assert.equal(end.querySelector('[data-testid="retry-button"]'), null);
+  });
+
+  it('a line sent in place of an exchange says which (checked), and its chips come back from their labels', () => {
+    assert.equal(isWebviewMessage({ type: 'send', text: 'x', replaces: 't_1' }), true);
+    assert.equal(isWebviewMessage({ type: 'send', text: 'x', replaces: 5 }), false);
+    assert.deepEqual(mentionsFromLabels(['@src/app.py', '@selection', '@notes:notes://team/readme']), [
+      { kind: 'file', label: '@src/app.py', path: 'src/app.py' },
+      { kind: 'selection', label: '@selection' },
+      { kind: 'resource', label: '@notes:notes://team/readme', server: 'notes', uri: 'notes://team/readme' }]);
+    assert.equal(isWebviewMessage({ type: 'send', text: 'x', mentions: mentionsFromLabels(['@notes:n://a']) }), true);
+  });
+
+  it('tells a ::command line from a line for the model, as the sidecar does', () => {
+    for (const line of ['::context', '  ::compact keep the API', '::docs:summarise a=1', '::help\n']) {
+      assert.equal(isCommandLine(line), true, line);
+    }
+    for (const line of ['std::vector', '::', '::9x', 'x ::help', ':::note', 'hello']) assert.equal(isCommandLine(line), false, line);
   });
 });
 
@@ -211,7 +259,7 @@ describe('waiting for the model', () => {
 });
 
 describe('context mentions', async () => {
-  const { fuzzyScore, matchMentions, mentionContext, removeMentionQuery, formatProblems } = await import('../src/common/mentions');
+  const { chipText, fuzzyScore, matchMentions, mentionContext, removeMentionQuery, formatProblems } = await import('../src/common/mentions');
   const files = ['README.md', 'src/app.py', 'src/application/main.py', 'tests/test_app.py', 'docs/sapphire.md'];
 
   it('opens on an @ that starts a word, not in an e-mail address', () => {
@@ -227,6 +275,13 @@ describe('context mentions', async () => {
     assert.equal(matchMentions('app', files)[0].path, 'src/app.py');
     assert.deepEqual(matchMentions('sel', files).map((m) => m.label).slice(0, 1), ['@selection']);
     assert.deepEqual(matchMentions('', files).slice(0, 3).map((m) => m.kind), ['selection', 'problems', 'terminal']);
+  });
+
+  it('a chip shows a file by its name, anything else by its label (issue 34 item 11)', () => {
+    assert.equal(chipText('@src/app.py'), 'app.py');
+    assert.equal(chipText('@README.md'), 'README.md');
+    assert.equal(chipText('@selection'), '@selection');
+    assert.equal(chipText('@notes:notes://team/readme'), '@notes:notes://team/readme');
   });
 
   it('offers the MCP servers\' resources as @SERVER:URI, typed with their colon', () => {
@@ -256,6 +311,7 @@ describe('context mentions', async () => {
 
   it('show on the line that carried them', () => {
     const state = reduce(initialState(), { type: 'userMessage', text: 'look', mentions: ['@src/app.py'] });
-    assert.deepEqual([...draw(state).querySelectorAll('[data-testid="sent-mention"]')].map((e) => e.textContent), ['@src/app.py']);
+    const chips = [...draw(state).querySelectorAll<HTMLElement>('[data-testid="sent-mention"]')];
+    assert.deepEqual(chips.map((e) => [e.textContent, e.title, e.dataset.label]), [['app.py', 'src/app.py', '@src/app.py']]);
   });
 });

@@ -1,7 +1,7 @@
 // How the "Sunwell: MCP Servers" picker shows each server.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { canRestart, mcpServerItem, stateWord } from '../src/common/mcp';
+import { canRestart, mcpServerItem, stateWord, withMcpServersKey } from '../src/common/mcp';
 
 describe('MCP servers picker', () => {
   it('shows a running server with its tool count and transport', () => {
@@ -23,5 +23,18 @@ describe('MCP servers picker', () => {
     assert.equal(mcpServerItem(waiting).label, '$(shield) theirs');
     assert.ok(!canRestart(waiting));
     assert.equal(mcpServerItem({ name: 'idle', state: 'stopped', transport: 'stdio', tools: [] }).description, 'stopped · stdio');
+  });
+});
+
+describe('no MCP server configured (issue 34 item 12)', () => {
+  it('opens the user config at mcp_servers, adding a commented example only when the key is missing', () => {
+    const empty = withMcpServersKey('');
+    assert.equal(empty.line, 0);
+    assert.match(empty.text, /^mcp_servers:\n  # docs:/);
+    const other = withMcpServersKey('model: openai:gpt-4o');
+    assert.ok(other.text.startsWith('model: openai:gpt-4o\n\nmcp_servers:\n'));
+    assert.equal(other.text.split('\n')[other.line], 'mcp_servers:');
+    const has = 'model: x\nmcp_servers: {}\n';
+    assert.deepEqual(withMcpServersKey(has), { text: has, line: 1 });
   });
 });

@@ -56,7 +56,8 @@ describe('initializationOptions and configuration changes', () => {
       prices: null,
       network: { allow: [], deny: [] },
       webSearch: null,
-      clientCapabilities: { ask: true, codeIntel: true, elicit: true }, // questions, code intelligence, MCP forms
+      // questions, code intelligence, MCP forms, MCP sign-ins in SecretStorage
+      clientCapabilities: { ask: true, codeIntel: true, elicit: true, secrets: true },
     });
   });
 

@@ -1,7 +1,7 @@
 // The chat view model: real event streams of the engine in, the transcript the webview draws out.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { forStorage, initialState, isBusy, pendingApprovals, planProgress, reduce, replay, type ChatState, type Item, type ToolItem } from '../src/common/state';
+import { forStorage, initialState, isBusy, lastExchange, pendingApprovals, planProgress, reduce, replay, type ChatState, type Item, type ToolItem } from '../src/common/state';
 import type { ApprovalRequest, ChatEvent } from '../src/protocol';
 import { recorded, replayed, run, turn } from './helpers';
 
@@ -152,6 +152,12 @@ describe('approvals', () => {
     other = reduce(other, { type: 'approvalRequested', params: request });
     other = reduce(other, { type: 'turnFinished', status: 'cancelled' });
     assert.equal(tools(other)[0].approval?.state, 'stopped');
+    // The broker's request is cancelled by the engine's stop before the turn's end arrives (issue 34 bug 2).
+    let cancelled = turn('write b.txt', events.slice(0, callIndex + 1));
+    cancelled = reduce(cancelled, { type: 'approvalRequested', params: request });
+    cancelled = reduce(cancelled, { type: 'stopRequested' });
+    cancelled = reduce(cancelled, { type: 'approvalExpired', callId: call.callId });
+    assert.equal(tools(cancelled)[0].approval?.state, 'stopped');
   });
 
   it('an unanswered card expires when the turn ends', () => {
@@ -226,6 +232,22 @@ describe('notices, commands and sessions', () => {
     assert.equal(notice.kind === 'notice' && notice.code, 'provider_retry');
   });
 
+  it('a turn\'s info notices fold into one notes item; warnings stay apart (issue 34 item 7)', () => {
+    const state = turn('go', [
+      { ...base, seq: 0, type: 'notice', level: 'info', code: 'tools_fitted', message: 'tool definitions fitted' },
+      { ...base, seq: 1, type: 'text', delta: 'ok' },
+      { ...base, seq: 2, type: 'notice', level: 'warning', code: 'provider_retry', message: 'retrying in 1 s' },
+      { ...base, seq: 3, type: 'notice', level: 'info', code: 'repeated_call', message: 'the model repeated read_file' },
+      { ...base, seq: 4, type: 'done', status: 'completed', toolCalls: 0, usage: null },
+    ]);
+    assert.deepEqual(kinds(state), ['user', 'notes', 'assistant', 'notice', 'turnEnd']);
+    const notes = state.items[1];
+    assert.deepEqual(notes.kind === 'notes' && notes.notes.map((n) => n.code), ['tools_fitted', 'repeated_call']);
+    const next = run([{ ...base, turn: 't2', seq: 0, type: 'notice', level: 'info', code: 'tools_fitted', message: 'again' }],
+      reduce(state, { type: 'userMessage', text: 'more' }));
+    assert.equal(next.items.filter((i) => i.kind === 'notes').length, 2);  // one per turn
+  });
+
   it('contextUsage fills the meter after each request; a compaction is a notice; a new session empties the meter', () => {
     let state = turn('read it all', [
       { ...base, seq: 0, type: 'contextUsage', usedTokens: 1200, windowTokens: 4096, estimated: true },
@@ -273,6 +295,8 @@ describe('stored sessions', () => {
         return [item.kind, item.status, item.toolCalls, item.usage, item.error?.replace(/ to \S+ was/, ' was') ?? null];
       case 'notice':
         return [item.kind, item.code];
+      case 'notes':
+        return [item.kind, item.notes.map((n) => n.code)];
       case 'command':
         return [item.kind, item.command];
       default:
@@ -426,5 +450,62 @@ describe('durable turns', () => {
     assert.deepEqual(kinds(state), ['user', 'tool', 'turnEnd']);
     assert.equal(tools(state)[0].error?.code, 'interrupted');
     assert.equal(isBusy(state), false);
+  });
+});
+
+describe('Edit & resend and Retry (issue 34 items 8 and 10)', () => {
+  const answered = (turnId: string, text: string, status: 'completed' | 'error' | 'cancelled' = 'completed',
+    resumable = false): ChatEvent[] => [
+    { session: 's', turn: turnId, seq: 0, type: 'text', delta: text },
+    { session: 's', turn: turnId, seq: 1, type: 'toolCall', callId: `c-${turnId}`, name: 'read_file', arguments: {} },
+    { session: 's', turn: turnId, seq: 2, type: 'toolResult', callId: `c-${turnId}`, name: 'read_file', ok: true, output: 'x',
+      error: null, durationMs: 1 },
+    { session: 's', turn: turnId, seq: 3, type: 'done', status, toolCalls: 1, usage: null,
+      ...(status === 'error' ? { error: 'boom' } : {}), ...(resumable ? { resumable: true } : {}) },
+  ];
+  const texts = (s: ChatState) => s.items.map((i) => (i.kind === 'user' || i.kind === 'assistant' ? i.text : i.kind));
+
+  it('the last exchange is the last line through its turn\'s end, and only when nothing runs', () => {
+    assert.equal(lastExchange(initialState()), null);
+    let state = turn('one', answered('t1', 'One.'));
+    state = turn('two', answered('t2', 'Two.'), state);
+    const exchange = lastExchange(state)!;
+    assert.deepEqual([exchange.user.text, exchange.end.turn, exchange.command, exchange.logged], ['two', 't2', false, true]);
+    const running = reduce(state, { type: 'userMessage', text: 'three' });
+    assert.equal(lastExchange(running), null, 'a turn runs: nothing to replace');
+  });
+
+  it('a turn that failed before it began, or a ::command, never reached the log: it is replaced in the transcript only', () => {
+    const failed = turn('hi', [{ session: 's', turn: 'tx', seq: 0, type: 'done', status: 'error', toolCalls: 0, usage: null,
+      error: 'no model configured' }]);
+    assert.equal(lastExchange(failed)?.logged, false);
+    assert.equal(lastExchange(turn('hi', answered('t1', 'x', 'error', true)))?.logged, true, 'a provider error is logged');
+    assert.equal(lastExchange(turn('hi', answered('t1', 'x', 'cancelled')))?.logged, true);
+    const command = turn('::context', [
+      { session: 's', turn: 'tc', seq: 0, type: 'commandOutput', command: 'context', output: 'ctx' },
+      { session: 's', turn: 'tc', seq: 1, type: 'done', status: 'completed', toolCalls: 0, usage: null }]);
+    assert.deepEqual([lastExchange(command)?.command, lastExchange(command)?.logged], [true, false]);
+  });
+
+  it('a line sent in place of the last exchange takes its place: its line, answer, calls and end go', () => {
+    let state = turn('one', answered('t1', 'One.'));
+    state = turn('two', answered('t2', 'Two.'), state);
+    const kept = state.items.slice(0, 4);
+    state = reduce(state, { type: 'userMessage', text: 'two, edited', replaces: 't2' });
+    assert.equal(isBusy(state), true);
+    assert.deepEqual(texts(state), ['one', 'One.', 'tool', 'turnEnd', 'two, edited']);
+    assert.ok(state.items.slice(0, 4).every((item, i) => item === kept[i]), 'the earlier exchange is untouched');
+    state = run(answered('t3', 'Two, again.'), state);
+    assert.deepEqual(texts(state), ['one', 'One.', 'tool', 'turnEnd', 'two, edited', 'Two, again.', 'tool', 'turnEnd']);
+    assert.equal(new Set(state.items.map((i) => i.id)).size, state.items.length, 'ids stay unique');
+    // Retry: the same line in place of the answer it got
+    state = reduce(state, { type: 'userMessage', text: 'two, edited', replaces: 't3' });
+    assert.deepEqual(texts(state), ['one', 'One.', 'tool', 'turnEnd', 'two, edited']);
+  });
+
+  it('a line that names a turn the transcript does not end with an exchange is only appended', () => {
+    const state = turn('one', answered('t1', 'One.'));
+    assert.deepEqual(texts(reduce(state, { type: 'userMessage', text: 'two', replaces: 'nope' })),
+      ['one', 'One.', 'tool', 'turnEnd', 'two']);
   });
 });

@@ -22,6 +22,16 @@ class SetupError(SunwellError):
     """The turn cannot start (no model, unknown provider, missing key, bad workspace): a usage/config problem."""
 
 
+class InvalidReplace(SetupError):
+    """A line cannot replace the turn it names: that turn is not in its session's conversation (another session's,
+    one replaced already, a made-up id), or the line is a ::command. The sidecar answers invalid params (-32602)."""
+
+
+class SessionBusy(SetupError):
+    """A turn runs in the session: a line that would replace one of its turns is refused, not queued behind it
+    (the sidecar answers RequestFailed, -32803)."""
+
+
 def first_problem(exc: ValidationError, top: str = "(top level)") -> tuple[str, str]:
     """(where, what) of a pydantic error's first problem: the dotted key path, and pydantic's message."""
     err = exc.errors()[0]

@@ -148,6 +148,29 @@ SCENARIOS: dict[str, list[Any]] = {
         Reply(text="This answer never arrives: the engine is killed while it waits.", wait_for=NEVER),
         Reply(text="Resumed after the restart: `a.txt` says **hello from the demo**.", chunk=8, delay=0.02),
     ],
+    # a plan, then a question: the pinned checklist and the question card (issue 34 item 13: light theme, narrow)
+    "plan-question": [
+        Reply(tool_calls=[Call("update_plan", json.dumps({"items": [
+            {"step": "Read the service's configuration", "status": "done"},
+            {"step": "Choose the storage with the user", "status": "in_progress"},
+            {"step": "Write the storage layer and its tests", "status": "pending"}]}))], chunk=16),
+        Reply(tool_calls=[Call("ask_user", json.dumps({"question": "Which database should the service use, given "
+                                                       "that it must run on a laptop without a server?",
+                                                       "options": ["PostgreSQL", "SQLite", "DuckDB"]}))], chunk=16),
+        Reply(text="Noted: the storage layer will use the database you chose.", chunk=8),
+    ],
+    # the same read twice: an info notice (repeated_call) the chat folds into the turn's notes
+    "read-repeated": [
+        Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')], chunk=16),
+        Reply(tool_calls=[Call("read_file", '{"path": "a.txt"}')], chunk=16),
+        Reply(text="`a.txt` says **hello from the demo**, both times.", chunk=8),
+    ],
+    # issue 34 items 8 and 10: an answer; the answer to the line edited in its place; the one Retry asks for again
+    "edit-resend": [
+        Reply(text="First answer, to the line as it was sent first.", chunk=8, delay=0.02),
+        Reply(text="Second answer, to the edited line.", chunk=8, delay=0.02),
+        Reply(text="Third answer, asked for again by Retry.", chunk=8, delay=0.02),
+    ],
     # a file the turn creates, for the turn's Undo button
     "write-undo": [
         Reply(tool_calls=[Call("write_file", json.dumps({"path": "undo-me.txt", "content": "temporary\n"}))], chunk=16),

@@ -11,6 +11,7 @@
 //   E2E_KEEP=1           keep the temp dir (profile, workspace, logs) for inspection
 // Screenshots go to tests/e2e/artifacts/. The last line is `e2e: N passed, N failed`; the exit code is 1 on failure.
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -216,6 +217,27 @@ function sidecars() {
   return out;
 }
 
+/** The interpreter `sunwell.python` is set to: one that exists (issue 34 bug 6: on a fresh clone the repository's
+ *  .venv is not there): that .venv when it is, else a venv of the test's own that sees the engine's packages. */
+function configuredPython() {
+  const repoVenv = path.join(root, '.venv', 'bin', 'python');
+  return SIDECAR_PYTHON || (existsSync(repoVenv) ? repoVenv : otherVenv());
+}
+
+/** A second interpreter with Sunwell: a venv whose site-packages point (a .pth) at the running engine's. */
+function otherVenv() {
+  const dir = path.join(E2E, 'other-venv');
+  if (existsSync(path.join(dir, 'bin', 'python'))) return path.join(dir, 'bin', 'python');
+  const running = sidecars()[0]?.python;
+  check(running, 'no engine runs to take its packages from');
+  const made = spawnSync(running, ['-m', 'venv', '--without-pip', dir], { encoding: 'utf8' });
+  check(made.status === 0, `python -m venv failed: ${made.stderr}`);
+  const where = (python) => spawnSync(python, ['-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'], { encoding: 'utf8' }).stdout.trim();
+  const python = path.join(dir, 'bin', 'python');
+  writeFileSync(path.join(where(python), 'engine.pth'), `${where(running)}\n`);
+  return python;
+}
+
 /** Types a value into a setting of the Settings UI (Preferences: Open Settings (UI)), as a user does. */
 async function setInSettingsUi(key, label, value) {
   await runCommand(page, 'Preferences: Open Settings (UI)');
@@ -267,7 +289,6 @@ async function main() {
   writeFileSync(path.join(DATA, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
 
   await scenario('install-vsix', 120_000, async () => {
-    const { spawnSync } = await import('node:child_process');
     const out = spawnSync(CODE_SERVER, [...csArgs, '--install-extension', VSIX], { env: isolated, encoding: 'utf8', timeout: 110_000 });
     writeFileSync(path.join(LOGS, 'install-extension.log'), `${out.stdout}\n${out.stderr}`);
     check(out.status === 0 && /successfully installed/i.test(out.stdout), `code-server --install-extension failed (${out.status}): ${out.stdout}${out.stderr}`);
@@ -552,7 +573,7 @@ async function main() {
   // Issue 17 bug 2: a setting changed in the Settings UI restarts the engine with the interpreter `sunwell.python`
   // names, every time (python3 on PATH has no Sunwell here, as on a fresh machine).
   await scenario('settings-restart', 120_000, async () => {
-    const python = SIDECAR_PYTHON || path.join(root, '.venv', 'bin', 'python');
+    const python = configuredPython();
     const ready = async () => !(await byTest('sidecar-banner').isVisible());
     if (!sidecars().some((s) => s.python === python)) {
       await setInSettingsUi('sunwell.python', 'Python', python);
@@ -584,6 +605,40 @@ async function main() {
     await runCommand(page, 'View: Close All Editors');
     await sleep(1500);
     await until(ready, { timeoutMs: 45_000, message: 'the engine did not come back after the settings were restored' });
+  });
+
+  // Issue 34 bug 1: with `sunwell.python` set as a user sets it, Reload Window brings the engine back with that
+  // interpreter (it showed "not installed for python3" and Install, and Restart Sidecar did not help).
+  await scenario('reload-python', 180_000, async () => {
+    const python = configuredPython();
+    const ready = async () => !(await byTest('sidecar-banner').isVisible());
+    const runsWith = async () => sidecars().length === 1 && sidecars()[0].python === python && (await ready());
+    if (!(await runsWith())) {
+      await setInSettingsUi('sunwell.python', 'Python', python);
+      await runCommand(page, 'View: Close All Editors');
+      await until(runsWith, { timeoutMs: 45_000, message: `the engine did not start with ${python}` });
+    }
+    await runCommand(page, 'Developer: Reload Window');
+    await page.waitForLoadState('domcontentloaded');
+    await waitForWorkbench(page);
+    await until(async () => (await chat().locator('[data-testid="chat-input"]').count()) > 0, { timeoutMs: 20_000, message: 'no chat' })
+      .catch(async () => runCommand(page, 'Sunwell: Open Chat'));
+    await until(runsWith, { timeoutMs: 60_000, message: `after the reload the engine does not run with ${python}` })
+      .catch(async (err) => {
+        throw new Error(`${err.message}; engines: ${JSON.stringify(sidecars())}; banner: ${await byTest('sidecar-banner').innerText().catch(() => '')}`);
+      });
+    await clearNotifications(page);
+    await script('chat');
+    const ends = await count('turn-end');
+    await send('Still here after the reload?');
+    await waitTurnEnd(ends, 'completed');
+    await shot('reload-python');
+    if (!SIDECAR_PYTHON) {
+      await setInSettingsUi('sunwell.python', 'Python', ''); // back to the private venv
+      await runCommand(page, 'View: Close All Editors');
+      await until(ready, { timeoutMs: 45_000, message: 'the engine did not come back with the private venv' });
+      await runCommand(page, 'Sunwell: Open Chat');
+    }
   });
 
   // Issue 17 bug 3: a complete `::command` typed by hand runs on the first Enter (the completion list stays out of
@@ -685,7 +740,8 @@ async function main() {
     await until(async () => (await byTest('turn-end').last().getAttribute('data-status')) === 'completed',
       { timeoutMs: 30_000, message: 'the retried turn did not complete' });
     check((await byTest('user-message').last().innerText()) === 'Are you there?', 'Retry did not send the same message');
-    check(await byTest('retry-button').count() === 0, 'Retry is still offered after the answer');
+    check(await chat().locator('[data-testid="retry-button"][data-action="resume"]').count() === 0,
+      'the failure\'s Retry is still offered after the answer'); // the answer's own Retry asks again (issue 34 item 10)
     await shot('retried');
   });
 
@@ -743,7 +799,10 @@ async function main() {
     await script('chat');
     const again = await count('turn-end');
     await page.keyboard.press('Enter');
-    await waitTurnEnd(again, 'completed');
+    // Issue 34 item 8: the edited line takes its exchange's place, so as many turn ends once it is answered
+    await until(async () => (await byTest('user-message').last().innerText()) === 'Create nothing, just say hello'
+      && (await count('turn-end')) === again && (await byTest('turn-end').last().getAttribute('data-status')) === 'completed'
+      && (await byTest('send-button').isVisible()), { timeoutMs: 30_000, message: 'the edited line was not answered in its exchange\'s place' });
     check((await byTest('user-message').last().innerText()) === 'Create nothing, just say hello', 'the edited line was not sent');
     await shot('undone-and-resent');
   });
@@ -782,8 +841,9 @@ async function main() {
       { timeoutMs: 10_000, message: `the picker does not offer src/app.py first: ${JSON.stringify(await byTest('mention-option').allInnerTexts())}` });
     await shot('mention-picker');
     await page.keyboard.press('Enter');
-    await until(async () => JSON.stringify(await byTest('mention-chip').allInnerTexts()) === '["@src/app.py"]',
-      { timeoutMs: 3000, message: 'no chip for src/app.py' });
+    await until(async () => JSON.stringify(await byTest('mention-chip').allInnerTexts()) === '["app.py"]'
+      && await byTest('mention-chip').first().getAttribute('title') === 'src/app.py',
+      { timeoutMs: 3000, message: 'no chip for src/app.py (named app.py, its path as its title)' });
     check((await input.inputValue()) === 'Explain ', `the @query stayed in the input: "${await input.inputValue()}"`);
     for (const query of ['@sel', '@prob']) {
       await page.keyboard.type(query, { delay: 30 });
@@ -792,7 +852,7 @@ async function main() {
     }
     await until(async () => (await byTest('mention-chip').count()) === 3, { timeoutMs: 3000, message: 'three chips expected' });
     await chat().locator('[data-testid="mention-chip"][data-label="@selection"] [data-testid="mention-remove"]').click();
-    check(JSON.stringify(await byTest('mention-chip').allInnerTexts()) === '["@src/app.py","@problems"]',
+    check(JSON.stringify(await byTest('mention-chip').allInnerTexts()) === '["app.py","@problems"]',
       `after removing @selection: ${JSON.stringify(await byTest('mention-chip').allInnerTexts())}`);
     await input.click();
     await page.keyboard.press('End');
@@ -804,10 +864,12 @@ async function main() {
     check(await byTest('mention-chip').count() === 0, 'the chips stayed after the send');
     const sent = (await requestsSince(mark)).at(-1).body.messages.filter((m) => m.role === 'user').at(-1).content;
     check(sent.startsWith('Explain what does it return?'), `the line sent: ${sent.slice(0, 80)}`);
-    check(sent.includes('def main():') && sent.includes('<attachment name="@src/app.py" kind="file"'), 'the model did not get src/app.py');
-    check(sent.includes('<attachment name="@problems" kind="problems"') && !sent.includes('@selection'), 'the problems were not sent, or the removed chip was');
+    // Issue 34 item 11: the model gets the file by its plain path, with its content (given "@src/app.py" it read that)
+    check(sent.includes('def main():') && sent.includes('<attachment kind="file" path="src/app.py">') && !sent.includes('@src/app.py'),
+      'the model did not get src/app.py by its plain path');
+    check(sent.includes('<attachment kind="problems" name="problems">') && !sent.includes('selection'), 'the problems were not sent, or the removed chip was');
     log(`  sent: ${JSON.stringify(sent.slice(0, 240))}`);
-    check(JSON.stringify(await byTest('user-message').last().locator('[data-testid="sent-mention"]').allInnerTexts()) === '["@src/app.py","@problems"]',
+    check(JSON.stringify(await byTest('user-message').last().locator('[data-testid="sent-mention"]').allInnerTexts()) === '["app.py","@problems"]',
       'the line does not show what it had attached');
     await script('none');
     await send('::context');
@@ -987,6 +1049,7 @@ async function main() {
     await clearNotifications(page);
   });
 
+  await polishScenarios();
   // (g) a lens file: a diagnostic on the misspelt key, and completion of a trust level
   await agentToolScenarios();
 
@@ -1042,6 +1105,249 @@ async function main() {
     log(`  problems: ${(await rows.allInnerTexts()).map((t) => nbsp(t).replace(/\s+/g, ' ')).join(' | ')}`);
     await shot('problems-panel');
   });
+}
+
+/** Issue 34: what a first hour in the chat found. */
+async function polishScenarios() {
+  // Bug 2: Stop while an approval waits: the card says Stopped, not "No answer in time: denied".
+  await scenario('stop-approval', 60_000, async () => {
+    await runCommand(page, 'Sunwell: Open Chat');
+    await script('write-deny');
+    const ends = await count('turn-end');
+    await send('Make main return 0');
+    const approval = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await approval.waitFor({ timeout: 20_000 });
+    await byTest('stop-button').click();
+    await waitTurnEnd(ends, 'cancelled', 10_000);
+    const card = chat().locator('[data-testid="tool-card"][data-tool="write_file"]').last().locator('[data-testid="approval-card"]');
+    const text = await card.innerText();
+    check(await card.getAttribute('data-state') === 'stopped' && /Stopped/.test(text) && !/No answer in time/.test(text),
+      `the stopped approval says ${JSON.stringify(text)} (${await card.getAttribute('data-state')})`);
+    check(readFileSync(path.join(WS, 'src', 'app.py'), 'utf8') === APP_PY, 'the stopped write reached src/app.py');
+    await shot('stop-approval');
+  });
+
+  // Item 7: a turn's info notices fold into one quiet line that opens; the meter agrees with ::context (bug 3).
+  await scenario('notes-meter', 60_000, async () => {
+    await script('read-repeated');
+    const ends = await count('turn-end');
+    await send('What does a.txt say? Check twice.');
+    await waitTurnEnd(ends, 'completed');
+    const turnNotes = chat().locator('[data-testid="notes"]').last();
+    await turnNotes.waitFor({ timeout: 5000 });
+    check(await chat().locator('.transcript > [data-testid="notice"][data-code="repeated_call"]').count() === 0,
+      'an info notice stands on its own line');
+    check(!(await turnNotes.locator('li').first().isVisible()), 'the notes are open before they are asked for');
+    await turnNotes.locator('summary').click();
+    await until(async () => (await turnNotes.locator('[data-testid="notice"][data-code="repeated_call"]').isVisible()),
+      { timeoutMs: 3000, message: 'the notes did not open to the repeated call' });
+    await shot('notes-open');
+    const meter = nbsp(await byTest('context-meter').innerText());
+    await script('none');
+    await send('::context');
+    const output = byTest('command-output').last();
+    await until(async () => /% full/.test(await output.innerText()), { timeoutMs: 10_000, message: '::context did not answer' });
+    const full = Number(/(\d+)% full/.exec(await output.innerText())[1]);
+    const shown = Number(/(\d+)%/.exec(meter)?.[1] ?? NaN);
+    log(`  meter "${meter}", ::context ${full}% full`);
+    check(Math.abs(shown - full) <= 2, `the meter shows ${shown}%, ::context says ${full}%`);
+  });
+
+  // Item 9: scrolled up during a stream, a Jump to latest button; it takes the user down.
+  await scenario('jump-latest', 60_000, async () => {
+    await script('slow');
+    const ends = await count('turn-end');
+    const answers = await count('assistant-message');
+    await send('Count slowly for me');
+    const answer = byTest('assistant-message').nth(answers);
+    await until(async () => (await answer.count()) > 0 && (await answer.innerText()).length > 400,
+      { timeoutMs: 20_000, message: 'the slow answer did not grow' });
+    const scroller = chat().locator('main.scroller');
+    await scroller.evaluate((el) => { el.scrollTop = 0; });
+    await byTest('jump-latest').waitFor({ state: 'visible', timeout: 3000 });
+    await sleep(1000);
+    check(await scroller.evaluate((el) => el.scrollTop) < 50, 'the stream pulled the scrolled-up user down');
+    await shot('jump-latest');
+    await byTest('jump-latest').click();
+    await until(async () => scroller.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 40),
+      { timeoutMs: 3000, message: 'Jump to latest did not reach the bottom' });
+    check(!(await byTest('jump-latest').isVisible()), 'the button stayed at the bottom');
+    await byTest('stop-button').click();
+    await waitTurnEnd(ends, 'cancelled', 10_000);
+  });
+
+  // Bug 4: Tab to the model chip, Enter, Escape: the focus comes back to the chat, and Shift+Tab reaches the input.
+  await scenario('picker-focus', 45_000, async () => {
+    await script('none');
+    const inChat = (id) => chat().locator(`[data-testid="${id}"]`).evaluate((el) => el === document.activeElement && document.hasFocus());
+    await byTest('chat-input').click();
+    await page.keyboard.press('Tab');
+    for (let i = 0; i < 6 && !(await inChat('pick-model')); i++) await page.keyboard.press('Tab');
+    check(await inChat('pick-model'), 'Tab does not reach the model chip');
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'visible', timeout: 10_000 });
+    await page.keyboard.press('Escape');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
+    await until(() => inChat('pick-model'), { timeoutMs: 5000, message: 'the focus did not come back to the model chip' });
+    for (let i = 0; i < 6 && !(await inChat('chat-input')); i++) await page.keyboard.press('Shift+Tab');
+    check(await inChat('chat-input'), 'Shift+Tab does not reach the input');
+    await page.keyboard.type('typed after the picker');
+    check((await byTest('chat-input').inputValue()).endsWith('typed after the picker'), 'typing did not reach the input');
+    await byTest('chat-input').fill('');
+    await shot('picker-focus');
+  });
+
+  // Item 12: MCP Servers with none configured says how to add one and opens the user config at mcp_servers.
+  await scenario('mcp-empty', 45_000, async () => {
+    await clearNotifications(page);
+    await runCommand(page, 'Sunwell: MCP Servers');
+    const toast = page.locator('.notifications-toasts .notification-toast').filter({ hasText: 'no MCP servers are configured' }).first();
+    await toast.waitFor({ timeout: 10_000 });
+    check(!(await page.locator('.quick-input-widget').isVisible()), 'an empty picker opened');
+    await shot('mcp-empty');
+    await toast.locator('.monaco-button').filter({ hasText: 'Open User Config' }).click();
+    const tab = page.locator('.tabs-container .tab.active');
+    await until(async () => /config\.yaml/.test(await tab.innerText()), { timeoutMs: 10_000, message: 'the user config did not open' });
+    const config = path.join(HOME, '.config', 'sunwell', 'config.yaml');
+    check(/^mcp_servers:/m.test(readFileSync(config, 'utf8')), `no mcp_servers key in ${config}`);
+    const line = page.locator('.editor-instance .monaco-editor .current-line').first();
+    await line.waitFor({ timeout: 5000 });
+    const lines = await page.locator('.editor-instance .monaco-editor .view-line').allInnerTexts();
+    check(lines.some((l) => nbsp(l).startsWith('mcp_servers:')), `the editor shows ${JSON.stringify(lines.slice(0, 4))}`);
+    await shot('mcp-empty-config');
+    await runCommand(page, 'View: Close All Editors');
+    await clearNotifications(page);
+  });
+
+  // Issue 31: an MCP server's prompt as a `::SERVER:PROMPT` command (completed as it is typed), its resource as an
+  // `@SERVER:URI` mention; both reach the model. The server (tests/mcp_servers/offerings.py) is in the user config.
+  await scenario('mcp-prompt-resource', 120_000, async () => {
+    const python = sidecars()[0]?.python;
+    check(python, 'no engine runs to take its interpreter from');
+    const config = path.join(HOME, '.config', 'sunwell', 'config.yaml');
+    const before = existsSync(config) ? readFileSync(config, 'utf8') : null;
+    const server = { command: python, args: [path.join(root, 'tests', 'mcp_servers', 'offerings.py'), 'notes'], sandbox: 'off',
+      trust: 'workspace' };  // offered at the chat's trust level, so the turn starts it
+    mkdirSync(path.dirname(config), { recursive: true });
+    writeFileSync(config, JSON.stringify({ mcp_servers: { notes: server } }));  // JSON is YAML
+    const ready = async () => !(await byTest('sidecar-banner').isVisible());
+    try {
+      await runCommand(page, 'Sunwell: Restart Sidecar');
+      await until(ready, { timeoutMs: 45_000, message: 'the engine did not come back' });
+      await runCommand(page, 'Sunwell: Open Chat');
+      await script('chat');
+      const first = await count('turn-end');
+      await send('Hello with an MCP server');  // the turn starts the server: its prompts and resources are known
+      await waitTurnEnd(first, 'completed');
+      const input = byTest('chat-input');
+      await input.click();
+      await input.fill('');
+      await page.keyboard.type('::notes:', { delay: 40 });
+      await until(async () => (await byTest('command-completions').innerText()).includes('notes:review'),
+        { timeoutMs: 15_000, message: 'the prompt is not completed as a command' });
+      await shot('mcp-prompt-completion');
+      await page.keyboard.type('review path=src/app.py focus="style issues"', { delay: 10 });
+      let mark = await script('chat');
+      let ends = await count('turn-end');
+      await page.keyboard.press('Enter');
+      await waitTurnEnd(ends, 'completed');
+      let users = (await requestsSince(mark)).at(-1).body.messages.filter((m) => m.role === 'user').map((m) => JSON.stringify(m.content));
+      check(users.some((c) => c.includes('Review src/app.py and report style issues')), `the prompt's message was not sent: ${users.join(' | ').slice(0, 300)}`);
+
+      mark = await script('chat');
+      await input.click();
+      await input.fill('');
+      await page.keyboard.type('What do the notes say? @notes:', { delay: 30 });
+      const option = byTest('mention-option').filter({ hasText: 'notes://team/readme' }).first();
+      await option.waitFor({ timeout: 10_000 });
+      await shot('mcp-resource-picker');
+      await option.click();
+      await until(async () => (await byTest('mention-chip').count()) === 1, { timeoutMs: 3000, message: 'no chip for the resource' });
+      await input.click();
+      await page.keyboard.press('End');
+      ends = await count('turn-end');
+      await page.keyboard.press('Enter');
+      await waitTurnEnd(ends, 'completed');
+      users = (await requestsSince(mark)).at(-1).body.messages.filter((m) => m.role === 'user').map((m) => JSON.stringify(m.content));
+      check(users.at(-1).includes('Deploys happen on Tuesdays.'), `the resource did not reach the model: ${users.at(-1)?.slice(0, 300)}`);
+      await shot('mcp-resource-sent');
+    } finally {
+      if (before === null) rmSync(config, { force: true });
+      else writeFileSync(config, before);
+      await runCommand(page, 'Sunwell: Restart Sidecar').catch(() => undefined);
+      await until(ready, { timeoutMs: 45_000 }).catch(() => log('  (the engine did not come back after the MCP server was removed)'));
+    }
+  });
+
+  // Item 13: the plan checklist, the question card and the sub-agent card in the light theme and a narrow panel:
+  // nothing overflows sideways, the question is answered with the keyboard alone.
+  await scenario('cards-light-narrow', 120_000, async () => {
+    const userSettings = readFileSync(path.join(DATA, 'User', 'settings.json'), 'utf8');
+    await setTheme('Default Light Modern');
+    const sidebar = page.locator('.part.sidebar').first();
+    const wide = (await sidebar.boundingBox()).width;
+    await dragSidebarTo(280);
+    try {
+      await runCommand(page, 'Sunwell: Open Chat');
+      await script('plan-question');
+      const ends = await count('turn-end');
+      await send('Set up the storage for the service');
+      const card = chat().locator('[data-testid="question-card"][data-state="pending"]').last();
+      await card.waitFor({ timeout: 20_000 });
+      const plan = byTest('plan');
+      check(await plan.isVisible() && /1\/3/.test(await byTest('plan-count').innerText()), 'the plan is not pinned with 1/3');
+      const overflow = () => chat().locator('main.scroller, footer.composer').evaluateAll((els) =>
+        els.filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => `${el.className}: ${el.scrollWidth} > ${el.clientWidth}`));
+      check((await overflow()).length === 0, `overflows sideways at 280 px: ${(await overflow()).join('; ')}`);
+      await until(async () => card.locator('[data-testid="question-input"]').evaluate((el) => el === document.activeElement),
+        { timeoutMs: 5000, message: 'the question field did not take the keyboard' });
+      await clearNotifications(page);
+      await shot('light-narrow-plan-question');
+      if (await page.locator('.quick-input-widget').isVisible()) await page.keyboard.press('Escape');
+      await card.locator('[data-testid="question-input"]').click();  // the keyboard in the chat, on the field
+      for (let i = 0; i < 6; i++) {  // back from the field to the options, by keyboard
+        await page.keyboard.press('Shift+Tab');
+        if (await card.locator('[data-testid="question-option"]').filter({ hasText: 'SQLite' })
+          .evaluate((el) => el === document.activeElement).catch(() => false)) break;
+      }
+      await page.keyboard.press('Enter');
+      await waitTurnEnd(ends, 'completed');
+      const answered = chat().locator('[data-testid="question-card"]').last();
+      check((await answered.innerText()).includes('SQLite'), `the keyboard's answer: ${await answered.innerText()}`);
+      await script('subagent');
+      const again = await count('turn-end');
+      await send('Where is main defined?');
+      await waitTurnEnd(again, 'completed');
+      await chat().locator('[data-testid="tool-card"][data-tool="task"]').last().locator('[data-testid="tool-head"]').first().click();
+      check((await overflow()).length === 0, `the sub-agent card overflows at 280 px: ${(await overflow()).join('; ')}`);
+      await shot('light-narrow-subagent');
+    } finally {  // as it was, without hiding what failed above
+      await dragSidebarTo(wide).catch((err) => log(`  (sidebar not restored: ${err.message})`));
+      await setTheme('Default Dark Modern').catch((err) => log(`  (${err.message})`));
+      writeFileSync(path.join(DATA, 'User', 'settings.json'), userSettings);
+    }
+  });
+}
+
+/** `workbench.colorTheme` in the user's settings.json, as a user edits it; resolves once the workbench shows it. */
+async function setTheme(name) {
+  const file = path.join(DATA, 'User', 'settings.json');
+  writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), 'workbench.colorTheme': name }, null, 2));
+  const light = /light/i.test(name);
+  await until(async () => page.locator(`.monaco-workbench.${light ? 'vs' : 'vs-dark'}`).count(),
+    { timeoutMs: 15_000, message: `the workbench did not switch to ${name}` });
+}
+
+/** Drags the side bar's edge until the bar is `width` pixels wide, as a user does. */
+async function dragSidebarTo(width) {
+  const box = await page.locator('.part.sidebar').first().boundingBox();
+  const x = box.x + box.width;
+  const y = box.y + box.height / 2;
+  await page.mouse.move(x - 1, y);
+  await page.mouse.down();
+  await page.mouse.move(box.x + width, y, { steps: 8 });
+  await page.mouse.up();
+  await sleep(500);
 }
 
 /** Registered after the other scenarios by `main`: ask_user's question card, task's sub-agent card, code intelligence. */
@@ -1111,6 +1417,95 @@ async function agentToolScenarios() {
     await card.locator('[data-testid="tool-head"]').first().click();
     await card.locator('[data-testid="subagent"]').waitFor({ state: 'visible', timeout: 5000 });
     await shot('subagent-stopped');
+  });
+
+  // Issue 34 items 8 and 10: Edit & resend (the pencil reached with the keyboard) replaces the last exchange, and
+  // Retry regenerates a completed answer in its place: the model sees neither the old line nor the old answer, and
+  // the session reopened from the picker replays the branch chosen.
+  await scenario('edit-resend', 90_000, async () => {
+    await runCommand(page, 'Sunwell: Open Chat');
+    await clickViewAction('New Session');
+    await byTest('welcome').waitFor({ state: 'visible', timeout: 5000 });
+    const mark = await script('edit-resend');
+    const original = 'Edit & resend: what does a.txt say?';
+    const edited = 'Edit & resend: what does README.md say?';
+    const shown = async () => JSON.stringify({ users: await byTest('user-message').allInnerTexts(),
+      answers: await byTest('assistant-message').allInnerTexts(),
+      ends: await chat().locator('[data-testid="turn-end"]').evaluateAll((els) => els.map((e) => e.dataset.status)) });
+    await send(original);
+    await waitTurnEnd(0, 'completed');
+
+    // The pencil: Shift+Tab from the input reaches it (past the answer's Retry), and it shows without the mouse.
+    const input = byTest('chat-input');
+    await input.click();
+    await page.mouse.move(5, 400); // no hover over the message: only the keyboard focus may show the pencil
+    const pencil = byTest('user-message').last().locator('[data-testid="edit-message"]');
+    const focused = (locator) => locator.evaluate((el) => el === el.ownerDocument.activeElement);
+    let presses = 0;
+    while (!(await focused(pencil)) && presses < 12) {
+      await page.keyboard.press('Shift+Tab');
+      presses += 1;
+    }
+    check(await focused(pencil), `Shift+Tab from the input did not reach the pencil (${presses} presses)`);
+    await until(async () => (await pencil.evaluate((el) => getComputedStyle(el).opacity)) === '1',
+      { timeoutMs: 3000, message: 'the pencil does not show when it has the keyboard focus' });
+    check(await pencil.isVisible(), 'the focused pencil is not visible');
+    await shot('edit-pencil-focused');
+
+    // Enter on it: the line back in the input, an "Editing" banner; Escape cancels and leaves the exchange as it was.
+    await page.keyboard.press('Enter');
+    const banner = byTest('edit-banner');
+    await banner.waitFor({ state: 'visible', timeout: 5000 });
+    check((await banner.innerText()).includes('Editing your last message'), `the banner says "${await banner.innerText()}"`);
+    check((await input.inputValue()) === original, `the input holds "${await input.inputValue()}"`);
+    check(await focused(input), 'the input did not take the keyboard');
+    await page.keyboard.press('Escape');
+    await banner.waitFor({ state: 'hidden', timeout: 5000 });
+    check((await input.inputValue()) === '', `Escape left "${await input.inputValue()}" in the input`);
+    check(await count('user-message') === 1 && await count('turn-end') === 1, `Escape changed the transcript: ${await shown()}`);
+
+    // Edited and sent: only the new exchange shows, and the model got only the edited line.
+    await pencil.click();
+    await banner.waitFor({ state: 'visible', timeout: 5000 });
+    await input.fill(edited);
+    await shot('edit-banner');
+    await page.keyboard.press('Enter');
+    const only = (answer) => async () => {
+      const now = JSON.parse(await shown());
+      return now.users.length === 1 && now.users[0] === edited && now.answers.length === 1 && now.answers[0].includes(answer)
+        && now.ends.join() === 'completed';
+    };
+    await until(only('Second answer'), { timeoutMs: 30_000, message: 'the edited line did not replace the exchange' })
+      .catch(async (err) => { throw new Error(`${err.message}: ${await shown()}`); });
+    check(await banner.isHidden(), 'the banner stayed after the send');
+    let requests = await requestsSince(mark);
+    check(requests.length === 2, `expected 2 model requests, got ${requests.length}`);
+    const lines = (request) => request.body.messages.filter((m) => m.role !== 'system').map((m) => m.content);
+    check(JSON.stringify(lines(requests[1])) === JSON.stringify([edited]),
+      `the edited request carried ${JSON.stringify(lines(requests[1])).slice(0, 300)}`);
+    check(!JSON.stringify(requests[1].body).includes('First answer'), 'the model saw the answer the edit replaced');
+    await shot('edit-resent');
+
+    // Retry on the completed answer: asked again in its place; the model does not see the answer it replaces.
+    const retry = byTest('turn-end').last().locator('[data-testid="retry-button"]');
+    await retry.waitFor({ timeout: 5000 });
+    await retry.click();
+    await until(only('Third answer'), { timeoutMs: 30_000, message: 'Retry did not replace the answer' })
+      .catch(async (err) => { throw new Error(`${err.message}: ${await shown()}`); });
+    requests = await requestsSince(mark);
+    check(requests.length === 3, `expected 3 model requests, got ${requests.length}`);
+    check(JSON.stringify(lines(requests[2])) === JSON.stringify([edited]),
+      `Retry's request carried ${JSON.stringify(lines(requests[2])).slice(0, 300)}`);
+    check(!JSON.stringify(requests[2].body).includes('Second answer'), 'the model saw the answer Retry replaced');
+    await shot('retried-answer');
+
+    // Reopened from the picker (from another session): the replay is the branch chosen.
+    await clickViewAction('New Session');
+    await byTest('welcome').waitFor({ state: 'visible', timeout: 5000 });
+    await openSessionFromPicker('Edit & resend: what does');
+    await until(only('Third answer'), { timeoutMs: 15_000, message: 'the reopened session does not replay the branch chosen' })
+      .catch(async (err) => { throw new Error(`${err.message}: ${await shown()}`); });
+    await shot('edit-resend-replayed');
   });
 
   await scenario('code-intel', 120_000, async () => {

@@ -11,6 +11,11 @@ export interface Segment {
 // not commands, like in the grammar.
 const COMMAND = /^([ \t]*)(::[A-Za-z][\w-]*)/gm;
 
+/** Whether the sidecar takes the whole line as a `::command` (commands_spec.py `parse_command`), not a turn. */
+export function isCommandLine(text: string): boolean {
+  return /^\s*::(?:[A-Za-z][\w-]*|[A-Za-z][\w.-]*:[\w./-]+)(?:\s+[\s\S]*)?$/.test(text.replace(/[\r\n]+$/, ''));
+}
+
 /** The input split into plain text and command names, for the overlay that highlights them. */
 export function segments(text: string): Segment[] {
   const out: Segment[] = [];

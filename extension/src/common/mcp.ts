@@ -35,3 +35,31 @@ export function mcpServerItem(server: McpServerInfo): McpServerItem {
 export function canRestart(server: McpServerInfo): boolean {
   return stateWord(server.state) !== 'awaiting approval';
 }
+
+const EXAMPLE = [
+  'mcp_servers:',
+  '  # docs:                       # a server Sunwell starts (stdio); see the README, "MCP servers"',
+  '  #   command: npx',
+  '  #   args: ["-y", "@modelcontextprotocol/server-filesystem", "."]',
+  '  # tracker:                    # a server that runs elsewhere (streamable HTTP)',
+  '  #   url: https://mcp.example.com/mcp',
+];
+
+/**
+ * The user config with an `mcp_servers:` key to add a server under (a commented example appended when it has
+ * none), and the key's line: where "MCP Servers" opens the file when no server is configured. Nothing already in
+ * the file is changed.
+ */
+export function withMcpServersKey(text: string): { text: string; line: number } {
+  const lines = text.split('\n');
+  const found = lines.findIndex((l) => /^mcp_servers\s*:/.test(l));
+  if (found >= 0) return { text, line: found };
+  const base = text === '' || text.endsWith('\n') ? text : `${text}\n`;
+  const gap = base === '' ? '' : '\n';
+  return { text: `${base}${gap}${EXAMPLE.join('\n')}\n`, line: base.split('\n').length - 1 + (gap ? 1 : 0) };
+}
+
+/** A url server may hold an OAuth sign-in: Sign Out forgets it. */
+export function canSignOut(server: McpServerInfo): boolean {
+  return server.transport === 'http';
+}

@@ -38,6 +38,26 @@ export interface MentionContext {
 }
 
 /** When the caret is in an `@word` that starts a word (not `me@example.com`), what to look up. */
+/** What a chip shows: a file by its name (its path is the chip's title), anything else by its label. */
+export function chipText(label: string): string {
+  const special = SPECIAL_MENTIONS.some((m) => m.label === label) || /^@[\w.-]+:/.test(label);  // @server:uri
+  return special ? label : label.slice(label.lastIndexOf('/') + 1).replace(/^@/, '');
+}
+
+/**
+ * The chips a sent line had, from the labels its transcript kept (`@src/app.py`, `@selection`, `@docs:file:///a`):
+ * what Edit & resend puts back in the input and Retry sends again. The host reads them anew when the line goes.
+ */
+export function mentionsFromLabels(labels: readonly string[]): MentionRef[] {
+  return labels.map((label): MentionRef => {
+    const special = SPECIAL_MENTIONS.find((m) => m.label === label);
+    if (special) return { kind: special.kind, label };
+    const resource = /^@([\w.-]+):(.+)$/.exec(label);
+    if (resource) return { kind: 'resource', label, server: resource[1], uri: resource[2] };
+    return { kind: 'file', label, path: label.replace(/^@/, '') };
+  });
+}
+
 export function mentionContext(text: string, caret: number): MentionContext | null {
   const before = text.slice(0, caret);
   const m = /(?:^|\s)@([\w./:-]*)$/.exec(before);

@@ -11,12 +11,15 @@ export type HostToWebview =
   | { type: 'snapshot'; state: ChatState }
   | { type: 'action'; action: ChatAction }
   | { type: 'focusInput' }
+  /** A picker the chat opened has closed: focus goes back where it was in the chat (the chip), else the input. */
+  | { type: 'refocus' }
   | { type: 'setDraft'; text: string }
   | { type: 'files'; files: string[]; resources?: ResourceRef[] };
 
 export type WebviewToHost =
   | { type: 'ready' }
-  | { type: 'send'; text: string; mentions?: MentionRef[] }
+  /** `replaces`: Edit & resend, the turn whose exchange the line is sent in place of. */
+  | { type: 'send'; text: string; mentions?: MentionRef[]; replaces?: string }
   | { type: 'stop' }
   | { type: 'approve'; callId: string; decision: Decision; note?: string }
   | { type: 'answer'; callId: string; answer: string | null }
@@ -60,12 +63,13 @@ const REQUIRED: Record<WebviewToHost['type'], readonly string[]> = {
   listFiles: [],
 };
 
-const MENTION_KINDS = new Set(['file', 'selection', 'problems', 'terminal']);
+const MENTION_KINDS = new Set(['file', 'selection', 'problems', 'terminal', 'resource']);
+const optionalString = (value: unknown) => value === undefined || typeof value === 'string';
 
 function isMentionList(value: unknown): boolean {
   return Array.isArray(value) && value.length <= 50 && value.every((m) => typeof m === 'object' && m !== null
     && MENTION_KINDS.has((m as MentionRef).kind) && typeof (m as MentionRef).label === 'string'
-    && ((m as MentionRef).path === undefined || typeof (m as MentionRef).path === 'string'));
+    && optionalString((m as MentionRef).path) && optionalString((m as MentionRef).server) && optionalString((m as MentionRef).uri));
 }
 
 const DECISIONS = new Set<string>(Vocabulary.Decision);
@@ -82,6 +86,7 @@ export function isWebviewMessage(value: unknown): value is WebviewToHost {
   if (message.type === 'answer' && message.answer !== null && typeof message.answer !== 'string') return false;
   if (message.type === 'pick' && !PICK_TARGETS.has(message.target as string)) return false;
   if (message.type === 'send' && message.mentions !== undefined && !isMentionList(message.mentions)) return false;
+  if (message.type === 'send' && !optionalString(message.replaces)) return false;
   if (message.type === 'showDiff' && message.path !== undefined && typeof message.path !== 'string') return false;
   if (message.type === 'openSetting' && !/^sunwell\.[A-Za-z]+$/.test(message.key as string)) return false;
   return true;

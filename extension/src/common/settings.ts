@@ -158,8 +158,10 @@ export function sidecarConfiguration(s: Settings): InitializationOptions {
 /** `initializationOptions`: the configuration plus the data dir (VS Code's workspace storage). */
 export function initializationOptions(s: Settings, dataDir: string): InitializationOptions {
   // The chat answers `ask_user`'s questions and MCP servers' elicitations; the editor's language features answer
-  // code intelligence.
-  return { dataDir, ...sidecarConfiguration(s), clientCapabilities: { ask: true, codeIntel: true, elicit: true } };
+  // code intelligence; SecretStorage keeps MCP servers' OAuth sign-ins.
+  return {
+    dataDir, ...sidecarConfiguration(s), clientCapabilities: { ask: true, codeIntel: true, elicit: true, secrets: true },
+  };
 }
 
 /**

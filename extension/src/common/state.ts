@@ -102,6 +102,14 @@ export interface NoticeItem {
   message: string;
 }
 
+/** A turn's info notices, folded into one quiet line that opens (warnings and errors stay notices of their own). */
+export interface NotesItem {
+  kind: 'notes';
+  id: string;
+  turn: string;
+  notes: { code: string; message: string }[];
+}
+
 export interface CommandItem {
   kind: 'command';
   id: string;
@@ -130,7 +138,7 @@ export interface ShownUsage extends Usage {
   cost?: number | null;
 }
 
-export type Item = UserItem | AssistantItem | ThinkingItem | ToolItem | NoticeItem | CommandItem | TurnEndItem;
+export type Item = UserItem | AssistantItem | ThinkingItem | ToolItem | NoticeItem | NotesItem | CommandItem | TurnEndItem;
 
 export interface ContextMeter {
   used: number;
@@ -170,7 +178,8 @@ export interface ChatState {
 }
 
 export type LocalAction =
-  | { type: 'userMessage'; text: string; mentions?: string[] }
+  /** A line sent; with `replaces`, in place of the exchange that turn ended (Edit & resend, Retry): it goes first. */
+  | { type: 'userMessage'; text: string; mentions?: string[]; replaces?: string }
   | { type: 'stopRequested' }
   /** Resume: the turn runs again from where its log ends; its end goes, its next events follow what it showed. */
   | { type: 'turnResumed'; turn: string }
@@ -242,7 +251,8 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
     case 'userMessage':
       return {
         ...state,
-        items: [...state.items, { kind: 'user', id: `i${state.nextId}`, text: action.text,
+        items: [...(action.replaces ? withoutExchange(state.items, action.replaces) : state.items),
+          { kind: 'user', id: `i${state.nextId}`, text: action.text,
           ...(action.mentions?.length ? { mentions: action.mentions } : {}) }],
         nextId: state.nextId + 1,
         turn: { id: null, stopping: false },
@@ -280,7 +290,7 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
       if (!tool?.approval || tool.approval.state !== 'pending') return state;
       const approval: ApprovalCard = action.type === 'approvalAnswered'
         ? { ...tool.approval, state: 'answered', decision: action.decision, by: 'user' }
-        : { ...tool.approval, state: 'expired', decision: 'deny', by: 'policy' };
+        : { ...tool.approval, state: unanswered(state), decision: 'deny', by: 'policy' };
       return replaceItem(state, tool, { ...tool, approval });
     }
     case 'questionRequested': {
@@ -407,6 +417,13 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
       return replaceItem(next, tool, { ...tool, ...fields, name: tool.name || ev.name, approval, ...question });
     }
     case 'notice': {
+      if (ev.level === 'info' && ev.code !== 'compacted') {  // a divider of its own
+        const note = { code: ev.code, message: ev.message };
+        const folded = next.items.find((i): i is NotesItem => i.kind === 'notes' && i.turn === ev.turn);
+        if (folded) return replaceItem(next, folded, { ...folded, notes: [...folded.notes, note] });
+        const notes: NotesItem = { kind: 'notes', id: `i${next.nextId}`, turn: ev.turn, notes: [note] };
+        return { ...next, items: [...next.items, notes], nextId: next.nextId + 1 };
+      }
       const item: NoticeItem = { kind: 'notice', id: `i${next.nextId}`, level: ev.level, code: ev.code, message: ev.message };
       return { ...next, items: [...next.items, item], nextId: next.nextId + 1 };
     }
@@ -478,6 +495,42 @@ export function undoableTurn(state: ChatState): string | null {
     if (item.kind === 'turnEnd' && changed.has(item.turn) && !item.undone) return item.turn;
   }
   return null;
+}
+
+/**
+ * The transcript's last exchange, when nothing runs: the last line the user sent through the end of its turn. It is
+ * what Edit & resend and Retry replace. `command`: the line was a `::command`, no turn of the conversation. `logged`:
+ * the turn is in the session's log, so the sidecar can take the conversation back to before it (`replaceTurn`); a
+ * command, or a turn that failed before it began (no model was asked), never reached the log or the model.
+ */
+export interface Exchange {
+  user: UserItem;
+  end: TurnEndItem;
+  command: boolean;
+  logged: boolean;
+}
+
+export function lastExchange(state: ChatState): Exchange | null {
+  if (state.turn) return null;
+  const start = lastIndex(state.items, (i) => i.kind === 'user');
+  const end = lastIndex(state.items, (i) => i.kind === 'turnEnd');
+  if (start < 0 || end < start) return null;
+  const user = state.items[start] as UserItem;
+  const last = state.items[end] as TurnEndItem;
+  const command = state.items.slice(start, end).some((i) => i.kind === 'command');
+  return { user, end: last, command, logged: !command && (last.status !== 'error' || !!last.resumable) };
+}
+
+/** The items without the exchange the turn `turn` ended: its user line through its end. */
+function withoutExchange(items: Item[], turn: string): Item[] {
+  const end = lastIndex(items, (i) => i.kind === 'turnEnd' && i.turn === turn);
+  const start = end < 0 ? -1 : lastIndex(items.slice(0, end), (i) => i.kind === 'user');
+  return start < 0 ? items : [...items.slice(0, start), ...items.slice(end + 1)];
+}
+
+function lastIndex(items: readonly Item[], match: (item: Item) => boolean): number {
+  for (let i = items.length - 1; i >= 0; i--) if (match(items[i])) return i;
+  return -1;
 }
 
 /** How a card nobody answered ends: stopped with its turn, or denied for want of an answer. */

@@ -2,7 +2,7 @@
 // by `sunwell/commands`, `@` mentions picked from the same list and shown as removable chips, Enter to send and
 // Shift+Enter for a new line.
 import { applyCompletion, completionContext, isCompleteCommand, matchCommands, segments, type CompletionContext } from '../common/commandline';
-import { matchMentions, mentionContext, removeMentionQuery, type MentionContext, type MentionRef, type ResourceRef } from '../common/mentions';
+import { chipText, matchMentions, mentionContext, removeMentionQuery, type MentionContext, type MentionRef, type ResourceRef } from '../common/mentions';
 import type { CommandInfo } from '../protocol';
 import { h, icon } from './dom';
 
@@ -17,6 +17,8 @@ export interface InputCallbacks {
   changed(text: string): void;
   commands(): CommandInfo[];
   busy(): boolean;
+  /** Escape while nothing runs (and no list is open): true when it undid something (Edit & resend's editing). */
+  cancel?(): boolean;
 }
 
 export class ChatInput {
@@ -141,6 +143,9 @@ export class ChatInput {
     if (e.key === 'Escape' && this.callbacks.busy()) {
       e.preventDefault();
       this.callbacks.stop();
+    } else if (e.key === 'Escape' && this.callbacks.cancel?.()) {
+      e.preventDefault();
+      e.stopPropagation();
     }
   }
 
@@ -155,6 +160,12 @@ export class ChatInput {
     this.textarea.style.height = 'auto';
     this.textarea.style.height = `${Math.min(this.textarea.scrollHeight, 240)}px`;
     this.mirror.scrollTop = this.textarea.scrollTop;
+  }
+
+  /** The chips of the next line (Edit & resend puts back the ones the line had). */
+  setMentions(mentions: readonly MentionRef[]): void {
+    this.mentions = [...mentions];
+    this.drawChips();
   }
 
   /** After a send: no text, no chips. */
@@ -226,7 +237,9 @@ export class ChatInput {
     if (!picked || !this.mention) return;
     const { text, caret } = removeMentionQuery(this.textarea.value, this.mention);
     this.closeCompletions();
-    this.mentions.push({ kind: picked.kind, label: picked.label, ...(picked.path ? { path: picked.path } : {}) });
+    // A resource keeps its server and URI: without them the engine cannot read it ("no MCP server None")
+    this.mentions.push({ kind: picked.kind, label: picked.label, ...(picked.path ? { path: picked.path } : {}),
+      ...(picked.server ? { server: picked.server, uri: picked.uri } : {}) });
     this.drawChips();
     this.value = text;
     this.textarea.setSelectionRange(caret, caret);
@@ -237,8 +250,9 @@ export class ChatInput {
     this.chipRow.hidden = this.mentions.length === 0;
     this.chipRow.replaceChildren(...this.mentions.map((m, i) => h('span', {
       className: 'mention-chip', 'data-testid': 'mention-chip', 'data-label': m.label, title: m.path ?? m.label,
-    }, icon(m.kind === 'file' ? 'file' : m.kind === 'selection' ? 'selection' : m.kind === 'problems' ? 'warning' : 'terminal'),
-    h('span', {}, m.label),
+    }, icon(m.kind === 'file' ? 'file' : m.kind === 'selection' ? 'selection' : m.kind === 'problems' ? 'warning'
+      : m.kind === 'resource' ? 'plug' : 'terminal'),
+    h('span', {}, chipText(m.label)),
     h('button', { className: 'mention-remove', 'data-remove': String(i), 'data-testid': 'mention-remove', title: `Remove ${m.label}`,
       'aria-label': `Remove ${m.label}` }, icon('close')))));
   }

@@ -3,9 +3,9 @@
 // saves with setState is its own: the draft and which cards are open.
 import type { HostToWebview, WebviewToHost } from '../common/messages';
 import { formatContext, formatSessionUsage, formatUsage, relativeTime } from '../common/format';
-import { initialState, isBusy, reduce, undoableTurn, waitingForModel, type ChatState, type Item } from '../common/state';
+import { initialState, isBusy, lastExchange, reduce, undoableTurn, waitingForModel, type ChatState, type Item } from '../common/state';
 import { h, icon } from './dom';
-import type { ResourceRef } from '../common/mentions';
+import { mentionsFromLabels, type MentionRef, type ResourceRef } from '../common/mentions';
 import { ChatInput } from './input';
 import { createMarkdownRenderer } from './markdown';
 import { createPlanPanel, drawPlan } from './plan';
@@ -19,13 +19,14 @@ interface VsCodeApi {
 declare function acquireVsCodeApi(): VsCodeApi;
 
 interface Saved {
-  ui: { draft: string; expanded: string[] };
+  /** `editing`: Edit & resend, the turn whose exchange the draft replaces when it is sent. */
+  ui: { draft: string; expanded: string[]; editing?: string | null };
 }
 
 const vscode = acquireVsCodeApi();
 const saved = vscode.getState();
 let state: ChatState = initialState();
-const ui = { draft: saved?.ui?.draft ?? '', expanded: new Set(saved?.ui?.expanded ?? []) };
+const ui = { draft: saved?.ui?.draft ?? '', expanded: new Set(saved?.ui?.expanded ?? []), editing: saved?.ui?.editing ?? null };
 const ctx: RenderContext = { markdown: createMarkdownRenderer(window), expanded: ui.expanded };
 const post = (message: WebviewToHost) => vscode.postMessage(message);
 
@@ -40,7 +41,7 @@ let files: string[] = [];
 let resources: ResourceRef[] = [];
 let filesAsked = false;
 const input = new ChatInput({
-  send: (text, mentions) => post({ type: 'send', text, mentions }),
+  send: (text, mentions) => sendLine(text, mentions),
   files: () => files,
   resources: () => resources,
   needFiles: () => {
@@ -55,7 +56,12 @@ const input = new ChatInput({
   },
   commands: () => state.commands,
   busy: () => isBusy(state),
+  cancel: () => cancelEdit(),
 }, ui.draft);
+const editBanner = h('div', { className: 'edit-banner', 'data-testid': 'edit-banner', hidden: true, role: 'status' },
+  icon('edit'), h('span', {}, 'Editing your last message'), h('span', { 'aria-hidden': 'true' }, '·'),
+  h('button', { className: 'link-button', 'data-action': 'cancelEdit', 'data-testid': 'edit-cancel',
+    title: 'Keep the message and its answer as they are (Escape)' }, 'Cancel'));
 const chip = (target: 'model' | 'trust' | 'lens', iconName: string, title: string) =>
   h('button', { className: 'chip', id: `pick-${target}`, 'data-testid': `pick-${target}`, 'data-action': `pick-${target}`, title },
     icon(iconName), h('span', { className: 'chip-label' }));
@@ -70,10 +76,16 @@ const sendButton = h('button', { className: 'icon-button send', id: 'send', 'dat
   title: 'Send (Enter)', 'aria-label': 'Send' }, icon('send'));
 const stopButton = h('button', { className: 'icon-button stop', id: 'stop', 'data-testid': 'stop-button', 'data-action': 'stop',
   title: 'Stop (Escape)', 'aria-label': 'Stop', hidden: true }, icon('debug-stop'));
+// Shown while the user is scrolled up from the newest part (issue 34 item 9): the stream goes on without pulling them
+// down, and one click or Enter takes them there.
+const jumpButton = h('button', { className: 'jump-latest', 'data-testid': 'jump-latest', 'data-action': 'jumpLatest',
+  title: 'Jump to latest', 'aria-label': 'Jump to latest', hidden: true }, icon('arrow-down'));
 const planPanel = createPlanPanel();
 let drawnPlan: ChatState['plan'] | undefined;
 const composer = h('footer', { className: 'composer', 'data-testid': 'composer' },
+  jumpButton,
   planPanel,
+  editBanner,
   input.element,
   h('div', { className: 'composer-bar' }, modelChip, trustChip, lensChip, h('span', { className: 'spacer' }), contextMeter, usage, sessionUsage, sendButton, stopButton));
 document.getElementById('app')!.append(banner, scroller, composer);
@@ -91,15 +103,18 @@ function updateContext(): void {
   const busy = isBusy(state);
   const lastUser = [...state.items].reverse().find((i) => i.kind === 'user');
   const last = state.items.at(-1);
+  const exchange = lastExchange(state);
   const next = {
     undoable: undoableTurn(state),
     editable: !busy && lastUser ? lastUser.id : null,
     lastEnd: !busy && last?.kind === 'turnEnd' ? last.id : null,
+    retryable: exchange && !exchange.command ? exchange.end.id : null,
     model: state.settings.model,
   };
   const stale = new Set<string | null | undefined>();
   if (next.editable !== ctx.editable) stale.add(ctx.editable).add(next.editable);
   if (next.lastEnd !== ctx.lastEnd) stale.add(ctx.lastEnd).add(next.lastEnd);
+  if (next.retryable !== ctx.retryable) stale.add(ctx.retryable).add(next.retryable);
   if (next.undoable !== ctx.undoable || next.model !== ctx.model) {
     for (const item of state.items) if (item.kind === 'turnEnd') stale.add(item.id);
   }
@@ -121,9 +136,15 @@ function renderWaiting(): void {
 }
 setInterval(() => waitingSince && renderWaiting(), 500);
 
+const atBottom = () => scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
+const showJump = () => {
+  jumpButton.hidden = atBottom();
+};
+scroller.addEventListener('scroll', showJump, { passive: true });
+
 function render(): void {
   frame = 0;
-  const stick = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
+  const stick = atBottom();
   updateContext();
   const seen = new Set<string>();
   let previous: Element | null = null;
@@ -151,6 +172,7 @@ function render(): void {
   }
   renderChrome();
   if (stick) scroller.scrollTop = scroller.scrollHeight;
+  showJump();
   focusQuestion();
   saveSoon();
 }
@@ -172,7 +194,7 @@ function saveSoon(): void {
 function save(): void {
   clearTimeout(saveTimer);
   saveTimer = undefined;
-  vscode.setState({ ui: { draft: ui.draft, expanded: [...ui.expanded] } });
+  vscode.setState({ ui: { draft: ui.draft, expanded: [...ui.expanded], editing: ui.editing } });
 }
 window.addEventListener('pagehide', save);
 document.addEventListener('visibilitychange', () => document.visibilityState === 'hidden' && save());
@@ -183,6 +205,8 @@ function renderChrome(): void {
   stopButton.hidden = !busy;
   stopButton.toggleAttribute('disabled', !!state.turn?.stopping);
   document.body.classList.toggle('busy', busy);
+  if (ui.editing && lastExchange(state)?.end.turn !== ui.editing) ui.editing = null; // the chat moved on
+  editBanner.hidden = !ui.editing;
   const model = state.settings.model;
   setChip(modelChip, model ? model.slice(model.indexOf(':') + 1) : 'Default model', model ? `Model: ${model} (click to change)` : 'Select model');
   setChip(trustChip, state.settings.trust ?? 'workspace');
@@ -254,6 +278,21 @@ function renderWelcome(): void {
 }
 
 // ---- user actions (one delegated listener) ------------------------------------------------------------------
+// Where the focus was in the chat: a picker opened from a chip gives it back there when it closes (issue 34 bug 4).
+let lastFocused: HTMLElement | undefined;
+document.addEventListener('focusin', (e) => {
+  if (e.target instanceof HTMLElement) lastFocused = e.target;
+});
+
+// A turn's folded notes stay open or closed as the user left them when a new note redraws them.
+document.addEventListener('toggle', (e) => {
+  const notes = e.target instanceof HTMLDetailsElement && e.target.classList.contains('notes') ? e.target : null;
+  const id = notes?.dataset.id;
+  if (!notes || !id) return;
+  if (notes.open) ui.expanded.add(id);
+  else ui.expanded.delete(id);
+}, true);
+
 document.addEventListener('click', (e) => {
   const target = e.target as HTMLElement;
   const link = target.closest<HTMLAnchorElement>('a[href]');
@@ -268,7 +307,7 @@ document.addEventListener('click', (e) => {
   switch (actionEl.dataset.action) {
     case 'send':
       if (input.value.trim() && !isBusy(state)) {
-        post({ type: 'send', text: input.value, mentions: input.mentions });
+        sendLine(input.value, input.mentions);
         input.clear();
       }
       input.focus();
@@ -305,6 +344,10 @@ document.addEventListener('click', (e) => {
       break;
     case 'answerSkip':
       if (callId) post({ type: 'answer', callId, answer: null });
+      break;
+    case 'jumpLatest':
+      scroller.scrollTop = scroller.scrollHeight;
+      showJump();
       break;
     case 'copyCode': {
       const code = actionEl.closest('.code-block')?.querySelector('code')?.textContent ?? '';
@@ -346,15 +389,47 @@ document.addEventListener('click', (e) => {
     case 'openSetting':
       if (actionEl.dataset.key) post({ type: 'openSetting', key: actionEl.dataset.key });
       break;
-    case 'editLast': {
-      // Edit & resend: the last line goes back into the input, to change and send again.
-      const last = [...state.items].reverse().find((i) => i.kind === 'user');
-      if (last?.kind === 'user') input.value = last.text;
-      input.focus();
+    case 'editLast':
+      startEdit();
       break;
-    }
+    case 'cancelEdit':
+      cancelEdit();
+      break;
   }
 });
+
+/**
+ * Edit & resend: the last line (and its chips) back in the input, to change; sent, it replaces its exchange (the
+ * transcript drops it and the model never sees it). A `::command`'s line only comes back, to send as a new one.
+ */
+function startEdit(): void {
+  const exchange = lastExchange(state);
+  const line = exchange?.user ?? [...state.items].reverse().find((i) => i.kind === 'user');
+  if (line?.kind === 'user') {
+    ui.editing = exchange && !exchange.command ? exchange.end.turn : null;
+    input.value = line.text;
+    input.setMentions(mentionsFromLabels(line.mentions ?? []));
+    input.textarea.setSelectionRange(line.text.length, line.text.length);
+  }
+  input.focus();
+  scheduleRender();
+}
+
+/** Escape or Cancel while editing: the input empties, the exchange stays. False when nothing was being edited. */
+function cancelEdit(): boolean {
+  if (!ui.editing) return false;
+  ui.editing = null;
+  input.clear();
+  input.focus();
+  scheduleRender();
+  return true;
+}
+
+function sendLine(text: string, mentions: MentionRef[]): void {
+  post({ type: 'send', text, mentions, ...(ui.editing ? { replaces: ui.editing } : {}) });
+  ui.editing = null;
+  scheduleRender();
+}
 
 /** The call id of the outermost card around `el` (a `task` card holds its sub-agent's cards). */
 function outermostCard(el: HTMLElement): string | undefined {
@@ -409,6 +484,9 @@ window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
       break;
     case 'focusInput':
       input.focus();
+      return;
+    case 'refocus':
+      (lastFocused?.isConnected ? lastFocused : input.textarea).focus();
       return;
     case 'setDraft':
       input.value = message.text;

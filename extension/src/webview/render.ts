@@ -5,6 +5,7 @@ import {
 } from '../common/format';
 import type { ApprovalCard, Item, QuestionCard, ToolItem, TurnEndItem } from '../common/state';
 import type { EffectsPreview, FetchPreview, FileChange, LearnPreview, Preview } from '../protocol';
+import { chipText } from '../common/mentions';
 import { fetchedPage, searchHits } from '../common/webResults';
 import { h, icon } from './dom';
 import type { RenderMarkdown } from './markdown';
@@ -20,6 +21,8 @@ export interface RenderContext {
   model?: string | null;
   /** The last item when it ends a turn and nothing runs: a failed one offers Retry. */
   lastEnd?: string | null;
+  /** The end of the last exchange of the conversation (state.lastExchange, not a `::command`'s): it offers Retry. */
+  retryable?: string | null;
 }
 
 export function renderItem(item: Item, ctx: RenderContext): HTMLElement {
@@ -33,7 +36,8 @@ export function renderItem(item: Item, ctx: RenderContext): HTMLElement {
         h('div', { className: 'user-bubble' }, item.text,
           item.mentions?.length
             ? h('div', { className: 'user-mentions', 'data-testid': 'user-mentions' },
-              ...item.mentions.map((label) => h('span', { className: 'mention-chip', 'data-testid': 'sent-mention' }, label)))
+              ...item.mentions.map((label) => h('span', { className: 'mention-chip', 'data-testid': 'sent-mention', 'data-label': label,
+              title: label.replace(/^@/, '') }, chipText(label))))
             : null));
     case 'assistant': {
       const body = h('div', { className: 'markdown' });
@@ -60,6 +64,14 @@ export function renderItem(item: Item, ctx: RenderContext): HTMLElement {
       return h('div', { className: `notice notice-${item.level}`, 'data-testid': 'notice', 'data-code': item.code, 'data-id': item.id },
         icon(item.level === 'error' ? 'error' : item.level === 'warning' ? 'warning' : 'info'),
         h('span', {}, item.message));
+    case 'notes': {
+      const [first] = item.notes;
+      const more = item.notes.length > 1 ? ` (+${item.notes.length - 1} more)` : '';
+      return h('details', { className: 'notes', 'data-testid': 'notes', 'data-id': item.id, open: ctx.expanded.has(item.id) },
+        h('summary', { title: 'Notes from Sunwell about this turn' },
+          icon('info'), h('span', { className: 'notes-first' }, first.message), h('span', { className: 'notes-more' }, more)),
+        h('ul', {}, ...item.notes.map((note) => h('li', { 'data-testid': 'notice', 'data-code': note.code }, note.message))));
+    }
     case 'command': {
       const body = h('div', { className: 'markdown' });
       body.innerHTML = ctx.markdown(item.output);
@@ -371,6 +383,12 @@ function renderTurnEnd(item: TurnEndItem, ctx: RenderContext): HTMLElement {
     ? h('button', { className: 'link-button', 'data-action': 'undoTurn', 'data-turn': item.turn, 'data-testid': 'undo-turn',
       title: 'Put back the files this turn changed' }, icon('discard'), ' Undo')
     : item.undone ? h('span', { className: 'turn-end-undone', 'data-testid': 'turn-undone' }, icon('discard'), ' Undone') : null;
+  // An answer of any end asks again in its place; a failure's own Retry and an interrupted turn's Resume are below.
+  const retry = item.id === ctx.retryable && item.status !== 'error' && item.status !== 'interrupted'
+    ? h('button', { className: 'link-button', 'data-action': 'retry', 'data-testid': 'retry-button',
+      title: 'Ask again: a new answer takes the place of this one, and the model does not see this one' },
+    icon('refresh'), ' Retry')
+    : null;
   return h('div', { className: `turn-end status-${item.status}`, 'data-testid': 'turn-end', 'data-status': item.status, 'data-id': item.id },
     h('div', { className: 'turn-end-line' },
       item.status !== 'completed' ? icon(item.status === 'error' || item.status === 'interrupted' ? 'error' : 'debug-stop') : null,
@@ -378,7 +396,7 @@ function renderTurnEnd(item: TurnEndItem, ctx: RenderContext): HTMLElement {
       item.error ? h('span', { className: 'turn-end-error', 'data-testid': 'turn-end-error' }, item.error) : null,
       details ? h('span', { className: 'turn-end-details', 'data-testid': 'turn-usage',
         title: item.usage?.estimated ? 'Estimated by Sunwell: the server reported no usage' : 'As the server reported' }, details) : null,
-      undo),
+      undo, retry),
     item.status === 'error' && item.id === ctx.lastEnd ? renderFailureHelp(item, ctx.model ?? null) : null,
     item.status === 'interrupted' && item.id === ctx.lastEnd ? renderResume() : null);
 }
@@ -408,7 +426,7 @@ function renderFailureHelp(item: TurnEndItem, model: string | null): HTMLElement
   return h('div', { className: 'turn-end-actions' },
     // A turn in the log resumes: only the request that failed goes again, no call it finished runs again.
     h('button', { className: 'button secondary', 'data-action': item.resumable ? 'resume' : 'retry', 'data-testid': 'retry-button',
-      title: item.resumable ? 'Send the request that failed again and go on' : 'Send your last message again' },
+      title: item.resumable ? 'Send the request that failed again and go on' : 'Send your last message again, in place of this one' },
     icon('refresh'), ' Retry'),
     fixes);
 }

@@ -39,6 +39,9 @@ class UserInput:
     mentions_in_text: bool = False
     """The `@path` words of `text` that name a workspace file are attached too: a terminal's way to mention one
     (the editor sends its mentions apart, and a label in the text must not attach the file twice)."""
+    replace_turn: str | None = None
+    """The turn of the session this line is sent in place of: the conversation goes back to before it first
+    (agent/branch.py)."""
 
 
 @dataclass

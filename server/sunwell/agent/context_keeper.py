@@ -134,11 +134,19 @@ class ContextKeeper:
         budget = self.budget
         return max(int(budget.raw(budget.room - budget.tokens(text_tokens(system) + 64)) * 3), 1000)
 
-    def measured(self, request: ModelRequest, usage: Usage | None, parts: Sequence[AssistantPart]) -> None:
-        """After a response: calibrate the estimate by the usage it reported, and say how full the window is."""
+    def measured(self, request: ModelRequest, usage: Usage | None, parts: Sequence[AssistantPart],
+                 side: tuple[str, Sequence[ToolSpec]] | None = None) -> None:
+        """After a response: calibrate the estimate by the usage it reported, and say how full the window is.
+        `side` (the conversation's instructions and tools): the request was not the conversation but a small one
+        beside it (a small model's answer from its results); the meter shows the conversation, as `::context`
+        does, not that request."""
         context, budget = self.budget.context, self.budget
         sent = self.fixed(request.system, request.tools) + self._raw(request.messages)
-        if usage is not None and context.observe(sent, usage.input_tokens):
+        if side is not None:
+            if usage is not None:
+                context.observe(sent, usage.input_tokens)
+            used, estimated = self.used(self.fixed(*side)), True
+        elif usage is not None and context.observe(sent, usage.input_tokens):
             used, estimated = usage.input_tokens + usage.output_tokens, False
         else:
             said = sum(text_tokens(p.text) for p in parts if isinstance(p, TextPart | ThinkingPart))

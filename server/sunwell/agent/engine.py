@@ -286,7 +286,7 @@ class Engine:
         from sunwell.agent.compaction import Summariser
         from sunwell.agent.gate import Gate
         from sunwell.agent.loop import Turn, TurnConfig
-        from sunwell.agent.plan import Retool, first_notices
+        from sunwell.agent.plan import Retool, first_notices, starting_notices
         from sunwell.agent.subagent import Subagents
         from sunwell.tools.policy.audit import AuditLog
 
@@ -313,8 +313,7 @@ class Engine:
                                "instructions": list(instructions)})
         said: list[NoticeEvent] = []  # by MCP servers starting: shown when the turn starts
         if self.mcp.servers:  # started lazily, once a turn may use their tools: then their tools join the catalogue
-            await self.mcp.start(*grant, lambda level, code, message: said.append(NoticeEvent(
-                                     level=level, code=code, message=message)),
+            await self.mcp.start(*grant, starting_notices(said, log),
                                  ask=self.approval.ask if self.approval.mode == "ask" else None,
                                  ask_timeout=self.settings.approval_timeout_sec, session=session, turn=log.turn)
         audit = AuditLog(self.data_dir, passthrough=self.settings.env_passthrough)

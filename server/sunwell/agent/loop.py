@@ -207,7 +207,8 @@ class Turn:
             tools = self.plan.specs  # the same list all turn, unless a round changed the tools (`_answer_calls`)
             limit = round_no == cfg.max_tool_turns
             final = limit or self.memory.answer_now
-            if final and small and self.memory.ran:
+            side = (system, tools) if final and small and self.memory.ran else None
+            if side:
                 response = await self._send(self._answer_request, system, tools)
             else:
                 if limit:
@@ -219,11 +220,11 @@ class Turn:
             calls = [part.call for part in parts if isinstance(part, ToolCallPart)]
             if not (calls or final or response.text.strip()) and small and self.memory.ran:
                 self.memory.enough("the model answered nothing")  # and the empty answer is not kept
-                self.keeper.measured(response.request, response.usage, response.parts)
+                self.keeper.measured(response.request, response.usage, response.parts, side)
                 continue
             self._add(AssistantMessage(parts=parts))
             # after the answer's row, so that a replayed session shows the meter where the stream had it
-            self.keeper.measured(response.request, response.usage, response.parts)
+            self.keeper.measured(response.request, response.usage, response.parts, side)
             if not calls:
                 if not response.text.strip():  # the turn must visibly end, not just stop
                     self.log.emit(NoticeEvent(level="warning", code="empty_answer",

@@ -37,6 +37,7 @@ from sunwell.wire.events import NoticeEvent
 from sunwell.wire.messages import ToolSpec
 
 if TYPE_CHECKING:
+    from sunwell.agent.turn import TurnLog
     from sunwell.lens.schema import Lens
 
 Grant = tuple[Trust, Collection[str] | None]
@@ -183,3 +184,17 @@ def first_notices(plan: TurnPlan, ctx: ToolContext, lens: Lens | None, servers: 
                                    message=f"tool definitions fitted to the {plan.window}-token "
                                            f"context window: {'; '.join(plan.fitted)}"))
     return notices
+
+
+def starting_notices(said: list[NoticeEvent], log: TurnLog) -> Callable[[str, str, str], None]:
+    """What MCP servers say as a turn starts them: held in `said` for `first_notices`, but for a sign-in's page
+    (tools/mcp/oauth.py), which the user needs while the start waits for them: that one is said at once."""
+
+    def heard(level: str, code: str, message: str) -> None:
+        notice = NoticeEvent(level=level, code=code, message=message)
+        if code == "mcp_auth":
+            log.emit(notice)
+        else:
+            said.append(notice)
+
+    return heard

@@ -20,9 +20,10 @@ from sunwell.agent.chat import ChatState, Overrides, UserInput
 from sunwell.agent.commands import run_command
 from sunwell.agent.replay import replay
 from sunwell.agent.resume import NothingToResume, resume_point
+from sunwell.agent.sessions import SessionNotFound, SessionStore
 from sunwell.agent.turn import Sink, new_turn_id
 from sunwell.commands_spec import parse_command
-from sunwell.errors import SetupError
+from sunwell.errors import InvalidReplace, SessionBusy, SetupError
 from sunwell.model_strings import ModelSpec
 from sunwell.tools.workspace.safe_write import remove_orphans
 from sunwell.wire.events import CommandOutputEvent, DoneEvent, Event, SessionEvent
@@ -66,8 +67,11 @@ class Session:
     async def submit(self, line: UserInput, sink: Sink) -> LineResult:
         """One line to its `done`: a `::command` is answered (`commandOutput`, then `done`, no model asked; its
         mentions are not read), any other line is a turn. Raises what a turn raises before it starts (SetupError,
-        SessionStoreError)."""
-        async with self._one_line():
+        SessionStoreError); a line that replaces a turn is refused while a line runs in the session (SessionBusy),
+        and when it is a command or names no turn of the session's conversation (InvalidReplace)."""
+        if line.replace_turn is not None and parse_command(line.text) is not None:
+            raise InvalidReplace("a ::command is not part of the conversation: it cannot replace a turn")
+        async with self._one_line(line.replace_turn):
             self.apply(line.overrides)
             if parse_command(line.text) is None:
                 return LineResult(await self._turn(line, sink))
@@ -75,7 +79,7 @@ class Session:
 
     async def turn(self, line: UserInput, sink: Sink) -> DoneEvent:
         """`line` as a turn for the model, even when it looks like a `::command` (`sunwell run`'s prompt is one)."""
-        async with self._one_line():
+        async with self._one_line(line.replace_turn):
             self.apply(line.overrides)
             return await self._turn(line, sink)
 
@@ -122,16 +126,23 @@ class Session:
         return self._engine.model_spec(state.model if state else None)
 
     @contextlib.asynccontextmanager
-    async def _one_line(self) -> AsyncIterator[None]:
-        """Two lines of one stored session wait for each other; after a line, the chat's state goes with the
-        session the line left it in (a new chat's first turn made one, `::clear` ended one)."""
+    async def _one_line(self, replacing: str | None = None) -> AsyncIterator[None]:
+        """Two lines of one stored session wait for each other, but a line `replacing` a turn is refused while
+        another runs (what it would replace may be running); after a line, the chat's state goes with the session
+        the line left it in (a new chat's first turn made one, `::clear` ended one)."""
         was = self.id
-        async with self._engine.live.get(was).lock if was else contextlib.nullcontext():
+        lock = self._engine.live.get(was).lock if was else None
+        if replacing is not None and lock is not None and lock.locked():  # no await before the lock is taken
+            raise SessionBusy(f"a turn is running in session {was}: stop it before replacing one of its turns")
+        async with lock if lock is not None else contextlib.nullcontext():
             yield
             self._engine.live.moved(self.state, was)
 
     async def _turn(self, line: UserInput, sink: Sink) -> DoneEvent:
         state = self.state
+        if line.replace_turn is not None:  # first: the turn's rows follow the rewind, on the branch it chose
+            session = rewind(self._engine.store, state.session, line.replace_turn)
+            self._engine.live.get(session).scratch.plan = None  # `::plan` reads the branch's own from the log
         done = await self._engine.run_turn(line.text, sink, session=state.session, model=state.model,
                                            trust=state.trust, tool_names=state.tool_names, lens=state.lens,
                                            instructions=state.instructions(), mentions=line.mentions,
@@ -157,3 +168,18 @@ class Session:
         done = DoneEvent(status="completed", tool_calls=0, usage=None, seq=len(events) + 1, **ids)
         sink(done)
         return done
+
+
+def rewind(store: SessionStore, session: str | None, turn: str) -> str:
+    """Take `session`'s conversation back to before `turn`, a turn of its current branch (agent/branch.py): a
+    `rewind` row, appended like every other row, so a crash right after it leaves the session rewound and nothing
+    else. InvalidReplace for a turn of another session, one already replaced, or an id no turn has."""
+    try:
+        rows = store.events(session) if session else []
+    except SessionNotFound:
+        rows = []
+    if session is None or not any(row.turn == turn and row.kind == "message" for row in rows):
+        raise InvalidReplace(f"no turn {turn!r} to replace in {f'session {session}' if session else 'a new chat'}: "
+                             "a line can replace only a turn of its own session's conversation")
+    store.append(session, "", 0, "rewind", f"rewound to before turn {turn}", {"turn": turn})
+    return session

@@ -4,7 +4,8 @@ Every event of a turn is one row: a `kind` ("message" for a canonical message, e
 "toolCall"), a one-line human-readable `content`, and JSON `data`: enough to rebuild the exact provider
 request. Two kinds change what the model is sent from then on without removing anything from the log: an
 "elision" (old tool outputs replaced by one line each) and a "compaction" (the history so far replaced by a summary
-and the messages kept verbatim); `messages` applies them, `messages(original=True)` and `export` show everything.
+and the messages kept verbatim); `messages` applies them, `messages(original=True)` and `export` show everything. A
+"rewind" takes the conversation back to before a turn (agent/branch.py): every reader but `export` sees that branch.
 Each append is committed before it returns, so an acknowledged event survives the process being killed. What is
 written is made encodable first (a lone surrogate becomes U+FFFD): model text is cleaned where it enters, but a log
 that refuses a row would end the turn, so the log does it once more.
@@ -21,13 +22,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Self
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, from_json
 
+from sunwell.agent.branch import on_branch
 from sunwell.agent.log_lines import message_line
 from sunwell.errors import SunwellError
 from sunwell.models.encodable import encodable
@@ -161,30 +163,31 @@ class SessionStore:
             data = json.dumps(_stored(message), ensure_ascii=False, separators=(",", ":"))
         self._insert(session, turn, seq, "message", message_line(message), data)
 
-    def events(self, session: str) -> list[EventRow]:
-        query = (
-            "SELECT id, session, turn, seq, kind, content, data, ts FROM events WHERE session = ? ORDER BY id"
-        )
+    def events(self, session: str, *, whole: bool = False) -> list[EventRow]:
+        """The session's rows in log order, of the branch a rewind chose (agent/branch.py); `whole`: every row."""
+        query = ("SELECT id, session, turn, seq, kind, content, data, ts FROM events WHERE session = ?"
+                 " ORDER BY id")
         with self._read() as db:
             rows = db.execute(query, (session,)).fetchall()
         if not rows and not self.exists(session):
             raise SessionNotFound(session)
         # jiter (pydantic_core.from_json) parses the JSON twice as fast as json.loads: restores are bound by it
-        return [EventRow(*head, None if data is None else from_json(data), ts) for *head, data, ts in rows]
+        events = [EventRow(*head, None if data is None else from_json(data), ts) for *head, data, ts in rows]
+        return events if whole else on_branch(events, lambda row: (row.turn, row.kind, row.data))
 
     def messages(self, session: str, *, original: bool = False, open_tail: bool = False) -> list[Message]:
         """The canonical history as the model is sent it (elisions and compactions applied), repaired so that
         every provider accepts it (see `repair_history`). `original`: every message as it was, each compaction's
         summary where it was made (a transcript). `open_tail`: the last answer's calls without a result are left
         unanswered (a turn that resumes answers them)."""
-        query = ("SELECT id, kind, data FROM events WHERE session = ? AND kind IN ('message', 'elision', "
-                 "'compaction') ORDER BY id")
+        query = ("SELECT id, turn, kind, data FROM events WHERE session = ? AND kind IN ('message', 'elision', "
+                 "'compaction', 'rewind') ORDER BY id")
         with self._read() as db:
             rows = db.execute(query, (session,)).fetchall()
         if not rows and not self.exists(session):
             raise SessionNotFound(session)
         history: list[Message] = []
-        for row_id, kind, data in rows:
+        for row_id, _, kind, data in on_branch(rows, lambda row: row[1:]):
             try:
                 if kind == "message":
                     history.append(_MESSAGE.validate_json(data))
@@ -193,7 +196,7 @@ class SessionStore:
                     summary = _MESSAGE.validate_python(change["summary"])
                     kept = [_MESSAGE.validate_python(m) for m in change["kept"]]
                     history = [*history, summary] if original else [summary, *kept]
-                elif not original:
+                elif kind == "elision" and not original:
                     apply_elision(history, from_json(data)["outputs"])
             except (ValidationError, ValueError, KeyError, TypeError) as exc:
                 # e.g. a row of a newer Sunwell: skip it, repair the rest
@@ -208,7 +211,7 @@ class SessionStore:
             raise SessionNotFound(session)
         events = [
             {"turn": e.turn, "seq": e.seq, "kind": e.kind, "content": e.content, "data": e.data, "ts": e.ts}
-            for e in self.events(session)
+            for e in self.events(session, whole=True)
         ]
         return {"id": session, "title": row[0], "created": row[1], "updated": row[2], "events": events}
 
@@ -229,7 +232,15 @@ class SessionStore:
             " LIMIT 1) FROM sessions ORDER BY updated DESC, id DESC"
         )
         with self._read() as db:
-            return [SessionInfo(*row[:4], _status(row[4])) for row in db.execute(query)]
+            infos = [SessionInfo(*row[:4], _status(row[4])) for row in db.execute(query)]
+            forked = {row[0] for row in db.execute("SELECT DISTINCT session FROM events WHERE kind = 'rewind'")}
+        return [self._branch_info(info) if info.id in forked else info for info in infos]
+
+    def _branch_info(self, info: SessionInfo) -> SessionInfo:
+        """`info` with the turns and the status of the branch a rewind chose (the query above counts every turn)."""
+        rows = [row for row in self.events(info.id) if row.turn]
+        return replace(info, turns=len({row.turn for row in rows}),
+                       status=_status(f"{rows[-1].kind} {rows[-1].content}" if rows else None))
 
     # -- internals
 

@@ -30,6 +30,7 @@ from sunwell.agent.usage import turn_line
 from sunwell.cli.approvals import TerminalAsker
 from sunwell.cli.elicit import TerminalElicitor
 from sunwell.cli.exit_codes import EXIT_CANCELLED, EXIT_OK, UsageError
+from sunwell.cli.mcp_sign_in import TerminalOpener
 from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import DIM, RED, RESET, JsonLines, Transcript, render_markdown, visible
 from sunwell.cli.terminal_input import History, StdinLines, prompt_text, repaint_command
@@ -59,6 +60,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         engine = Engine(settings, workspace, asker=asker,
                         questioner=terminal.question if settings.approval != "deny" else None)
         engine.mcp.elicitor = TerminalElicitor(stdin=lines, lock=asker.lock) if asker else None
+        engine.mcp.sign_in.opener = TerminalOpener() if interactive else None
         if args.session and not engine.store.exists(args.session):
             raise SetupError(f"unknown session '{args.session}': see `sunwell sessions list`")
         lens = activate_lens(engine, args.lens)[0] if args.lens else None

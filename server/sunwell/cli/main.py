@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_.add_argument("--lens", help="activate a lens (name or path)")
     run_.add_argument("--resume", action="store_true",
                       help="take up the interrupted or failed last turn of --session (default: this workspace's newest)")
+    run_.add_argument("--replace-turn", metavar="TURN",
+                      help="send the prompt in place of TURN of --session: the conversation goes back to before it")
     add_turn_options(run_)
     add_turn_options(apply)
     sessions = sub.add_parser("sessions", help="stored sessions")
@@ -62,14 +64,19 @@ def build_parser() -> argparse.ArgumentParser:
     check = lens_sub.add_parser("check", help="print diagnostics; exit 1 if any error")
     check.add_argument("files", nargs="+", type=Path)
 
-    mcp = sub.add_parser("mcp", help="MCP servers: list them and their tools, approve one a workspace proposes")
+    mcp = sub.add_parser("mcp", help="MCP servers: list them and their tools, approve one a workspace proposes, "
+                                      "sign in")
     mcp_sub = mcp.add_subparsers(dest="mcp_command", required=True)
     mcp_list = mcp_sub.add_parser("list", help="servers, their state and tools (starts those you configured)")
     mcp_list.add_argument("--json", action="store_true", help="one JSON object per server")
     approve = mcp_sub.add_parser("approve", help="let a server the workspace config proposes start from now on")
     approve.add_argument("name")
     approve.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    for parser_ in (mcp_list, approve):
+    login = mcp_sub.add_parser("login", help="sign in to a url server that asks for OAuth (opens your browser)")
+    logout = mcp_sub.add_parser("logout", help="forget a url server's sign-in (its tokens and registration)")
+    for parser_ in (login, logout):
+        parser_.add_argument("name")
+    for parser_ in (mcp_list, approve, login, logout):
         parser_.add_argument("--workspace", type=Path, default=None)
 
     learned.add_parser(sub)

@@ -15,6 +15,7 @@ from sunwell.agent.usage import turn_line
 from sunwell.cli.approvals import TerminalAsker
 from sunwell.cli.elicit import TerminalElicitor
 from sunwell.cli.exit_codes import EXIT_ERROR, STATUS_EXIT, UsageError
+from sunwell.cli.mcp_sign_in import TerminalOpener
 from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import JsonLines, Transcript, visible
 from sunwell.errors import SetupError
@@ -25,6 +26,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     resuming = getattr(args, "resume", False)
     if resuming and args.prompt is not None:
         raise UsageError("--resume takes no prompt: it takes up the turn where its log ends")
+    if getattr(args, "replace_turn", None) and (resuming or not args.session):
+        raise UsageError("--replace-turn needs --session (the session whose turn the prompt replaces), not --resume")
     prompt = args.prompt if args.prompt is not None or resuming else _read_stdin()
     if not resuming and (not prompt or not prompt.strip()):
         raise UsageError("no prompt: pass it as an argument or on stdin")
@@ -41,6 +44,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         engine = Engine(settings, workspace, asker=asker, questioner=questioner)
         engine.mcp.elicitor = TerminalElicitor(lock=asker.lock) if asker else None  # one prompt at a time
+        engine.mcp.sign_in.opener = TerminalOpener() if questioner else None  # someone is at the terminal
         turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names)
         done = _run_cancellable(_then_close(engine, turn))
     except SetupError as exc:
@@ -59,7 +63,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 async def _turn(engine, prompt, sink, args, names):
     """The prompt as one turn (never a `::command`), with the workspace files it names as `@path` attached."""
-    line = UserInput(prompt, overrides=Overrides(lens=args.lens, tool_names=names), mentions_in_text=True)
+    line = UserInput(prompt, overrides=Overrides(lens=args.lens, tool_names=names), mentions_in_text=True,
+                     replace_turn=getattr(args, "replace_turn", None))
     return await Session(engine, args.session).turn(line, sink)
 
 

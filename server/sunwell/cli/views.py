@@ -15,6 +15,7 @@ from sunwell.agent.engine import Engine
 from sunwell.agent.model_catalog import model_catalog
 from sunwell.agent.sessions import SessionNotFound, SessionStore
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_OK, UsageError
+from sunwell.cli.mcp_sign_in import cmd_sign_in
 from sunwell.cli.options import settings_for
 from sunwell.cli.rendering import visible
 from sunwell.config import ConfigError, load_settings
@@ -127,7 +128,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    """`sunwell mcp list [--json]` and `sunwell mcp approve NAME [--yes]`."""
+    """`sunwell mcp list [--json]`, `sunwell mcp approve NAME [--yes]`, `sunwell mcp login|logout NAME`."""
     workspace, settings = settings_for(args)
     try:
         engine = Engine(settings, workspace)
@@ -135,6 +136,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if args.mcp_command == "approve":
         return _approve_mcp(engine, args.name, args.yes)
+    if args.mcp_command in ("login", "logout"):
+        return cmd_sign_in(args, engine)
     rows = asyncio.run(_started_status(engine))
     if not rows:
         print("no MCP servers configured (mcp_servers in your user config; see the README, \"Tools from outside\")")

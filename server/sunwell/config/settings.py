@@ -51,6 +51,15 @@ class McpSandbox(BaseModel):
     network: bool = False
 
 
+class McpOAuth(BaseModel):
+    """How Sunwell signs in to a streamable HTTP server that answers 401 (tools/mcp/oauth.py): discovery, dynamic
+    client registration, the authorization code with PKCE in the browser; tokens in secret storage, never here."""
+
+    model_config = ConfigDict(extra="forbid")
+    timeout: float = Field(300, gt=0, le=3600)
+    """Seconds to wait for the sign-in in the browser before giving up."""
+
+
 class McpServerConfig(BaseModel):
     """One MCP server (PROTOCOL.md "Config keys"): a `command` run over stdio, or a streamable HTTP `url`."""
 
@@ -61,6 +70,11 @@ class McpServerConfig(BaseModel):
     def _yaml_off(cls, value: Any) -> Any:
         return "off" if value is False else value
 
+    @field_validator("oauth", mode="before")
+    @classmethod
+    def _oauth_off(cls, value: Any) -> Any:
+        return "off" if value is False else value
+
     command: str | None = Field(None, min_length=1)
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
@@ -69,6 +83,8 @@ class McpServerConfig(BaseModel):
     """Where the server runs, relative to the workspace (default: the workspace)."""
     url: str | None = Field(None, pattern=r"^https?://")
     headers: dict[str, str] = Field(default_factory=dict)
+    oauth: McpOAuth | Literal["off"] = Field(default_factory=McpOAuth)
+    """A url server that answers 401 is signed in to with OAuth; `off` leaves it failing (a header of your own)."""
     trust: TrustName | None = None
     """The trust level its tools need; default `shell` for a command, `full` for a url."""
     approval: Literal["ask", "auto"] = "ask"
@@ -84,11 +100,18 @@ class McpServerConfig(BaseModel):
     def _one_transport(self) -> McpServerConfig:
         if (self.command is None) == (self.url is None):
             raise ValueError("give either `command` (a stdio server) or `url` (a streamable HTTP server)")
+        if self.command is not None and "oauth" in self.model_fields_set:
+            raise ValueError("`oauth` is for a streamable HTTP server (`url`); a stdio server gets its secrets in `env`")
         return self
 
     @property
     def needs(self) -> TrustName:
         return self.trust or ("shell" if self.command else "full")
+
+    @property
+    def sign_in_timeout(self) -> float:
+        """Seconds a start may wait for the user's OAuth sign-in in the browser (0: it never does)."""
+        return self.oauth.timeout if self.url is not None and self.oauth != "off" else 0
 
 
 class NetworkSettings(BaseModel):

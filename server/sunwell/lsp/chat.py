@@ -5,7 +5,9 @@ The params become a line of the engine's session (agent/session.py), which decid
 attaches the mentions and keeps what commands change. The request's own task runs the line, so the standard
 `$/cancelRequest` cancels it: the engine ends the turn with `done` (status `cancelled`) and stops a running tool.
 Every event of a turn carries its session and turn ids, so two turns in two sessions can run at once; two in the
-same session wait for each other. Whatever happens, the client gets exactly one `done` per chat, before the answer.
+same session wait for each other. Whatever happens, the client gets exactly one `done` per chat, before the answer,
+but for a line refused before anything ran: one that names a turn to replace (`replaceTurn`) that its session's
+conversation does not hold (invalid params), or sent while a turn runs in that session (RequestFailed).
 
 Its imports of the engine floor (agent/, tools/, config/) are in the handlers: the sidecar answers `initialize`
 before it loads the engine (lsp/server.py).
@@ -20,7 +22,10 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from sunwell.errors import SunwellError
+from pygls.exceptions import JsonRpcInvalidParams
+
+from sunwell.errors import InvalidReplace, SessionBusy, SunwellError
+from sunwell.lsp.failures import RequestFailed
 from sunwell.wire.events import DoneEvent
 from sunwell.wire.messages import WireModel
 from sunwell.wire.protocol import CHAT, RESUME, ChatParams, ChatResult, ResumeParams
@@ -105,7 +110,8 @@ async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
 
     async def submit(relay: Relay) -> DoneEvent:
         line = UserInput(request.text, [Mention(**mention.model_dump()) for mention in request.mentions],
-                         Overrides(model=request.model, trust=request.trust, lens=request.lens))
+                         Overrides(model=request.model, trust=request.trust, lens=request.lens),
+                         replace_turn=request.replace_turn)
         return (await Session(ls.engine, request.session).submit(line, relay)).done
 
     return await _relayed(ls, request.session, submit)
@@ -130,6 +136,8 @@ async def _relayed(ls: SunwellServer, session: str | None, turn: Callable[[Relay
         if relay.done is None:  # cancelled before the engine's turn began: the client still gets its `done`
             relay.finish("cancelled")
         raise
+    except (InvalidReplace, SessionBusy) as exc:  # refused before anything ran: an error answer, no turn
+        raise (JsonRpcInvalidParams if isinstance(exc, InvalidReplace) else RequestFailed)(str(exc)) from None
     except Exception as exc:  # could not start (no model, unknown session, unusable data dir) or a bug
         if not _is_setup_problem(exc):
             log.exception("chat turn %s failed", relay.turn or "(not started)")

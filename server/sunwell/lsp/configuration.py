@@ -184,6 +184,7 @@ def apply_settings(ls: SunwellServer) -> None:
     """(Re)build the settings from the options; keep the engine (and its per-session state) when possible."""
     from sunwell.agent.engine import Engine
     from sunwell.lsp.approvals import ClientAsker
+    from sunwell.lsp.sign_in import wire_sign_in
 
     settings, problems = resolve_settings(ls.root, ls.options)
     for problem in problems:
@@ -208,6 +209,7 @@ def apply_settings(ls: SunwellServer) -> None:
             if engine is not None:
                 ls.run_task(engine.aclose())  # the old engine's MCP servers
         ls.engine.mcp.elicitor = ClientElicitor(ls) if wants_elicit(ls.options) else None
+        wire_sign_in(ls, ls.engine.mcp)
     except (SetupError, ValueError) as exc:  # a bad workspace; a setting only the engine can judge
         ls.show_message(f"cannot apply the settings: {exc}", types.MessageType.Error)
         if engine is None:

@@ -1,5 +1,5 @@
-"""`sunwell/mcp` and `sunwell/mcpRestart`: the configured MCP servers as `sunwell mcp list` shows them, and the
-user's Restart of one (VS Code's "Sunwell: MCP Servers").
+"""`sunwell/mcp`, `sunwell/mcpRestart` and `sunwell/mcpSignOut`: the configured MCP servers as `sunwell mcp list`
+shows them, and the user's Restart of one or Sign Out of a url server (VS Code's "Sunwell: MCP Servers").
 
 Its imports of the engine floor (agent/, tools/, config/) are in the handlers: the sidecar answers `initialize`
 before it loads the engine (lsp/server.py).
@@ -17,11 +17,14 @@ from sunwell.lsp.sessions import engine_or_fail
 from sunwell.wire.protocol import (
     MCP,
     MCP_RESTART,
+    MCP_SIGN_OUT,
     EmptyParams,
     McpRestartParams,
     McpRestartResult,
     McpResult,
     McpServerInfo,
+    McpSignOutParams,
+    McpSignOutResult,
 )
 
 if TYPE_CHECKING:
@@ -36,7 +39,10 @@ def setup(server: SunwellServer) -> None:
     def servers(ls: SunwellServer, params: Any) -> dict[str, Any]:
         ls.parse(EmptyParams, params, MCP)
         # The state as it is: a server that no turn has needed yet is `stopped` (listing does not start it)
-        return McpResult(servers=[server_info(row) for row in engine_or_fail(ls).mcp.status()]).wire()
+        from sunwell.config.loading import user_config_path
+
+        rows = engine_or_fail(ls).mcp.status()
+        return McpResult(servers=[server_info(row) for row in rows], config=str(user_config_path())).wire()
 
     @server.feature(MCP_RESTART)
     async def restart(ls: SunwellServer, params: Any) -> dict[str, Any]:
@@ -52,6 +58,18 @@ def setup(server: SunwellServer) -> None:
         except ServerDown as exc:
             raise RequestFailed(f"MCP server {request.name} cannot be restarted: {exc}") from None
         return McpRestartResult(state=row.state).wire()
+
+
+    @server.feature(MCP_SIGN_OUT)
+    async def sign_out(ls: SunwellServer, params: Any) -> dict[str, Any]:
+        request = ls.parse(McpSignOutParams, params, MCP_SIGN_OUT)
+        hub = engine_or_fail(ls).mcp
+        try:
+            forgotten, _ = await hub.sign_out(request.name)
+        except (KeyError, ValueError):
+            raise JsonRpcInvalidParams(f"{MCP_SIGN_OUT}: no MCP server '{request.name}' with a url is configured"
+                                       ) from None
+        return McpSignOutResult(forgotten=forgotten).wire()
 
 
 def server_info(row: ServerStatus) -> McpServerInfo:

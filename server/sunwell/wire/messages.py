@@ -51,8 +51,11 @@ class SystemMessage(WireModel):
     text: str
 
 
-ATTACHMENTS_HEADER = "[Attached by the user with @mentions]"
+ATTACHMENTS_HEADER = "[Attached by the user: their content is here, there is no need to read them with a tool]"
 """Between the user's line and its attachments, in what a model reads."""
+_LEGACY_HEADER = "[Attached by the user with @mentions]"
+"""The header before attachments were named by their plain path: a model given `name="@a.txt"` called
+`read_file("@a.txt")`. Only read, in sessions logged with it."""
 _ATTACHMENT = re.compile(r'<attachment name="([^"]*)" kind="(file|selection|problems|terminal)"(?: path="([^"]*)")?>'
                          r"\n(.*?)\n</attachment>", re.DOTALL)
 """An attachment in the text of a user message logged before attachments were parts of their own."""
@@ -70,6 +73,12 @@ class Attachment(WireModel):
     body: str
 
     def for_model(self) -> str:
+        """A block the model reads: the file by its plain workspace path (never the `@` label, which it took for a
+        path to read); what has no path by its label without the `@` (`notes:notes://team/readme`)."""
+        where = f'path="{_attribute(self.path)}"' if self.path else f'name="{_attribute(self.label.lstrip("@"))}"'
+        return f'<attachment kind="{self.kind}" {where}>\n{self.body}\n</attachment>'
+
+    def _legacy_block(self) -> str:
         where = f' path="{_attribute(self.path)}"' if self.path else ""
         return f'<attachment name="{_attribute(self.label)}" kind="{self.kind}"{where}>\n{self.body}\n</attachment>'
 
@@ -90,15 +99,16 @@ class UserMessage(WireModel):
     @model_validator(mode="before")
     @classmethod
     def _attachments_from_old_text(cls, data: Any) -> Any:
-        """A session logged before attachments were a part of their own has them in the text: taken apart here,
-        when putting them together again gives back that very text (so the model is sent the same bytes)."""
-        if not isinstance(data, dict) or "attachments" in data or ATTACHMENTS_HEADER not in data.get("text", ""):
+        """A session logged before attachments were a part of their own has them in the text: taken apart here
+        when putting them together again gives back that very text (nothing else is taken for an attachment); the
+        model then reads them as it reads today's."""
+        if not isinstance(data, dict) or "attachments" in data or _LEGACY_HEADER not in data.get("text", ""):
             return data
         text: str = data["text"]
-        line, separator, rest = text.partition(f"\n\n{ATTACHMENTS_HEADER}\n\n")
+        line, separator, rest = text.partition(f"\n\n{_LEGACY_HEADER}\n\n")
         found = [Attachment.model_validate({"kind": kind, "label": label, "path": path or None, "body": body})
                  for label, kind, path, body in _ATTACHMENT.findall(rest)] if separator else []
-        if not found or _for_model(line, found) != text:
+        if not found or "\n\n".join([line, _LEGACY_HEADER, *(a._legacy_block() for a in found)]) != text:
             return data
         return {**data, "text": line, "attachments": found}
 

@@ -48,6 +48,8 @@ class ClientCapabilities(Params):
     """It answers `sunwell/codeIntel`: the code intelligence tools are offered."""
     elicit: bool = False
     """It answers `sunwell/elicit` (an MCP server asking the user)."""
+    secrets: bool = False
+    """It answers `sunwell/secret`: MCP servers' OAuth sign-ins are kept in its secret storage, not the keyring."""
 
 
 class InitializationOptions(Params):

@@ -35,6 +35,8 @@ MODELS = "sunwell/models"
 COMMANDS = "sunwell/commands"
 MCP = "sunwell/mcp"
 MCP_RESTART = "sunwell/mcpRestart"
+MCP_SIGN_OUT = "sunwell/mcpSignOut"
+"""Forgets a url server's OAuth sign-in and stops it (VS Code's "Sunwell: MCP Servers", `sunwell mcp logout`)."""
 LEARNED_APIS = "sunwell/learnedApis"
 """The learned APIs (VS Code's "Sunwell: Learned APIs"), as `sunwell tools list --json` shows them."""
 LEARNED_FORGET = "sunwell/learnedForget"
@@ -48,6 +50,8 @@ ASK = "sunwell/ask"
 """Server -> client request: `ask_user`'s question to the person."""
 CODE_INTEL = "sunwell/codeIntel"
 """Server -> client request: the editor's language features (diagnostics, symbols, definitions, references)."""
+SECRET = "sunwell/secret"
+"""Server -> client request: an MCP server's OAuth sign-in kept in the editor's secret storage (tools/mcp/vaults.py)."""
 
 LANGUAGE_ID = "lens"
 CONFIG_SECTION = "sunwell"
@@ -84,6 +88,10 @@ class ChatParams(Params):
     trust: TrustName | None = None
     mentions: list[Mention] = Field(default_factory=list)
     """Attachments sent with the line, within a quarter of the context window; `::context` lists them."""
+    replace_turn: str | None = Field(default=None, min_length=1)
+    """The turn this line replaces (Edit & resend, Retry): the session's history is taken back to before it, so
+    the model never sees it or what came after; the log keeps it. Only a turn of `session`'s current conversation,
+    and not while a turn runs there; the line must not be a `::command`."""
 
 
 class ResumeParams(Params):
@@ -228,6 +236,21 @@ class AskResult(WireModel):
     """The person's answer; null: they declined to answer."""
 
 
+class SecretParams(WireModel):
+    """`sunwell/secret`: one secret of the sidecar's own in the client's secret storage. The client keeps it under a
+    prefix of its own, so no key the sidecar names reaches another secret (an API key)."""
+
+    action: Literal["get", "store", "delete"]
+    key: str = Field(min_length=1, max_length=2000)
+    value: str | None = None
+    """`store` only."""
+
+
+class SecretResult(WireModel):
+    value: str | None
+    """`get`: the value, null when none is kept; `store`, `delete`: null."""
+
+
 CodeIntelKind = Literal["diagnostics", "symbols", "definition", "references"]
 
 
@@ -272,11 +295,23 @@ class McpServerInfo(WireModel):
 
 class McpResult(WireModel):
     servers: list[McpServerInfo]
+    config: str | None = None
+    """The user config file, where `mcp_servers` are added (VS Code opens it there when there are none)."""
 
 
 class McpRestartParams(Params):
     name: str
     """A configured server (not a workspace proposal awaiting approval)."""
+
+
+class McpSignOutParams(Params):
+    name: str
+    """A configured url server."""
+
+
+class McpSignOutResult(WireModel):
+    forgotten: bool
+    """A sign-in was kept (and is gone now)."""
 
 
 class McpRestartResult(WireModel):
@@ -321,12 +356,14 @@ REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     COMMANDS: (EmptyParams, CommandsResult),
     MCP: (EmptyParams, McpResult),
     MCP_RESTART: (McpRestartParams, McpRestartResult),
+    MCP_SIGN_OUT: (McpSignOutParams, McpSignOutResult),
     LEARNED_APIS: (EmptyParams, LearnedApisResult),
     LEARNED_FORGET: (LearnedForgetParams, LearnedForgetResult),
     USAGE: (UsageParams, SessionUsage),
     APPROVE: (ApprovalRequest, ApproveResult),
     ASK: (AskParams, AskResult),
     CODE_INTEL: (CodeIntelParams, CodeIntelResult),
+    SECRET: (SecretParams, SecretResult),
 }
 """Every custom request: method -> (params, result)."""
 

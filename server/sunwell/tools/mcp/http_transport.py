@@ -23,9 +23,10 @@ from mcp.client.streamable_http import streamable_http_client
 from sunwell.tools.mcp.oversize import MAX_MESSAGE_BYTES, too_large_error
 
 
-def http_transport(url: str, headers: dict[str, str], limit: int = MAX_MESSAGE_BYTES) -> Any:
-    """The transport `mcp.Client` takes for a server at `url`."""
-    http = httpx2.AsyncClient(headers={"Accept-Encoding": "identity", **headers},
+def http_transport(url: str, headers: dict[str, str], limit: int = MAX_MESSAGE_BYTES,
+                   auth: httpx2.Auth | None = None) -> Any:
+    """The transport `mcp.Client` takes for a server at `url` (`auth`: its OAuth sign-in, tools/mcp/oauth.py)."""
+    http = httpx2.AsyncClient(headers={"Accept-Encoding": "identity", **headers}, auth=auth,
                               timeout=httpx2.Timeout(30, read=300),
                               event_hooks={"response": [functools.partial(bound_json_body, limit=limit)]})
     return streamable_http_client(url, http_client=http, max_sse_event_size=limit)

@@ -19,7 +19,8 @@ from sunwell.config import McpServerConfig
 from sunwell.tools.base import Tool, Trust
 from sunwell.tools.mcp.consent import Consents, fingerprint, launch_line
 from sunwell.tools.mcp.naming import server_prefix
-from sunwell.tools.mcp.surroundings import UNSANDBOXED, Notify, ServerDown, Surroundings
+from sunwell.tools.mcp.surroundings import UNSANDBOXED, Notify, ServerDown, SignInFront, Surroundings
+from sunwell.tools.mcp.vaults import KeyringVault
 from sunwell.wire.approval import ApprovalRequest
 
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ class McpHub:
         """Asks the user for a server (`sunwell/elicit`, the terminal); None: every request is declined."""
         self._session = ""
         """The session of the latest turn: whom a server's question goes to."""
+        self.sign_in = SignInFront(vaults=lambda server, url: KeyringVault(self.around.data_dir, server, url))
+        """Where url servers' OAuth sign-ins are kept and who opens the browser: the front end sets both."""
 
     def configure(self, servers: dict[str, McpServerConfig], proposed: dict[str, McpServerConfig],
                   around: Surroundings | None = None) -> None:
@@ -95,7 +98,7 @@ class McpHub:
             if name in self.servers:
                 continue
             server = McpServer(name, config, around, proposed=is_proposed)
-            server.elicit = self._elicit
+            server.elicit, server.sign_in = self._elicit, self.sign_in
             if is_proposed and not self.consents.approved(around.workspace, name, config):
                 server.wait_for_approval(f"proposed by the workspace config; {_how_to_approve(name)}")
             if (other := prefixes.setdefault(server_prefix(name), name)) != name:
@@ -243,6 +246,18 @@ class McpHub:
             self.consents.approve(self.around.workspace, name, server.config)
             server.approved()
         return server
+
+    async def sign_out(self, name: str) -> tuple[bool, str]:
+        """Forget a url server's sign-in (its tokens and registration) and stop it: the next use signs in anew.
+        (whether one was kept, where); raises KeyError for an unknown name, ValueError for a stdio server."""
+        server = self.servers[name]
+        if server.config.url is None:
+            raise ValueError(f"{name} is a stdio server: it has no sign-in")
+        vault = self.sign_in.vaults(name, server.config.url)
+        forgotten = await vault.clear()
+        await server.stop()
+        server.failures, server.reason = 0, None
+        return forgotten, vault.where
 
     async def close(self) -> None:
         await asyncio.gather(*(server.close() for server in self.servers.values()), *self._retired,

@@ -37,12 +37,13 @@ from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.mcp.elicitation import Elicit, elicitation_callback
 from sunwell.tools.mcp.http_transport import http_transport
 from sunwell.tools.mcp.launch import Launch, LaunchError, stdio_launch
+from sunwell.tools.mcp.oauth import NOTICE, oauth_auth
 from sunwell.tools.mcp.offerings import list_offerings
 from sunwell.tools.mcp.oversize import MAX_MESSAGE_BYTES, Oversized, is_too_large
 from sunwell.tools.mcp.remote_tools import list_tools, sunwell_tools
 from sunwell.tools.mcp.results import render_result
-from sunwell.tools.mcp.stdio_transport import stdio_transport
-from sunwell.tools.mcp.surroundings import UNSANDBOXED, Notify, ServerDown, Surroundings
+from sunwell.tools.mcp.stdio_transport import closing_after_spawn, stdio_transport
+from sunwell.tools.mcp.surroundings import UNSANDBOXED, Notify, ServerDown, SignInFront, Surroundings
 from sunwell.tools.policy.environment import EnvSecrets
 from sunwell.tools.policy.guarded import quarantine_planted
 
@@ -73,6 +74,10 @@ class McpServer:
         self.elicit: Elicit | None = None
         """Who answers when it asks the user (tools/mcp/elicitation.py); None declines. Sampling is never offered:
         the SDK answers it `Sampling not supported`."""
+        self.sign_in: SignInFront | None = None
+        """A url server's OAuth sign-in (tools/mcp/oauth.py): where it is kept, who opens the browser."""
+        self._notify: Notify | None = None
+        """The notices of the start under way: a sign-in must be told while it waits."""
         self._client: Client | None = None
         self._generation = 0
         self._failed_generation = 0
@@ -94,6 +99,7 @@ class McpServer:
 
     async def ensure(self, notify: Notify | None = None) -> None:
         """Running when this returns, else ServerDown: started if stopped, restarted once after an incident."""
+        self._notify = notify or self._notify
         try:
             async with self._lock:
                 if self.state == "running" and self._client is not None:
@@ -127,7 +133,7 @@ class McpServer:
         self._runner = asyncio.create_task(self._run(generation, transport, ready), name=f"mcp:{self.name}")
         try:
             # The SDK bounds every request (initialize and tools/list too) by `timeout`; this only backs it up.
-            await asyncio.wait_for(asyncio.shield(ready), self.config.timeout * 2 + 10)
+            await asyncio.wait_for(asyncio.shield(ready), self.config.timeout * 2 + 10 + self.config.sign_in_timeout)
         except TimeoutError:
             self._incident(generation, f"did not finish starting within {self.config.timeout:g} s")
         except Exception as exc:  # noqa: BLE001 - whatever stopped it, the reason is what matters
@@ -140,14 +146,30 @@ class McpServer:
 
     async def _transport(self, generation: int) -> Any:
         if self.config.url is not None:
-            return http_transport(self.config.url, self.config.headers)
+            return http_transport(self.config.url, self.config.headers, auth=await self._oauth(self.config.url))
         self._launch = await stdio_launch(self.config, jail=self.around.jail(), data_dir=self.around.data_dir,
                                           passthrough=self.around.env_passthrough, bwrap_path=self.around.bwrap_path,
                                           fetch=self._generation == 1)
         read_fd, write_fd = os.pipe()
         self._track(self._read_stderr(generation, read_fd))
         errlog = os.fdopen(write_fd, "w")
-        return _closing_after_spawn(stdio_transport(self._launch.params, errlog), errlog)
+        return closing_after_spawn(stdio_transport(self._launch.params, errlog), errlog)
+
+    async def _oauth(self, url: str) -> httpx2.Auth | None:
+        """The sign-in, unless it is off or the config sends an Authorization header of its own."""
+        if not self.config.sign_in_timeout or self.sign_in is None or any(
+                name.lower() == "authorization" for name in self.config.headers):
+            return None
+        try:
+            vault = self.sign_in.vaults(self.name, url)
+            return await oauth_auth(self.name, url, self.config.oauth, vault, self.sign_in.opener, self._tell)
+        except Exception as exc:  # noqa: BLE001 - the vault (the keyring, the editor's secret storage) failed
+            raise LaunchError(f"could not read its sign-in: {describe(exc)}") from None
+
+    def _tell(self, level: str, message: str) -> None:
+        if self._notify is not None:
+            self._notify(level, NOTICE, message)
+        log.info("%s", message)
 
     async def _run(self, generation: int, transport: Any, ready: asyncio.Future[None]) -> None:
         client = Client(transport, mode="legacy", cache=None, read_timeout_seconds=self.config.timeout,
@@ -352,19 +374,6 @@ class McpServer:
             message = (f"MCP server {self.name} created {', '.join(moved)}, which sandboxed programs may not "
                        f"create; moved to {folder}")
             self._notices.append(("warning", message))
-
-
-@contextlib.asynccontextmanager
-async def _closing_after_spawn(transport: Any, errlog: Any) -> Any:
-    """The stdio transport, with our copy of the stderr pipe's write end closed once the process has it: then the
-    pipe ends exactly when the server (and whatever it started) has gone."""
-    try:
-        async with transport as streams:
-            errlog.close()
-            yield streams
-    finally:
-        if not errlog.closed:
-            errlog.close()
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import TextIO
+from typing import Any, TextIO
 
 import anyio
 from anyio.abc import Process
@@ -125,3 +125,16 @@ async def _exited(process: Process, within: float) -> bool:
     with anyio.move_on_after(within):
         await process.wait()
     return process.returncode is not None
+
+
+@asynccontextmanager
+async def closing_after_spawn(transport: Any, errlog: TextIO) -> Any:
+    """The stdio transport, with our copy of the stderr pipe's write end closed once the process has it: then the
+    pipe ends exactly when the server (and whatever it started) has gone."""
+    try:
+        async with transport as streams:
+            errlog.close()
+            yield streams
+    finally:
+        if not errlog.closed:
+            errlog.close()

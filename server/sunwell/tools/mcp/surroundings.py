@@ -3,10 +3,11 @@ a turn with no MCP server configured should not pay)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sunwell.tools.mcp.vaults import Vaults
 from sunwell.tools.workspace.jail import Jail
 
 Notify = Callable[[str, str, str], None]
@@ -31,6 +32,21 @@ class Surroundings:
 
     def jail(self) -> Jail:
         return Jail(self.workspace, self.blocked_paths)
+
+
+Opener = Callable[[str, str], Awaitable[bool]]
+"""(server, url) -> whether the page was opened for a person."""
+
+
+@dataclass
+class SignInFront:
+    """What a browser sign-in (tools/mcp/oauth.py) needs from the front end; one for every server of a hub."""
+
+    vaults: Vaults
+    """Where each server's sign-in is kept: VS Code's secret storage, else the OS keyring."""
+    opener: Opener | None = None
+    """Opens the authorization page for a person (VS Code's `window/showDocument`, the terminal's browser); None: no
+    one is here, and a server that asks for a sign-in fails at once, saying how to sign in."""
 
 
 class ServerDown(Exception):
