@@ -101,6 +101,10 @@ async def test_a_url_carrying_a_secret_is_refused_and_the_audit_masks_it(make_en
     assert web.requests == []
     audit = "".join(p.read_text() for p in (tmp_path / "data" / "audit").glob("*.jsonl"))
     assert audit.count('"tool":"web_fetch"') == 4 and TOKEN not in audit and "sk-abcdef1234567890abcd" not in audit
+    assert "tok%2D5f3a9c2e71d04b8e" not in audit and "5f3a9c2e71d04b8e" not in audit
+    recorded = [json.loads(line)["arguments"]["url"] for line in audit.splitlines()]
+    assert recorded == [web.url("/page.html?q=[REDACTED]"), web.url("/[REDACTED]/x"), web.url("/p?key=[REDACTED]"),
+                        web.url("/p?k=[REDACTED]")]  # the URL kept, only the secret masked
 
 
 async def test_a_redirect_into_a_private_address_is_refused(make_engine, fake, web):
