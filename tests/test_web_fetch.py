@@ -18,7 +18,7 @@ from sunwell.tools.network.hosts import HostRules
 from sunwell.tools.network.policy import Network
 from sunwell.tools.network.urls import parse_url
 from sunwell.wire.events import ApprovalEvent, ToolResultEvent
-from web_server import WebServer
+from web_server import DATED, WebServer
 
 TOKEN = "tok-5f3a9c2e71d04b8e"
 
@@ -252,6 +252,18 @@ async def test_a_stale_page_is_asked_again_with_its_etag():
         again = await fetch(target, network)
         assert isinstance(again, Fetched) and again.body == first.body
         assert [h.get("If-None-Match") for _, _, h in web.requests] == [None, '"v1"']  # answered 304
+
+
+async def test_a_stale_page_with_only_a_date_is_asked_again_if_modified_since():
+    with WebServer() as web:
+        now = [0.0]
+        network = Network(HostRules(["127.0.0.1"]), cache=PageCache(clock=lambda: now[0]))
+        target = parse_url(web.url("/dated.html"))
+        first = await fetch(target, network)
+        now[0] = FRESH_SECONDS + 1
+        again = await fetch(target, network)
+        assert isinstance(again, Fetched) and again.body == first.body and again.status == 200
+        assert [h.get("If-Modified-Since") for _, _, h in web.requests] == [None, DATED]  # answered 304
 
 
 # ---- web_search ------------------------------------------------------------------------------------------------
