@@ -31,6 +31,7 @@ POKEMON = ["bulbasaur", "ivysaur", "venusaur", "charmander", "charmeleon", "char
 TYPES = {"pikachu": ["electric"], "bulbasaur": ["grass", "poison"], "charmander": ["fire"], "squirtle": ["water"]}
 API_KEY = "kq-7d1e5b29c4a84f0e9b"
 TOKEN = "at-4c9e2f7a1b3d5e6f"
+QUERY_SECRET = "qs-9b2f61d7e04a3c58"
 
 
 def pokeapi_document(base: str) -> dict[str, Any]:
@@ -125,6 +126,17 @@ def limits_document(base: str) -> dict[str, Any]:
                       "/slow": {"get": {"operationId": "slow", "summary": "Answers late", "responses": ok}},
                       "/long": {"get": {"operationId": "long", "summary": "A long list", "responses": ok}},
                       "/status": {"head": {"operationId": "status", "summary": "Is it up", "responses": ok}}}}
+
+
+def two_keys_document(base: str) -> dict[str, Any]:
+    """The keyed API's `/echo` (`base` is `http://127.0.0.1:PORT/keyed`) with two keys sent together: the header
+    X-Api-Key and a query parameter `k` (named so that only its value, not its name, says it is a secret)."""
+    return {"openapi": "3.0.3", "info": {"title": "Keyed", "version": "1"}, "servers": [{"url": base}],
+            "components": {"securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
+                                               "q": {"type": "apiKey", "in": "query", "name": "k"}}},
+            "security": [{"key": [], "q": []}],
+            "paths": {"/echo": {"get": {"operationId": "echo", "responses": {"200": {"description": "ok"}},
+                                        "parameters": [{"name": "say", "in": "query", "schema": {"type": "string"}}]}}}}
 
 
 class ApiServer:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from api_server import ApiServer, pokeapi_document
+from api_server import API_KEY, QUERY_SECRET, ApiServer, pokeapi_document, two_keys_document
 from fake_provider import Call, Reply
 from sunwell.agent.engine import Engine
 from sunwell.config import Settings
@@ -146,3 +146,42 @@ async def test_head_runs_without_asking_like_get(make_engine, fake, api):
     [status] = await calls(make_engine("ask", asker=asker), fake, "lim__status")
     assert status.ok and "HTTP 200 from HEAD" in status.output and asked == []
     assert api.requests[-1][:2] == ("HEAD", "/limits/status")
+
+
+# ---- never in a log --------------------------------------------------------------------------------------------
+
+def test_neither_the_search_key_nor_a_learned_credential_reaches_a_log(sunwell, fake, tmp_path, workspace):
+    """Through the real CLI with --debug (every library's log on stderr): the search service's key, a learned API's
+    header key and its query key (in the URL, which an HTTP library logs) are sent, and appear nowhere else than in
+    the credentials file: not in the output, the debug log, the session store or the audit log."""
+    from web_server import WebServer
+
+    with ApiServer() as api, WebServer() as web:
+        config = tmp_path / "config" / "sunwell" / "config.yaml"
+        config.parent.mkdir(parents=True)
+        config.write_text(f"network: {{allow: [127.0.0.1]}}\nweb_search: {{provider: brave, base_url: "
+                          f"'{web.url('/res/v1/web/search')}', api_key_env: SEARCH_KEY}}\n")
+        (workspace / "keyed.json").write_text(json.dumps(two_keys_document(api.url("/keyed"))))
+        extra = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring", "SEARCH_KEY": web.key}
+        learned = sunwell("--debug", "tools", "learn", "keyed.json", "--name", "keyed",
+                          input=f"{API_KEY}\n{QUERY_SECRET}\n", extra_env=extra)
+        assert learned.code == 0, learned.stderr
+        fake.script(Reply(tool_calls=[Call("web_search", '{"query": "asyncio"}')]),
+                    Reply(tool_calls=[Call("keyed__echo", '{"say": "hi"}')]), Reply(text="done"))
+        run = sunwell("--debug", "run", "search, then echo", "--model", "openai:gpt-4o", "--json", extra_env=extra)
+        assert run.code == 0, run.stderr
+        search, echo = [e for e in run.events if e["type"] == "toolResult"]
+        assert search["ok"] and "Asyncio docs" in search["output"] and echo["ok"] and '"say": "hi"' in echo["output"]
+        # they were sent, to the services that need them
+        assert web.requests[-1][2]["X-Subscription-Token"] == web.key
+        _, path, headers, _ = api.requests[-1]
+        assert headers["X-Api-Key"] == API_KEY and f"k={QUERY_SECRET}" in path
+        assert "DEBUG" in run.stderr  # the debug log was on
+
+    kept = {p.name: p.read_bytes().decode("latin-1") for p in (tmp_path / "data").rglob("*") if p.is_file()}
+    assert "sessions.db" in kept and any(name.endswith(".jsonl") for name in kept)  # the session store, the audit
+    assert API_KEY in kept.pop("credentials.json")
+    for secret in (web.key, API_KEY, QUERY_SECRET):
+        for name, text in {**kept, "learn stdout": learned.stdout, "learn stderr": learned.stderr,
+                           "run stdout": run.stdout, "run stderr": run.stderr}.items():
+            assert secret not in text, f"{secret} is in {name}"
