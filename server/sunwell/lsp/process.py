@@ -20,7 +20,6 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from sunwell.lsp.failures import UNPARSEABLE, RequestFailed
-from sunwell.tools.policy.audit import MaskedLogRecords
 
 
 class ClientLogHandler(logging.Handler):
@@ -58,18 +57,16 @@ def _unless_already_answered(record: logging.LogRecord) -> bool:
 
 
 def configure_logging(server: LanguageServer, level: str = "WARNING") -> None:
-    """Everything to stderr; Sunwell's own records also to the client; credentials masked in both. Never stdout:
-    that is the protocol."""
+    """Everything to stderr; Sunwell's own records also to the client. Never stdout: that is the protocol.
+    Credentials are masked in both from the first engine on (`configuration.mask_logs`)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_unless_already_answered)
-    handler.addFilter(MaskedLogRecords())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     client = ClientLogHandler(server)
     client.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    client.addFilter(MaskedLogRecords())
     logging.getLogger("sunwell").addHandler(client)
 
 
