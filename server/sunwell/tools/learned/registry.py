@@ -10,8 +10,9 @@ window, fitting leaves out the learned tools that share no word with the request
 
 `learn_api` is asked like a write: its `learn` preview lists the operations and the hosts; no session rule or
 allowlist skips it (`--approve auto` and `deny` answer it). The document is read in the preview, so what the user
-approves is what is stored (for a large API with no `tags`, the tags the user picks when asked in the preview); from the web only from a host the user allowed (`network.allow`, or for the session by
-fetching the document with web_fetch first): reading it is a request like any other.
+approves is what is stored (for a large API with no `tags`, the tags the user picks when asked in the preview);
+from the web only from a host the user allowed (`network.allow`, or for the session by fetching the document with
+web_fetch first): reading it is a request like any other.
 """
 
 from __future__ import annotations
