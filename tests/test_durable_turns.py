@@ -32,6 +32,13 @@ KILLED_AT_RENAME = ["strace", "-f", "-qq", "--seccomp-bpf", "-o", "/dev/null", "
 happens): the safe writer's, from its temp file to the target (checkpoints and the rest rename by path)."""
 
 
+def killed_opening(path: Path) -> list[str]:
+    """Runs a process under strace, killed on entering its first open of `path` (the open never happens)."""
+    # no --seccomp-bpf: with it strace does not filter by path and the inject never fires
+    return ["strace", "-f", "-qq", "-o", "/dev/null", "-P", str(path), "-e", "trace=openat",
+            "-e", "inject=openat:error=EINTR:signal=SIGKILL:when=1"]
+
+
 class Crashing:
     """A `sunwell run` in a subprocess, killed with SIGKILL once `ready()` holds."""
 
@@ -57,7 +64,7 @@ class Crashing:
             time.sleep(0.02)
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(timeout=10)
-        assert self.proc.returncode == -signal.SIGKILL
+        assert self.proc.returncode == -signal.SIGKILL, "".join(self.stderr) + "".join(self.stdout)
         self._reading.join(timeout=10)
         return [json.loads(line) for line in "".join(self.stdout).splitlines() if line.startswith("{")]
 
@@ -100,6 +107,28 @@ def resumed_turn(before: list[dict], after: list[dict]) -> None:
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs))) and seqs[0] <= before[-1]["seq"] + 1
 
 
+def uncrashed(tmp_path: Path, env: dict[str, str], workspace: Path, replies: Sequence[Reply], *args: str,
+              input: str | None = None) -> list[dict]:
+    """The request bodies `sunwell run ARGS` sends when nothing kills it: the same script from a provider of its own,
+    in a copy of `workspace` as it is now (its path put back in the bodies) with a data dir of its own."""
+    other = tmp_path / "uncrashed"
+    shutil.copytree(workspace, other / "ws", symlinks=True)
+    with FakeProvider() as provider:
+        provider.script(*replies)
+        done = subprocess.run([sys.executable, "-m", "sunwell", "run", *args], input=input, check=False,
+                              capture_output=True, text=True, cwd=other / "ws", timeout=60, env={
+                                  **env, "SUNWELL_DATA_DIR": str(other / "data"),
+                                  "OPENAI_BASE_URL": f"{provider.url}/v1"})
+        assert done.returncode == 0, done.stderr
+        assert provider.remaining == 0
+        return [json.loads(json.dumps(r.body).replace(str(other / "ws"), str(workspace))) for r in provider.requests]
+
+
+def files_of(workspace: Path) -> dict[str, bytes]:
+    """Every file of the workspace with its content, to compare its state before a turn with after an undo."""
+    return {str(p.relative_to(workspace)): p.read_bytes() for p in sorted(workspace.rglob("*")) if p.is_file()}
+
+
 def tool_messages(request) -> list[dict]:
     return [m for m in request.body["messages"] if m["role"] == "tool"]
 
@@ -130,6 +159,33 @@ def test_killed_after_a_model_reply_the_turn_goes_on_with_the_same_request(sunwe
 
     listed = sunwell("sessions", "show", after[0]["session"])
     assert listed.stdout.count(" done ") == 1
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_killed_while_a_read_runs_it_runs_again(sunwell, fake, env, workspace, tmp_path):
+    """A read-only call cut off mid-run changed nothing: it is run again, and the model never hears of the crash."""
+    (workspace / "notes.txt").write_text("the notes\n")
+    read = Reply(tool_calls=[Call("read_file", json.dumps({"path": "notes.txt"}))])
+    expected = uncrashed(tmp_path, env, workspace, [read, Reply(text="read")], "read", "--json", "--model", OPENAI)
+    fake.script(read)
+    run = Crashing(env, workspace, "read", "--json", "--model", OPENAI, under=killed_opening(workspace / "notes.txt"))
+    before = run.kill_when(lambda: run.proc.poll() is not None)
+    if not before and "ptrace" in "".join(run.stderr):
+        pytest.skip("strace cannot trace here")
+    rows = log_rows(env)
+    assert any(kind == "step" and content.startswith("run") for kind, content in rows)  # it was running
+    assert not any(kind == "toolResult" for kind, _ in rows)
+
+    fake.script(Reply(text="read"))
+    resumed = sunwell("run", "--resume", "--json")
+    assert resumed.code == 0, resumed.stderr
+    after = resumed.events
+    resumed_turn(before, after)
+    [result] = [e for e in after if e["type"] == "toolResult"]
+    assert (result["callId"], result["ok"]) == ("call_1", True) and "the notes" in result["output"]  # ran again
+    assert "call_interrupted" not in [e["code"] for e in after if e["type"] == "notice"]
+    assert [r.body for r in fake.requests] == expected  # what a run without the kill sends
+    assert after[-1]["status"] == "completed" and after[-1]["toolCalls"] == 1
 
 
 def test_killed_while_a_command_runs_it_is_answered_interrupted_not_run_again(sunwell, fake, env, workspace,
