@@ -108,11 +108,14 @@ def resumed_turn(before: list[dict], after: list[dict]) -> None:
 
 
 def uncrashed(tmp_path: Path, env: dict[str, str], workspace: Path, replies: Sequence[Reply], *args: str,
-              input: str | None = None) -> list[dict]:
+              input: str | None = None, touched: Sequence[str] = ()) -> list[dict]:
     """The request bodies `sunwell run ARGS` sends when nothing kills it: the same script from a provider of its own,
-    in a copy of `workspace` as it is now (its path put back in the bodies) with a data dir of its own."""
+    in a copy of `workspace` as it is now (its path put back in the bodies) with a data dir of its own. `touched`:
+    files made in the copy first (`go`, so that a command waiting for it does not)."""
     other = tmp_path / "uncrashed"
     shutil.copytree(workspace, other / "ws", symlinks=True)
+    for name in touched:
+        (other / "ws" / name).touch()
     with FakeProvider() as provider:
         provider.script(*replies)
         done = subprocess.run([sys.executable, "-m", "sunwell", "run", *args], input=input, check=False,
@@ -288,9 +291,14 @@ def test_killed_between_a_writes_temp_file_and_its_rename_the_file_is_whole_and_
     assert not list(workspace.rglob(".sunwell-*.tmp"))
 
 @pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
-def test_killed_while_a_staged_command_runs_it_runs_again_staged_and_applies_once(sunwell, fake, env, workspace):
-    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": WAITS}))]))
-    run = Crashing(env, workspace, "count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+def test_killed_while_a_staged_command_runs_it_runs_again_staged_and_applies_once(sunwell, fake, env, workspace,
+                                                                                  tmp_path):
+    untouched = files_of(workspace)
+    command = Reply(tool_calls=[Call("run_command", json.dumps({"command": WAITS}))])
+    args = ("count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    expected = uncrashed(tmp_path, env, workspace, [command, Reply(text="counted")], *args, touched=["go"])
+    fake.script(command)
+    run = Crashing(env, workspace, *args)
     run.kill_when(lambda: any(kind == "step" and content.startswith("staged") for kind, content in log_rows(env)))
     if any(kind == "notice" and "effects_unavailable" in content for kind, content in log_rows(env)):
         pytest.skip("commands cannot be staged here")
@@ -304,11 +312,21 @@ def test_killed_while_a_staged_command_runs_it_runs_again_staged_and_applies_onc
     assert counted(workspace) == 1
     result = next(e for e in resumed.events if e["type"] == "toolResult")
     assert result["ok"], result
+    assert [r.body for r in fake.requests] == expected  # what a run without the kill sends
+
+    undone = sunwell("undo")  # the whole turn: the command's changes applied after the crash
+    assert undone.code == 0, undone.stderr
+    (workspace / "go").unlink()  # the test's, not the turn's
+    assert files_of(workspace) == untouched
 
 
-def test_killed_while_an_approval_waits_it_is_asked_again(sunwell, fake, env, workspace):
-    fake.script(Reply(tool_calls=[Call("write_file", json.dumps({"path": "a.txt", "content": "once\n"}))]))
-    run = Crashing(env, workspace, "write", "--json", "--approve", "ask", "--model", OPENAI)
+def test_killed_while_an_approval_waits_it_is_asked_again(sunwell, fake, env, workspace, tmp_path):
+    untouched = files_of(workspace)
+    write = Reply(tool_calls=[Call("write_file", json.dumps({"path": "a.txt", "content": "once\n"}))])
+    args = ("write", "--json", "--approve", "ask", "--model", OPENAI)
+    expected = uncrashed(tmp_path, env, workspace, [write, Reply(text="written")], *args, input="y\n")
+    fake.script(write)
+    run = Crashing(env, workspace, *args)
     before = run.kill_when(lambda: "Allow?" in "".join(run.stderr))
     assert (workspace / "a.txt").read_text() == "hello from a\nsecond line\n"
 
@@ -322,6 +340,11 @@ def test_killed_while_an_approval_waits_it_is_asked_again(sunwell, fake, env, wo
     assert [(e["decision"], e["by"]) for e in after if e["type"] == "approval"] == [("allow", "user")]
     [answer] = tool_messages(fake.requests[-1])
     assert answer["tool_call_id"] == "call_1" and "interrupted" not in answer["content"]
+    assert [r.body for r in fake.requests] == expected  # what a run without the kill sends
+
+    undone = sunwell("undo")
+    assert undone.code == 0, undone.stderr
+    assert files_of(workspace) == untouched
 
 
 def test_a_turn_that_ended_in_a_provider_error_resends_only_the_failed_request(sunwell, fake, workspace,
@@ -407,8 +430,11 @@ def test_killed_during_compaction_it_is_made_again_before_the_same_request(sunwe
     for n in range(8):
         (workspace / f"f{n}.py").write_text("".join(f"def func_{n}_{i}(value):  # helper {i} of file {n}\n"
                                                     f"    return value * {i} + {n}\n" for i in range(100)))
+    untouched = files_of(workspace)
     summaries: list[dict] = []
     reads = [f"f{n % 8}.py" for n in range(16)]
+    writes = [Call("write_file", json.dumps({"path": "notes.md", "content": "before the compaction\n"})),
+              Call("write_file", json.dumps({"path": "f0.py", "content": "after it\n"}))]
 
     def model(body: dict) -> Reply:
         if COMPACT_SYSTEM in json.dumps(body["messages"][0]):
@@ -416,21 +442,30 @@ def test_killed_during_compaction_it_is_made_again_before_the_same_request(sunwe
             held = workspace / "never" if len(summaries) == 1 else None
             return Reply(text=f"Summary {len(summaries)}: files were read.", wait_for=held)
         if reads:
+            first = [writes.pop(0)] if len(reads) == 16 else []
             return Reply(text="Reading the next one to compare the helpers. " * 25,  # text is never elided
-                         tool_calls=[Call("read_file", json.dumps({"path": reads.pop(0)}))])
+                         tool_calls=[*first, Call("read_file", json.dumps({"path": reads.pop(0)}))])
+        if writes:
+            return Reply(tool_calls=[writes.pop(0)])
         return Reply(text="Read them all.")
 
     fake.script(*[model] * 100)
-    run = Crashing(env, workspace, "read them", "--json", "--model", OPENAI)
+    run = Crashing(env, workspace, "read them", "--json", "--yes", "--model", OPENAI)
     run.kill_when(lambda: len(summaries) == 1, timeout=60)
     assert not any(kind == "compaction" for kind, _ in log_rows(env))
+    assert (workspace / "notes.md").exists()  # the turn wrote before the crash
     asked_before = [r.body for r in fake.requests if COMPACT_SYSTEM not in json.dumps(r.body["messages"][0])]
 
-    resumed = sunwell("run", "--resume", "--json")
+    resumed = sunwell("run", "--resume", "--json", "--yes")
     assert resumed.code == 0, resumed.stderr
     assert summaries[1] == summaries[0]  # the same compaction, made again
     assert [e["code"] for e in resumed.events if e["type"] == "notice"].count("compacted") >= 1
     assert [kind for kind, _ in log_rows(env)].count("compaction") >= 1
     asked_after = [r.body for r in fake.requests if COMPACT_SYSTEM not in json.dumps(r.body["messages"][0])]
-    assert asked_after[: len(asked_before)] == asked_before and not reads
+    assert asked_after[: len(asked_before)] == asked_before and not reads and not writes
     assert resumed.events[-1]["status"] == "completed"
+    assert (workspace / "notes.md").exists() and (workspace / "f0.py").read_text() == "after it\n"
+
+    undone = sunwell("undo")  # the whole turn, before and after the crash
+    assert undone.code == 0, undone.stderr
+    assert files_of(workspace) == untouched
