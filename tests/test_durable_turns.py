@@ -191,6 +191,39 @@ def test_killed_while_a_read_runs_it_runs_again(sunwell, fake, env, workspace, t
     assert after[-1]["status"] == "completed" and after[-1]["toolCalls"] == 1
 
 
+def test_killed_after_the_reply_is_logged_before_its_call_starts_the_call_runs_once(sunwell, fake, env, workspace,
+                                                                                   tmp_path, user_config):
+    """The boundary between the reply's row and its call's first step: a user's pre_tool hook runs there, and this
+    one holds the process until `go` exists (it marks its start in the run's data dir)."""
+    held = ("import os, pathlib, time\n"
+            "pathlib.Path(os.environ['SUNWELL_DATA_DIR'], 'hooked').touch()\n"
+            "while not os.path.exists('go'): time.sleep(0.05)\n")
+    user_config(json.dumps({"hooks": {"pre_tool": [{"match": "run_command", "command": [sys.executable, "-c", held]}]}}))
+    command = Reply(tool_calls=[Call("run_command", json.dumps({"command": COUNT}))])
+    args = ("count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    expected = uncrashed(tmp_path, env, workspace, [command, Reply(text="counted")], *args, touched=["go"])
+    fake.script(command)
+    run = Crashing(env, workspace, *args)
+    before = run.kill_when(lambda: (Path(env["SUNWELL_DATA_DIR"]) / "hooked").exists())
+    rows = log_rows(env)
+    assert any(kind == "message" and "run_command" in content for kind, content in rows)  # the reply is in
+    assert not any(kind in ("step", "toolResult") for kind, _ in rows)  # nothing of its call
+    (workspace / "go").touch()
+    time.sleep(0.2)
+    assert counted(workspace) == 0
+
+    fake.script(Reply(text="counted"))
+    resumed = sunwell("run", "--resume", "--json", "--yes")
+    assert resumed.code == 0, resumed.stderr
+    assert counted(workspace) == 1
+    after = resumed.events
+    resumed_turn(before, after)
+    [result] = [e for e in after if e["type"] == "toolResult"]
+    assert (result["callId"], result["ok"]) == ("call_1", True)
+    assert "call_interrupted" not in [e["code"] for e in after if e["type"] == "notice"]
+    assert [r.body for r in fake.requests] == expected  # what a run without the kill sends
+
+
 def test_killed_while_a_command_runs_it_is_answered_interrupted_not_run_again(sunwell, fake, env, workspace,
                                                                             user_config):
     user_config("sandbox: off\n")  # the command runs for real, not staged
