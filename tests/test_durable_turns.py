@@ -153,6 +153,23 @@ def test_killed_while_a_command_runs_it_is_answered_interrupted_not_run_again(su
 
 
 
+@pytest.mark.xfail(strict=True, reason="the copy taken before an unstaged command is recorded only once it ends: "
+                   "a command cut off by the crash leaves nothing for undo (README 'When something dies mid-turn')")
+def test_undo_after_an_unstaged_command_cut_off_puts_back_what_it_did(sunwell, fake, env, workspace, user_config):
+    user_config("sandbox: off\n")
+    untouched = files_of(workspace)
+    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": WAITS}))]))
+    run = Crashing(env, workspace, "count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    run.kill_when(lambda: counted(workspace) == 1)
+    (workspace / "go").touch()
+    fake.script(Reply(text="I will check the counter first"))
+    assert sunwell("run", "--resume", "--json", "--yes").code == 0
+    undone = sunwell("undo")
+    assert undone.code == 0, undone.stderr
+    (workspace / "go").unlink()  # the test's, not the turn's
+    assert files_of(workspace) == untouched
+
+
 def test_killed_while_an_mcp_call_runs_it_is_answered_interrupted_not_called_again(sunwell, fake, env, workspace):
     """The reply's first call (a write) had its result before the crash, its second (the MCP call) was running."""
     write_user_config(Path(env["XDG_CONFIG_HOME"]), mcp_servers={"box": toolbox(sandbox="off")})
