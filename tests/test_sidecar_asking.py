@@ -158,7 +158,8 @@ async def test_the_editor_is_asked_only_about_workspace_paths_and_its_garbage_is
 
 
 async def test_an_editor_that_never_answers_is_a_clear_error_and_the_turn_goes_on(sidecar_factory, fake, tmp_path):
-    from sunwell.tools.handlers.code_intel import EDITOR_WAIT, FIND_SYMBOL
+    from sunwell.config import Settings
+    from sunwell.tools.handlers.code_intel import EDITOR_WAIT
 
     sidecar = await sidecar_factory(options(tmp_path, codeIntel=True))
     sidecar.lookup = lambda params: asyncio.sleep(3600)
@@ -166,7 +167,7 @@ async def test_an_editor_that_never_answers_is_a_clear_error_and_the_turn_goes_o
     result, events = await sidecar.chat("where is parseConfig?")
     check_turn(events, result)
     given_up = result_of(events, "find_symbol")
-    assert EDITOR_WAIT * 1000 <= given_up["durationMs"] < FIND_SYMBOL.timeout * 1000  # within the tool's limit
+    assert EDITOR_WAIT * 1000 <= given_up["durationMs"] < Settings().tool_timeout_sec * 1000  # within the call's
     error = given_up["error"]
     assert error["code"] == "timeout" and "the editor did not answer" in error["message"], error
     assert "search_files" in error["suggestion"]

@@ -28,7 +28,7 @@ class SearchSettings:
     ripgrep_path: str | None = None
     """The rg executable for search_files; "" means none (the Python search), None: `rg` on PATH."""
     timeout: float | None = None
-    """Deadline of one search_files call (None: the tool's default)."""
+    """Deadline of one search_files call (None: just under the call's limit, `ToolContext.tool_timeout`)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,8 @@ class ToolContext:
 
     jail: Any  # sunwell.tools.workspace.jail.Jail (kept loose to avoid an import cycle in handlers' typing)
     max_output_bytes: int = 100_000
+    tool_timeout: float = 30.0
+    """The time limit of a call to a tool that sets none of its own: the user's `tool_timeout_sec`."""
     search: SearchSettings = SearchSettings()
     commands: CommandSettings = CommandSettings()
     undo: UndoHooks = UndoHooks()
@@ -100,6 +102,11 @@ class ToolContext:
     subagent: Callable[[str, str, str], Awaitable[str]] | None = None
     """(call id, description, prompt) -> a read-only sub-agent's final answer (`task`); None: no sub-agents here
     (inside a sub-agent)."""
+
+    def own_deadline(self) -> float:
+        """Seconds that end a little before the user's limit: a tool that waits on something (a search, the editor)
+        then stops it itself and says what it waited for, instead of being cut off by tools/executor.py."""
+        return self.tool_timeout - min(self.tool_timeout / 10, 5.0)
 
 
 class StagedEffects(Protocol):
@@ -143,7 +150,9 @@ class Tool:
     """A convenience the agent can do without (the plan, the time, arithmetic, the key-value store): fitting
     leaves it out before anything else when the context window is small."""
     source: str = "core"
-    timeout: float = 60.0
+    timeout: float | None = None
+    """Seconds a call may run; None: the user's `tool_timeout_sec`. A tool sets its own only when its time is
+    bounded elsewhere (run_command's `timeout`, an MCP server's, the network's) or is a person's or a model's."""
     preview: Preview | None = None
     subject: Declare | None = None
     """What a call touches, for policy (tools/subject.py); None: nothing policy looks at."""

@@ -26,8 +26,8 @@ LINE_CHARS = 200
 """Characters of a line or a diagnostic's message shown."""
 MAX_FILE_BYTES = 5_000_000
 EDITOR_WAIT = 20.0
-"""Seconds the editor has to answer, inside the tools' 30 s limit: a busy or stuck language server is then named as
-such, with what to do instead, rather than as a call that ran too long."""
+"""Seconds the editor has to answer, at most (and less when the user's `tool_timeout_sec` is shorter): a busy or
+stuck language server is then named as such, with what to do instead, rather than as a call that ran too long."""
 
 
 class DiagnosticsArguments(ToolArguments):
@@ -85,11 +85,12 @@ async def _ask(ctx: ToolContext, params: dict[str, Any], what: str) -> str:
     if ctx.code_intel is None:
         raise ToolFailure("unsupported", "code intelligence needs the editor (VS Code), which is not connected here",
                           "use search_files and read_file instead")
+    wait = min(EDITOR_WAIT, ctx.own_deadline())
     try:
-        async with asyncio.timeout(EDITOR_WAIT):
+        async with asyncio.timeout(wait):
             answer = await ctx.code_intel({key: value for key, value in params.items() if value is not None})
     except TimeoutError:
-        raise ToolFailure("timeout", f"the editor did not answer about the {what} within {EDITOR_WAIT:g} s (its "
+        raise ToolFailure("timeout", f"the editor did not answer about the {what} within {wait:g} s (its "
                           "language features may still be starting or busy)", "use search_files and read_file "
                           "instead") from None
     items = answer.get("items") if isinstance(answer, dict) else None
@@ -152,7 +153,7 @@ def _checked(ctx: ToolContext, path: str | None) -> str | None:
 
 def _tool(name: str, description: str, model: type[ToolArguments], handler: Any) -> Tool:
     return Tool(name=name, description=description, parameters=model.schema_for_tool(), handler=handler,
-                min_trust=Trust.discovery, harmless=True, subject=model.subject_of, timeout=30.0,
+                min_trust=Trust.discovery, harmless=True, subject=model.subject_of,
                 expendable=True)  # search_files and read_file do without: a small window drops these first
 
 
