@@ -153,21 +153,41 @@ def test_killed_while_a_command_runs_it_is_answered_interrupted_not_run_again(su
 
 
 
-@pytest.mark.xfail(strict=True, reason="the copy taken before an unstaged command is recorded only once it ends: "
-                   "a command cut off by the crash leaves nothing for undo (README 'When something dies mid-turn')")
 def test_undo_after_an_unstaged_command_cut_off_puts_back_what_it_did(sunwell, fake, env, workspace, user_config):
+    """The snapshot taken before it outlives the kill: the resumed turn records from it what the command did."""
     user_config("sandbox: off\n")
     untouched = files_of(workspace)
     fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": WAITS}))]))
     run = Crashing(env, workspace, "count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
     run.kill_when(lambda: counted(workspace) == 1)
+    try:  # `go` only once undo is checked: made before the resume, it would count as the command's change
+        fake.script(Reply(text="I will check the counter first"))
+        resumed = sunwell("run", "--resume", "--json", "--yes")
+        assert resumed.code == 0, resumed.stderr
+        [notice] = [e for e in resumed.events if e["type"] == "notice" and e["code"] == "call_interrupted"]
+        assert "undo puts back the 1 workspace file(s) changed since it started (counter.txt)" in notice["message"]
+        [answer] = tool_messages(fake.requests[-1])
+        assert "undo puts back" in answer["content"] and "outside the workspace" in answer["content"]
+        undone = sunwell("undo")
+        assert undone.code == 0, undone.stderr
+        assert files_of(workspace) == untouched
+    finally:
+        (workspace / "go").touch()  # the orphaned command may end now
+
+
+def test_the_snapshot_of_an_unstaged_command_cut_off_is_gone_once_resumed(sunwell, fake, env, workspace,
+                                                                          user_config):
+    user_config("sandbox: off\n")
+    staging = Path(env["SUNWELL_DATA_DIR"]) / "staging"
+    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": WAITS}))]))
+    run = Crashing(env, workspace, "count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    run.kill_when(lambda: counted(workspace) == 1)
     (workspace / "go").touch()
+    [kept] = staging.glob("snapshot-*")  # written down before the command started
+    assert (kept / "manifest.json").is_file()
     fake.script(Reply(text="I will check the counter first"))
     assert sunwell("run", "--resume", "--json", "--yes").code == 0
-    undone = sunwell("undo")
-    assert undone.code == 0, undone.stderr
-    (workspace / "go").unlink()  # the test's, not the turn's
-    assert files_of(workspace) == untouched
+    assert not list(staging.glob("snapshot-*"))
 
 
 def test_killed_while_an_mcp_call_runs_it_is_answered_interrupted_not_called_again(sunwell, fake, env, workspace):

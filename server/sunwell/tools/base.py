@@ -94,6 +94,9 @@ class ToolContext:
     """The session's key-value store and plan (kv_set, kv_get, update_plan); None: a context with no session."""
     call_id: str = ""
     """The call being run (set for each call by tools/executor.py `execute`)."""
+    recovery: str = ""
+    """A key naming what the call keeps for after a crash, unique to its session and call (set for each call of
+    a durable turn by agent/orchestrator.py); "": the call cannot be taken up after a crash, keep nothing."""
     ask: Callable[[str, str, list[str]], Awaitable[str | None]] | None = None
     """(call id, question, options) -> the person's answer, None when none came (declined, time limit): what the
     front end answers `ask_user` with; None: no one to ask (headless, `--approve deny`)."""
@@ -130,6 +133,8 @@ Preview = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
 Declare = Callable[[dict[str, Any]], Subject]
 """A call's arguments (valid by the tool's schema) -> what it touches; raises ToolFailure if they say nothing."""
 Stage = Callable[[dict[str, Any], ToolContext], Awaitable[StagedEffects]]
+CutOff = Callable[[dict[str, Any], ToolContext], Awaitable[str | None]]
+"""A call's arguments, and a context with its `call_id` and `recovery` -> a note for the user and the model, or None."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +164,9 @@ class Tool:
     stage: Stage | None = None
     """Runs a call whose subject is `staged` in a staging overlay and returns its effects held back, for the
     orchestrator to show, then apply or discard (the handler runs and applies in one go, unasked)."""
+    cut_off: CutOff | None = None
+    """Called in a resumed turn for a call of this tool the crash cut off while it ran (it is never run again):
+    it may record for undo what the call did, from what it kept under ToolContext.recovery, and clear that."""
 
     @property
     def spec(self) -> ToolSpec:
