@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 need=()
 command -v rg >/dev/null || need+=(ripgrep)
 command -v bwrap >/dev/null || need+=(bubblewrap)
+command -v strace >/dev/null || need+=(strace)  # the durable-turn tests kill a process at one system call
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null

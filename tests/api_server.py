@@ -5,7 +5,11 @@ A PokeAPI-shaped one (`/openapi.json`, OpenAPI 3.0 with `$ref`s, path and query 
 (`/keyed/openapi.yaml`): its `/keyed/echo` answers with the request's headers and query (a server that echoes a
 credential back), `/keyed/private` answers 401 with the key it got in its message, `/keyed/moved` redirects to
 another host (`localhost`), `POST /keyed/notes` stores a note. `/auth/token` hands out an OAuth2 token for the
-client credentials `client-1:client-secret-99`; `/auth/whoami` answers with the Authorization header it got.
+client credentials `client-1:client-secret-99`; `/auth/whoami` answers with the Authorization header it got. A third,
+`/limits/openapi.json` (limits_document), tries a caller's limits: `/limits/big` declares a body of 2 MB (and stalls),
+`/limits/endless` sends one without a length that ends only when the caller hangs up, `/limits/slow` answers after
+`api.slow_seconds` (or when the server stops), `/limits/long` is a long JSON list, `HEAD /limits/status` answers with
+headers only.
 
     with ApiServer() as api:
         api.url("/openapi.json")
@@ -27,6 +31,7 @@ POKEMON = ["bulbasaur", "ivysaur", "venusaur", "charmander", "charmeleon", "char
 TYPES = {"pikachu": ["electric"], "bulbasaur": ["grass", "poison"], "charmander": ["fire"], "squirtle": ["water"]}
 API_KEY = "kq-7d1e5b29c4a84f0e9b"
 TOKEN = "at-4c9e2f7a1b3d5e6f"
+QUERY_SECRET = "qs-9b2f61d7e04a3c58"
 
 
 def pokeapi_document(base: str) -> dict[str, Any]:
@@ -112,11 +117,37 @@ paths:
 """
 
 
+def limits_document(base: str) -> dict[str, Any]:
+    """An API whose answers are too big, too slow or long; `base` is `http://127.0.0.1:PORT/limits`."""
+    ok = {"200": {"description": "ok"}}
+    return {"openapi": "3.0.3", "info": {"title": "Limits", "version": "1"}, "servers": [{"url": base}],
+            "paths": {"/big": {"get": {"operationId": "big", "summary": "A 2 MB answer", "responses": ok}},
+                      "/endless": {"get": {"operationId": "endless", "summary": "Never ends", "responses": ok}},
+                      "/slow": {"get": {"operationId": "slow", "summary": "Answers late", "responses": ok}},
+                      "/long": {"get": {"operationId": "long", "summary": "A long list", "responses": ok}},
+                      "/status": {"head": {"operationId": "status", "summary": "Is it up", "responses": ok}}}}
+
+
+def two_keys_document(base: str) -> dict[str, Any]:
+    """The keyed API's `/echo` (`base` is `http://127.0.0.1:PORT/keyed`) with two keys sent together: the header
+    X-Api-Key and a query parameter `k` (named so that only its value, not its name, says it is a secret)."""
+    return {"openapi": "3.0.3", "info": {"title": "Keyed", "version": "1"}, "servers": [{"url": base}],
+            "components": {"securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
+                                               "q": {"type": "apiKey", "in": "query", "name": "k"}}},
+            "security": [{"key": [], "q": []}],
+            "paths": {"/echo": {"get": {"operationId": "echo", "responses": {"200": {"description": "ok"}},
+                                        "parameters": [{"name": "say", "in": "query", "schema": {"type": "string"}}]}}}}
+
+
 class ApiServer:
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
         self.notes: list[Any] = []
         self.document_override: str | None = None
+        self.slow_seconds = 30.0
+        self.stopping = threading.Event()
+        self.endless_sent = 0
+        """Bytes /limits/endless wrote before the caller hung up."""
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -133,7 +164,7 @@ class ApiServer:
 
             do_GET = do_POST = do_HEAD = do_DELETE = _handle
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Quiet(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
 
@@ -145,6 +176,7 @@ class ApiServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -176,6 +208,8 @@ class ApiServer:
             return _json(h, {"access_token": TOKEN, "token_type": "bearer", "expires_in": 3600})
         if path.startswith("/auth/whoami"):  # answers with the Authorization header it got
             return _json(h, {"authorization": h.headers.get("authorization")})
+        if path.startswith("/limits/"):
+            return self._limits(h, path)
         if path.startswith("/keyed/"):
             given = h.headers.get("x-api-key")
             if path == "/keyed/private":
@@ -190,6 +224,45 @@ class ApiServer:
                 self.notes.append(json.loads(body))
                 return _json(h, {"stored": len(self.notes)}, 201)
         return _json(h, {"detail": "Not found."}, 404)
+
+    def _limits(self, h: BaseHTTPRequestHandler, path: str) -> None:
+        if path == "/limits/openapi.json":
+            return _json(h, limits_document(self.url("/limits")))
+        if path == "/limits/big":  # declares 2 MB, sends a little, then stalls: only its length says it is big
+            h.send_response(200)
+            h.send_header("Content-Type", "text/plain")
+            h.send_header("Content-Length", "2000000")
+            h.end_headers()
+            h.wfile.write(b"x" * 1_000)
+            h.wfile.flush()
+            self.stopping.wait(30)
+            return None
+        if path == "/limits/endless":  # no length: the body ends when the connection does
+            h.close_connection = True
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.end_headers()
+            chunk = b"[" + b"1," * 32_768
+            try:
+                while self.endless_sent < 100_000_000 and not self.stopping.is_set():
+                    h.wfile.write(chunk)
+                    self.endless_sent += len(chunk)
+            except OSError:
+                pass
+            return None
+        if path == "/limits/slow":
+            self.stopping.wait(self.slow_seconds)
+            return _json(h, {"late": True})
+        if path == "/limits/long":
+            return _json(h, [{"id": i, "name": f"item {i:05}"} for i in range(5_000)])
+        if path == "/limits/status":
+            return _send(h, 200, b"", "text/plain", {"X-Status": "up"})
+        return _json(h, {"detail": "Not found."}, 404)
+
+
+class _Quiet(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a caller that hung up mid-answer (a refused body, a timeout) is what the tests do on purpose
 
 
 def _send(h: BaseHTTPRequestHandler, status: int, body: bytes, content_type: str,

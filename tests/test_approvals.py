@@ -65,6 +65,20 @@ class Terminal:
         return self.proc.returncode, out
 
 
+def test_an_unanswered_approval_at_the_terminal_is_denied_and_the_run_ends(env, workspace, fake):
+    """The abandoned read of the answer must not hold the process at exit until someone presses Enter."""
+    (workspace.parent / "config" / "sunwell").mkdir(parents=True)  # env's XDG_CONFIG_HOME
+    (workspace.parent / "config" / "sunwell" / "config.yaml").write_text("approval_timeout_sec: 2\n")
+    fake.script(Reply(tool_calls=[write_call()]), Reply(text="Not written."))
+    term = Terminal(env, workspace, "update notes", "--model", OPENAI, "--approve", "ask", "--json")
+    term.expect("Allow?")
+    code, out = term.finish()  # no one answers
+    assert code == 0
+    [result] = [e for e in map(json.loads, out.splitlines()) if e["type"] == "toolResult"]
+    assert result["error"]["code"] == "denied", result
+    assert not (workspace / "notes.txt").exists()
+
+
 def test_ask_shows_the_diff_and_writes_when_approved(env, workspace, fake):
     (workspace / "notes.txt").write_text("old notes\n")
     fake.script(Reply(tool_calls=[write_call()]), Reply(text="Updated."))

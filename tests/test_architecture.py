@@ -7,7 +7,10 @@ the two modules together, it only hides it, and a type-only import is a dependen
 from __future__ import annotations
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,6 +124,7 @@ DEFERRED = {
     "sunwell.lsp.catalog": ENGINE_FLOOR,
     "sunwell.lsp.chat": ENGINE_FLOOR,
     "sunwell.lsp.configuration": (*ENGINE_FLOOR, "sunwell.lsp.approvals", "sunwell.lsp.sign_in"),
+    "sunwell.lsp.learned": ENGINE_FLOOR,
     "sunwell.lsp.lens_features": ("sunwell.lens",),
     "sunwell.lsp.mcp": ENGINE_FLOOR,
     "sunwell.lsp.sessions": ENGINE_FLOOR,
@@ -159,6 +163,18 @@ def misplaced_imports(module: str, path: Path) -> list[str]:
     allowed = DEFERRED.get(module, ())
     return [f"{module}:{line} imports {target} inside a function" for line, target in function_imports(path)
             if not any(within(target, edge) for edge in allowed)]
+
+
+def test_the_sidecar_answers_initialize_before_it_imports_the_engine_floor():
+    """The editor waits for `initialize` (lsp/server.py): the server and its feature modules load nothing of the
+    engine floor, YAML or an SDK before it (bench_sidecar.py measures the start)."""
+    code = ("import importlib, sys, sunwell.lsp.server as s\n"
+            "for name in s.FEATURES: importlib.import_module(name)\n"
+            "print(*sorted(m for m in sys.modules if m.split('.')[0] in ('yaml', 'openai', 'anthropic', 'mcp')"
+            f" or any(m == f or m.startswith(f + '.') for f in {ENGINE_FLOOR!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)})
+    assert out.stdout.split() == []
 
 
 def test_imports_are_at_the_top_but_at_the_edges():

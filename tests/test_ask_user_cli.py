@@ -61,3 +61,19 @@ def test_headless_or_deny_fails_unsupported_at_once(sunwell, fake):
         [result] = [e for e in run.events if e["type"] == "toolResult"]
         assert result["error"]["code"] == "unsupported"
         assert time.monotonic() - started < 20
+
+
+def test_an_unanswered_question_times_out_as_no_answer(env, workspace, fake):
+    folder = workspace.parent / "config" / "sunwell"  # env's XDG_CONFIG_HOME
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text("approval_timeout_sec: 2\n")
+    fake.script(ask("Which one?", ["a", "b"]), Reply(text="going on without"))
+    term = Terminal(env, workspace, "choose", "--model", OPENAI, "--json")
+    term.expect("empty to skip: ")
+    started = time.monotonic()
+    code, out = term.finish()  # no one answers
+    assert code == 0 and time.monotonic() - started < 20
+    [result] = results(out)
+    assert result["ok"] and result["output"].startswith("The user did not answer"), result
+    said = fake.requests[-1].body["messages"][-1]
+    assert said["role"] == "tool" and said["content"].startswith("The user did not answer")

@@ -7,101 +7,32 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import sqlite3
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from conftest import check_stream_rules
-from fake_provider import Call, Fail, FakeProvider, Reply
+from fake_provider import Call, Fail, Reply
 from mcp_support import toolbox, write_user_config
+from test_durable_support import (
+    COUNT,
+    KILLED_AT_RENAME,
+    OPENAI,
+    WAITS,
+    Crashing,
+    counted,
+    files_of,
+    killed_opening,
+    log_rows,
+    requested,
+    resumed_turn,
+    tool_messages,
+    uncrashed,
+)
 
-OPENAI = "openai:gpt-4o"
-COUNT = "echo ran >> counter.txt"
-WAITS = f"{COUNT}; for i in $(seq 400); do [ -e go ] && break; sleep 0.05; done; echo finished"
-"""Counts itself, then runs until a file `go` appears (20 s at most)."""
-KILLED_AT_RENAME = ["strace", "-f", "-qq", "--seccomp-bpf", "-o", "/dev/null", "-e", "trace=renameat,renameat2",
-                    "-e", "inject=renameat,renameat2:error=EINTR:signal=SIGKILL:when=1"]
-"""Runs a process under strace, killed on entering its first rename by directory descriptor (the rename never
-happens): the safe writer's, from its temp file to the target (checkpoints and the rest rename by path)."""
-
-
-class Crashing:
-    """A `sunwell run` in a subprocess, killed with SIGKILL once `ready()` holds."""
-
-    def __init__(self, env: dict[str, str], workspace: Path, *args: str, under: Sequence[str] = ()) -> None:
-        self.proc = subprocess.Popen([*under, sys.executable, "-m", "sunwell", "run", *args], env=env, cwd=workspace,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.stderr: list[str] = []
-        self.stdout: list[str] = []  # read as it comes: a full pipe would stop the process before its step
-        threading.Thread(target=self._read, args=(self.proc.stderr, self.stderr, 1), daemon=True).start()
-        self._reading = threading.Thread(target=self._read, args=(self.proc.stdout, self.stdout, 65536), daemon=True)
-        self._reading.start()
-
-    @staticmethod
-    def _read(stream, into: list[str], size: int) -> None:
-        while chunk := stream.read1(size) if hasattr(stream, "read1") else stream.read(size):
-            into.append(chunk)
-
-    def kill_when(self, ready: Callable[[], bool], timeout: float = 30) -> list[dict]:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            assert self.proc.poll() is None, f"ended before the step: {''.join(self.stderr)}"
-            assert time.monotonic() < deadline, f"the step never came: {''.join(self.stderr)}"
-            time.sleep(0.02)
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
-        assert self.proc.returncode == -signal.SIGKILL
-        self._reading.join(timeout=10)
-        return [json.loads(line) for line in "".join(self.stdout).splitlines() if line.startswith("{")]
-
-
-@pytest.fixture
-def user_config(tmp_path: Path) -> Callable[[str], None]:
-    def write(text: str) -> None:
-        folder = tmp_path / "config" / "sunwell"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "config.yaml").write_text(text)
-
-    return write
-
-
-def log_rows(env: dict[str, str]) -> list[tuple[str, str]]:
-    """(kind, content) of every row of the session log, read as another process would."""
-    path = Path(env["SUNWELL_DATA_DIR"]) / "sessions.db"
-    if not path.exists():
-        return []
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-            return db.execute("SELECT kind, content FROM events ORDER BY id").fetchall()
-    except sqlite3.OperationalError:  # not made yet
-        return []
-
-
-def requested(fake: FakeProvider, n: int) -> Callable[[], bool]:
-    return lambda: len(fake.requests) >= n
-
-
-def counted(workspace: Path) -> int:
-    counter = workspace / "counter.txt"
-    return len(counter.read_text().splitlines()) if counter.exists() else 0
-
-
-def resumed_turn(before: list[dict], after: list[dict]) -> None:
-    """The resumed run goes on with the killed one's turn id and `seq` (no gap after what the log kept)."""
-    assert {e["turn"] for e in after} == {before[0]["turn"]}
-    seqs = [e["seq"] for e in after]
-    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))) and seqs[0] <= before[-1]["seq"] + 1
-
-
-def tool_messages(request) -> list[dict]:
-    return [m for m in request.body["messages"] if m["role"] == "tool"]
+pytest_plugins = ["test_durable_support"]  # the `user_config` fixture
 
 
 def test_killed_after_a_model_reply_the_turn_goes_on_with_the_same_request(sunwell, fake, env, workspace):
@@ -132,6 +63,66 @@ def test_killed_after_a_model_reply_the_turn_goes_on_with_the_same_request(sunwe
     assert listed.stdout.count(" done ") == 1
 
 
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_killed_while_a_read_runs_it_runs_again(sunwell, fake, env, workspace, tmp_path):
+    """A read-only call cut off mid-run changed nothing: it is run again, and the model never hears of the crash."""
+    (workspace / "notes.txt").write_text("the notes\n")
+    read = Reply(tool_calls=[Call("read_file", json.dumps({"path": "notes.txt"}))])
+    expected = uncrashed(tmp_path, env, workspace, [read, Reply(text="read")], "read", "--json", "--model", OPENAI)
+    fake.script(read)
+    run = Crashing(env, workspace, "read", "--json", "--model", OPENAI, under=killed_opening(workspace / "notes.txt"))
+    before = run.kill_when(lambda: run.proc.poll() is not None)
+    if not before and "ptrace" in "".join(run.stderr):
+        pytest.skip("strace cannot trace here")
+    rows = log_rows(env)
+    assert any(kind == "step" and content.startswith("run") for kind, content in rows)  # it was running
+    assert not any(kind == "toolResult" for kind, _ in rows)
+
+    fake.script(Reply(text="read"))
+    resumed = sunwell("run", "--resume", "--json")
+    assert resumed.code == 0, resumed.stderr
+    after = resumed.events
+    resumed_turn(before, after)
+    [result] = [e for e in after if e["type"] == "toolResult"]
+    assert (result["callId"], result["ok"]) == ("call_1", True) and "the notes" in result["output"]  # ran again
+    assert "call_interrupted" not in [e["code"] for e in after if e["type"] == "notice"]
+    assert [r.body for r in fake.requests] == expected  # what a run without the kill sends
+    assert after[-1]["status"] == "completed" and after[-1]["toolCalls"] == 1
+
+
+def test_killed_after_the_reply_is_logged_before_its_call_starts_the_call_runs_once(sunwell, fake, env, workspace,
+                                                                                   tmp_path, user_config):
+    """The boundary between the reply's row and its call's first step: a user's pre_tool hook runs there, and this
+    one holds the process until `go` exists (it marks its start in the run's data dir)."""
+    held = ("import os, pathlib, time\n"
+            "pathlib.Path(os.environ['SUNWELL_DATA_DIR'], 'hooked').touch()\n"
+            "while not os.path.exists('go'): time.sleep(0.05)\n")
+    user_config(json.dumps({"hooks": {"pre_tool": [{"match": "run_command", "command": [sys.executable, "-c", held]}]}}))
+    command = Reply(tool_calls=[Call("run_command", json.dumps({"command": COUNT}))])
+    args = ("count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    expected = uncrashed(tmp_path, env, workspace, [command, Reply(text="counted")], *args, touched=["go"])
+    fake.script(command)
+    run = Crashing(env, workspace, *args)
+    before = run.kill_when(lambda: (Path(env["SUNWELL_DATA_DIR"]) / "hooked").exists())
+    rows = log_rows(env)
+    assert any(kind == "message" and "run_command" in content for kind, content in rows)  # the reply is in
+    assert not any(kind in ("step", "toolResult") for kind, _ in rows)  # nothing of its call
+    (workspace / "go").touch()
+    time.sleep(0.2)
+    assert counted(workspace) == 0
+
+    fake.script(Reply(text="counted"))
+    resumed = sunwell("run", "--resume", "--json", "--yes")
+    assert resumed.code == 0, resumed.stderr
+    assert counted(workspace) == 1
+    after = resumed.events
+    resumed_turn(before, after)
+    [result] = [e for e in after if e["type"] == "toolResult"]
+    assert (result["callId"], result["ok"]) == ("call_1", True)
+    assert "call_interrupted" not in [e["code"] for e in after if e["type"] == "notice"]
+    assert [r.body for r in fake.requests] == expected  # what a run without the kill sends
+
+
 def test_killed_while_a_command_runs_it_is_answered_interrupted_not_run_again(sunwell, fake, env, workspace,
                                                                             user_config):
     user_config("sandbox: off\n")  # the command runs for real, not staged
@@ -160,6 +151,43 @@ def test_killed_while_a_command_runs_it_is_answered_interrupted_not_run_again(su
     assert answer["tool_call_id"] == "call_1" and "interrupted" in answer["content"]
     assert after[-1]["status"] == "completed"
 
+
+
+def test_undo_after_an_unstaged_command_cut_off_puts_back_what_it_did(sunwell, fake, env, workspace, user_config):
+    """The snapshot taken before it outlives the kill: the resumed turn records from it what the command did."""
+    user_config("sandbox: off\n")
+    untouched = files_of(workspace)
+    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": WAITS}))]))
+    run = Crashing(env, workspace, "count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    run.kill_when(lambda: counted(workspace) == 1)
+    try:  # `go` only once undo is checked: made before the resume, it would count as the command's change
+        fake.script(Reply(text="I will check the counter first"))
+        resumed = sunwell("run", "--resume", "--json", "--yes")
+        assert resumed.code == 0, resumed.stderr
+        [notice] = [e for e in resumed.events if e["type"] == "notice" and e["code"] == "call_interrupted"]
+        assert "undo puts back the 1 workspace file(s) changed since it started (counter.txt)" in notice["message"]
+        [answer] = tool_messages(fake.requests[-1])
+        assert "undo puts back" in answer["content"] and "outside the workspace" in answer["content"]
+        undone = sunwell("undo")
+        assert undone.code == 0, undone.stderr
+        assert files_of(workspace) == untouched
+    finally:
+        (workspace / "go").touch()  # the orphaned command may end now
+
+
+def test_the_snapshot_of_an_unstaged_command_cut_off_is_gone_once_resumed(sunwell, fake, env, workspace,
+                                                                          user_config):
+    user_config("sandbox: off\n")
+    staging = Path(env["SUNWELL_DATA_DIR"]) / "staging"
+    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": WAITS}))]))
+    run = Crashing(env, workspace, "count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    run.kill_when(lambda: counted(workspace) == 1)
+    (workspace / "go").touch()
+    [kept] = staging.glob("snapshot-*")  # written down before the command started
+    assert (kept / "manifest.json").is_file()
+    fake.script(Reply(text="I will check the counter first"))
+    assert sunwell("run", "--resume", "--json", "--yes").code == 0
+    assert not list(staging.glob("snapshot-*"))
 
 
 def test_killed_while_an_mcp_call_runs_it_is_answered_interrupted_not_called_again(sunwell, fake, env, workspace):
@@ -232,9 +260,14 @@ def test_killed_between_a_writes_temp_file_and_its_rename_the_file_is_whole_and_
     assert not list(workspace.rglob(".sunwell-*.tmp"))
 
 @pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
-def test_killed_while_a_staged_command_runs_it_runs_again_staged_and_applies_once(sunwell, fake, env, workspace):
-    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": WAITS}))]))
-    run = Crashing(env, workspace, "count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+def test_killed_while_a_staged_command_runs_it_runs_again_staged_and_applies_once(sunwell, fake, env, workspace,
+                                                                                  tmp_path):
+    untouched = files_of(workspace)
+    command = Reply(tool_calls=[Call("run_command", json.dumps({"command": WAITS}))])
+    args = ("count", "--json", "--yes", "--trust", "shell", "--model", OPENAI)
+    expected = uncrashed(tmp_path, env, workspace, [command, Reply(text="counted")], *args, touched=["go"])
+    fake.script(command)
+    run = Crashing(env, workspace, *args)
     run.kill_when(lambda: any(kind == "step" and content.startswith("staged") for kind, content in log_rows(env)))
     if any(kind == "notice" and "effects_unavailable" in content for kind, content in log_rows(env)):
         pytest.skip("commands cannot be staged here")
@@ -248,11 +281,21 @@ def test_killed_while_a_staged_command_runs_it_runs_again_staged_and_applies_onc
     assert counted(workspace) == 1
     result = next(e for e in resumed.events if e["type"] == "toolResult")
     assert result["ok"], result
+    assert [r.body for r in fake.requests] == expected  # what a run without the kill sends
+
+    undone = sunwell("undo")  # the whole turn: the command's changes applied after the crash
+    assert undone.code == 0, undone.stderr
+    (workspace / "go").unlink()  # the test's, not the turn's
+    assert files_of(workspace) == untouched
 
 
-def test_killed_while_an_approval_waits_it_is_asked_again(sunwell, fake, env, workspace):
-    fake.script(Reply(tool_calls=[Call("write_file", json.dumps({"path": "a.txt", "content": "once\n"}))]))
-    run = Crashing(env, workspace, "write", "--json", "--approve", "ask", "--model", OPENAI)
+def test_killed_while_an_approval_waits_it_is_asked_again(sunwell, fake, env, workspace, tmp_path):
+    untouched = files_of(workspace)
+    write = Reply(tool_calls=[Call("write_file", json.dumps({"path": "a.txt", "content": "once\n"}))])
+    args = ("write", "--json", "--approve", "ask", "--model", OPENAI)
+    expected = uncrashed(tmp_path, env, workspace, [write, Reply(text="written")], *args, input="y\n")
+    fake.script(write)
+    run = Crashing(env, workspace, *args)
     before = run.kill_when(lambda: "Allow?" in "".join(run.stderr))
     assert (workspace / "a.txt").read_text() == "hello from a\nsecond line\n"
 
@@ -266,6 +309,11 @@ def test_killed_while_an_approval_waits_it_is_asked_again(sunwell, fake, env, wo
     assert [(e["decision"], e["by"]) for e in after if e["type"] == "approval"] == [("allow", "user")]
     [answer] = tool_messages(fake.requests[-1])
     assert answer["tool_call_id"] == "call_1" and "interrupted" not in answer["content"]
+    assert [r.body for r in fake.requests] == expected  # what a run without the kill sends
+
+    undone = sunwell("undo")
+    assert undone.code == 0, undone.stderr
+    assert files_of(workspace) == untouched
 
 
 def test_a_turn_that_ended_in_a_provider_error_resends_only_the_failed_request(sunwell, fake, workspace,
@@ -340,41 +388,3 @@ def test_the_resumed_session_reads_back_as_one_turn(sunwell, fake, env, workspac
     assert [e["type"] for e in events].count("done") == 1
     check_stream_rules([{**e, "seq": i} for i, e in enumerate(events)])
     assert os.environ.get("SUNWELL_DATA_DIR") != env["SUNWELL_DATA_DIR"]
-
-
-def test_killed_during_compaction_it_is_made_again_before_the_same_request(sunwell, fake, env, workspace,
-                                                                           user_config):
-    from sunwell.agent.prompts import COMPACT_SYSTEM
-
-    user_config('models:\n  "openai:gpt-4o": {context_window: 8192}\n')
-    fake.context_limit = 8192
-    for n in range(8):
-        (workspace / f"f{n}.py").write_text("".join(f"def func_{n}_{i}(value):  # helper {i} of file {n}\n"
-                                                    f"    return value * {i} + {n}\n" for i in range(100)))
-    summaries: list[dict] = []
-    reads = [f"f{n % 8}.py" for n in range(16)]
-
-    def model(body: dict) -> Reply:
-        if COMPACT_SYSTEM in json.dumps(body["messages"][0]):
-            summaries.append(body)
-            held = workspace / "never" if len(summaries) == 1 else None
-            return Reply(text=f"Summary {len(summaries)}: files were read.", wait_for=held)
-        if reads:
-            return Reply(text="Reading the next one to compare the helpers. " * 25,  # text is never elided
-                         tool_calls=[Call("read_file", json.dumps({"path": reads.pop(0)}))])
-        return Reply(text="Read them all.")
-
-    fake.script(*[model] * 100)
-    run = Crashing(env, workspace, "read them", "--json", "--model", OPENAI)
-    run.kill_when(lambda: len(summaries) == 1, timeout=60)
-    assert not any(kind == "compaction" for kind, _ in log_rows(env))
-    asked_before = [r.body for r in fake.requests if COMPACT_SYSTEM not in json.dumps(r.body["messages"][0])]
-
-    resumed = sunwell("run", "--resume", "--json")
-    assert resumed.code == 0, resumed.stderr
-    assert summaries[1] == summaries[0]  # the same compaction, made again
-    assert [e["code"] for e in resumed.events if e["type"] == "notice"].count("compacted") >= 1
-    assert [kind for kind, _ in log_rows(env)].count("compaction") >= 1
-    asked_after = [r.body for r in fake.requests if COMPACT_SYSTEM not in json.dumps(r.body["messages"][0])]
-    assert asked_after[: len(asked_before)] == asked_before and not reads
-    assert resumed.events[-1]["status"] == "completed"

@@ -116,3 +116,21 @@ def test_a_window_too_small_even_for_one_tool_keeps_one_when_every_tool_is_expen
     tools, _ = fit_tools([t.spec for t in CORE_TOOLS if t.expendable], context_window=10,
                          user_text="compute 2 ** 10", expendable={t.name for t in CORE_TOOLS})
     assert names(tools) == ["math_eval"]
+
+
+@pytest.mark.parametrize(("window", "offered"), [(2_000, False), (128_000, True)])
+def test_sunwell_run_offers_the_conveniences_only_when_the_window_allows(sunwell, fake, env, tmp_path, window,
+                                                                        offered):
+    from fake_provider import Reply
+
+    conveniences = {tool.name for tool in CORE_TOOLS if tool.expendable} - {
+        "diagnostics", "find_symbol", "find_definition", "find_references"}  # the editor's: never in a terminal
+    folder = tmp_path / "config" / "sunwell"
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text(f'models:\n  "openai:gpt-4o": {{context_window: {window}}}\n')
+    fake.script(Reply(text="it says hello"))
+    run = sunwell("run", READ, "--json", "--yes", "--model", "openai:gpt-4o")
+    assert run.code == 0, run.stderr
+    tools = {tool["function"]["name"] for tool in fake.requests[0].body.get("tools", [])}
+    assert "read_file" in tools
+    assert (conveniences & tools) == (conveniences if offered else set()), tools

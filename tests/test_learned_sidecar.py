@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from api_server import API_KEY, ApiServer
+from api_server import API_KEY, QUERY_SECRET, ApiServer, two_keys_document
 from fake_provider import Call, Reply
 from sunwell.wire import protocol
 
@@ -53,3 +53,27 @@ async def test_learn_then_call_in_the_sidecar_with_the_editor_s_key(sidecar_fact
         assert forgot == {"forgotten": True}
         assert (await sidecar.request(protocol.LEARNED_APIS, {}))["apis"] == []
         assert "notes" not in (config / "config.yaml").read_text()
+
+
+async def test_a_query_key_stays_out_of_the_sidecar_s_debug_log(sidecar_factory, fake, tmp_path: Path, workspace: Path,
+                                                               capfd):
+    """The HTTP client logs each request's URL, the query key in it; at DEBUG every record reaches stderr (VS
+    Code's output channel), masked."""
+    config = tmp_path / "config" / "sunwell"
+    config.mkdir(parents=True)
+    (config / "config.yaml").write_text("network:\n  allow: [127.0.0.1]\n")
+    given = json.dumps({"two": {"key": API_KEY, "q": QUERY_SECRET}})
+    with ApiServer() as api:
+        (workspace / "two.json").write_text(json.dumps(two_keys_document(api.url("/keyed"))))
+        sidecar = await sidecar_factory(env_extra={"SUNWELL_LEARNED_CREDENTIALS": given, "SUNWELL_LOG_LEVEL": "DEBUG",
+                                                   "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
+        sidecar.answer = lambda params: {"decision": "allowSession"}
+        fake.script(Reply(tool_calls=[Call("learn_api", '{"source": "two.json", "name": "two"}')]),
+                    Reply(tool_calls=[Call("two__echo", '{"say": "hi"}')]), Reply(text="done"))
+        _, events = await sidecar.chat("learn it and echo hi")
+        learned, echo = results(events)
+        assert learned["ok"] and echo["ok"] and '"say": "hi"' in echo["output"]
+        assert f"k={QUERY_SECRET}" in api.requests[-1][1]  # sent
+    logged = capfd.readouterr().err
+    assert "DEBUG" in logged and "HTTP Request: GET" in logged
+    assert QUERY_SECRET not in logged and API_KEY not in logged

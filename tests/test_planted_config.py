@@ -86,6 +86,38 @@ def test_narrowing_rules(tmp_path, monkeypatch):
     assert load_settings(ws, {"trust": "shell"}, env={"XDG_CONFIG_HOME": str(tmp_path / "config")}).trust == "shell"
 
 
+def test_a_workspace_may_deny_hosts_but_never_allow_one_or_choose_the_search_service(sunwell, fake, tmp_path,
+                                                                                        workspace):
+    """Issue 27: `network.allow` and `web_search` are the user's; a workspace only adds to `network.deny`."""
+    from web_server import WebServer
+
+    with WebServer() as web:
+        user = tmp_path / "config" / "sunwell" / "config.yaml"
+        user.parent.mkdir(parents=True)
+        user.write_text("network: {allow: [localhost], deny: [mine.example]}\n")
+        (workspace / ".sunwell").mkdir()
+        (workspace / ".sunwell" / "config.yaml").write_text(
+            "network: {allow: [127.0.0.1, evil.example], deny: [localhost]}\n"
+            f"web_search: {{provider: searxng, base_url: '{web.url('')}'}}\n")
+        settings = load_settings(workspace, env={"XDG_CONFIG_HOME": str(tmp_path / "config")})
+        assert settings.network.allow == ["localhost"] and settings.web_search is None
+        assert settings.network.deny == ["mine.example", "localhost"]  # added to the user's, never replacing them
+        assert settings.ignored_workspace_keys == ["network.allow", "web_search"]
+
+        fake.script(Reply(tool_calls=[Call("web_fetch", json.dumps({"url": web.url("/page.html")}))]),
+                    Reply(tool_calls=[Call("web_fetch", json.dumps({"url": f"http://localhost:{web.port}/x"}))]),
+                    Reply(text="ok"))
+        run = sunwell("run", "read it", "--model", OPENAI, "--json")  # headless: an unlisted host is not asked
+        assert run.code == 0, run.stderr
+        unlisted, denied = [e for e in run.events if e["type"] == "toolResult"]
+        assert unlisted["error"]["code"] == "permission"  # the workspace's allow did not reach 127.0.0.1
+        assert denied["error"]["code"] == "permission" and "network.deny" in denied["error"]["message"]
+        assert web.requests == []
+        assert "web_search" not in [tool["function"]["name"] for tool in fake.requests[0].body["tools"]]
+        notice = next(e for e in run.events if e["type"] == "notice" and e["code"] == "workspace_config_ignored")
+        assert "network.allow" in notice["message"] and "web_search" in notice["message"]
+
+
 # ---- a command creates what the sandbox would have masked ----------------------------------------------------------
 
 

@@ -1,7 +1,7 @@
 """What the sidecar asks its client besides approvals, over real stdio against `python -m sunwell.lsp`: `ask_user`'s
 `sunwell/ask` (answered, never answered, answered with garbage, a client that does not answer questions) and the
 code intelligence tools' `sunwell/codeIntel` (offered only to a client that answers it; every location through the
-jail; garbage answers)."""
+jail; garbage answers; an editor that never answers)."""
 
 from __future__ import annotations
 
@@ -155,3 +155,20 @@ async def test_the_editor_is_asked_only_about_workspace_paths_and_its_garbage_is
                         ("diagnostics", "No problems found.")]
     assert sidecar.intel == [{"kind": "definition", "symbol": "main", "path": "src/app.py"},
                              {"kind": "references", "symbol": "main"}, {"kind": "diagnostics"}]
+
+
+async def test_an_editor_that_never_answers_is_a_clear_error_and_the_turn_goes_on(sidecar_factory, fake, tmp_path):
+    from sunwell.config import Settings
+    from sunwell.tools.handlers.code_intel import EDITOR_WAIT
+
+    sidecar = await sidecar_factory(options(tmp_path, codeIntel=True))
+    sidecar.lookup = lambda params: asyncio.sleep(3600)
+    fake.script(Reply(tool_calls=[Call("find_symbol", '{"query": "parseConfig"}')]), Reply(text="searching instead"))
+    result, events = await sidecar.chat("where is parseConfig?")
+    check_turn(events, result)
+    given_up = result_of(events, "find_symbol")
+    assert EDITOR_WAIT * 1000 <= given_up["durationMs"] < Settings().tool_timeout_sec * 1000  # within the call's
+    error = given_up["error"]
+    assert error["code"] == "timeout" and "the editor did not answer" in error["message"], error
+    assert "search_files" in error["suggestion"]
+    assert result["status"] == "completed" and "did not answer" in fake.requests[-1].body["messages"][-1]["content"]

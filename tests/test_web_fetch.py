@@ -18,7 +18,7 @@ from sunwell.tools.network.hosts import HostRules
 from sunwell.tools.network.policy import Network
 from sunwell.tools.network.urls import parse_url
 from sunwell.wire.events import ApprovalEvent, ToolResultEvent
-from web_server import WebServer
+from web_server import DATED, WebServer
 
 TOKEN = "tok-5f3a9c2e71d04b8e"
 
@@ -101,6 +101,10 @@ async def test_a_url_carrying_a_secret_is_refused_and_the_audit_masks_it(make_en
     assert web.requests == []
     audit = "".join(p.read_text() for p in (tmp_path / "data" / "audit").glob("*.jsonl"))
     assert audit.count('"tool":"web_fetch"') == 4 and TOKEN not in audit and "sk-abcdef1234567890abcd" not in audit
+    assert "tok%2D5f3a9c2e71d04b8e" not in audit and "5f3a9c2e71d04b8e" not in audit
+    recorded = [json.loads(line)["arguments"]["url"] for line in audit.splitlines()]
+    assert recorded == [web.url("/page.html?q=[REDACTED]"), web.url("/[REDACTED]/x"), web.url("/p?key=[REDACTED]"),
+                        web.url("/p?k=[REDACTED]")]  # the URL kept, only the secret masked
 
 
 async def test_a_redirect_into_a_private_address_is_refused(make_engine, fake, web):
@@ -248,6 +252,18 @@ async def test_a_stale_page_is_asked_again_with_its_etag():
         again = await fetch(target, network)
         assert isinstance(again, Fetched) and again.body == first.body
         assert [h.get("If-None-Match") for _, _, h in web.requests] == [None, '"v1"']  # answered 304
+
+
+async def test_a_stale_page_with_only_a_date_is_asked_again_if_modified_since():
+    with WebServer() as web:
+        now = [0.0]
+        network = Network(HostRules(["127.0.0.1"]), cache=PageCache(clock=lambda: now[0]))
+        target = parse_url(web.url("/dated.html"))
+        first = await fetch(target, network)
+        now[0] = FRESH_SECONDS + 1
+        again = await fetch(target, network)
+        assert isinstance(again, Fetched) and again.body == first.body and again.status == 200
+        assert [h.get("If-Modified-Since") for _, _, h in web.requests] == [None, DATED]  # answered 304
 
 
 # ---- web_search ------------------------------------------------------------------------------------------------

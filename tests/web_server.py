@@ -22,6 +22,7 @@ PAGE = """<!doctype html><html><head><title>Asyncio Tasks</title><style>body{col
 <body><h1>Coroutines and Tasks</h1><p>Use <code>asyncio.TaskGroup</code> to run tasks.</p>
 <ul><li>create_task</li><li>gather</li></ul><a href="/other.html">other</a></body></html>"""
 LATIN1_PAGE = "<html><head><title>Caf\u00e9</title></head><body><p>Caf\u00e9 cr\u00e8me \u00e0 la carte</p></body></html>"
+DATED = "Wed, 21 Oct 2026 07:28:00 GMT"
 SEARCH_HITS = [("Asyncio docs", "https://docs.python.org/3/library/asyncio.html", "asyncio is a library"),
                ("TaskGroup", "https://docs.python.org/3/library/asyncio-task.html", "Task groups combine")]
 
@@ -70,6 +71,10 @@ class WebServer:
             if h.headers.get("if-none-match") == '"v1"':
                 return _send(h, 304, b"", "text/html", {"ETag": '"v1"'})
             return _send(h, 200, PAGE.encode(), "text/html; charset=utf-8", {"ETag": '"v1"'})
+        if path == "/dated.html":  # a date and no ETag: asked again with If-Modified-Since
+            if h.headers.get("if-modified-since") == DATED:
+                return _send(h, 304, b"", "text/html", {"Last-Modified": DATED})
+            return _send(h, 200, PAGE.encode(), "text/html; charset=utf-8", {"Last-Modified": DATED})
         if path == "/data.json":
             return _send(h, 200, b'{"name":"pikachu","types":["electric"],"id":25}', "application/json")
         if path == "/plain.txt":

@@ -173,7 +173,11 @@ def reader_sidecar(url: str, count: int) -> dict[str, Any]:
     `done`. The idle moment stands for the user typing the first line: the background work the sidecar starts
     after `initialized` (the SDK import, the lens files' discovery and watcher) is done by then, as it would be
     in an editor, instead of sharing the CPU with the measured stream."""
-    tmp = Path(tempfile.mkdtemp(prefix="bench-sidecar-"))
+    with tempfile.TemporaryDirectory(prefix="bench-sidecar-") as name:
+        return _reader_sidecar(Path(name), url, count)
+
+
+def _reader_sidecar(tmp: Path, url: str, count: int) -> dict[str, Any]:
     proc = spawn([sys.executable, "-m", "sunwell.lsp"], sidecar_env(tmp, url))
     proc.stdin.write(initialize(tmp, {"dataDir": str(tmp / "data"), "model": "openai:gpt-4o"}))
     answer_of(proc, 1)

@@ -365,7 +365,7 @@ class Engine:
 
         return ToolContext(
             jail=self.jail(lens),
-            max_output_bytes=self.settings.max_output_bytes,
+            max_output_bytes=self.settings.max_output_bytes, tool_timeout=self.settings.tool_timeout_sec,
             search=SearchSettings(ripgrep_path=self.settings.ripgrep_path),
             commands=CommandSettings(
                 sandbox=self.settings.sandbox,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -95,7 +95,8 @@ class Gate:
                     f"commands are asked before they run: their effects cannot be previewed here ({problem}); "
                     "undo still puts back what they change")))
         try:
-            preview = tool.preview(call.arguments, ctx) if tool.preview else _tool_preview(tool, call)
+            own = replace(ctx, call_id=call.id)  # a question the preview asks (learn_api's tags) names the call
+            preview = tool.preview(call.arguments, own) if tool.preview else _tool_preview(tool, call)
             if inspect.isawaitable(preview):  # learn_api reads the document it shows
                 preview = await preview
         except ToolFailure as failure:  # the call would fail anyway: answer it without bothering the user

@@ -161,12 +161,13 @@ class Turn:
 
     async def _resumed(self, point: ResumePoint) -> str:
         if point.open_calls:
-            await self._answer_calls(point.open_calls, self._settle(point))
+            await self._answer_calls(point.open_calls, await self._settle(point))
         return await self._loop(point.rounds)
 
-    def _settle(self, point: ResumePoint) -> dict[str, ToolResultMessage]:
+    async def _settle(self, point: ResumePoint) -> dict[str, ToolResultMessage]:
         """The open calls' results had before the process died, and an `interrupted` one for each call that was
-        running and may have changed something (it is never run again without asking)."""
+        running and may have changed something (it is never run again without asking), with what its tool says of
+        it (`Tool.cut_off`: what undo puts back)."""
         at = max(i for i, m in enumerate(self.history) if isinstance(m, AssistantMessage))
         settled = {m.call_id: m for m in self.history[at + 1:] if isinstance(m, ToolResultMessage)}
         del self.history[at + 1:]  # put back in call order with the rest once all are answered
@@ -174,11 +175,13 @@ class Turn:
             tool = self.calls.offered(call.name)
             if call.id in settled or point.phases.get(call.id) != "run" or (tool is not None and tool.harmless):
                 continue
+            note = await self.calls.cut_off(call)
+            said = f"; {note}" if note else ""
             self.log.emit(NoticeEvent(level="warning", code="call_interrupted", message=(
                 f"{call.name} was running when the process ended; it was not run again, since it may have done "
-                f"part of its work (call {call.id}): check what it did before asking for it again")))
+                f"part of its work (call {call.id}): check what it did before asking for it again{said}")))
             result = settled[call.id] = failed(call, ToolError(
-                code="interrupted", message=CUT_OFF, suggestion="check what it did before trying it again"))
+                code="interrupted", message=CUT_OFF + said, suggestion="check what it did before trying it again"))
             self.log.emit(ToolResultEvent(call_id=call.id, name=call.name, ok=False, output="", error=result.error,
                                           duration_ms=0))
             self.log.record(result)

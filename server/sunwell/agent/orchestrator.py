@@ -11,7 +11,7 @@
 6. review of staged effects: the user sees what it changed, then it is applied or discarded, here, not by the tool;
 7. the `post_tool` hooks' notes on a call that ran; the result event, the turn's memory, one audit line; in a durable
    turn, the result in the session log as soon as the call ends, and before a call runs, a `step` row saying so
-   (agent/resume.py reads them after a crash).
+   (agent/resume.py reads them after a crash); a call the crash cut off is the tool's to settle (`cut_off`).
 
 Read-only calls of one response run together; any other call runs alone, in order. Like the gate, nothing here reads
 a tool's arguments: they go to the tool, to the approval request and to the audit as they are.
@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sunwell.agent.call_memory import CallMemory
@@ -106,7 +106,7 @@ class Orchestrator:
             result, verdict = await self._staged(tool, call)
         else:
             self._step(call, "run")
-            result = await execute(tool, call, self.ctx)
+            result = await execute(tool, call, self._own(call))
         if verdict.error is None and self.hooks is not None:
             result = await self.hooks.after(call, result)
         duration_ms = int((time.monotonic() - started) * 1000)
@@ -141,6 +141,22 @@ class Orchestrator:
             return (failed(call, output) if isinstance(output, ToolError) else answered(call, output, ctx)), verdict
         finally:
             await staged.discard()
+
+    async def cut_off(self, call: ToolCall) -> str | None:
+        """What the tool says of `call`, which the end of the process that ran it cut off (`Tool.cut_off`: it may
+        record for undo what the call did): a note for the user and the model, or None."""
+        tool = self.offered(call.name)
+        if tool is None or tool.cut_off is None:
+            return None
+        own, settle = self._own(call, call_id=call.id), tool.cut_off
+        note = await attempt(tool, own, lambda: settle(call.arguments, own))
+        return f"what it did could not be looked at: {note.message}" if isinstance(note, ToolError) else note
+
+    def _own(self, call: ToolCall, **fields: Any) -> ToolContext:
+        """The context a call runs with: in a durable turn, with the key of what it keeps for after a crash."""
+        if self.durable:
+            fields["recovery"] = f"{self.log.session}/{call.id}"
+        return replace(self.ctx, **fields) if fields else self.ctx
 
     def _step(self, call: ToolCall, phase: str) -> None:
         if self.durable:

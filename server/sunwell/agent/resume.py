@@ -9,9 +9,10 @@ world), each call's result as soon as it ends, and its `done`. Read back, the la
 - ended by a provider error (`done` with status `error`): the request that failed is sent again, nothing else;
 - interrupted (no `done`): its last reply's calls without a result are answered — a call never started (or only
   staged, or waiting for its approval) is run through the gate again, so asked again; a call that was running is
-  run again only when it is read-only (`Tool.harmless`), else answered `interrupted` and the user told — then the
-  loop goes on with the request that comes next. A reply the crash cut mid-stream was never logged: it is asked
-  for again, and its calls, already shown, get an `interrupted` result.
+  run again only when it is read-only (`Tool.harmless`), else answered `interrupted` and the user told, with what
+  its tool settled of it (`Tool.cut_off`: a command's changes recorded for undo) — then the loop goes on with
+  the request that comes next. A reply the crash cut mid-stream was never logged: it is asked for again, and its
+  calls, already shown, get an `interrupted` result.
 
 The resumed turn keeps its id, and its `seq` goes on from the log's. A write killed between its temp file and its
 rename left the target whole (its old content) and the temp file beside it: the resumed turn removes such files of

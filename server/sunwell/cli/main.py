@@ -15,6 +15,7 @@ from pathlib import Path
 from sunwell import __version__
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_USAGE, UsageError
 from sunwell.errors import ConfigError
+from sunwell.tools.policy.audit import MaskedLogRecords
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                 "hooks": hooks.cmd_hooks}
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(MaskedLogRecords())
     try:
         return commands[args.command](args)
     except (UsageError, ConfigError) as exc:

@@ -18,6 +18,7 @@ from sunwell.cli.exit_codes import EXIT_ERROR, STATUS_EXIT, UsageError
 from sunwell.cli.mcp_sign_in import TerminalOpener
 from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import JsonLines, Transcript, visible
+from sunwell.cli.terminal_input import StdinLines
 from sunwell.errors import SetupError
 
 
@@ -37,13 +38,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         settings.approval = "ask" if sys.stdin is not None and sys.stdin.isatty() else "deny"
     # answers are read from stdin, so there is no one to ask when the prompt itself came from there
     can_ask = settings.approval == "ask" and (args.prompt is not None or resuming) and sys.stdin is not None
-    asker = TerminalAsker(color=sys.stderr.isatty()) if can_ask else None
+    # stdin's lines through a read that can be abandoned: a question or an approval that timed out must not leave a
+    # thread blocked on stdin, which the process would wait for at exit until someone pressed Enter
+    lines = StdinLines(sys.stdin.fileno()) if sys.stdin is not None else None
+    terminal = TerminalAsker(stdin=lines, color=sys.stderr.isatty()) if lines else None
+    asker = terminal if can_ask else None
     # ask_user's questions: a person at a terminal, unless approvals are set to deny (no one is asked anything)
-    questioner = (asker or TerminalAsker(color=sys.stderr.isatty())).question \
-        if can_ask or (settings.approval == "auto" and args.prompt is not None and _on_terminal()) else None
+    questioner = terminal.question if terminal and (
+        can_ask or (settings.approval == "auto" and args.prompt is not None and _on_terminal())) else None
     try:
         engine = Engine(settings, workspace, asker=asker, questioner=questioner)
-        engine.mcp.elicitor = TerminalElicitor(lock=asker.lock) if asker else None  # one prompt at a time
+        engine.mcp.elicitor = TerminalElicitor(stdin=lines, lock=asker.lock) if asker else None  # one at a time
         engine.mcp.sign_in.opener = TerminalOpener() if questioner else None  # someone is at the terminal
         turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names)
         done = _run_cancellable(_then_close(engine, turn))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -180,12 +181,23 @@ def data_dir_problem(path: Path) -> str | None:
     return None
 
 
+def mask_logs() -> None:
+    """Every log handler masks credentials from here on: an HTTP client logs each request's URL, which may carry a
+    learned API's query key. Set with the first engine (`initialize` is answered first): nothing is sent before."""
+    from sunwell.tools.policy.audit import MaskedLogRecords
+
+    for handler in {*logging.getLogger().handlers, *logging.getLogger("sunwell").handlers}:
+        if not any(isinstance(check, MaskedLogRecords) for check in handler.filters):
+            handler.addFilter(MaskedLogRecords())
+
+
 def apply_settings(ls: SunwellServer) -> None:
     """(Re)build the settings from the options; keep the engine (and its per-session state) when possible."""
     from sunwell.agent.engine import Engine
     from sunwell.lsp.approvals import ClientAsker
     from sunwell.lsp.sign_in import wire_sign_in
 
+    mask_logs()
     settings, problems = resolve_settings(ls.root, ls.options)
     for problem in problems:
         ls.show_message(problem)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sunwell.config import user_config_path
-from sunwell.config.learned_entries import drop
 from sunwell.lsp.sessions import engine_or_fail
 from sunwell.wire.protocol import (
     LEARNED_APIS,
@@ -36,6 +34,9 @@ def setup(server: SunwellServer) -> None:
     @server.feature(LEARNED_FORGET)
     def forget(ls: SunwellServer, params: Any) -> dict[str, Any]:
         request = ls.parse(LearnedForgetParams, params, LEARNED_FORGET)
+        from sunwell.config import user_config_path  # the engine floor, after `initialize` (lsp/server.py)
+        from sunwell.config.learned_entries import drop
+
         forgotten = engine_or_fail(ls).learned.forget(request.name)
         if forgotten:
             drop(user_config_path(), request.name)

@@ -57,7 +57,8 @@ def _unless_already_answered(record: logging.LogRecord) -> bool:
 
 
 def configure_logging(server: LanguageServer, level: str = "WARNING") -> None:
-    """Everything to stderr; Sunwell's own records also to the client. Never stdout: that is the protocol."""
+    """Everything to stderr; Sunwell's own records also to the client. Never stdout: that is the protocol.
+    Credentials are masked in both from the first engine on (`configuration.mask_logs`)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_unless_already_answered)

@@ -28,7 +28,7 @@ class SearchSettings:
     ripgrep_path: str | None = None
     """The rg executable for search_files; "" means none (the Python search), None: `rg` on PATH."""
     timeout: float | None = None
-    """Deadline of one search_files call (None: the tool's default)."""
+    """Deadline of one search_files call (None: just under the call's limit, `ToolContext.tool_timeout`)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,8 @@ class ToolContext:
 
     jail: Any  # sunwell.tools.workspace.jail.Jail (kept loose to avoid an import cycle in handlers' typing)
     max_output_bytes: int = 100_000
+    tool_timeout: float = 30.0
+    """The time limit of a call to a tool that sets none of its own: the user's `tool_timeout_sec`."""
     search: SearchSettings = SearchSettings()
     commands: CommandSettings = CommandSettings()
     undo: UndoHooks = UndoHooks()
@@ -92,6 +94,9 @@ class ToolContext:
     """The session's key-value store and plan (kv_set, kv_get, update_plan); None: a context with no session."""
     call_id: str = ""
     """The call being run (set for each call by tools/executor.py `execute`)."""
+    recovery: str = ""
+    """A key naming what the call keeps for after a crash, unique to its session and call (set for each call of
+    a durable turn by agent/orchestrator.py); "": the call cannot be taken up after a crash, keep nothing."""
     ask: Callable[[str, str, list[str]], Awaitable[str | None]] | None = None
     """(call id, question, options) -> the person's answer, None when none came (declined, time limit): what the
     front end answers `ask_user` with; None: no one to ask (headless, `--approve deny`)."""
@@ -100,6 +105,11 @@ class ToolContext:
     subagent: Callable[[str, str, str], Awaitable[str]] | None = None
     """(call id, description, prompt) -> a read-only sub-agent's final answer (`task`); None: no sub-agents here
     (inside a sub-agent)."""
+
+    def own_deadline(self) -> float:
+        """Seconds that end a little before the user's limit: a tool that waits on something (a search, the editor)
+        then stops it itself and says what it waited for, instead of being cut off by tools/executor.py."""
+        return self.tool_timeout - min(self.tool_timeout / 10, 5.0)
 
 
 class StagedEffects(Protocol):
@@ -123,6 +133,8 @@ Preview = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
 Declare = Callable[[dict[str, Any]], Subject]
 """A call's arguments (valid by the tool's schema) -> what it touches; raises ToolFailure if they say nothing."""
 Stage = Callable[[dict[str, Any], ToolContext], Awaitable[StagedEffects]]
+CutOff = Callable[[dict[str, Any], ToolContext], Awaitable[str | None]]
+"""A call's arguments, and a context with its `call_id` and `recovery` -> a note for the user and the model, or None."""
 
 
 @dataclass(frozen=True)
@@ -143,13 +155,18 @@ class Tool:
     """A convenience the agent can do without (the plan, the time, arithmetic, the key-value store): fitting
     leaves it out before anything else when the context window is small."""
     source: str = "core"
-    timeout: float = 60.0
+    timeout: float | None = None
+    """Seconds a call may run; None: the user's `tool_timeout_sec`. A tool sets its own only when its time is
+    bounded elsewhere (run_command's `timeout`, an MCP server's, the network's) or is a person's or a model's."""
     preview: Preview | None = None
     subject: Declare | None = None
     """What a call touches, for policy (tools/subject.py); None: nothing policy looks at."""
     stage: Stage | None = None
     """Runs a call whose subject is `staged` in a staging overlay and returns its effects held back, for the
     orchestrator to show, then apply or discard (the handler runs and applies in one go, unasked)."""
+    cut_off: CutOff | None = None
+    """Called in a resumed turn for a call of this tool the crash cut off while it ran (it is never run again):
+    it may record for undo what the call did, from what it kept under ToolContext.recovery, and clear that."""
 
     @property
     def spec(self) -> ToolSpec:

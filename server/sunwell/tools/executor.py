@@ -22,13 +22,14 @@ T = TypeVar("T")
 
 async def attempt(tool: Tool, ctx: ToolContext, step: Callable[[], Awaitable[T]]) -> T | ToolError:
     """What `step` returns, or the error it ended with (a ToolFailure's, the time limit, a bug in the tool)."""
+    seconds = tool.timeout if tool.timeout is not None else ctx.tool_timeout  # its own limit, else the user's
     try:
-        async with asyncio.timeout(tool.timeout):  # not wait_for: that runs the step as a task of its own
+        async with asyncio.timeout(seconds):  # not wait_for: that runs the step as a task of its own
             return await step()
     except ToolFailure as failure:  # a command's timeout carries its output so far
         return masked(failure.error, ctx)
     except TimeoutError:
-        return ToolError(code="timeout", message=f"{tool.name} ran past its {tool.timeout:g} s limit",
+        return ToolError(code="timeout", message=f"{tool.name} ran past its {seconds:g} s limit",
                          suggestion="narrow the request (a smaller path or pattern)")
     except asyncio.CancelledError:
         raise

@@ -8,6 +8,7 @@ column with the line's text as the file holds it, read here.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,9 @@ MAX_ITEMS = 200
 LINE_CHARS = 200
 """Characters of a line or a diagnostic's message shown."""
 MAX_FILE_BYTES = 5_000_000
+EDITOR_WAIT = 20.0
+"""Seconds the editor has to answer, at most (and less when the user's `tool_timeout_sec` is shorter): a busy or
+stuck language server is then named as such, with what to do instead, rather than as a call that ran too long."""
 
 
 class DiagnosticsArguments(ToolArguments):
@@ -81,7 +85,14 @@ async def _ask(ctx: ToolContext, params: dict[str, Any], what: str) -> str:
     if ctx.code_intel is None:
         raise ToolFailure("unsupported", "code intelligence needs the editor (VS Code), which is not connected here",
                           "use search_files and read_file instead")
-    answer = await ctx.code_intel({key: value for key, value in params.items() if value is not None})
+    wait = min(EDITOR_WAIT, ctx.own_deadline())
+    try:
+        async with asyncio.timeout(wait):
+            answer = await ctx.code_intel({key: value for key, value in params.items() if value is not None})
+    except TimeoutError:
+        raise ToolFailure("timeout", f"the editor did not answer about the {what} within {wait:g} s (its "
+                          "language features may still be starting or busy)", "use search_files and read_file "
+                          "instead") from None
     items = answer.get("items") if isinstance(answer, dict) else None
     if not isinstance(items, list):
         raise ToolFailure("execution", f"the editor gave no usable answer for {what}",
@@ -142,7 +153,7 @@ def _checked(ctx: ToolContext, path: str | None) -> str | None:
 
 def _tool(name: str, description: str, model: type[ToolArguments], handler: Any) -> Tool:
     return Tool(name=name, description=description, parameters=model.schema_for_tool(), handler=handler,
-                min_trust=Trust.discovery, harmless=True, subject=model.subject_of, timeout=30.0,
+                min_trust=Trust.discovery, harmless=True, subject=model.subject_of,
                 expendable=True)  # search_files and read_file do without: a small window drops these first
 
 

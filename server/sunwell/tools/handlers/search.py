@@ -12,9 +12,9 @@ parsed. A dense pattern, though, is found long before such a search ends: past D
 started again with `--sort path` and stopped as soon as the first 501 are in, as a pattern found on every line
 then needs only the first files in path order.
 
-A search ends within `ctx.search.timeout` seconds (default 50, under the tool's own 60) with a `timeout`
-failure: the Python engine runs model-supplied regexes, which can backtrack for ever, so it runs in a child process
-that is killed then.
+A search ends within `ctx.search.timeout` seconds (by default a little before the call's limit, the user's
+`tool_timeout_sec`, so that the search says why it stopped) with a `timeout` failure: the Python engine runs
+model-supplied regexes, which can backtrack for ever, so it runs in a child process that is killed then.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ READ_BYTES = 1 << 20  # what is read from ripgrep at a time
 DENSE_MATCHES = 4 * MAX_MATCHES
 """Hits of an unordered ripgrep search after which the pattern is searched again, in path order."""
 MAX_PATTERN_CHARS = 10_000  # also keeps ripgrep's argv far below the system's limit
-DEFAULT_TIMEOUT = 50.0
 DRAIN_SECONDS = 1.0
 _PACKAGE_DIR = Path(__file__).resolve().parents[3]  # the folder holding `sunwell`
 NARROW_HINT = "use a narrower pattern or a glob such as '*.py'"
@@ -72,7 +71,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
         )
     path = string_arg(args, "path", ".") or "."
     glob = string_arg(args, "glob") or None
-    timeout = _seconds(ctx.search.timeout) or DEFAULT_TIMEOUT
+    timeout = _seconds(ctx.search.timeout) or ctx.own_deadline()
     top = ctx.jail.resolve(path)
     if not (top.is_dir() or top.is_file()):  # ripgrep would block forever on a named pipe
         raise ToolFailure("unsupported", f"{path} is not a folder or a regular file")
@@ -93,7 +92,8 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
         else:
             items = await asyncio.wait_for(_search_python(pattern, top, glob, ctx.jail, timeout), timeout)
     except TimeoutError:
-        raise _timed_out(timeout, python=not rg) from None
+        limit = _seconds(ctx.search.timeout) or ctx.tool_timeout  # the user knows the limit they set
+        raise _timed_out(limit, python=not rg) from None
     return _format(items, ctx.max_output_bytes)
 
 

@@ -5,7 +5,8 @@ ToolContext.undo. How the process is run and stopped: tools/sandbox/process.py.
 
 Where an overlay can be mounted (tools/sandbox/staging.py), a command runs staged: `stage_command` runs it and holds what it
 changed back (StagedCommand) for the orchestrator to show and apply or discard; the handler applies it unasked (the
-call needed no approval). Elsewhere it runs on the workspace itself, with a snapshot for undo.
+call needed no approval). Elsewhere it runs on the workspace itself, with a snapshot for undo that outlives a crash:
+in the resumed turn `command_cut_off` records from it what a command cut off did (tools/sandbox/snapshot.py).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from sunwell.tools.sandbox.snapshot import Snapshot
 from sunwell.tools.sandbox.staging import staging_parent, staging_problem
 from sunwell.tools.subject import Command, Subject
 
-__all__ = ["RUN_COMMAND", "command_preview", "run_command", "sandbox_warning", "stage_command", "staging_problem"]
+__all__ = ["RUN_COMMAND", "command_cut_off", "command_preview", "run_command", "sandbox_warning", "stage_command",
+           "staging_problem"]
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_TIMEOUT = 600.0
 TIMEOUT_CEILING = 3600.0
@@ -115,17 +117,18 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
         finally:
             await staged.discard()
     snapshot = None
-    if ctx.undo.before_changes is not None:  # no overlay here: undo from a copy taken before
+    guarded = {e.rel for e in job.entries}
+    if ctx.undo.before_changes is not None:  # no overlay here: undo from a copy taken before (kept for a crash)
         budget = min(ctx.commands.staging_max_bytes, SNAPSHOT_BUDGET)
-        snapshot = await asyncio.to_thread(Snapshot.take, ctx.jail, staging_parent(ctx), budget)
+        snapshot = await asyncio.to_thread(Snapshot.take, ctx.jail, staging_parent(ctx), budget, ctx.recovery,
+                                           guarded)
     try:
         try:
             code, out, err = await run_process(job.argv, str(job.cwd), job.env, job.timeout, ctx.max_output_bytes)
         finally:  # also when the turn is cancelled: nothing planted may stay for the host to run (the thread
             # finishes the move even if this await is cancelled; the walk stays off the event loop)
-            moved, folder = await asyncio.to_thread(quarantine_planted, ctx.jail, {e.rel for e in job.entries},
-                                                    ctx.commands.quarantine_dir)
-            lost = await asyncio.to_thread(snapshot.record, ctx.undo.before_changes) if snapshot else []
+            moved, folder = await asyncio.to_thread(quarantine_planted, ctx.jail, guarded, ctx.commands.quarantine_dir)
+            _, lost = await asyncio.to_thread(snapshot.record, ctx.undo.before_changes) if snapshot else ([], [])
     finally:
         if snapshot is not None:
             snapshot.discard()
@@ -140,6 +143,27 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
             "servers and watchers that never exit cannot run here",
         )
     return render(out, err, f"[exit code: {code}]", ctx.max_output_bytes) + notes
+
+
+async def command_cut_off(args: dict[str, Any], ctx: ToolContext) -> str | None:
+    """A command the crash cut off while it ran unstaged (RUN_COMMAND.cut_off): what it planted is moved out, what
+    changed since its snapshot is recorded into the turn's checkpoints, and the snapshot goes; None when it left
+    none (it ran staged, or never started)."""
+    if not ctx.recovery or ctx.undo.before_changes is None:
+        return None
+    snapshot = await asyncio.to_thread(Snapshot.found, ctx.jail, staging_parent(ctx), ctx.recovery)
+    if snapshot is None:
+        return None
+    try:
+        moved, folder = await asyncio.to_thread(quarantine_planted, ctx.jail, snapshot.guarded,
+                                                ctx.commands.quarantine_dir)
+        undone, lost = await asyncio.to_thread(snapshot.record, ctx.undo.before_changes)
+    finally:
+        await asyncio.to_thread(snapshot.discard)
+    shown = ", ".join(undone[:10]) + (" and more" if len(undone) > 10 else "")
+    return ((f"undo puts back the {len(undone)} workspace file(s) changed since it started ({shown}), by it or by "
+             "anyone until the turn resumed" if undone else "it changed no workspace file undo tracks") +
+            "; undo cannot restore what it did outside the workspace" + _lost_note(lost) + _planted_note(moved, folder))
 
 
 async def stage_command(args: dict[str, Any], ctx: ToolContext) -> StagedCommand:
@@ -302,6 +326,7 @@ RUN_COMMAND = Tool(
     preview=command_preview,
     subject=RunCommandArguments.subject_of,
     stage=stage_command,
+    cut_off=command_cut_off,
     min_trust=Trust.shell,
     approval="ask",
     risk="shell",

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,10 @@ from sunwell.tools.network.fetch import Elsewhere, fetch
 from sunwell.tools.network.urls import Target, UrlRefused, parse_url
 
 PREVIEW_OPERATIONS = 200
+TAG_OPTIONS = 8
+"""Tags offered as the question's options (most operations first); the user may type any other."""
+AskTags = Callable[[str, list[str]], Awaitable[str | None]]
+"""(question, options) -> the user's answer, None when none came: ToolContext.ask bound to the call."""
 
 
 def check_name(name: str, taken: set[str] = frozenset()) -> None:  # type: ignore[assignment]
@@ -56,9 +62,10 @@ async def read_source(source: str, network: Any, read_file: Any) -> tuple[str, T
 
 
 async def learn(text: str, name: str, source: str, origin: Target | None, network: Any,
-                tags: list[str] | None, rate: int = DEFAULT_RATE) -> LearnedApi:
+                tags: list[str] | None, rate: int = DEFAULT_RATE, ask: AskTags | None = None) -> LearnedApi:
     """The API the document `text` describes, its hosts checked (module docstring); ToolFailure `validation`
-    for a document that is not one, `permission` for a host it may not call."""
+    for a document that is not one, `permission` for a host it may not call. With more operations than are
+    offered at once and no `tags`, the user is asked which tags to offer when `ask` can reach them."""
     try:
         data = parse_text(text)
         api = await asyncio.to_thread(read_api, data, name, origin.url if origin else None)
@@ -76,7 +83,29 @@ async def learn(text: str, name: str, source: str, origin: Target | None, networ
                          operations=api.operations, schemes=api.schemes, tags=None, rate_per_min=rate,
                          digest=hashlib.sha256(text.encode()).hexdigest(),
                          learned_at=datetime.now(UTC).isoformat(timespec="seconds"))
+    if not tags and len(learned.operations) > OFFER_LIMIT and ask is not None:
+        tags = await ask_tags(learned, ask)
     return choose_tags(learned, tags)
+
+
+async def ask_tags(api: LearnedApi, ask: AskTags) -> list[str] | None:
+    """The tags the user names for `api` (checked by choose_tags, like the model's); None for no answer. An option
+    is a tag with its count, e.g. `pokemon (20)`; typed, several tags are comma-separated."""
+    counts = api.tag_counts()
+    shown = sorted(counts.items(), key=lambda item: -item[1])[:TAG_OPTIONS]
+    labels = {f"{tag} ({count})": tag for tag, count in shown}
+    question = (f"Learning the API {api.name} ({api.title}): {len(api.operations):,} operations, more than the "
+                f"{OFFER_LIMIT} offered at once. The operations of which tags should be offered? Pick one, or type "
+                f"several separated by commas (tags: {_listed(counts)}).")
+    answer = ((await ask(question, list(labels))) or "").strip()
+    if answer in labels:  # a button: the whole label, even if the tag holds a comma
+        return [labels[answer]]
+    chosen = [labels.get(part.strip(), _COUNTED.sub("", part.strip())) for part in answer.split(",")]
+    return [tag for tag in dict.fromkeys(chosen) if tag] or None
+
+
+_COUNTED = re.compile(r"\s*\(\d[\d,]*\)$")
+"""The count a label adds to a tag, typed back with it (`berry (12), item`)."""
 
 
 def choose_tags(api: LearnedApi, tags: list[str] | None) -> LearnedApi:

@@ -10,14 +10,16 @@ window, fitting leaves out the learned tools that share no word with the request
 
 `learn_api` is asked like a write: its `learn` preview lists the operations and the hosts; no session rule or
 allowlist skips it (`--approve auto` and `deny` answer it). The document is read in the preview, so what the user
-approves is what is stored; from the web only from a host the user allowed (`network.allow`, or for the session by
-fetching the document with web_fetch first): reading it is a request like any other.
+approves is what is stored (for a large API with no `tags`, the tags the user picks when asked in the preview);
+from the web only from a host the user allowed (`network.allow`, or for the session by fetching the document with
+web_fetch first): reading it is a request like any other.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -178,8 +180,9 @@ class LearnedApis:
                               suggestion="fetch the document with web_fetch first (the user is asked for its host, "
                                          "and may allow it for the session), then call learn_api again")
         text, origin = await read_source(arguments.source, ctx.network, read_workspace_file(ctx.jail))
+        ask = partial(ctx.ask, ctx.call_id) if ctx.ask is not None else None  # which tags, for a large API
         api = await learn(text, arguments.name, arguments.source, origin, ctx.network, arguments.tags,
-                          self.rates.get(arguments.name, DEFAULT_RATE))
+                          self.rates.get(arguments.name, DEFAULT_RATE), ask)
         self._pending[key] = api
         return api
 

@@ -71,6 +71,28 @@ class Redactor:
         return value
 
 
+class MaskedLogRecords(logging.Filter):
+    """A log handler's filter that masks credentials in every record it writes, a library's too: an HTTP client logs
+    each request's URL, which carries a learned API's query key (tools/learned/calls.py adds it to the request)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.redact = Redactor()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted is logging's to report, as it does
+            return True
+        if (masked := self.redact(message)) != message:
+            record.msg, record.args = masked, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redact(record.exc_text)
+        return True
+
+
 def redact(value: Any, environ: Mapping[str, str] | None = None) -> Any:
     """`value` with credentials masked (see Redactor); `environ` defaults to os.environ as it is now."""
     return Redactor(environ)(value)
