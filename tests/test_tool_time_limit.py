@@ -39,7 +39,7 @@ def test_a_call_that_runs_past_tool_timeout_sec_fails_with_timeout(sunwell, fake
     check_stream_rules(run.events)
     result = next(e for e in run.events if e["type"] == "toolResult")
     assert result["error"]["code"] == "timeout" and " 1 s " in result["error"]["message"], result["error"]
-    assert result["durationMs"] < 5000 and time.monotonic() - started < GUARD / 2
+    assert result["durationMs"] < 20_000 and time.monotonic() - started < GUARD / 2  # not the old 50 s deadline
     assert "Error [timeout]" in json.dumps(fake.requests[-1].body)
 
 
