@@ -242,28 +242,20 @@ async def test_a_long_page_comes_in_parts_the_later_ones_from_the_cache(make_eng
     assert len(web.requests) == 1  # the second part came from the session's cache
 
 
-async def test_a_stale_page_is_asked_again_with_its_etag():
+@pytest.mark.parametrize(("path", "header", "sent"), [
+    pytest.param("/page.html", "If-None-Match", '"v1"', id="its etag"),
+    pytest.param("/dated.html", "If-Modified-Since", DATED, id="only its date"),
+])  # fmt: skip
+async def test_a_stale_page_is_asked_again_with_what_the_server_said_of_it(path, header, sent):
     with WebServer() as web:
         now = [0.0]
         network = Network(HostRules(["127.0.0.1"]), cache=PageCache(clock=lambda: now[0]))
-        target = parse_url(web.url("/page.html"))
-        first = await fetch(target, network)
-        now[0] = FRESH_SECONDS + 1
-        again = await fetch(target, network)
-        assert isinstance(again, Fetched) and again.body == first.body
-        assert [h.get("If-None-Match") for _, _, h in web.requests] == [None, '"v1"']  # answered 304
-
-
-async def test_a_stale_page_with_only_a_date_is_asked_again_if_modified_since():
-    with WebServer() as web:
-        now = [0.0]
-        network = Network(HostRules(["127.0.0.1"]), cache=PageCache(clock=lambda: now[0]))
-        target = parse_url(web.url("/dated.html"))
+        target = parse_url(web.url(path))
         first = await fetch(target, network)
         now[0] = FRESH_SECONDS + 1
         again = await fetch(target, network)
         assert isinstance(again, Fetched) and again.body == first.body and again.status == 200
-        assert [h.get("If-Modified-Since") for _, _, h in web.requests] == [None, DATED]  # answered 304
+        assert [h.get(header) for _, _, h in web.requests] == [None, sent]  # answered 304
 
 
 # ---- web_search ------------------------------------------------------------------------------------------------

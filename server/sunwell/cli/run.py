@@ -41,10 +41,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     # stdin's lines through a read that can be abandoned: a question or an approval that timed out must not leave a
     # thread blocked on stdin, which the process would wait for at exit until someone pressed Enter
     lines = StdinLines(sys.stdin.fileno()) if sys.stdin is not None else None
-    terminal = TerminalAsker(stdin=lines, color=sys.stderr.isatty()) if lines else None
+    terminal = TerminalAsker(stdin=lines, color=sys.stderr.isatty()) if lines is not None else None
     asker = terminal if can_ask else None
     # ask_user's questions: a person at a terminal, unless approvals are set to deny (no one is asked anything)
-    questioner = terminal.question if terminal and (
+    questioner = terminal.question if terminal is not None and (
         can_ask or (settings.approval == "auto" and args.prompt is not None and _on_terminal())) else None
     try:
         engine = Engine(settings, workspace, asker=asker, questioner=questioner)

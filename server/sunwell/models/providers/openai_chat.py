@@ -72,18 +72,13 @@ class OpenAIChat:
         self.constraints = ServerConstraints()
         """What this endpoint does with a reply schema: one adapter per endpoint, so it is learned once."""
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """The response's events. A constrained request the model may answer goes out free first while this
-        endpoint takes a schema, and again with it only when the reply opens a call (`choice.py`)."""
+        endpoint takes a schema, and again with it only when the reply opens a call (`choice.py`); any other
+        request's events come straight from `_stream`, with no generator in between on the relay's hot path."""
         if isinstance(request, ConstrainedRequest) and request.answer and self.constraints.dialect() is not None:
-            events = answer_or_call(self._stream, request)
-        else:
-            events = self._stream(request)
-        try:
-            async for event in events:
-                yield event
-        finally:
-            await events.aclose()
+            return answer_or_call(self._stream, request)
+        return self._stream(request)
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         from openai import APIConnectionError, OpenAIError

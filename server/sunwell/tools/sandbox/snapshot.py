@@ -29,6 +29,7 @@ from pathlib import Path
 from sunwell.tools.policy.guarded import CREATABLE_NAMES, UNMASKED_NAMES
 from sunwell.tools.sandbox.effects import Record, file_sha
 from sunwell.tools.sandbox.overlay import walk_stats
+from sunwell.tools.workspace.checkpoints import atomic_write
 from sunwell.tools.workspace.jail import Jail
 
 BUDGET = 64_000_000
@@ -124,12 +125,7 @@ class Snapshot:
         """Write the manifest atomically: a folder without one is a take that never finished."""
         data = {"root": str(self.jail.root), "stamps": self.stamps, "copied": sorted(self.copied),
                 "guarded": sorted(self.guarded)}
-        tmp = self.folder / f".{MANIFEST}.tmp"
-        with open(tmp, "w", encoding="utf-8") as out:
-            json.dump(data, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.folder / MANIFEST)
+        atomic_write(self.folder / MANIFEST, json.dumps(data).encode("utf-8"))
 
 
 def _name(key: str) -> str:

@@ -251,7 +251,7 @@ class Checkpoints:
         return meta
 
     def _store(self, session: str, meta: dict[str, Any]) -> None:
-        _atomic_write(self._dir(session) / "meta.json", json.dumps(meta, indent=1).encode("utf-8"))
+        atomic_write(self._dir(session) / "meta.json", json.dumps(meta, indent=1).encode("utf-8"))
 
 
 def _mode(path: Path) -> int | None:
@@ -324,7 +324,9 @@ def _copy_prior(path: Path, blobs: Path) -> dict[str, Any]:
     return {"existed": True, "sha256": digest.hexdigest(), "mode": stat.S_IMODE(st.st_mode)}
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
+    """`data` in `path` whole or not at all, synced before the rename (a file of Sunwell's own, never a workspace's:
+    those go through safe_write)."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
         with open(tmp, "xb") as f:
