@@ -177,6 +177,34 @@ def test_the_sidecar_answers_initialize_before_it_imports_the_engine_floor():
     assert out.stdout.split() == []
 
 
+def test_the_sidecar_reads_no_package_metadata_for_pydantic_plugins():
+    """Pydantic looks for plugins in every installed package's entry points (~35 ms a start); Sunwell uses none."""
+    code = ("import importlib.metadata as m\ncalls = []\nscan = m.entry_points\n"
+            "m.entry_points = lambda **kw: calls.append(kw) or scan(**kw)\n"
+            "import importlib, sunwell.lsp.server as s, sunwell.agent.engine\n"
+            "for name in s.FEATURES: importlib.import_module(name)\nprint(calls)")
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**env, "PYTHONPATH": str(PACKAGE.parent)})
+    assert out.stdout.strip() == "[]"
+
+
+def test_an_engine_is_built_without_the_learned_apis_or_the_http_client(tmp_path):
+    """The sidecar builds its engine before it answers `sunwell/models`: the learned APIs (with YAML and the HTTP
+    client) and the web tools load at a turn's first use, not then."""
+    code = ("import sys\nfrom pathlib import Path\nfrom sunwell.agent.engine import Engine\n"
+            "from sunwell.config import Settings\n"
+            f"engine = Engine(Settings(data_dir={str(tmp_path)!r}), Path({str(tmp_path)!r}))\n"
+            "loaded = lambda: sorted(m for m in sys.modules if m.split('.')[0] in ('httpx2', 'yaml')\n"
+            "                        or m.startswith(('sunwell.tools.learned', 'sunwell.tools.network.fetch')))\n"
+            "print(*loaded())\nprint('--')\nengine.learned.tool_patterns()\nprint(*loaded())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)})
+    before, after = out.stdout.split("--")
+    assert before.split() == []
+    assert "sunwell.tools.learned.registry" in after.split()  # loaded when asked for
+
+
 def test_imports_are_at_the_top_but_at_the_edges():
     wrong = [problem for path in sorted(PACKAGE.rglob("*.py")) for problem in misplaced_imports(module_name(path), path)]
     assert wrong == []

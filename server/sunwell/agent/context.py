@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sunwell.agent.log_lines import call_line
-from sunwell.agent.prompts import elided_output
 from sunwell.errors import SunwellError
 from sunwell.models.tokens import BYTES_PER_TOKEN, text_tokens, tools_tokens
 from sunwell.tools.output import truncate
@@ -31,6 +30,15 @@ from sunwell.wire.messages import (
     ToolSpec,
     UserMessage,
 )
+
+ELIDED = ("[Sunwell] The output of {call} ({lines} lines, ~{tokens:,} tokens) was elided to keep the conversation "
+          "within the context window; make the call again if you need it.")
+
+
+def elided_output(call: str, lines: int, tokens: int) -> str:
+    """What an old tool result becomes when elided: one line saying what it was and how to get it again."""
+    return ELIDED.format(call=call, lines=lines, tokens=tokens)
+
 
 MESSAGE_OVERHEAD = 4  # the chat template's role markers around each message
 MIN_RESERVE = 256

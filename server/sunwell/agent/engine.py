@@ -2,19 +2,14 @@
 
 Front ends hand a line to a `Session` (agent/session.py), which answers `::commands` and runs turns here
 (`run_turn`: the turn's plan, agent/plan.py, the provider stack, models/factory.py, then the loop, agent/loop.py);
-the engine holds what they share: the providers, lenses, MCP servers, the session store. Per-session
-state (allow-for-session rules, rate limits, the emulation fallback, the chat state) lives here, in `live`
-(agent/live.py), so a long-lived front end (the sidecar, `sunwell chat`) keeps it across turns and releases it when
-a session is cleared.
+the engine holds what they share: the providers, lenses, MCP servers, learned APIs, the session store. Per-session
+state (allow-for-session rules, rate limits, the emulation fallback, the chat state) lives in `live`, kept across
+turns by a long-lived front end and released when a session is cleared.
 
-The sidecar builds an Engine before it answers its first request (`sunwell/models`), so this module imports only
-what that needs; the rest is imported inside the methods that first need it, in four groups (each measured after
-the engine's own import, on this machine; `tests/bench/bench_sidecar.py` holds ready at <= 1.5x a bare pygls start):
-- a turn's machinery: the loop (with jsonschema, ~115 ms), the gate, compaction, audit, the plan and the tool
-  registry (~40 ms), skills, the shell's sandbox warning: `run_turn` and the methods it calls, `plan`, `tools`;
-- the lens registry and schema (YAML, jsonschema, ~80 ms): `lenses`, `grant`;
-- the provider adapters (`models/factory.py`, ~30 ms before any SDK): `provider`, `provider_stack`;
-- bashlex, which builds its parser tables on import (~95 ms): `reconfigure`, only with a command allowlist.
+The sidecar builds an Engine before it answers `sunwell/models` (bench_sidecar.py: ready <= 1.5x a bare pygls
+start), so this module imports only what that needs; the rest is imported where first needed: a turn's machinery
+(the loop, jsonschema, the gate, the plan, the tool registry, the web's policy, the session store), the lenses
+(YAML, jsonschema), the provider adapters, the learned APIs (the HTTP client, YAML), bashlex (command allowlist).
 """
 
 from __future__ import annotations
@@ -29,8 +24,6 @@ from sunwell.agent.live import LiveSessions
 from sunwell.agent.mentions import Mention, read_mentions
 from sunwell.agent.questions import Questioner, question_asker
 from sunwell.agent.resource_mentions import attach_resources
-from sunwell.agent.sessions import SessionStore
-from sunwell.agent.turn import Sink, TurnLog
 from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
 from sunwell.config import Settings, user_config_path
 from sunwell.errors import SetupError
@@ -39,10 +32,8 @@ from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
 from sunwell.tools.base import CommandSettings, SearchSettings, Tool, ToolContext, Trust, UndoHooks
-from sunwell.tools.learned.registry import LearnedApis, remember_learned
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.network.hosts import HostRules
-from sunwell.tools.network.policy import network_for
 from sunwell.tools.policy.approval import ApprovalPolicy, Asker
 from sunwell.tools.policy.environment import EnvSecrets
 from sunwell.tools.policy.ratelimit import RateLimiter, stricter
@@ -56,9 +47,12 @@ if TYPE_CHECKING:
     from sunwell.agent.compaction import Summariser
     from sunwell.agent.plan import Grant, TurnPlan
     from sunwell.agent.resume import ResumePoint
+    from sunwell.agent.sessions import SessionStore
+    from sunwell.agent.turn import Sink, TurnLog
     from sunwell.lens.registry import LensRegistry
     from sunwell.lens.schema import Lens
     from sunwell.models.factory import Adapters, ProviderStack
+    from sunwell.tools.learned.registry import LearnedApis
 
 
 class Engine:
@@ -70,31 +64,29 @@ class Engine:
         self.workspace = workspace.resolve()
         self.asker, self.questioner = asker, questioner
         self.code_intel: Callable[[dict[str, Any]], Awaitable[Any]] | None = None  # the editor's, via the sidecar
-        self._store: SessionStore | None = None
+        self._store: SessionStore | None = None  # these four are made on first use
         self._lenses: LensRegistry | None = None
         self._adapters: Adapters | None = None
+        self._learned: LearnedApis | None = None
         self.windows = ServerWindows()
         self.approval = ApprovalPolicy(mode=settings.approval or "deny", ask=asker,
                                        timeout=settings.approval_timeout_sec)
         self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
                                  on_release=lambda session: self.approval.forget([session]))
         self.mcp = McpHub(self._mcp_surroundings(settings))
-        self.learned = LearnedApis(Path(settings.data_dir or "."), on_learned=remember_learned)
         self.hooks = Hooks(settings, self.workspace)
         self.reconfigure(settings)
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings for the next turn; allow-for-session rules and rate-limit windows are kept."""
         try:
-            host_rules = HostRules(settings.network.allow, settings.network.deny)
+            self.host_rules = HostRules(settings.network.allow, settings.network.deny)
         except ValueError as exc:
             raise SetupError(f"invalid setting network: {exc}") from None
-        self.host_rules = host_rules
         self.settings = settings
         self.mcp.configure(settings.mcp_servers, settings.proposed_mcp_servers, self._mcp_surroundings(settings))
-        self.learned.relocate(Path(settings.data_dir or "."))
-        self.learned.rates = {name: entry.rate_per_min for name, entry in settings.learned_apis.items()}
-        self.learned.taken = set(settings.mcp_servers)
+        if self._learned is not None:
+            self._learned.configure(settings)
         self.hooks.configure(settings)
         self.approval.mode = settings.approval or "deny"
         self.approval.timeout = settings.approval_timeout_sec
@@ -108,12 +100,23 @@ class Engine:
                 raise SetupError(f"invalid setting 'command_allowlist': {exc}") from None
 
     @property
+    def learned(self) -> LearnedApis:
+        if self._learned is None:  # a turn's tools, `::context`, the editor's list
+            from sunwell.tools.learned.registry import LearnedApis, remember_learned
+
+            learned = LearnedApis(Path(self.settings.data_dir or "."), on_learned=remember_learned)
+            self._learned = learned.configure(self.settings)
+        return self._learned
+
+    @property
     def data_dir(self) -> Path:
         return Path(self.settings.data_dir)
 
     @property
     def store(self) -> SessionStore:
         if self._store is None:  # opened on first use, so lens features work even when the data dir is broken
+            from sunwell.agent.sessions import SessionStore
+
             self._store = SessionStore(self.data_dir / "sessions.db")
         return self._store
 
@@ -288,6 +291,7 @@ class Engine:
         from sunwell.agent.loop import Turn, TurnConfig
         from sunwell.agent.plan import Retool, first_notices, starting_notices
         from sunwell.agent.subagent import Subagents
+        from sunwell.agent.turn import TurnLog
         from sunwell.tools.policy.audit import AuditLog
 
         spec = self.model_spec(model)
@@ -358,10 +362,14 @@ class Engine:
 
     def _tool_context(self, session: str, log: TurnLog, trust: Trust, lens: Lens | None, provider: Provider,
                       model: str) -> ToolContext:
+        from sunwell.tools.network.policy import network_for
+
         checkpoints, turn = self.checkpoints, log.turn
 
-        async def complete(system: str, user: str) -> str:
-            return await complete_text(provider, model, system, user, self.settings.max_tokens)
+        async def complete(system: str, user: str) -> str:  # a skill's nested call: one answer, no tools
+            request = ModelRequest(model=model, system=system, messages=[UserMessage(text=user)],
+                                   max_tokens=self.settings.max_tokens)
+            return "".join([event.text async for event in provider.stream(request) if isinstance(event, TextDelta)])
 
         return ToolContext(
             jail=self.jail(lens),
@@ -390,9 +398,3 @@ class Engine:
             ask=question_asker(self.questioner, self.settings, session, turn), code_intel=self.code_intel,
         )
 
-
-async def complete_text(provider: Provider, model: str, system: str, user: str, max_tokens: int) -> str:
-    """One model answer with no tools (a skill's nested call)."""
-    request = ModelRequest(model=model, system=system, messages=[UserMessage(text=user)], max_tokens=max_tokens)
-    parts = [event.text async for event in provider.stream(request) if isinstance(event, TextDelta)]
-    return "".join(parts)

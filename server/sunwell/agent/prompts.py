@@ -147,15 +147,6 @@ def project_instructions(jail: Jail, max_bytes: int) -> tuple[list[str], list[Lo
     return sections, loaded
 
 
-ELIDED = ("[Sunwell] The output of {call} ({lines} lines, ~{tokens:,} tokens) was elided to keep the conversation "
-          "within the context window; make the call again if you need it.")
-
-
-def elided_output(call: str, lines: int, tokens: int) -> str:
-    """What an old tool result becomes when elided: one line saying what it was and how to get it again."""
-    return ELIDED.format(call=call, lines=lines, tokens=tokens)
-
-
 COMPACT_SYSTEM = (
     "You summarise a conversation between a user and a coding assistant so that the assistant can continue the "
     "work from your summary alone. Keep: what the user asked for and any decisions or preferences they stated; "

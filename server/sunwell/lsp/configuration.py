@@ -30,6 +30,7 @@ from sunwell.errors import ConfigError, SetupError, first_problem
 from sunwell.lsp.client_requests import wire_client
 from sunwell.lsp.elicit import ClientElicitor, wants_elicit
 from sunwell.lsp.failures import Unavailable
+from sunwell.lsp.process import end_of_start
 from sunwell.wire.options import InitializationOptions
 from sunwell.wire.protocol import CONFIG_SECTION
 
@@ -52,7 +53,10 @@ def setup(server: SunwellServer) -> None:
     def initialized(ls: SunwellServer, params: types.InitializedParams) -> None:
         for problem in ls.startup_problems:
             ls.show_message(problem)
-        apply_settings(ls)
+        try:
+            apply_settings(ls)
+        finally:
+            end_of_start()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: SunwellServer, params: types.DidChangeConfigurationParams) -> None:

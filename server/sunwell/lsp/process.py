@@ -8,6 +8,7 @@ and stderr for everyone else.
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import logging
 import os
@@ -121,3 +122,13 @@ def claim_stdio() -> tuple[Any, Any]:
     os.dup2(sys.stderr.fileno(), 1)
     sys.stdout = sys.stderr
     return stdin, stdout
+
+
+def end_of_start() -> None:
+    """The garbage collector back on once the first engine is built. `python -m sunwell serve` starts with it off:
+    the imports and the engine make objects that live as long as the process, and collecting while they are made
+    only scans them again and again (~40 ms of a ~600 ms start, tests/bench/bench_sidecar.py). They are frozen
+    out of later collections."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()

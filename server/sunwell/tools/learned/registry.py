@@ -26,7 +26,7 @@ from typing import Any
 import httpx2
 from pydantic import Field
 
-from sunwell.config import user_config_path
+from sunwell.config import Settings, user_config_path
 from sunwell.config.learned_entries import remember
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
@@ -76,11 +76,16 @@ class LearnedApis:
         self._pending: dict[str, LearnedApi] = {}
         self._tokens: dict[tuple[str, str], str] = {}
 
-    def relocate(self, data_dir: Path) -> None:
-        """The user's data dir changed (the editor's settings): learned APIs are read from there."""
+    def configure(self, settings: Settings) -> LearnedApis:
+        """The user's settings, new or changed: the data dir the APIs are read from (the editor's may change),
+        their rates, the MCP servers' names."""
+        data_dir = Path(settings.data_dir or ".")
         if self.store.folder != data_dir / "learned":
             self.store = LearnedStore(data_dir)
             self.credentials = Credentials(data_dir)
+        self.rates = {name: entry.rate_per_min for name, entry in settings.learned_apis.items()}
+        self.taken = set(settings.mcp_servers)
+        return self
 
     def apis(self) -> list[LearnedApi]:
         return self.store.all()
