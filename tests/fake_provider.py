@@ -120,6 +120,9 @@ class Reply:
     # Answer only once this file exists (the request is recorded at once): a test kills the client while the request
     # waits, at an exact step boundary. The fake's stop ends the wait by dropping the connection.
     wait_for: str | os.PathLike[str] | None = None
+    # The first token's likeliest alternatives and their probabilities, streamed as `logprobs` on the first content
+    # chunk (as OpenAI, llama.cpp and vLLM do) when the request asks with `logprobs` and `top_logprobs`.
+    first_tokens: list[tuple[str, float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.blocks:
@@ -563,8 +566,14 @@ def _openai_events(reply: Reply, body: dict, ident: str, call_ids: list[str]) ->
             for piece in _pieces(part.text, reply.chunk):
                 yield chunk({"reasoning_content": piece})
         elif isinstance(part, str):
-            for piece in _pieces(part, reply.chunk):
-                yield chunk({"content": piece})
+            for n, piece in enumerate(_pieces(part, reply.chunk)):
+                event = chunk({"content": piece})
+                if n == 0 and reply.first_tokens and body.get("logprobs"):
+                    tops = [{"token": token, "logprob": math.log(p), "bytes": None}
+                            for token, p in reply.first_tokens[: body.get("top_logprobs") or 0]]
+                    first = {"token": piece, "logprob": 0.0, "bytes": None, "top_logprobs": tops}
+                    event["choices"][0]["logprobs"] = {"content": [first]}
+                yield event
 
     def tool_delta(i: int, part: dict) -> dict:
         if reply.omit_index:

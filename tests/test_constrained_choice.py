@@ -44,6 +44,7 @@ def test_a_call_opened_free_is_made_under_the_schema_and_only_that_one_runs(tmp_
 
     assert [kind(r.body) for r in fake.requests] == [None, "json_schema", None]
     free, held = (fake.requests[i].body for i in (0, 1))
+    assert free.pop("logprobs") is True and free.pop("top_logprobs") == 10  # the first token's alternatives
     assert {k: v for k, v in held.items() if k != "response_format"} == free  # one prompt: a server's cache holds
     assert [(e["name"], e["arguments"]) for e in wire if e["type"] == "toolCall"] == [("read_file", {"path": "a.txt"})]
     assert "".join(e["delta"] for e in wire if e["type"] == "text") == "It says hello from a."
@@ -54,6 +55,40 @@ def test_the_answer_tools_json_written_free_is_the_answer(tmp_path, workspace, f
     wire = as_json(run_turn(engine(tmp_path, workspace, fake), "Say hello"))
     assert [kind(r.body) for r in fake.requests] == [None]
     assert "".join(e["delta"] for e in wire if e["type"] == "text") == "Nothing to read: hello."
+
+
+@pytest.mark.parametrize("share,requests", [(0.3, [None, "json_schema", None]), (0.2, [None])])
+def test_prose_with_a_call_close_behind_goes_to_the_schema(tmp_path, workspace, fake, share, requests):
+    # The free reply follows the likeliest token; the server's log-probabilities say how close a call came.
+    first = [("To", 0.5), ('{"', share * 2 / 3), ("```", share / 3), ("Let", 0.05)]
+    fake.script(Reply(text="To find the integral, integrate 3x^2 from 1 to 2: it is 7.", first_tokens=first),
+                Reply(text=call("read_file", path="a.txt")), Reply(text="It says hello from a."))
+    wire = as_json(run_turn(engine(tmp_path, workspace, fake), "Integrate 3x^2 from 1 to 2"))
+
+    assert [kind(r.body) for r in fake.requests] == requests
+    said = "".join(e["delta"] for e in wire if e["type"] == "text")
+    if len(requests) == 1:
+        assert said.startswith("To find the integral") and not [e for e in wire if e["type"] == "toolCall"]
+    else:
+        assert [e["name"] for e in wire if e["type"] == "toolCall"] == ["read_file"]
+        assert said == "It says hello from a."  # nothing of the free prose reached the user
+
+
+def test_first_tokens_are_read_from_the_first_text_chunk_only_and_bad_ones_dropped():
+    from sunwell.models.providers.openai_chat import ChatStreamReducer
+
+    def chunk(text, logprobs):
+        return {"choices": [{"index": 0, "delta": {"content": text}, "logprobs": logprobs}]}
+
+    tops = {"content": [{"token": "To", "logprob": -0.5, "top_logprobs": [
+        {"token": "To", "logprob": -0.5}, {"token": '{"', "logprob": -1.2}, {"token": 7, "logprob": -2.0},
+        {"token": "x", "logprob": "high"}, {"token": "y", "logprob": 3.0}, "junk"]}]}
+    reducer = ChatStreamReducer()
+    first, second = (next(iter(reducer.feed(chunk(t, tops)))) for t in ("To", " find"))
+    assert [(t, round(p, 3)) for t, p in first.first_tokens] == [("To", 0.607), ('{"', 0.301)]
+    assert second.first_tokens == ()
+    for bad in (None, {}, {"content": None}, {"content": []}, {"content": ["x"]}, {"content": [{"top_logprobs": 5}]}):
+        assert next(iter(ChatStreamReducer().feed(chunk("Hi", bad)))).first_tokens == ()
 
 
 @pytest.mark.parametrize("opened", [

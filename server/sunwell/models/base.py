@@ -30,6 +30,9 @@ class ModelRequest:
     max_tokens: int = 4096
     temperature: float | None = None
     """None: the server's default."""
+    first_tokens: int = 0
+    """How many of the likeliest first tokens the reply's first text should carry (`TextDelta.first_tokens`), from
+    a server that reports log-probabilities; 0: none asked for."""
 
 
 class _ModelOutput:
@@ -48,6 +51,9 @@ class _ModelOutput:
 @dataclass(frozen=True)
 class TextDelta(_ModelOutput):
     text: str
+    first_tokens: tuple[tuple[str, float], ...] = ()
+    """On a reply's first text, when the request asked for them: the tokens the model was likeliest to begin its
+    reply with, each with its probability."""
 
 
 @dataclass(frozen=True)

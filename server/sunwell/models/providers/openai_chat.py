@@ -12,6 +12,7 @@ only when the reply opens a call (`choice.py`).
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -152,6 +153,8 @@ class OpenAIChat:
         params["max_completion_tokens" if self.name == "openai" else "max_tokens"] = request.max_tokens
         if request.temperature is not None:
             params["temperature"] = request.temperature
+        if request.first_tokens:
+            params.update(logprobs=True, top_logprobs=request.first_tokens)
         # "none" sends no tools at all: the history's tool messages stay valid without them (PROTOCOL.md).
         if request.tools and request.tool_choice != "none":
             params["tools"] = [
@@ -287,6 +290,7 @@ class ChatStreamReducer:
     finish_reason: str | None = None
     usage: Usage | None = None
     chunks: int = 0
+    texts: int = 0
 
     def feed(self, chunk: Any) -> Iterator[StreamEvent]:
         self.chunks += 1
@@ -305,7 +309,8 @@ class ChatStreamReducer:
                 yield ThinkingDelta(thinking)
             for key in ("content", "refusal"):
                 if isinstance(text := delta.get(key), str) and text:
-                    yield TextDelta(text)
+                    self.texts += 1
+                    yield TextDelta(text, _first_tokens(choice.get("logprobs")) if self.texts == 1 else ())
             for tool_call in delta.get("tool_calls") or ():
                 if isinstance(tool_call, dict):
                     yield from self._tool_call_delta(tool_call)
@@ -365,3 +370,13 @@ class ChatStreamReducer:
             ": the server stopped answering, as llama-cpp-python does when another client's request interrupts this "
             "one (let one client use it at a time, or start it with --interrupt_requests false)")
         return StreamCut(f"the {provider} stream ended before the answer was complete{why}", began=True)
+
+
+def _first_tokens(logprobs: Any) -> tuple[tuple[str, float], ...]:
+    """The alternatives of a chunk's first token (`logprobs.content[0].top_logprobs`), as probabilities."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    first = content[0] if isinstance(content, list) and content and isinstance(content[0], dict) else {}
+    tops = first.get("top_logprobs") if isinstance(first.get("top_logprobs"), list) else []
+    return tuple((top["token"], math.exp(top["logprob"])) for top in tops
+                 if isinstance(top, dict) and isinstance(top.get("token"), str)
+                 and isinstance(top.get("logprob"), int | float) and top["logprob"] <= 0)
