@@ -1,5 +1,6 @@
-"""The sidecar's start: `python -m sunwell serve` collects no garbage until its first engine is built, then
-freezes what the start made and collects again (lsp/process.py `end_of_start`; bench_sidecar.py measures it)."""
+"""The sidecar's start: `sunwell serve` (the extension runs `python -m sunwell serve`) collects no garbage until
+its first engine is built, then freezes what the start made and collects again (lsp/process.py `end_of_start`;
+bench_sidecar.py measures it)."""
 
 from __future__ import annotations
 
@@ -50,5 +51,5 @@ def test_the_collector_is_off_until_the_first_engine_then_on_with_the_start_froz
                           capture_output=True, timeout=60, cwd=tmp_path, check=True)
     states = [line for line in done.stderr.decode().splitlines() if line.startswith("gc ")]
     assert b'"current":"openai:gpt-4o"' in done.stdout.replace(b" ", b"")  # it answered with the engine built
-    assert states[0] == "gc True False"  # before `sunwell/__main__.py` ran
+    assert states[0] == "gc True False"  # before the CLI took the serve path
     assert states[1:] == ["gc False False", "gc True True"]

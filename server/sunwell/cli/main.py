@@ -8,6 +8,7 @@ import pygls. `main` picks the path first; the parser, then the commands' module
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 from pathlib import Path
@@ -102,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["serve"]:  # its options belong to the sidecar's own parser
+        gc.disable()  # until the sidecar's first engine is built (lsp/process.py `end_of_start`)
         from sunwell.lsp.server import main as serve  # pygls: only the sidecar
 
         return serve([arg for arg in argv[1:] if arg != "--stdio"])  # clients may add --stdio: the default

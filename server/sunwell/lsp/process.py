@@ -125,7 +125,7 @@ def claim_stdio() -> tuple[Any, Any]:
 
 
 def end_of_start() -> None:
-    """The garbage collector back on once the first engine is built. `python -m sunwell serve` starts with it off:
+    """The garbage collector back on once the first engine is built. `sunwell serve` starts with it off:
     the imports and the engine make objects that live as long as the process, and collecting while they are made
     only scans them again and again (~40 ms of a ~600 ms start, tests/bench/bench_sidecar.py). They are frozen
     out of later collections."""

@@ -144,7 +144,8 @@ async def answer_or_call(stream: Stream, request: ConstrainedRequest) -> AsyncIt
                 continue
             held.append(event)
             if isinstance(event, TextDelta):
-                share = share or call_share(event.first_tokens, answer, tools)
+                if not text:  # the first token's alternatives come with the first text
+                    share = call_share(event.first_tokens, answer, tools)
                 text += event.text
                 verdict = opening(text, answer, tools)
                 if verdict == "answer" and share >= CALL_SHARE and text.lstrip()[:1] not in "{[<`":
