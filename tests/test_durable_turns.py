@@ -45,7 +45,7 @@ def test_killed_after_a_model_reply_the_turn_goes_on_with_the_same_request(sunwe
 
     fake.script(Reply(tool_calls=[Call("write_file", json.dumps({"path": "src/app.py", "content": "x = 1\n"}))]),
                 Reply(text="all done"))
-    resumed = sunwell("run", "--resume", "--json", "--yes")
+    resumed = sunwell("run", "--resume", "--json", "--yes", "--trust", "shell")
     assert resumed.code == 0, resumed.stderr
     assert fake.requests[2].body == fake.requests[1].body  # exactly the request the dead process was waiting on
     assert counted(workspace) == 1  # the command ran once
@@ -112,7 +112,7 @@ def test_killed_after_the_reply_is_logged_before_its_call_starts_the_call_runs_o
     assert counted(workspace) == 0
 
     fake.script(Reply(text="counted"))
-    resumed = sunwell("run", "--resume", "--json", "--yes")
+    resumed = sunwell("run", "--resume", "--json", "--yes", "--trust", "shell")
     assert resumed.code == 0, resumed.stderr
     assert counted(workspace) == 1
     after = resumed.events
@@ -137,7 +137,7 @@ def test_killed_while_a_command_runs_it_is_answered_interrupted_not_run_again(su
     assert "step" in shown.stdout and "run call_1" in shown.stdout
 
     fake.script(Reply(text="I will check the counter first"))
-    resumed = sunwell("run", "--resume", "--json", "--yes")
+    resumed = sunwell("run", "--resume", "--json", "--yes", "--trust", "shell")
     assert resumed.code == 0, resumed.stderr
     time.sleep(0.2)
     assert counted(workspace) == 1  # never run again
@@ -162,7 +162,7 @@ def test_undo_after_an_unstaged_command_cut_off_puts_back_what_it_did(sunwell, f
     run.kill_when(lambda: counted(workspace) == 1)
     try:  # `go` only once undo is checked: made before the resume, it would count as the command's change
         fake.script(Reply(text="I will check the counter first"))
-        resumed = sunwell("run", "--resume", "--json", "--yes")
+        resumed = sunwell("run", "--resume", "--json", "--yes", "--trust", "shell")
         assert resumed.code == 0, resumed.stderr
         [notice] = [e for e in resumed.events if e["type"] == "notice" and e["code"] == "call_interrupted"]
         assert "undo puts back the 1 workspace file(s) changed since it started (counter.txt)" in notice["message"]
@@ -186,7 +186,7 @@ def test_the_snapshot_of_an_unstaged_command_cut_off_is_gone_once_resumed(sunwel
     [kept] = staging.glob("snapshot-*")  # written down before the command started
     assert (kept / "manifest.json").is_file()
     fake.script(Reply(text="I will check the counter first"))
-    assert sunwell("run", "--resume", "--json", "--yes").code == 0
+    assert sunwell("run", "--resume", "--json", "--yes", "--trust", "shell").code == 0
     assert not list(staging.glob("snapshot-*"))
 
 
@@ -204,7 +204,7 @@ def test_killed_while_an_mcp_call_runs_it_is_answered_interrupted_not_called_aga
 
     fake.script(Reply(tool_calls=[Call("write_file", json.dumps({"path": "src/app.py", "content": "x = 1\n"}))]),
                 Reply(text="I will look at the counter before tallying again"))
-    resumed = sunwell("run", "--resume", "--json", "--yes")
+    resumed = sunwell("run", "--resume", "--json", "--yes", "--trust", "shell")
     assert resumed.code == 0, resumed.stderr
     time.sleep(0.2)
     assert counted(workspace) == 1  # called once, never again
@@ -276,7 +276,7 @@ def test_killed_while_a_staged_command_runs_it_runs_again_staged_and_applies_onc
     (workspace / "go").touch()
 
     fake.script(Reply(text="counted"))
-    resumed = sunwell("run", "--resume", "--json", "--yes")
+    resumed = sunwell("run", "--resume", "--json", "--yes", "--trust", "shell")
     assert resumed.code == 0, resumed.stderr
     assert counted(workspace) == 1
     result = next(e for e in resumed.events if e["type"] == "toolResult")
@@ -327,7 +327,7 @@ def test_a_turn_that_ended_in_a_provider_error_resends_only_the_failed_request(s
     assert "[error]" in sunwell("sessions", "list").stdout
 
     fake.script(Reply(text="counted once"))
-    resumed = sunwell("run", "--resume", "--json", "--yes")
+    resumed = sunwell("run", "--resume", "--json", "--yes", "--trust", "shell")
     assert resumed.code == 0, resumed.stderr
     assert len(fake.requests) == 3 and fake.requests[2].body == fake.requests[1].body
     assert counted(workspace) == 1
@@ -360,7 +360,7 @@ def test_a_reply_cut_by_the_crash_is_asked_again_and_its_calls_answered(sunwell,
     assert not any(kind == "message" and "run_command" in content for kind, content in log_rows(env))
 
     fake.script(Reply(text="nothing to run after all"))
-    resumed = sunwell("run", "--resume", "--json", "--yes")
+    resumed = sunwell("run", "--resume", "--json", "--yes", "--trust", "shell")
     assert resumed.code == 0, resumed.stderr
     assert fake.requests[1].body == fake.requests[0].body
     assert counted(workspace) == 0

@@ -26,6 +26,7 @@ from sunwell.commands_spec import parse_command
 from sunwell.errors import InvalidReplace, SessionBusy, SetupError
 from sunwell.model_strings import ModelSpec
 from sunwell.tools.workspace.safe_write import remove_orphans
+from sunwell.vocabulary import Trust
 from sunwell.wire.events import CommandOutputEvent, DoneEvent, Event, SessionEvent
 from sunwell.wire.messages import Message
 
@@ -91,7 +92,9 @@ class Session:
     async def resume(self, sink: Sink, overrides: Overrides | None = None) -> DoneEvent:
         """Take up the session's last turn where its log ends, when it was interrupted (its process died) or ended
         in a provider error (agent/resume.py): same turn id, `seq` going on, with the settings it ran with (the
-        model, trust, lens and tools `overrides` name instead). Raises NothingToResume (a SetupError) when it
+        model, trust, lens and tools `overrides` name instead). Its calls are judged by the policy in force now: the
+        trust is the lower of the logged one and today's, so a config lowered since the crash holds (only `overrides`,
+        the user's word now, widens). Raises NothingToResume (a SetupError) when it
         ended, SetupError for a session of another workspace, SessionNotFound for an unknown session."""
         if self.id is None:
             raise NothingToResume("no session to resume")
@@ -107,7 +110,8 @@ class Session:
             state.session = self.id
             done = await engine.run_turn(
                 point.request, sink, session=self.id, model=overrides.model or ran.get("model") or state.model,
-                trust=overrides.trust or ran.get("trust") or state.trust, lens=overrides.lens or ran.get("lens"),
+                trust=overrides.trust or _narrower(ran.get("trust"), state.trust or engine.settings.trust),
+                lens=overrides.lens or ran.get("lens"),
                 tool_names=ran.get("tools") if overrides.tool_names is None else overrides.tool_names,
                 instructions=ran.get("instructions", state.instructions()), resume=point)
             return done
@@ -168,6 +172,11 @@ class Session:
         done = DoneEvent(status="completed", tool_calls=0, usage=None, seq=len(events) + 1, **ids)
         sink(done)
         return done
+
+
+def _narrower(logged: str | None, now: str) -> str:
+    """The lower of two trust levels (an unknown logged name counts for nothing)."""
+    return now if logged not in Trust.__members__ else min(Trust[logged], Trust[now]).name
 
 
 def rewind(store: SessionStore, session: str | None, turn: str) -> str:
