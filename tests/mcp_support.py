@@ -81,10 +81,11 @@ class OAuthBox:
     """An authorization server and the MCP server it protects (tests/mcp_servers/oauth_box.py), each on its own port
     of 127.0.0.1; `args`: more of its options."""
 
-    def __init__(self, *args: str) -> None:
-        self.args = args
+    def __init__(self, *args: str, as_host: str = "127.0.0.1") -> None:
+        self.args = (*args, "--as-host", as_host)
+        self.as_host = as_host
         self.as_port, self.mcp_port = free_port(), free_port()
-        self.issuer = f"http://127.0.0.1:{self.as_port}"
+        self.issuer = f"http://{as_host}:{self.as_port}"
         self.url = f"http://127.0.0.1:{self.mcp_port}/mcp"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -93,10 +94,10 @@ class OAuthBox:
                                       "--mcp-port", str(self.mcp_port), *self.args],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 20
-        for port in (self.as_port, self.mcp_port):
+        for host, port in ((self.as_host, self.as_port), ("127.0.0.1", self.mcp_port)):
             while True:
                 try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    socket.create_connection((host, port), timeout=0.2).close()
                     break
                 except OSError:
                     if time.monotonic() > deadline or self.proc.poll() is not None:

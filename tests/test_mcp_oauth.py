@@ -22,6 +22,7 @@ from sunwell.tools.base import ToolContext, Trust
 from sunwell.tools.executor import execute
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.mcp.sign_in_url import UnsafeUrl, checked_authorization_url
+from sunwell.tools.network.hosts import HostRules
 from sunwell.tools.workspace.jail import Jail
 from sunwell.wire.messages import ToolCall
 
@@ -35,10 +36,10 @@ def no_keyring(monkeypatch: pytest.MonkeyPatch):
 class Sunwell:
     """One run of Sunwell's MCP hub over the data dir `data`: a new one is a restart."""
 
-    def __init__(self, tmp: Path, url: str, opener=None, **config) -> None:
+    def __init__(self, tmp: Path, url: str, opener=None, allow: tuple[str, ...] = (), **config) -> None:
         (tmp / "ws").mkdir(exist_ok=True)
         self.data = tmp / "data"
-        self.hub = McpHub(Surroundings(tmp / "ws", self.data))
+        self.hub = McpHub(Surroundings(tmp / "ws", self.data, network=HostRules(allow)))
         self.hub.configure({"guarded": McpServerConfig.model_validate({"url": url, "timeout": 10, **config})}, {})
         self.hub.sign_in.opener = opener
         self.notices: list[tuple[str, str, str]] = []
@@ -63,8 +64,8 @@ class Sunwell:
 async def sunwells(tmp_path: Path):
     made: list[Sunwell] = []
 
-    def make(url: str, opener=None, **config) -> Sunwell:
-        made.append(Sunwell(tmp_path, url, opener, **config))
+    def make(url: str, opener=None, allow: tuple[str, ...] = (), **config) -> Sunwell:
+        made.append(Sunwell(tmp_path, url, opener, allow, **config))
         return made[-1]
 
     yield make
@@ -118,6 +119,27 @@ async def test_an_authorization_endpoint_carrying_shell_syntax_never_reaches_the
         assert "gave a sign-in URL Sunwell will not open: it carries '$'" in one.server.reason
         assert box.events("authorize") == []
         assert any("will not open" in message for _, _, message in one.notices)
+
+
+async def test_discovery_never_reaches_an_address_the_network_policy_refuses(sunwells):
+    """The resource's metadata names an authorization server at 127.0.0.2, an address the user never named: its
+    metadata is never asked for, nothing registers, no browser opens (issue 40, item 6)."""
+    with OAuthBox(as_host="127.0.0.2") as box:
+        browser = Browser()
+        one = sunwells(box.url, browser)
+        await one.start()
+        assert box.events("metadata") == [] and box.events("register") == []
+        assert browser.opened == []
+        assert one.server.state == "failed"
+        assert "127.0.0.2" in one.server.reason and "network.allow" in one.server.reason, one.server.reason
+
+
+async def test_an_authorization_server_the_user_lists_by_address_is_reached(sunwells):
+    with OAuthBox(as_host="127.0.0.2") as box:
+        one = sunwells(box.url, Browser(), allow=("127.0.0.2",))
+        await one.start()
+        assert one.server.state == "running", one.server.reason
+        assert len(box.events("metadata")) >= 1 and len(box.events("register")) == 1
 
 
 async def test_the_listener_takes_only_the_answer_to_the_sign_in_it_started(sunwells):

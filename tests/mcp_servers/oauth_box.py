@@ -11,7 +11,8 @@ given a secret must send it; an expired or revoked token is refused. Nothing is 
 and steer: the events (`log`), every secret issued (`secrets`), expiring every access token (`expire`), refusing
 every refresh token (`refuse-refresh`).
 
-Options: `--expires-in N` (access token lifetime), `--authorization-endpoint URL` (advertised instead of our own:
+Options: `--as-host ADDRESS` (the authorization server's address, named in the resource's metadata; default
+127.0.0.1), `--expires-in N` (access token lifetime), `--authorization-endpoint URL` (advertised instead of our own:
 the attack of CVE-2025-6514), `--issue-secrets` (register every client as confidential, `client_secret_post`).
 """
 
@@ -41,9 +42,10 @@ parser.add_argument("--mcp-port", type=int, required=True)
 parser.add_argument("--expires-in", type=int, default=3600)
 parser.add_argument("--authorization-endpoint", default=None)
 parser.add_argument("--issue-secrets", action="store_true")
+parser.add_argument("--as-host", default="127.0.0.1")
 options = parser.parse_args()
 
-ISSUER = f"http://127.0.0.1:{options.as_port}"
+ISSUER = f"http://{options.as_host}:{options.as_port}"
 RESOURCE = f"http://127.0.0.1:{options.mcp_port}/mcp"
 clients: dict[str, dict] = {}
 codes: dict[str, dict] = {}
@@ -65,6 +67,7 @@ def refuse(error: str, description: str, status: int = 400) -> JSONResponse:
 
 
 async def metadata(request: Request) -> Response:
+    events.append({"event": "metadata"})
     return JSONResponse({
         "issuer": ISSUER,
         "authorization_endpoint": options.authorization_endpoint or f"{ISSUER}/authorize",
@@ -208,12 +211,12 @@ authorization_server = Starlette(routes=[
 
 
 async def main() -> None:
-    def server(app, port: int) -> uvicorn.Server:
-        return uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+    def server(app, host: str, port: int) -> uvicorn.Server:
+        return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                              access_log=False, lifespan="on"))
 
-    await asyncio.gather(server(authorization_server, options.as_port).serve(),
-                         server(mcp.streamable_http_app(), options.mcp_port).serve())
+    await asyncio.gather(server(authorization_server, options.as_host, options.as_port).serve(),
+                         server(mcp.streamable_http_app(), "127.0.0.1", options.mcp_port).serve())
 
 
 asyncio.run(main())

@@ -73,16 +73,14 @@ class Engine:
                                        timeout=settings.approval_timeout_sec)
         self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
                                  on_release=lambda session: self.approval.forget([session]))
+        self.host_rules = _host_rules(settings)
         self.mcp = McpHub(self._mcp_surroundings(settings))
         self.hooks = Hooks(settings, self.workspace)
         self.reconfigure(settings)
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings for the next turn; allow-for-session rules and rate-limit windows are kept."""
-        try:
-            self.host_rules = HostRules(settings.network.allow, settings.network.deny)
-        except ValueError as exc:
-            raise SetupError(f"invalid setting network: {exc}") from None
+        self.host_rules = _host_rules(settings)
         self.settings = settings
         self.mcp.configure(settings.mcp_servers, settings.proposed_mcp_servers, self._mcp_surroundings(settings))
         if self._learned is not None:
@@ -341,7 +339,8 @@ class Engine:
 
     def _mcp_surroundings(self, settings: Settings) -> Surroundings:
         return Surroundings(self.workspace, Path(settings.data_dir or "."), tuple(settings.blocked_paths),
-                            tuple(settings.env_passthrough), quarantine_dir=Path(settings.data_dir or ".") / "quarantine")
+                            tuple(settings.env_passthrough), quarantine_dir=Path(settings.data_dir or ".") / "quarantine",
+                            network=self.host_rules)
 
     async def summariser(self, session: str | None, own: Summariser) -> Summariser:
         """Who writes summaries when a session's history is compacted: `compaction_model` when configured, else
@@ -376,15 +375,10 @@ class Engine:
             max_output_bytes=self.settings.max_output_bytes, tool_timeout=self.settings.tool_timeout_sec,
             search=SearchSettings(ripgrep_path=self.settings.ripgrep_path),
             commands=CommandSettings(
-                sandbox=self.settings.sandbox,
-                network=trust >= Trust.full,
-                max_timeout=self.settings.max_command_timeout_sec,
-                env_passthrough=tuple(self.settings.env_passthrough),
-                quarantine_dir=self.data_dir / "quarantine",
-                staging_dir=self.data_dir / "staging",
-                staging_max_bytes=self.settings.staging.max_bytes,
-                staging_max_files=self.settings.staging.max_files,
-            ),
+                sandbox=self.settings.sandbox, network=trust >= Trust.full,
+                max_timeout=self.settings.max_command_timeout_sec, env_passthrough=tuple(self.settings.env_passthrough),
+                quarantine_dir=self.data_dir / "quarantine", staging_dir=self.data_dir / "staging",
+                staging_max_bytes=self.settings.staging.max_bytes, staging_max_files=self.settings.staging.max_files),
             undo=UndoHooks(
                 before_write=lambda path, rel: checkpoints.save(session, turn, path, rel),
                 after_write=lambda path, rel, data: checkpoints.record_after(session, turn, rel, data),
@@ -398,3 +392,9 @@ class Engine:
             ask=question_asker(self.questioner, self.settings, session, turn), code_intel=self.code_intel,
         )
 
+
+def _host_rules(settings: Settings) -> HostRules:
+    try:
+        return HostRules(settings.network.allow, settings.network.deny)
+    except ValueError as exc:
+        raise SetupError(f"invalid setting network: {exc}") from None

@@ -21,14 +21,19 @@ import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
 from sunwell.tools.mcp.oversize import MAX_MESSAGE_BYTES, too_large_error
+from sunwell.tools.network.guard import pinned_by_rules
+from sunwell.tools.network.hosts import HostRules
 
 
 def http_transport(url: str, headers: dict[str, str], limit: int = MAX_MESSAGE_BYTES,
-                   auth: httpx2.Auth | None = None) -> Any:
-    """The transport `mcp.Client` takes for a server at `url` (`auth`: its OAuth sign-in, tools/mcp/oauth.py)."""
+                   auth: httpx2.Auth | None = None, rules: HostRules | None = None) -> Any:
+    """The transport `mcp.Client` takes for a server at `url` (`auth`: its OAuth sign-in, tools/mcp/oauth.py). Every
+    request to a host other than `url`'s (an authorization server the sign-in discovers) passes the user's address
+    `rules` and goes to the address they checked (tools/network/guard.py)."""
     http = httpx2.AsyncClient(headers={"Accept-Encoding": "identity", **headers}, auth=auth,
                               timeout=httpx2.Timeout(30, read=300),
-                              event_hooks={"response": [functools.partial(bound_json_body, limit=limit)]})
+                              event_hooks={"request": [pinned_by_rules(rules or HostRules(), [url])],
+                                           "response": [functools.partial(bound_json_body, limit=limit)]})
     return streamable_http_client(url, http_client=http, max_sse_event_size=limit)
 
 

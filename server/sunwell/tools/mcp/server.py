@@ -146,7 +146,8 @@ class McpServer:
 
     async def _transport(self, generation: int) -> Any:
         if self.config.url is not None:
-            return http_transport(self.config.url, self.config.headers, auth=await self._oauth(self.config.url))
+            return http_transport(self.config.url, self.config.headers, auth=await self._oauth(self.config.url),
+                                  rules=self.around.network)
         self._launch = await stdio_launch(self.config, jail=self.around.jail(), data_dir=self.around.data_dir,
                                           passthrough=self.around.env_passthrough, bwrap_path=self.around.bwrap_path,
                                           fetch=self._generation == 1)

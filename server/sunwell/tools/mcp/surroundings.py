@@ -4,10 +4,11 @@ a turn with no MCP server configured should not pay)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sunwell.tools.mcp.vaults import Vaults
+from sunwell.tools.network.hosts import HostRules
 from sunwell.tools.workspace.jail import Jail
 
 Notify = Callable[[str, str, str], None]
@@ -29,6 +30,9 @@ class Surroundings:
     env_passthrough: tuple[str, ...] = ()
     bwrap_path: str | None = None
     quarantine_dir: Path | None = None
+    network: HostRules = field(default_factory=HostRules)
+    """The user's address rules: every host a url server's sign-in reaches besides the server's own (an
+    authorization server its metadata names) must pass them, as a web_fetch must."""
 
     def jail(self) -> Jail:
         return Jail(self.workspace, self.blocked_paths)
