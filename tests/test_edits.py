@@ -267,9 +267,9 @@ async def test_write_validation(ws: Path) -> None:
 
 def test_write_preview(ws: Path) -> None:
     new = WRITE_FILE.preview({"path": "./docs/new.md", "content": "hi"}, ctx(ws))
-    assert new == {"kind": "diff", "path": "docs/new.md", "before": None, "after": "hi"}
+    assert new == {"kind": "diff", "path": "docs/new.md", "before": None, "after": "hi", "remoteSchema": None}
     old = WRITE_FILE.preview({"path": "a.txt", "content": "bye"}, ctx(ws))
-    assert old == {"kind": "diff", "path": "a.txt", "before": "hello\nworld\n", "after": "bye"}
+    assert old == {"kind": "diff", "path": "a.txt", "before": "hello\nworld\n", "after": "bye", "remoteSchema": None}
     assert not (ws / "docs").exists()  # a preview changes nothing
 
 
@@ -397,7 +397,8 @@ async def test_edit_matches_a_crlf_file_written_with_lf(ws: Path) -> None:
 
 def test_edit_preview(ws: Path) -> None:
     preview = EDIT_FILE.preview({"path": "a.txt", "old_text": "world", "new_text": "there"}, ctx(ws))
-    assert preview == {"kind": "diff", "path": "a.txt", "before": "hello\nworld\n", "after": "hello\nthere\n"}
+    assert preview == {"kind": "diff", "path": "a.txt", "before": "hello\nworld\n", "after": "hello\nthere\n",
+                       "remoteSchema": None}
     assert (ws / "a.txt").read_text() == "hello\nworld\n"
 
 

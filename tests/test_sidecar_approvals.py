@@ -43,7 +43,8 @@ async def test_allow_runs_the_write_and_the_request_carries_a_diff_preview(sidec
     assert asked["callId"] == call["callId"] and asked["name"] == "write_file"
     assert asked["arguments"] == {"path": "new.txt", "content": "fresh\n"}
     assert asked["risk"] == "write"
-    assert asked["preview"] == {"kind": "diff", "path": "new.txt", "before": None, "after": "fresh\n"}
+    assert asked["preview"] == {"kind": "diff", "path": "new.txt", "before": None, "after": "fresh\n",
+                                "remoteSchema": None}
     approval = approval_event(events)
     assert (approval["decision"], approval["by"], approval["callId"]) == ("allow", "user", call["callId"])
     assert tool_result(events)["ok"]
@@ -75,7 +76,7 @@ async def test_edit_preview_has_before_and_after(sidecar, fake, workspace):
     check_turn(events, result)
     [asked] = sidecar.approvals
     assert asked["preview"] == {"kind": "diff", "path": "a.txt", "before": "hello from a\nsecond line\n",
-                                "after": "hello from a\n2nd line\n"}
+                                "after": "hello from a\n2nd line\n", "remoteSchema": None}
     assert (workspace / "a.txt").read_text() == "hello from a\n2nd line\n"
 
 

@@ -340,7 +340,9 @@ export class ChatController implements vscode.Disposable {
       : preview.kind === 'effects' ? `keep what \`${preview.command}\` changed (${preview.changes.length} file${preview.changes.length === 1 ? '' : 's'})`
       : `use ${params.name}`;
     const choices = preview.kind === 'diff' ? ['Allow', 'Deny', 'Show Diff'] : ['Allow', 'Deny', 'Show in Chat'];
-    const choice = await vscode.window.showInformationMessage(`Sunwell wants to ${target}.`, ...choices);
+    const schema = preview.kind === 'diff' && preview.remoteSchema
+      ? ` It names a remote schema, ${preview.remoteSchema}: VS Code will fetch it when the file is opened.` : '';
+    const choice = await vscode.window.showInformationMessage(`Sunwell wants to ${target}.${schema}`, ...choices);
     if (choice === 'Allow') this.approvals.answer(params.callId, 'allow');
     else if (choice === 'Deny') this.approvals.answer(params.callId, 'deny');
     else if (choice === 'Show Diff') void vscode.commands.executeCommand('sunwell.approval.showDiff', params.callId);

@@ -176,6 +176,7 @@ export interface DiffPreview {
   path: string;
   before: string | null;
   after: string;
+  remoteSchema?: string | null;
 }
 /**
  * A command line, exactly as it will run, and where.

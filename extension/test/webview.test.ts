@@ -92,6 +92,22 @@ describe('cards', () => {
     assert.match(card.querySelector('[data-testid="approval-result"]')?.textContent ?? '', /Denied/);
   });
 
+  it('an approval card for a write that names a remote schema says VS Code will fetch it; others say nothing', () => {
+    const base = { session: 's', turn: 't' };
+    const url = 'https://schemas.evil.example/s.json';
+    let state = turn('write', [{ ...base, seq: 0, type: 'toolCall', callId: 'w1', name: 'write_file', arguments: { path: 'a.json', content: '{}' } },
+      { ...base, seq: 1, type: 'toolCall', callId: 'w2', name: 'write_file', arguments: { path: 'b.json', content: '{}' } }]);
+    for (const [callId, path, remoteSchema] of [['w1', 'a.json', url], ['w2', 'b.json', null]] as const) {
+      state = reduce(state, { type: 'approvalRequested', params: { ...base, callId, name: 'write_file', arguments: { path, content: '{}' },
+        risk: 'write', preview: { kind: 'diff', path, before: null, after: '{}', remoteSchema } } });
+    }
+    const [named, plain] = draw(state).querySelectorAll('[data-testid="approval-card"]');
+    const line = named.querySelector('[data-testid="approval-remote-schema"]');
+    assert.equal(line?.querySelector('code')?.textContent, url);
+    assert.match(line?.textContent ?? '', /This file names a remote schema: .* VS Code will fetch it when the file is opened/);
+    assert.equal(plain.querySelector('[data-testid="approval-remote-schema"]'), null);
+  });
+
   it('an approval card for a fetch shows the host first, then the whole URL as text; Allow host for session', () => {
     const base = { session: 's', turn: 't' };
     const url = 'http://docs.example.invalid/page?q=' + 'x'.repeat(300);

@@ -227,6 +227,11 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
       parts.push(h('div', { className: 'diffstat', 'data-testid': 'approval-diffstat' },
         h('span', { className: 'added' }, `+${stat.added}`), ' ', h('span', { className: 'removed' }, `−${stat.removed}`),
         preview.before === null ? ' (new file)' : ''));
+      if (preview.remoteSchema) {
+        parts.push(h('div', { className: 'approval-cwd approval-warning', 'data-testid': 'approval-remote-schema' },
+          icon('globe'), ' This file names a remote schema: ', h('code', {}, preview.remoteSchema),
+          ' — VS Code will fetch it when the file is opened'));
+      }
       break;
     }
     case 'effects':

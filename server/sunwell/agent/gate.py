@@ -2,9 +2,10 @@
 paths, approval. The gate reads the subject and the tool's preview, never the call's arguments: a new kind of tool
 states its subject and needs no case here.
 
-A write to configuration the host executes (`Jail.is_protected`: `.vscode/`, `.envrc`...) is always asked, whatever
-the tool's approval, the mode, the allowlist or a session rule say: it is decided here, on the path the write will
-really reach (resolved through the jail, symlinks followed), before anything that could wave the call through.
+A write to configuration the host runs programs from (`Jail.is_protected`: `.vscode/`, `*.code-workspace`, `.envrc`...)
+is always asked, whatever the tool's approval, the mode, the allowlist or a session rule say: it is decided here, on
+the path the write will really reach (resolved through the jail, symlinks followed), before anything that could wave
+the call through.
 
 A call to the web is judged on its host (tools/network/policy.py): refused before anyone is asked when the host is
 denied, a private address not listed exactly, or the URL carries a secret; run unasked when the user allowed the host
@@ -128,8 +129,8 @@ def _denied(tool: Tool, by: str, protected: bool, note: str | None = None) -> To
         return ToolError(code="denied", message=f"{tool.name} was denied by the user, who said: {json.dumps(note)}",
                          suggestion="do not repeat this call; follow the user's note")
     who = ("the user" if by == "user" else
-           "policy: a change to configuration the editor or shell runs (.vscode/, .idea/, .devcontainer/, "
-           ".envrc) is always asked, and no one could be asked" if protected else
+           "policy: a change to configuration an editor or tool runs programs from (.vscode/, *.code-workspace, "
+           ".idea/, devcontainer.json, .envrc...) is always asked, and no one could be asked" if protected else
            "policy (approval mode deny, or no answer in time)")
     return ToolError(code="denied", message=f"{tool.name} was denied by {who}",
                      suggestion="do not repeat this call; explain what you wanted to do, or find another way")

@@ -26,6 +26,7 @@ from sunwell.wire.approval import (
 )
 from sunwell.wire.protocol import AskParams
 
+REMOTE_SCHEMA_NOTE = "This file names a remote schema: {url} — VS Code will fetch it when the file is opened"
 ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
            "a": "allowSession", "always": "allowSession", "s": "allowSession"}
 
@@ -35,7 +36,10 @@ def render_preview(request: ApprovalRequest, color: bool = False) -> str:
     if isinstance(preview, CommandPreview):
         return f"$ {_shown_command(preview.command)}\n  (in {visible(preview.cwd or '.')})"
     if isinstance(preview, DiffPreview):
-        return _diff(preview.path, preview.before, preview.after, color)
+        shown = _diff(preview.path, preview.before, preview.after, color)
+        if preview.remote_schema:  # last: the line read just before the question
+            shown += REMOTE_SCHEMA_NOTE.format(url=visible(preview.remote_schema))
+        return shown
     if isinstance(preview, EffectsPreview):
         return _effects(preview, color)
     if isinstance(preview, FetchPreview):  # the host first: it is what allow-for-session allows

@@ -40,6 +40,8 @@ class DiffPreview(WireModel):
     before: str | None
     """Null for a new file."""
     after: str
+    remote_schema: str | None = None
+    """A remote URL the file names as its `$schema` (JSON, YAML): VS Code fetches it when the file is opened."""
 
 
 class CommandPreview(WireModel):

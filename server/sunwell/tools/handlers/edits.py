@@ -25,6 +25,7 @@ from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.handlers.files import string_arg
 from sunwell.tools.subject import Subject, Write
+from sunwell.tools.workspace.remote_schema import remote_schema
 from sunwell.tools.workspace.safe_write import (
     WriteTarget,
     inspect,
@@ -109,7 +110,7 @@ def preview_write(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     else:
         data = read_existing(target) or b""
         before = f"[binary file, {len(data):,} bytes]" if b"\0" in data else data.decode("utf-8", "replace")
-    return {"kind": "diff", "path": target.rel, "before": before, "after": content}
+    return _diff(target.rel, before, content)
 
 
 # ---- edit_file -------------------------------------------------------------------------------------------------
@@ -234,7 +235,11 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
 
 def preview_edit(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     edit = _plan_edit(args, ctx)
-    return {"kind": "diff", "path": edit.target.rel, "before": edit.before, "after": edit.after}
+    return _diff(edit.target.rel, edit.before, edit.after)
+
+
+def _diff(rel: str, before: str | None, after: str) -> dict[str, Any]:
+    return {"kind": "diff", "path": rel, "before": before, "after": after, "remoteSchema": remote_schema(rel, after)}
 
 
 # ---- definitions -----------------------------------------------------------------------------------------------

@@ -276,8 +276,8 @@ def _planted_note(moved: list[str], folder: object) -> str:
         return ""
     log.info("a command created %s; moved to %s", ", ".join(moved), folder)  # the result says it; stderr stays clean
     return (f"\n[Sunwell: the command created {', '.join(moved)}, which commands may not create (configuration the "
-            f"host runs: .git, .sunwell, .vscode, .env files, keys). It was moved out of the workspace to {folder}; "
-            "ask the user to create such files themselves if they are needed.]")
+            f"host runs: .git, .sunwell, .vscode, *.code-workspace, .env files, keys). It was moved out of the "
+            f"workspace to {folder}; ask the user to create such files themselves if they are needed.]")
 
 
 def _seconds(value: object) -> float | None:

@@ -63,7 +63,7 @@ def guarded_entries(jail: Jail) -> list[GuardedEntry]:
             if entry.name.lower() in UNMASKED_NAMES:
                 continue
             blocked = jail.is_blocked_entry(rel, entry.name)  # its folder was entered, so it is not blocked
-            if blocked or jail.is_protected(rel):
+            if blocked or jail.is_protected_name(entry.name):  # nor protected
                 found.append(GuardedEntry(Path(entry.path), rel, is_dir, is_link, not blocked))
             elif is_dir:
                 stack.append((Path(entry.path), rel + "/"))

@@ -128,7 +128,7 @@ def _refusal(change: Change, jail: Jail) -> str | None:
     if jail.is_blocked(change.rel):
         return "a blocked path"
     if jail.is_protected(change.rel):
-        return "configuration the editor or shell runs"
+        return "configuration an editor or tool runs programs from"
     return None
 
 

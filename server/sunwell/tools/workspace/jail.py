@@ -25,9 +25,22 @@ DEFAULT_BLOCKED: tuple[str, ...] = (
     "id_rsa*", "id_ed25519*", "id_ecdsa*", "*.p12", "*.pfx", ".netrc", ".npmrc", ".pypirc", ".git-credentials",
     ".aws/", ".docker/config.json", ".kube/", ".gnupg/", "credentials.json", "*.tfstate",
 )  # fmt: skip
-PROTECTED: tuple[str, ...] = (".vscode/", ".idea/", ".devcontainer/", ".envrc")
-"""Configuration the editor or the shell on the host executes (tasks, launch configs, interpreters, direnv):
-readable, but a write or edit is always asked and a sandboxed command can never change or create it."""
+PROTECTED: tuple[str, ...] = (
+    # VS Code: settings (interpreter and tool paths), tasks, launch configs, dev containers (initializeCommand)
+    ".vscode/", "*.code-workspace", ".devcontainer/", "devcontainer.json", ".devcontainer.json",
+    # JetBrains IDEs: the project model and run configurations, wherever they are stored; Fleet
+    ".idea/", "*.iml", "*.ipr", "*.iws", "*.run.xml", ".fleet/",
+    # other editors: tasks and language servers (Zed, Visual Studio, Theia), build systems (Sublime, Eclipse),
+    # startup scripts (Vim's exrc, Neovim, Emacs' dir-locals eval)
+    ".zed/", ".vs/", ".theia/", "*.sublime-project", ".project", ".externalToolBuilders/",
+    ".exrc", ".vimrc", ".gvimrc", ".nvimrc", ".nvim.lua", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
+    # coding agents: the MCP servers they start and the hooks they run
+    ".claude/", ".mcp.json", ".cursor/", ".gemini/", ".codex/", ".continue/",
+    ".envrc",  # direnv, in the user's shell
+)  # fmt: skip
+"""Configuration an editor or a tool on the host runs programs from, by what it is (README "Security" says why each):
+readable, but a write or edit is always asked and a sandboxed command can never change or create it. Patterns as
+in Jail's blocked ones, matched against every path component, in any case the filesystem may fold."""
 
 NAME_MAX_BYTES = 255
 PATH_MAX_BYTES = 4096
@@ -37,8 +50,9 @@ RELATIVE_HINT = "use a path relative to the workspace root, e.g. src/app.py"
 
 
 @lru_cache(maxsize=32)  # a jail is made per turn, mostly with the same patterns: compile them once
-def _compile_blocked(blocked: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[tuple[re.Pattern[str], ...], ...]]:
-    """The patterns without `/` as one regex over a name, and those with one as a regex per path component."""
+def _compile_patterns(blocked: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[tuple[re.Pattern[str], ...], ...]]:
+    """The patterns (blocked or PROTECTED) without `/` as one regex over a name, and those with one as a regex per
+    path component."""
     names: list[str] = []
     anchored: list[tuple[re.Pattern[str], ...]] = []
     for pattern in blocked:
@@ -70,14 +84,25 @@ class Jail:
             raise ValueError(f"workspace root is not a directory: {root}")
         self._given_root = Path(os.path.abspath(root))
         self.blocked: tuple[str, ...] = (*DEFAULT_BLOCKED, *blocked)
-        self._names, self._anchored = _compile_blocked(self.blocked)
+        self._names, self._anchored = _compile_patterns(self.blocked)
         self._anchored_depths = frozenset(len(segments) for segments in self._anchored)
-        self._protected = {p.rstrip("/").lower() for p in PROTECTED}
+        self._protected, _ = _compile_patterns(PROTECTED)
 
     def is_protected(self, rel: str) -> bool:
-        """Whether a workspace-relative posix path is, or is under, configuration the host executes (PROTECTED),
-        at any depth: a nested project's `.vscode/` is opened as a workspace too."""
-        return any(part.lower().rstrip(" .") in self._protected for part in rel.split("/"))
+        """Whether a workspace-relative posix path is, or is under, configuration the host runs programs from
+        (PROTECTED), at any depth: a nested project's `.vscode/` or `sub/x.code-workspace` is opened too."""
+        return any(self.is_protected_name(part) for part in rel.split("/"))
+
+    def is_protected_name(self, name: str) -> bool:
+        """Whether an entry called `name` is protected wherever it is (`is_protected` of a walk's next entry, its
+        folder not being protected). Also the names Windows opens for it: trailing dots and spaces dropped, an NTFS
+        stream suffix (`x.code-workspace::$DATA` is the file itself). Case (`ſ` for `s`) is the patterns' IGNORECASE."""
+        match = self._protected.match
+        if match(name):
+            return True
+        stripped = name.rstrip(" .")
+        stream = name.split(":", 1)[0].rstrip(" .") if ":" in name else stripped
+        return bool((stripped != name and match(stripped)) or (stream != stripped and match(stream)))
 
     def is_blocked(self, rel: str) -> bool:
         """Whether a workspace-relative posix path (or anything above it) matches a blocked pattern."""
