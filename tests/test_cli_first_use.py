@@ -149,5 +149,5 @@ def test_the_readme_table_has_every_command(sunwell):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     table = readme[readme.index("| command | what it does |"):]
     table = table[:table.index("\n\n")]
-    listed = set(re.findall(r"^\| `sunwell (\w+)", table, flags=re.M))
+    listed = set(re.findall(r"^\| `sunwell (\w+)", table, flags=re.MULTILINE))
     assert len(commands) > 10 and sorted(commands - listed) == []

@@ -22,7 +22,7 @@ import threading
 
 from sunwell.agent.engine import Engine
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_OK, UsageError
-from sunwell.cli.rendering import visible
+from sunwell.cli.visible import visible
 from sunwell.tools.mcp.surroundings import ServerDown
 
 
