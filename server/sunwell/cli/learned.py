@@ -53,7 +53,7 @@ async def _learn(args: argparse.Namespace, settings, learned) -> int:
     previous = learned.store.get(args.name)
     entry = settings.learned_apis.get(args.name)
     rate = args.rate or (entry.rate_per_min if entry else previous.rate_per_min if previous else DEFAULT_RATE)
-    source = args.source if "://" in args.source else str(Path(args.source).absolute())
+    source = args.source if "://" in args.source else str(Path(args.source).resolve())  # no `..` in what is kept
     tags = [tag.strip() for tag in args.tags.split(",") if tag.strip()] if args.tags else None
     try:
         text, origin = await read_source(source, network, lambda path: Path(path).read_text(encoding="utf-8"))

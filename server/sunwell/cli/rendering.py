@@ -31,7 +31,8 @@ class JsonLines:
 
 
 class Transcript:
-    """A turn as it reads in a terminal: assistant text as it arrives, one line per tool call and per result."""
+    """A turn as it reads in a terminal: assistant text as it arrives, one line per tool call and per result (a denial
+    is its result's line, which says who denied it: the `approval` event adds nothing to read)."""
 
     def __init__(self, out: TextIO = sys.stdout, color: bool = False) -> None:
         self.out, self.color = out, color
@@ -52,8 +53,6 @@ class Transcript:
             case "toolCall":
 
                 self._line(self._style(visible(f"↪ {event.name}({format_arguments(event.arguments)})"), "36"))
-            case "approval" if event.decision == "deny":
-                self._line(self._style(f"  denied by {event.by}", "33"))
             case "toolResult":
                 self._line(result_line(event, self._style))
             case "notice" if event.code == "compacted":  # one line per compaction, read as a divider
@@ -78,9 +77,8 @@ class Transcript:
                 self._line(self._style(visible(f"    ↪ {event.name}({format_arguments(event.arguments)})"), "36"))
             case "toolResult":
                 self._line("  " + result_line(event, self._style))
-            case "notice" | "approval" if event.type == "notice" or event.decision == "deny":
-                said = event.message if event.type == "notice" else f"denied by {event.by}"
-                self._line(self._style(visible(f"      ! {said}"), "33"))
+            case "notice":
+                self._line(self._style(visible(f"      ! {event.message}"), "33"))
 
     def _write(self, text: str) -> None:
         if text:
