@@ -25,13 +25,13 @@ from test_mcp_offerings import offerings, user_text
 OPENAI = "openai:gpt-4o"
 
 
-def closed_pipe_run(env: dict, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+def closed_pipe_run(env: dict, cwd: Path, *args: str, lines: str = "") -> subprocess.CompletedProcess:
     """`sunwell ARGS` writing to a pipe whose reader has already gone, as `| head -1` leaves it once it has its line."""
     read, write = os.pipe()
     os.close(read)
     try:
         return subprocess.run([sys.executable, "-m", "sunwell", *args], stdout=write, stderr=subprocess.PIPE,
-                              stdin=subprocess.DEVNULL, text=True, env=env, cwd=cwd, timeout=60, check=False)
+                              input=lines, text=True, env=env, cwd=cwd, timeout=60, check=False)
     finally:
         os.close(write)
 
@@ -43,6 +43,11 @@ def test_a_reader_that_stops_early_is_not_an_error(args, sunwell, fake, env, wor
     fake.script(Reply(text="a first answer, for a session to list"), Reply(text="and the answer no one reads"))
     assert sunwell("run", "hello", "--model", OPENAI).code == 0
     ran = closed_pipe_run(env, workspace, *args)
+    assert (ran.returncode, ran.stderr) == (0, "")
+
+
+def test_a_chat_whose_reader_stopped_ends_without_a_word(env, workspace):
+    ran = closed_pipe_run(env, workspace, "chat", "--model", OPENAI, lines="::help\n::context\n::tools\n")
     assert (ran.returncode, ran.stderr) == (0, "")
 
 
