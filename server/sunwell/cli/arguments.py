@@ -14,6 +14,27 @@ DRY_RUN_VALUES = ("all", "risky")
 DRY_RUN_CHOICES = "it takes --dry-run=all (bare --dry-run: no call runs) or --dry-run=risky (only read-only calls run)"
 
 
+class Parser(argparse.ArgumentParser):
+    """`--dry-run` takes its value after `=` only, since a value after a space would be the prompt: a value it does
+    not know, or one after a space, is a usage error that names the values it takes."""
+
+    takes_dry_run = False
+    """Set by `add_turn_options`."""
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self.takes_dry_run and args is not None:
+            for arg, following in zip(args, [*args[1:], None], strict=True):
+                if arg == "--":
+                    break
+                value = arg.partition("=")[2]
+                if arg.startswith("--dry-run=") and value not in DRY_RUN_VALUES:
+                    self.error(f"argument --dry-run: invalid value {value!r}; {DRY_RUN_CHOICES}")
+                if arg == "--dry-run" and following in DRY_RUN_VALUES:
+                    self.error(f"argument --dry-run: its value goes after '=', as in --dry-run={following}; "
+                               f"{DRY_RUN_CHOICES}")
+        return super().parse_known_args(args, namespace)
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="sunwell", description="An agentic chat for your workspace.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
@@ -112,27 +133,6 @@ def _add_hooks(sub: argparse._SubParsersAction) -> None:
     hooks_approve.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     for parser_ in (hooks_list, hooks_approve):
         parser_.add_argument("--workspace", type=Path, default=None)
-
-
-class Parser(argparse.ArgumentParser):
-    """`--dry-run` takes its value after `=` only, since a value after a space would be the prompt: a value it does
-    not know, or one after a space, is a usage error that names the values it takes."""
-
-    takes_dry_run = False
-    """Set by `add_turn_options`."""
-
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
-        if self.takes_dry_run and args is not None:
-            for arg, following in zip(args, [*args[1:], None], strict=True):
-                if arg == "--":
-                    break
-                value = arg.partition("=")[2]
-                if arg.startswith("--dry-run=") and value not in DRY_RUN_VALUES:
-                    self.error(f"argument --dry-run: invalid value {value!r}; {DRY_RUN_CHOICES}")
-                if arg == "--dry-run" and following in DRY_RUN_VALUES:
-                    self.error(f"argument --dry-run: its value goes after '=', as in --dry-run={following}; "
-                               f"{DRY_RUN_CHOICES}")
-        return super().parse_known_args(args, namespace)
 
 
 def add_turn_options(parser: Parser) -> None:
