@@ -55,10 +55,18 @@ class Gate:
     _told: bool = False
     """Whether the turn was told that commands cannot be staged here."""
 
+    def dry_run_refusal(self, tool: Tool, but: str | None = None) -> ToolError | None:
+        """The `dry_run` answer when the dry run holds `tool` back, else None; `but`: why the call could not have run
+        anyway (a tool above the trust level): a dry run says what would have run, whatever the trust."""
+        if self.dry_run is True or (self.dry_run == "risky" and not tool.harmless):
+            return ToolError(code="dry_run", message=f"dry run: {tool.name} was not executed"
+                                                     + (f" (nor could it run in this session: {but})" if but else ""))
+        return None
+
     async def admit(self, tool: Tool, call: ToolCall, ctx: ToolContext, session: str, turn: str,
                     emit: Emit) -> Verdict:
-        if self.dry_run is True or (self.dry_run == "risky" and not tool.harmless):
-            return Verdict(ToolError(code="dry_run", message=f"dry run: {tool.name} was not executed"))
+        if refusal := self.dry_run_refusal(tool):
+            return Verdict(refusal)
         try:
             subject = tool.declared(call.arguments)
         except ToolFailure as failure:

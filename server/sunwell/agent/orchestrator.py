@@ -20,8 +20,9 @@ a tool's arguments: they go to the tool, to the approval request and to the audi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,6 +35,24 @@ from sunwell.tools.validation import unknown_tool_error, validate_arguments
 from sunwell.vocabulary import canonical_tool_name
 from sunwell.wire.events import ToolResultEvent
 from sunwell.wire.messages import ToolCall, ToolError, ToolResultMessage
+
+
+class RunClock:
+    """How long a call's tool ran (`durationMs`): the time it waited for someone to approve it is not counted."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds += time.monotonic() - started
+
+    def ms(self) -> int:
+        return int(self.seconds * 1000)
 
 
 @dataclass
@@ -89,7 +108,7 @@ class Orchestrator:
         return result
 
     async def run(self, call: ToolCall) -> ToolResultMessage:
-        started = time.monotonic()
+        clock = RunClock()
         verdict = Verdict(self.check(call))
         tool = self.offered(call.name)
         if verdict.error is None and self.memory is not None:
@@ -103,13 +122,14 @@ class Orchestrator:
         if verdict.error is not None:
             result = failed(call, verdict.error)
         elif verdict.stage_first:
-            result, verdict = await self._staged(tool, call)
+            result, verdict = await self._staged(tool, call, clock)
         else:
             self._step(call, "run")
-            result = await execute(tool, call, self._own(call))
+            with clock.running():
+                result = await execute(tool, call, self._own(call))
         if verdict.error is None and self.hooks is not None:
             result = await self.hooks.after(call, result)
-        duration_ms = int((time.monotonic() - started) * 1000)
+        duration_ms = clock.ms()
         self.log.emit(ToolResultEvent(call_id=result.call_id, name=result.name, ok=result.ok, output=result.output,
                                       error=result.error, duration_ms=duration_ms))
         if self.memory is not None:
@@ -120,16 +140,19 @@ class Orchestrator:
                               ok=result.ok, error=result.error and result.error.code, duration_ms=duration_ms)
         return result
 
-    async def _staged(self, tool: Tool, call: ToolCall) -> tuple[ToolResultMessage, Verdict]:
-        """Run staged, ask with what it changed, apply on yes; the staged copy is discarded whatever happens."""
+    async def _staged(self, tool: Tool, call: ToolCall, clock: RunClock) -> tuple[ToolResultMessage, Verdict]:
+        """Run staged, ask with what it changed, apply on yes; the staged copy is discarded whatever happens. The
+        `clock` runs while the tool does, not while the person looks at what it changed."""
         assert tool.stage is not None and self.gate is not None
         ctx, stage = self.ctx, tool.stage
         self._step(call, "staged")
-        staged = await attempt(tool, ctx, lambda: stage(call.arguments, ctx))
+        with clock.running():
+            staged = await attempt(tool, ctx, lambda: stage(call.arguments, ctx))
         if isinstance(staged, ToolError):
             return failed(call, staged), Verdict()
         try:
-            effects = await attempt(tool, ctx, staged.preview)
+            with clock.running():
+                effects = await attempt(tool, ctx, staged.preview)
             if isinstance(effects, ToolError):
                 return failed(call, effects), Verdict()
             verdict = await self.gate.review(tool, call, effects, self.log.session, self.log.turn, self.log.emit)
@@ -137,7 +160,8 @@ class Orchestrator:
                 refusal = verdict.error.message + "; nothing it changed was applied"
                 return failed(call, masked(verdict.error.model_copy(update={"message": refusal}), ctx)), verdict
             self._step(call, "run")
-            output = await attempt(tool, ctx, staged.apply)
+            with clock.running():
+                output = await attempt(tool, ctx, staged.apply)
             return (failed(call, output) if isinstance(output, ToolError) else answered(call, output, ctx)), verdict
         finally:
             await staged.discard()
@@ -169,16 +193,19 @@ class Orchestrator:
             names = [t.name for t in self.catalogue]
             name = call.name if call.name in names else canonical_tool_name(call.name, names)
             known = next((t for t in self.catalogue if t.name == name), None)
-            if known is not None and known.min_trust > self.trust:
-                return ToolError(code="permission",
-                                 message=f"{call.name} needs trust level {known.min_trust.name}; "
-                                         f"this session is at {self.trust.name}",
-                                 suggestion="use the tools you were offered, or ask the user to raise the trust level")
-            if known is not None:
-                return ToolError(code="permission", message=f"{call.name} is not allowed in this session "
-                                                            "(the lens' tool policy or the user's tool list)",
-                                 suggestion="use the tools you were offered")
-            return unknown_tool_error(call.name, call.arguments, self.tools)
+            if known is None:
+                return unknown_tool_error(call.name, call.arguments, self.tools)
+            if known.min_trust > self.trust:
+                refusal = ToolError(
+                    code="permission",
+                    message=f"{call.name} needs trust level {known.min_trust.name}; this session is at {self.trust.name}",
+                    suggestion="use the tools you were offered, or ask the user to raise the trust level")
+            else:
+                refusal = ToolError(code="permission", message=f"{call.name} is not allowed in this session (the "
+                                                               "lens' tool policy or the user's tool list)",
+                                    suggestion="use the tools you were offered")
+            held_back = self.gate.dry_run_refusal(known, but=refusal.message) if self.gate is not None else None
+            return held_back or refusal
         if call.raw is not None:
             return ToolError(code="validation", message=f"the arguments of {call.name} are not a valid JSON object",
                              suggestion='send the arguments as one JSON object, e.g. {"path": "src/app.py"}')

@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import TextIO, assert_never
 
-from sunwell.cli.rendering import visible
+from sunwell.cli.visible import visible
 from sunwell.wire.approval import (
     ApprovalRequest,
     CommandPreview,

@@ -159,6 +159,8 @@ class Chat:
         except (SetupError, SessionStoreError) as exc:
             self._status(f"sunwell: {exc}", RED)
             return False
+        except BrokenPipeError:  # the reader of our output left: the chat is over (cli/main.py)
+            raise
         except Exception as exc:  # a bug in one line should not end the chat
             log.debug("line failed", exc_info=True)
             self._status(f"sunwell: {exc}", RED)

@@ -10,7 +10,7 @@ import sys
 from typing import Any, TextIO
 
 from sunwell.cli.approvals import read_answer
-from sunwell.cli.rendering import visible
+from sunwell.cli.visible import visible
 from sunwell.tools.mcp.elicitation import form_fields
 
 

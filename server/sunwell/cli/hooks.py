@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from sunwell.cli.exit_codes import EXIT_OK, UsageError
-from sunwell.cli.options import settings_for
-from sunwell.cli.rendering import visible
+from sunwell.cli.settings import settings_for
+from sunwell.cli.visible import visible
 from sunwell.hooks import hook_entries
 from sunwell.hooks.catalog import approve
 

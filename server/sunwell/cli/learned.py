@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_OK, UsageError
-from sunwell.cli.options import settings_for
-from sunwell.cli.rendering import visible
+from sunwell.cli.settings import settings_for
+from sunwell.cli.visible import visible
 from sunwell.config import user_config_path
 from sunwell.config.learned_entries import drop, remember
 from sunwell.tools.base import ToolFailure
@@ -26,22 +26,6 @@ from sunwell.tools.learned.store import DEFAULT_RATE
 from sunwell.tools.network.cache import PageCache
 from sunwell.tools.network.hosts import HostRules
 from sunwell.tools.network.policy import network_for
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    tools = sub.add_parser("tools", help="learned APIs: learn one from its OpenAPI document, list, forget")
-    tools_sub = tools.add_subparsers(dest="tools_command", required=True)
-    learn = tools_sub.add_parser("learn", help="learn an API from an OpenAPI 3.x / Swagger 2.0 URL or file")
-    learn.add_argument("source", help="the document's URL or path")
-    learn.add_argument("--name", required=True, help="the API's name: its tools are NAME__OPERATION")
-    learn.add_argument("--tags", help="offer only the operations with these tags (comma-separated)")
-    learn.add_argument("--rate", type=int, default=None, help="calls a minute at most (default 30)")
-    listing = tools_sub.add_parser("list", help="the learned APIs")
-    listing.add_argument("--json", action="store_true", help="one JSON object per API")
-    forget = tools_sub.add_parser("forget", help="forget a learned API, its tools and its credentials")
-    forget.add_argument("name")
-    for parser in (learn, listing, forget):
-        parser.add_argument("--workspace", type=Path, default=None)
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -69,7 +53,7 @@ async def _learn(args: argparse.Namespace, settings, learned) -> int:
     previous = learned.store.get(args.name)
     entry = settings.learned_apis.get(args.name)
     rate = args.rate or (entry.rate_per_min if entry else previous.rate_per_min if previous else DEFAULT_RATE)
-    source = args.source if "://" in args.source else str(Path(args.source).absolute())
+    source = args.source if "://" in args.source else str(Path(args.source).resolve())  # no `..` in what is kept
     tags = [tag.strip() for tag in args.tags.split(",") if tag.strip()] if args.tags else None
     try:
         text, origin = await read_source(source, network, lambda path: Path(path).read_text(encoding="utf-8"))

@@ -22,7 +22,7 @@ import threading
 
 from sunwell.agent.engine import Engine
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_OK, UsageError
-from sunwell.cli.rendering import visible
+from sunwell.cli.visible import visible
 from sunwell.tools.mcp.surroundings import ServerDown
 
 
@@ -63,6 +63,8 @@ async def _login(engine: Engine, name: str) -> int:
     def notify(level: str, code: str, message: str) -> None:
         if code == "mcp_auth":
             asked.append(message)
+        if code == "mcp_server" and level != "info":  # a failure: said once, by the last line, without "next time"
+            return
         print(visible(message), file=sys.stderr, flush=True)
 
     engine.mcp.sign_in.opener = TerminalOpener()
@@ -73,7 +75,7 @@ async def _login(engine: Engine, name: str) -> int:
     finally:
         await engine.aclose()
     if row.state != "running":
-        print(visible(f"{name}: {row.state}"), file=sys.stderr)
+        print(visible(f"sunwell: MCP server {name} {row.reason or row.state}"), file=sys.stderr)
         return EXIT_ERROR
     where = engine.mcp.sign_in.vaults(name, engine.mcp.servers[name].config.url or "").where
     print(visible(f"{name} is signed in ({len(row.tools)} tools); the sign-in is kept in {where}" if asked else

@@ -1,10 +1,6 @@
-"""How Sunwell reads in a terminal: model text made safe to print, a turn's events as a transcript or JSON lines,
-and the markdown of command output with the colors the editor grammars use.
-
-A model (or a file it read) can put escape sequences in a command, a file's content or its answer; printed raw they
-would move the cursor, erase lines, retitle the window or reorder text, so that an approval prompt shows something
-other than what will run. Everything the terminal shows from a model goes through `visible` before we add our own
-colors; `--json` is escaped by JSON itself.
+"""How Sunwell reads in a terminal: a turn's events as a transcript or JSON lines, and the markdown of command output
+with the colors the editor grammars use. Everything shown from a model goes through `visible` (cli/visible.py)
+before we add our own colors; `--json` is escaped by JSON itself.
 """
 
 from __future__ import annotations
@@ -15,31 +11,13 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from sunwell.agent.turn import format_arguments
+from sunwell.cli.visible import visible
 from sunwell.commands_spec import parse_command
 
 if TYPE_CHECKING:
     from sunwell.wire.events import Event
 
 BOLD_CYAN, CYAN, BOLD, DIM, RED, RESET = "\x1b[1;36m", "\x1b[36m", "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[0m"
-
-# C0 controls but tab and newline (multi-line text keeps its shape), DEL, the C1 controls (U+009B is a one-character
-# "ESC ["), and the bidi embeddings, overrides and isolates that reorder what is read (Trojan Source)
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    if char == "\r":
-        return r"\r"
-    # C0 the way a shell user reads it (\x1b); the rest as \uXXXX, which JSON reads too, so that `sessions export`
-    # on a terminal stays valid JSON
-    return f"\\x{ord(char):02x}" if char < "\x7f" else f"\\u{ord(char):04x}"
-
-
-def visible(text: str) -> str:
-    """`text` with every terminal control character written out as an escape (`\\x1b`, `\\r`, `\\u202e`)."""
-    return _UNSAFE.sub(_escape, text)
-
 
 class JsonLines:
     """`--json`: every event as one JSON line, flushed as it happens."""
@@ -53,7 +31,8 @@ class JsonLines:
 
 
 class Transcript:
-    """A turn as it reads in a terminal: assistant text as it arrives, one line per tool call and per result."""
+    """A turn as it reads in a terminal: assistant text as it arrives, one line per tool call and per result (a denial
+    is its result's line, which says who denied it: the `approval` event adds nothing to read)."""
 
     def __init__(self, out: TextIO = sys.stdout, color: bool = False) -> None:
         self.out, self.color = out, color
@@ -74,8 +53,6 @@ class Transcript:
             case "toolCall":
 
                 self._line(self._style(visible(f"↪ {event.name}({format_arguments(event.arguments)})"), "36"))
-            case "approval" if event.decision == "deny":
-                self._line(self._style(f"  denied by {event.by}", "33"))
             case "toolResult":
                 self._line(result_line(event, self._style))
             case "notice" if event.code == "compacted":  # one line per compaction, read as a divider
@@ -100,9 +77,8 @@ class Transcript:
                 self._line(self._style(visible(f"    ↪ {event.name}({format_arguments(event.arguments)})"), "36"))
             case "toolResult":
                 self._line("  " + result_line(event, self._style))
-            case "notice" | "approval" if event.type == "notice" or event.decision == "deny":
-                said = event.message if event.type == "notice" else f"denied by {event.by}"
-                self._line(self._style(visible(f"      ! {said}"), "33"))
+            case "notice":
+                self._line(self._style(visible(f"      ! {event.message}"), "33"))
 
     def _write(self, text: str) -> None:
         if text:

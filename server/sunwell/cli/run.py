@@ -67,10 +67,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 async def _turn(engine, prompt, sink, args, names):
-    """The prompt as one turn (never a `::command`), with the workspace files it names as `@path` attached."""
+    """The prompt as `sunwell chat` takes a line: a `::command` is run (`::SERVER:PROMPT` expands into the turn),
+    anything else is one turn with the workspace files it names as `@path` attached."""
     line = UserInput(prompt, overrides=Overrides(lens=args.lens, tool_names=names), mentions_in_text=True,
                      replace_turn=getattr(args, "replace_turn", None))
-    return await Session(engine, args.session).turn(line, sink)
+    return (await Session(engine, args.session).submit(line, sink)).done
 
 
 async def _resume(engine, sink, args, names):

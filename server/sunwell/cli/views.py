@@ -1,4 +1,4 @@
-"""`sunwell sessions`, `models`, `audit`, `lens check`, `mcp` and `undo`: what the engine has stored or knows,
+"""`sunwell models`, `audit`, `lens check`, `mcp` and `undo`: what the engine has stored or knows,
 printed (and, for `undo`, put back; for `mcp approve`, remembered). Every line may quote a model or a server, so it
 is printed through `visible`."""
 
@@ -8,16 +8,14 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 
 from sunwell.agent.engine import Engine
 from sunwell.agent.model_catalog import model_catalog
-from sunwell.agent.sessions import SessionNotFound, SessionStore
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_OK, UsageError
 from sunwell.cli.mcp_sign_in import cmd_sign_in
-from sunwell.cli.options import settings_for
-from sunwell.cli.rendering import visible
+from sunwell.cli.settings import settings_for
+from sunwell.cli.visible import visible
 from sunwell.config import ConfigError, load_settings
 from sunwell.errors import SetupError
 from sunwell.lens.check import check_files
@@ -26,34 +24,6 @@ from sunwell.tools.mcp.naming import server_prefix
 from sunwell.tools.policy.audit import AuditLog, format_entry, parse_since
 from sunwell.tools.registry import CORE_TOOLS
 from sunwell.tools.workspace.checkpoints import UndoError
-
-
-def cmd_sessions(args: argparse.Namespace) -> int:
-    _, settings = settings_for(args)
-    store = SessionStore(Path(settings.data_dir) / "sessions.db")
-    if args.action == "list":
-        for info in store.list():
-            ended = "" if info.status in (None, "completed") else f"[{info.status}]  "  # `run --resume` takes it up
-            print(visible(f"{info.id}  {_when(info.updated_at)}  {info.turns:>3} turn(s)  {ended}{info.title or ''}"))
-        return EXIT_OK
-    if not args.id:
-        raise UsageError(f"sessions {args.action} needs a session id")
-    try:
-        if args.action == "export":
-            text = json.dumps(store.export(args.id), ensure_ascii=False, indent=2)
-            # JSON escapes C0 controls but not C1 or bidi ones; `visible` writes those as \uXXXX, still JSON.
-            # Piped, the export is data and stays exact.
-            print(visible(text) if sys.stdout.isatty() else text)
-        else:
-            for row in store.events(args.id):  # summaries of model text: tool names, errors, answers
-                print(visible(f"{row.turn} {row.seq:>3} {row.kind:<12} {row.content}"))
-    except SessionNotFound as exc:
-        raise UsageError(exc.args[0]) from None
-    return EXIT_OK
-
-
-def _when(epoch: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
@@ -139,7 +109,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if args.mcp_command in ("login", "logout"):
         return cmd_sign_in(args, engine)
     rows = asyncio.run(_started_status(engine))
-    if not rows:
+    if not rows and not args.json:  # --json: no line for no server
         print("no MCP servers configured (mcp_servers in your user config; see the README, \"Tools from outside\")")
     for row in rows:
         if args.json:
