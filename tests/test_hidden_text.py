@@ -18,15 +18,15 @@ PREPENDED_MARKS = {0x600, 0x601, 0x602, 0x603, 0x604, 0x605, 0x6DD, 0x70F, 0x890
 def test_every_format_character_but_the_visible_marks_is_hidden():
     """Unicode's own list (category Cf), so a character added to it is not forgotten here."""
     formats = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf" and c not in PREPENDED_MARKS]
-    missed = [f"U+{ord(c):04X}" for c in formats if strip_hidden("a" + c + "b") != ("ab", 1)]
-    assert len(formats) > 150 and missed == []
+    missed = [f"U+{ord(c):04X}" for c in formats if strip_hidden("a" + c + "b") != ("ab", c)]
+    assert len(formats) >= 140 and missed == []
     for mark in PREPENDED_MARKS:
-        assert strip_hidden(chr(mark) + "1") == (chr(mark) + "1", 0)
+        assert strip_hidden(chr(mark) + "1") == (chr(mark) + "1", "")
 
 
 @pytest.mark.parametrize("text", [INNOCENT, "🏳️‍🌈 ❤️‍🔥 #️⃣ ℹ️ ↔️", "क्‍ष", "tab\tand\r\nlines\n"])
 def test_what_legitimate_text_needs_is_kept(text):
-    assert strip_hidden(text) == (text, 0) and reveal(text) == text and hidden_runs(text) == []
+    assert strip_hidden(text) == (text, "") and reveal(text) == text and hidden_runs(text) == []
 
 
 @pytest.mark.parametrize(("text", "count"), [
@@ -38,7 +38,7 @@ def test_what_legitimate_text_needs_is_kept(text):
 ])
 def test_what_hides_text_is_removed_and_counted(text, count):
     kept, removed = strip_hidden(text)
-    assert removed == count and RAW.findall(kept) == [] and "\ufeff" not in kept
+    assert len(removed) == count and RAW.findall(kept) == [] and "\ufeff" not in kept
 
 
 def test_reveal_writes_escapes_that_json_reads_back():
@@ -51,7 +51,7 @@ def test_reveal_writes_escapes_that_json_reads_back():
 
 def test_nested_values_are_cleaned_keys_included():
     value = {"description": "Say\u200b it", "properties": {"x\u2060": {"enum": ["a\u202e", 1]}}}
-    assert strip_hidden_in(value) == ({"description": "Say it", "properties": {"x": {"enum": ["a", 1]}}}, 3)
+    assert strip_hidden_in(value) == ({"description": "Say it", "properties": {"x": {"enum": ["a", 1]}}}, "\u200b\u2060\u202e")
 
 
 def test_runs_and_names():

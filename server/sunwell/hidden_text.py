@@ -15,7 +15,7 @@ conjuncts). Each carries a bit at most, next to a character one sees; none can s
 mark at the start of a file is an encoding mark, removed without a word.
 
 - `strip_hidden`: instructions (AGENTS.md, an MCP tool's description, a learned API's summaries) lose them before a
-  model reads them; the count is for the notice that tells the user.
+  model reads them; what was removed is for the notice that tells the user (`removed_notice`).
 - `reveal`: what a model reads as data (a tool's result) and a terminal prints shows them as escapes, `\\x1b` for a
   C0 control, `\\u200b` for the rest (a character beyond the BMP as its UTF-16 pair, `\\udb40\\udc41`, so that
   escaped JSON stays JSON).
@@ -70,34 +70,37 @@ def _hidden_at(text: str) -> Iterator[int]:
             yield at
 
 
-def strip_hidden(text: str) -> tuple[str, int]:
-    """`text` without its hidden characters (a leading byte order mark too, uncounted), and how many there were."""
+def strip_hidden(text: str) -> tuple[str, str]:
+    """`text` without its hidden characters (a leading byte order mark too, uncounted), and those it held."""
     if _HIDDEN.search(text) is None:
-        return text, 0
-    pieces, start, dropped = [], 0, 0
+        return text, ""
+    pieces, removed, start = [], [], 0
     for at in _hidden_at(text):
         pieces.append(text[start:at])
-        start, dropped = at + 1, dropped + 1
+        removed.append(text[at])
+        start = at + 1
     pieces.append(text[start:])
-    return "".join(pieces).removeprefix(BOM), dropped
+    return "".join(pieces).removeprefix(BOM), "".join(removed)
 
 
-def strip_hidden_in(value: Any) -> tuple[Any, int]:
+def strip_hidden_in(value: Any) -> tuple[Any, str]:
     """A JSON-shaped value (a tool's schema, an API document) with `strip_hidden` applied to every string in it,
-    keys included, and the count."""
+    keys included, and the hidden characters it held."""
     if isinstance(value, str):
         return strip_hidden(value)
     if isinstance(value, dict):
-        total, out = 0, {}
+        out, removed = {}, []
         for key, item in value.items():
-            key, dropped = strip_hidden(key) if isinstance(key, str) else (key, 0)
+            if isinstance(key, str):
+                key, dropped = strip_hidden(key)
+                removed.append(dropped)
             out[key], inner = strip_hidden_in(item)
-            total += dropped + inner
-        return out, total
+            removed.append(inner)
+        return out, "".join(removed)
     if isinstance(value, list | tuple):
         pairs = [strip_hidden_in(item) for item in value]
-        return type(value)(item for item, _ in pairs), sum(count for _, count in pairs)
-    return value, 0
+        return type(value)(item for item, _ in pairs), "".join(removed for _, removed in pairs)
+    return value, ""
 
 
 def escape(char: str) -> str:
@@ -150,3 +153,10 @@ def describe(chars: str, most: int = 3) -> str:
     """`U+202E RIGHT-TO-LEFT OVERRIDE, U+E0069 TAG LATIN SMALL LETTER I, …`: the first `most` different ones."""
     named = [f"U+{ord(c):04X} {unicodedata.name(c, 'control')}" for c in dict.fromkeys(chars)]
     return ", ".join(named[:most]) + (", …" if len(named) > most else "")
+
+
+def removed_message(where: str, removed: str) -> str:
+    """The words of the `hidden_characters` warning: `AGENTS.md: removed 3 invisible characters (U+200B ZERO WIDTH SPACE, …) …`."""
+    count = len(removed)
+    return (f"{where}: removed {count} invisible character{'s' if count != 1 else ''} ({describe(removed)}) before "
+            "the model read it; such characters can carry instructions you cannot see")
