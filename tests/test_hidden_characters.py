@@ -10,10 +10,18 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from api_server import ApiServer, pokeapi_document
 from conftest import check_stream_rules
 from fake_provider import Call, Reply
 from mcp_support import toolbox, write_user_config
+from sunwell.agent.chat import UserInput
+from sunwell.agent.commands import commands_catalog
+from sunwell.agent.engine import Engine
+from sunwell.agent.resource_mentions import resource_mention
+from sunwell.agent.session import Session
+from sunwell.config import McpServerConfig, Settings
 
 OPENAI = "openai:gpt-4o"
 
@@ -121,14 +129,48 @@ def test_an_mcp_tool_description_loses_its_hidden_words_and_its_result_shows_the
     assert spec["description"].startswith("Say the secret. ") and RAW.findall(json.dumps(spec)) == []
     assert RAW.findall(json.dumps(spec["parameters"], ensure_ascii=False)) == []
     assert "loudly" in spec["parameters"]["properties"]["loud"]["description"]
-    [told] = notices(run.events)
-    assert told["level"] == "warning" and "MCP server box" in told["message"]
+    [told] = [n for n in notices(run.events) if "its tools" in n["message"]]
+    assert told["level"] == "warning" and told["message"].startswith("MCP server box")
     assert f" {len(SMUGGLED) + 2} invisible characters" in told["message"]  # the description's and a parameter's
     [result] = [e for e in run.events if e["type"] == "toolResult"]
     sent = next(m for m in fake.requests[1].body["messages"] if m["role"] == "tool")["content"]
     for shown in (result["output"], sent):
         assert RAW.findall(shown) == []
         assert shown.startswith(r"the secret:\u200b\udb40\udc69")
+
+
+@pytest.fixture
+def make_engine(tmp_path, workspace, fake, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{fake.url}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    return lambda **settings: Engine(Settings(model=OPENAI, data_dir=tmp_path / "data", approval="auto",
+                                              **settings), workspace)
+
+
+async def test_an_mcp_prompt_and_resource_show_their_hidden_words_escaped(make_engine, fake):
+    box = McpServerConfig.model_validate(toolbox("--hidden", sandbox="off"))
+    engine = make_engine(trust="shell", mcp_servers={"box": box})
+    try:
+        session, events = Session(engine), []
+        fake.script(Reply(text="briefed"), Reply(text="read"))
+        await session.submit(UserInput("::box:briefing team=core"), events.append)
+        await session.submit(UserInput("what does it say?", [resource_mention("box", "box://note")]), events.append)
+        docs = {doc.name: doc.description for doc in commands_catalog(engine=engine)}
+    finally:
+        await engine.aclose()
+    prompt, resource = (user_text(request) for request in fake.requests)
+    assert r"Brief core.\u202e\udb40\udc73" in prompt and r"Read me.\u200b\udb40\udc6f" in resource
+    assert RAW.findall(prompt + resource) == []
+    assert docs["box:briefing"] == "MCP prompt of box: Brief the team."
+    told = [e.message for e in events if e.type == "notice" and e.code == "hidden_characters"]
+    assert [m.split(" (")[0] for m in told] == ["MCP server box"] * 2
+    assert "its prompts): removed 24 invisible characters" in next(m for m in told if "prompts" in m)
+
+
+def user_text(request) -> str:
+    return "\n".join(str(m["content"]) for m in request.body["messages"] if m["role"] == "user")
 
 
 def document_with_hidden_words(base: str) -> dict:
@@ -163,9 +205,9 @@ def test_learning_an_api_removes_its_hidden_words_and_the_terminal_never_prints_
         assert specs and RAW.findall(json.dumps(specs, ensure_ascii=False)) == []
 
 
-async def test_learn_api_in_a_turn_tells_the_user_what_it_removed(engine, fake, workspace):
+async def test_learn_api_in_a_turn_tells_the_user_what_it_removed(make_engine, fake, workspace):
+    engine = make_engine(network={"allow": ["127.0.0.1"]})
     with ApiServer() as api:
-        engine.settings.network.allow = ["127.0.0.1"]
         document = document_with_hidden_words(api.url("/api/v2"))
         (workspace / "poke.json").write_text(json.dumps(document), encoding="utf-8")
         fake.script(Reply(tool_calls=[Call("learn_api", '{"source": "poke.json", "name": "poke"}')]),

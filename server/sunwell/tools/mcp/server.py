@@ -33,14 +33,15 @@ from pydantic import ValidationError
 
 from sunwell import __version__
 from sunwell.config import McpServerConfig
+from sunwell.hidden_text import removed_message
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.mcp.elicitation import Elicit, elicitation_callback
 from sunwell.tools.mcp.http_transport import http_transport
 from sunwell.tools.mcp.launch import Launch, LaunchError, stdio_launch
 from sunwell.tools.mcp.oauth import NOTICE, oauth_auth
-from sunwell.tools.mcp.offerings import list_offerings
+from sunwell.tools.mcp.offerings import list_offerings, visible_prompts
 from sunwell.tools.mcp.oversize import MAX_MESSAGE_BYTES, Oversized, is_too_large
-from sunwell.tools.mcp.remote_tools import list_tools, sunwell_tools
+from sunwell.tools.mcp.remote_tools import list_tools, sunwell_tools, visible_listing
 from sunwell.tools.mcp.results import render_result
 from sunwell.tools.mcp.stdio_transport import closing_after_spawn, stdio_transport
 from sunwell.tools.mcp.surroundings import UNSANDBOXED, Notify, ServerDown, SignInFront, Surroundings
@@ -85,7 +86,8 @@ class McpServer:
         self._runner: asyncio.Task[None] | None = None
         self._launch: Launch | None = None
         self._lock = asyncio.Lock()
-        self._notices: list[tuple[str, str]] = []
+        self._notices: list[tuple[str, str, str]] = []
+        """(level, code, message) waiting to be told."""
         self._stderr: deque[str] = deque(maxlen=STDERR_TAIL)
         self._background: set[asyncio.Task[Any]] = set()
         self._secrets = EnvSecrets({**config.env, **{f"HEADER_{k}": v for k, v in config.headers.items()}})
@@ -112,8 +114,8 @@ class McpServer:
                 await self._start()
                 tools = f"{len(self.tools)} tool{'' if len(self.tools) == 1 else 's'}"
                 unsandboxed = f", {UNSANDBOXED}" if self.config.command and self.config.sandbox == "off" else ""
-                self._notices.append(("info", f"MCP server {self.name} was restarted ({tools})" if restart
-                                      else f"MCP server {self.name} started ({tools}){unsandboxed}"))
+                self._notices.append(("info", "mcp_server", f"MCP server {self.name} was restarted ({tools})"
+                                      if restart else f"MCP server {self.name} started ({tools}){unsandboxed}"))
         finally:
             self.flush(notify)
 
@@ -179,7 +181,9 @@ class McpServer:
         try:
             async with client:
                 self._adopt(await list_tools(client))
-                self.prompts, self.resources = await list_offerings(client, self.name)
+                prompts, self.resources = await list_offerings(client, self.name)
+                self.prompts, hidden = visible_prompts(prompts)
+                self._hidden(hidden, "prompts")
                 self._client, self.state = client, "running"
                 ready.set_result(None)
                 await self._stop.wait()
@@ -242,7 +246,7 @@ class McpServer:
         stderr = "\n".join(self._stderr)
         log.info("MCP server %s %s; %s%s", self.name, reason, then, f"\nits stderr ended with:\n{stderr}"
                  if stderr else "")  # info: the notice tells the user; stderr may carry only the final error
-        self._notices.append(("error" if self.failures >= MAX_FAILURES else "warning",
+        self._notices.append(("error" if self.failures >= MAX_FAILURES else "warning", "mcp_server",
                               f"MCP server {self.name} {reason}; {then}."
                               + (f" Its stderr ended with: {stderr[-600:]}" if stderr else "")))
 
@@ -251,8 +255,8 @@ class McpServer:
         if notify is None:
             return
         notices, self._notices = self._notices, []
-        for level, message in notices:
-            notify(level, "mcp_server", message)
+        for level, code, message in notices:
+            notify(level, code, message)
 
     def wait_for_approval(self, reason: str) -> None:
         self.state, self.reason = "awaiting approval", reason
@@ -311,7 +315,15 @@ class McpServer:
     # ---- tools -------------------------------------------------------------------------------------------------
 
     def _adopt(self, listing: list[types.Tool]) -> None:
+        listing, hidden = visible_listing(listing)
+        self._hidden(hidden, "tools")
         self.tools = sunwell_tools(self.name, self.config, listing, self.call)
+
+    def _hidden(self, removed: str, what: str) -> None:
+        """Say that the definitions of its `what` held characters that hide text, which were removed."""
+        if removed:
+            where = f"MCP server {self.name} (the descriptions of its {what})"
+            self._notices.append(("warning", "hidden_characters", removed_message(where, removed)))
 
     async def call(self, tool: str, args: dict[str, Any], ctx: ToolContext) -> str:
         """One `tools/call`; every way it can fail is a ToolFailure the model reads."""
@@ -373,7 +385,7 @@ class McpServer:
         if moved:
             message = (f"MCP server {self.name} created {', '.join(moved)}, which sandboxed programs may not "
                        f"create; moved to {folder}")
-            self._notices.append(("warning", message))
+            self._notices.append(("warning", "mcp_server", message))
 
 
 def _leaf(exc: BaseException) -> BaseException:
