@@ -13,9 +13,10 @@ from __future__ import annotations
 import base64
 import logging
 import shlex
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sunwell.hidden_text import reveal, strip_hidden_in
+from sunwell.hidden_text import removed_message, reveal, strip_hidden_in
 
 if TYPE_CHECKING:
     from mcp import Client, types
@@ -24,7 +25,10 @@ log = logging.getLogger(__name__)
 MAX_LIST_PAGES = 20
 
 
-async def list_offerings(client: Client, server: str) -> tuple[list[types.Prompt], list[types.Resource]]:
+async def list_offerings(client: Client, server: str, heard: Callable[[str], None] | None = None
+                         ) -> tuple[list[types.Prompt], list[types.Resource]]:
+    """Its prompts (their descriptions without characters that hide text: `heard` is told when some were removed)
+    and its resources."""
     capabilities = client.server_capabilities
     prompts: list[types.Prompt] = []
     resources: list[types.Resource] = []
@@ -35,6 +39,9 @@ async def list_offerings(client: Client, server: str) -> tuple[list[types.Prompt
             resources = await _pages(client.list_resources, "resources")
     except Exception as exc:  # noqa: BLE001 - its tools still work
         log.info("MCP server %s: listing its prompts or resources failed: %r", server, exc)
+    prompts, hidden = _visible_prompts(prompts)
+    if hidden and heard is not None:
+        heard(removed_message(f"MCP server {server} (the descriptions of its prompts)", hidden))
     return prompts, resources
 
 
@@ -50,7 +57,7 @@ async def _pages(fetch: Any, field: str) -> list[Any]:
     return found
 
 
-def visible_prompts(prompts: list[types.Prompt]) -> tuple[list[types.Prompt], str]:
+def _visible_prompts(prompts: list[types.Prompt]) -> tuple[list[types.Prompt], str]:
     """The prompts without the characters that hide text in their titles and descriptions (the model reads them in
     `::help`'s answer), and those removed."""
     shown, removed = [], []

@@ -2,7 +2,7 @@
 `disabled_tools`, with its trust, approval and `mcp` risk, a `tool` preview for the approval card, and the server's
 read-only hint (a read-only tool may run alongside the other read-only calls of a response). The description and
 the input schema are the server's, checked: a schema that is not valid JSON Schema for an object accepts any object
-(the server still validates what it gets), and words a person cannot see removed (`visible_listing`)."""
+(the server still validates what it gets), and words a person cannot see removed (`_visible_listing`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from jsonschema.exceptions import SchemaError
 from mcp import Client, types
 
 from sunwell.config import McpServerConfig
-from sunwell.hidden_text import strip_hidden_in
+from sunwell.hidden_text import removed_message, strip_hidden_in
 from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.mcp.naming import tool_name
 from sunwell.tools.subject import McpCall, Subject
@@ -43,7 +43,7 @@ async def list_tools(client: Client) -> list[types.Tool]:
     return tools
 
 
-def visible_listing(listing: list[types.Tool]) -> tuple[list[types.Tool], str]:
+def _visible_listing(listing: list[types.Tool]) -> tuple[list[types.Tool], str]:
     """The listing without the characters that hide text (sunwell/hidden_text.py) in what a model reads of each
     tool (its title, description and input schema), and those removed."""
     shown, removed = [], []
@@ -55,7 +55,13 @@ def visible_listing(listing: list[types.Tool]) -> tuple[list[types.Tool], str]:
     return shown, "".join(removed)
 
 
-def sunwell_tools(server: str, config: McpServerConfig, listing: list[types.Tool], call: Call) -> list[Tool]:
+def sunwell_tools(server: str, config: McpServerConfig, listing: list[types.Tool], call: Call,
+                  heard: Callable[[str], None] | None = None) -> list[Tool]:
+    """The tools of `listing` Sunwell offers; `heard` is told when their definitions held characters that hide
+    text, which were removed."""
+    listing, hidden = _visible_listing(listing)
+    if hidden and heard is not None:
+        heard(removed_message(f"MCP server {server} (the descriptions of its tools)", hidden))
     wanted, disabled = config.tools, set(config.disabled_tools)
     tools: list[Tool] = []
     for remote in listing:

@@ -33,15 +33,14 @@ from pydantic import ValidationError
 
 from sunwell import __version__
 from sunwell.config import McpServerConfig
-from sunwell.hidden_text import removed_message
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.mcp.elicitation import Elicit, elicitation_callback
 from sunwell.tools.mcp.http_transport import http_transport
 from sunwell.tools.mcp.launch import Launch, LaunchError, stdio_launch
 from sunwell.tools.mcp.oauth import NOTICE, oauth_auth
-from sunwell.tools.mcp.offerings import list_offerings, visible_prompts
+from sunwell.tools.mcp.offerings import list_offerings
 from sunwell.tools.mcp.oversize import MAX_MESSAGE_BYTES, Oversized, is_too_large
-from sunwell.tools.mcp.remote_tools import list_tools, sunwell_tools, visible_listing
+from sunwell.tools.mcp.remote_tools import list_tools, sunwell_tools
 from sunwell.tools.mcp.results import render_result
 from sunwell.tools.mcp.stdio_transport import closing_after_spawn, stdio_transport
 from sunwell.tools.mcp.surroundings import UNSANDBOXED, Notify, ServerDown, SignInFront, Surroundings
@@ -86,8 +85,7 @@ class McpServer:
         self._runner: asyncio.Task[None] | None = None
         self._launch: Launch | None = None
         self._lock = asyncio.Lock()
-        self._notices: list[tuple[str, str, str]] = []
-        """(level, code, message) waiting to be told."""
+        self._notices: list[tuple[str, str, str]] = []  # (level, code, message)
         self._stderr: deque[str] = deque(maxlen=STDERR_TAIL)
         self._background: set[asyncio.Task[Any]] = set()
         self._secrets = EnvSecrets({**config.env, **{f"HEADER_{k}": v for k, v in config.headers.items()}})
@@ -181,9 +179,7 @@ class McpServer:
         try:
             async with client:
                 self._adopt(await list_tools(client))
-                prompts, self.resources = await list_offerings(client, self.name)
-                self.prompts, hidden = visible_prompts(prompts)
-                self._hidden(hidden, "prompts")
+                self.prompts, self.resources = await list_offerings(client, self.name, self._hidden)
                 self._client, self.state = client, "running"
                 ready.set_result(None)
                 await self._stop.wait()
@@ -315,15 +311,10 @@ class McpServer:
     # ---- tools -------------------------------------------------------------------------------------------------
 
     def _adopt(self, listing: list[types.Tool]) -> None:
-        listing, hidden = visible_listing(listing)
-        self._hidden(hidden, "tools")
-        self.tools = sunwell_tools(self.name, self.config, listing, self.call)
+        self.tools = sunwell_tools(self.name, self.config, listing, self.call, self._hidden)
 
-    def _hidden(self, removed: str, what: str) -> None:
-        """Say that the definitions of its `what` held characters that hide text, which were removed."""
-        if removed:
-            where = f"MCP server {self.name} (the descriptions of its {what})"
-            self._notices.append(("warning", "hidden_characters", removed_message(where, removed)))
+    def _hidden(self, message: str) -> None:
+        self._notices.append(("warning", "hidden_characters", message))
 
     async def call(self, tool: str, args: dict[str, Any], ctx: ToolContext) -> str:
         """One `tools/call`; every way it can fail is a ToolFailure the model reads."""
