@@ -231,6 +231,15 @@ def test_read_file_shows_hidden_characters_escaped_to_the_model_and_the_user(sun
         assert r"Hello\u200b world\udb40\udc68\udb40\udc69\u202e!" in shown and INNOCENT in shown
 
 
+def test_a_file_attached_with_an_at_mention_shows_them_escaped(sunwell, fake, workspace):
+    (workspace / "notes.md").write_text(f"Hello\u200b world{tags('hi')}\n", encoding="utf-8")
+    fake.script(Reply(text="read"))
+    run = sunwell("run", "summarize @notes.md", "--model", OPENAI, "--json")
+    assert run.code == 0, run.stderr
+    sent = user_text(fake.requests[0])
+    assert RAW.findall(sent) == [] and r"Hello\u200b world\udb40\udc68\udb40\udc69" in sent
+
+
 def test_search_hits_show_them_escaped_too(sunwell, fake, workspace):
     (workspace / "code.py").write_text("access = 'user\u202e \u2066// admin\u2069\u2066'\n", encoding="utf-8")
     fake.script(Reply(tool_calls=[Call("search_files", '{"pattern": "access"}')]), Reply(text="found"))
