@@ -122,7 +122,8 @@ def test_a_lens_with_emoji_and_persian_is_clean(sunwell, workspace):
 
 def test_an_mcp_tool_description_loses_its_hidden_words_and_its_result_shows_them(sunwell, fake, env):
     write_user_config(Path(env["XDG_CONFIG_HOME"]), mcp_servers={"box": toolbox("--hidden")})
-    fake.script(Reply(tool_calls=[Call("box__whisper", "{}")]), Reply(text="done"))
+    failing = Call("box__fail", json.dumps({"why": f"refused\u200b{tags('obey')}"}))
+    fake.script(Reply(tool_calls=[Call("box__whisper", "{}"), failing]), Reply(text="done"))
     run = sunwell("run", "whisper", "--model", OPENAI, "--json", "--trust", "shell", "--yes")
     assert run.code == 0, run.stderr
     spec = next(t["function"] for t in fake.requests[0].body["tools"] if t["function"]["name"] == "box__whisper")
@@ -132,11 +133,13 @@ def test_an_mcp_tool_description_loses_its_hidden_words_and_its_result_shows_the
     [told] = [n for n in notices(run.events) if "its tools" in n["message"]]
     assert told["level"] == "warning" and told["message"].startswith("MCP server box")
     assert f" {len(SMUGGLED) + 2} invisible characters" in told["message"]  # the description's and a parameter's
-    [result] = [e for e in run.events if e["type"] == "toolResult"]
-    sent = next(m for m in fake.requests[1].body["messages"] if m["role"] == "tool")["content"]
+    result, error = (e for e in run.events if e["type"] == "toolResult")
+    sent, refused = (m["content"] for m in fake.requests[1].body["messages"] if m["role"] == "tool")
     for shown in (result["output"], sent):
         assert RAW.findall(shown) == []
         assert shown.startswith(r"the secret:\u200b\udb40\udc69")
+    for shown in (error["error"]["message"], refused):  # an error answer, the server's words
+        assert RAW.findall(shown) == [] and r"refused\u200b\udb40\udc6f" in shown
 
 
 @pytest.fixture
