@@ -2,7 +2,7 @@
 
 What a person cannot see but a model reads: Unicode tag characters (U+E0000-E007F, an invisible copy of ASCII that
 models read as text: "ignore previous instructions" spelled in them shows as nothing), zero-width characters,
-bidi controls (they reorder what is read: Trojan Source), variation selectors beyond one after a visible symbol
+bidi controls (they reorder what is read: Trojan Source), variation selectors but one after a visible character
 (bytes can be smuggled as runs of them), the soft hyphen, the other format characters (Unicode category Cf) but
 the prepended concatenation marks (U+0600-0605 and the like), which are visible signs, invisible fillers, and the
 C0 and C1 controls but tab, newline and carriage return. A terminal also escapes the carriage return (it moves the
@@ -12,10 +12,10 @@ What legitimate text needs is kept: one text or emoji presentation selector (U+F
 character outside ASCII (⚠️, ❤️) or in a keycap (1️⃣), and a zero-width joiner or non-joiner between two visible
 characters outside ASCII: emoji sequences (👩‍💻) and the scripts that spell with them (Persian می‌خواهم, Indic
 conjuncts). Each carries a bit at most, next to a character one sees; none can spell hidden words. A byte order
-mark at the start of a file is an encoding mark, removed without a word.
+mark at the start of a text is an encoding mark: `strip_hidden` drops it without counting it.
 
 - `strip_hidden`: instructions (AGENTS.md, an MCP tool's description, a learned API's summaries) lose them before a
-  model reads them; what was removed is for the notice that tells the user (`removed_notice`).
+  model reads them; what was removed is for the warning that tells the user (`removed_message`).
 - `reveal`: what a model reads as data (a tool's result) and a terminal prints shows them as escapes, `\\x1b` for a
   C0 control, `\\u200b` for the rest (a character beyond the BMP as its UTF-16 pair, `\\udb40\\udc41`, so that
   escaped JSON stays JSON).
@@ -39,6 +39,9 @@ _RANGES = (
 )
 _HIDDEN = re.compile(f"[{_RANGES}]")
 _TERMINAL = re.compile(f"[{_RANGES}\r]")
+_ASCII_HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ASCII_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+"""The same classes for ASCII text, which is most of it: the small class is searched 2-3 times faster."""
 _PRESENTATION = "\ufe0e\ufe0f"
 _JOINERS = "\u200c\u200d"
 _KEYCAP = "\u20e3"
@@ -63,8 +66,14 @@ def _needed(text: str, at: int) -> bool:
     return False
 
 
+def _pattern(text: str, terminal: bool = False) -> re.Pattern[str]:
+    if text.isascii():
+        return _ASCII_TERMINAL if terminal else _ASCII_HIDDEN
+    return _TERMINAL if terminal else _HIDDEN
+
+
 def _hidden_at(text: str) -> Iterator[int]:
-    for match in _HIDDEN.finditer(text):
+    for match in _pattern(text).finditer(text):
         at = match.start()
         if not _needed(text, at) and not (at == 0 and text[0] == BOM):
             yield at
@@ -72,7 +81,7 @@ def _hidden_at(text: str) -> Iterator[int]:
 
 def strip_hidden(text: str) -> tuple[str, str]:
     """`text` without its hidden characters (a leading byte order mark too, uncounted), and those it held."""
-    if _HIDDEN.search(text) is None:
+    if _pattern(text).search(text) is None:
         return text, ""
     pieces, removed, start = [], [], 0
     for at in _hidden_at(text):
@@ -116,7 +125,8 @@ def escape(char: str) -> str:
     return f"\\u{code:04x}"
 
 
-def _revealed(pattern: re.Pattern[str], text: str) -> str:
+def _revealed(text: str, terminal: bool) -> str:
+    pattern = _pattern(text, terminal)
     if pattern.search(text) is None:
         return text
 
@@ -130,12 +140,12 @@ def _revealed(pattern: re.Pattern[str], text: str) -> str:
 
 def reveal(text: str) -> str:
     """`text` with every hidden character written as its escape (what a model reads of a file, a page, a result)."""
-    return _revealed(_HIDDEN, text)
+    return _revealed(text, terminal=False)
 
 
 def terminal_visible(text: str) -> str:
     """`reveal`, and carriage returns too: what a terminal may print of text it did not write."""
-    return _revealed(_TERMINAL, text)
+    return _revealed(text, terminal=True)
 
 
 def hidden_runs(text: str) -> list[tuple[int, int]]:
@@ -156,7 +166,8 @@ def describe(chars: str, most: int = 3) -> str:
 
 
 def removed_message(where: str, removed: str) -> str:
-    """The words of the `hidden_characters` warning: `AGENTS.md: removed 3 invisible characters (U+200B ZERO WIDTH SPACE, …) …`."""
+    """The words of the `hidden_characters` warning: `AGENTS.md: removed 3 invisible characters (U+200B ZERO WIDTH
+    SPACE, …) …`."""
     count = len(removed)
     return (f"{where}: removed {count} invisible character{'s' if count != 1 else ''} ({describe(removed)}) before "
             "the model read it; such characters can carry instructions you cannot see")
