@@ -65,3 +65,19 @@ def test_the_terminal_escaping_is_the_same_class():
 
     text = f"{SMUGGLED}\u200b\u00ad\ufe0f\x1b\r{INNOCENT}"
     assert RAW.findall(visible(text)) == [] and "\r" not in visible(text) and visible(text).endswith(INNOCENT)
+
+
+def test_streamed_text_keeps_a_sequence_split_between_deltas_and_still_escapes_the_rest():
+    """A model's answer arrives in pieces; whether a joiner is legitimate depends on the characters on both sides."""
+    import io
+
+    from sunwell.cli.rendering import Transcript
+    from sunwell.wire.events import DoneEvent, TextEvent, ThinkingEvent
+
+    out = io.StringIO()
+    show = Transcript(out)
+    for delta in ["👩", "\u200d", "💻 ❤", "\ufe0f", "\u200d🔥 ", "می\u200c", "خواهم a", "\u200bb", tags("hi"), "\u200d"]:
+        show(TextEvent(delta=delta))
+    show(ThinkingEvent(delta="\u200d"))
+    show(DoneEvent(status="completed", tool_calls=0, usage=None))
+    assert out.getvalue() == r"👩‍💻 ❤️‍🔥 می‌خواهم a\u200bb\udb40\udc68\udb40\udc69\u200d\u200d" + "\n"
