@@ -19,7 +19,7 @@ from conftest import SERVER
 
 PACKAGE = SERVER / "sunwell"
 BOTTOM = {"sunwell.vocabulary", "sunwell.errors", "sunwell.wire", "sunwell.config", "sunwell.commands_spec",
-          "sunwell.model_strings"}
+          "sunwell.model_strings", "sunwell.hidden_text"}
 FRONT = ("sunwell.cli", "sunwell.lsp", "sunwell.__main__")
 # floor -> what it must never import
 FORBIDDEN = {

@@ -70,6 +70,14 @@ async def test_ranges_are_in_utf16_units_after_astral_characters(sidecar):
     assert diagnostic.range == span(2, 41, 47)  # code points 39-45; each emoji is two UTF-16 units
 
 
+async def test_characters_that_hide_text_are_errors_at_their_utf16_range(sidecar):
+    uri = open_lens(sidecar, "trojan.lens", 'name: r\ndescription: "😀 \u202eexe.txt"\n')
+    [diagnostic] = await diagnostics(sidecar, uri, 1)
+    assert diagnostic.code == "hidden-characters" and diagnostic.severity == types.DiagnosticSeverity.Error
+    assert diagnostic.range == span(1, 17, 18)  # code point 16, after an emoji of two UTF-16 units
+    assert "U+202E RIGHT-TO-LEFT OVERRIDE" in diagnostic.message
+
+
 async def test_diagnostics_follow_changes_and_unknown_tools(sidecar):
     uri = open_lens(sidecar, "team.lens", GOOD)
     assert await diagnostics(sidecar, uri, 1) == []

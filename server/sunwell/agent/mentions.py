@@ -6,7 +6,8 @@ session's history like anything else the user said, are counted by the context b
 and `::context` and a replay list them without reading them back out of text; a model reads each after the line in an
 `<attachment>` block that names it. A file is read here, through the jail (a blocked or outside path is refused as
 the tools refuse it); what only the editor knows (a selection, its problems, a terminal) comes as text. Together
-they may take at most a quarter of the context window; past that each is cut, and says so.
+they may take at most a quarter of the context window; past that each is cut, and says so. Characters that hide
+text are shown as escapes, as in a tool's result (sunwell/hidden_text.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sunwell.hidden_text import reveal
 from sunwell.models.tokens import BYTES_PER_TOKEN, text_tokens
 from sunwell.tools.base import ToolFailure
 from sunwell.vocabulary import MentionKind
@@ -56,7 +58,7 @@ def read_mentions(mentions: Sequence[Mention], jail: Jail, window: int) -> list[
     """What `mentions` attach to a line, read now, within SHARE_OF_WINDOW of `window` tokens."""
     if not mentions:
         return []
-    bodies = [_body(mention, jail) for mention in mentions]
+    bodies = [reveal(_body(mention, jail)) for mention in mentions]  # as a tool's result shows them
     budget = int(window * SHARE_OF_WINDOW * BYTES_PER_TOKEN)
     share = max(budget // len(bodies), 200)
     attachments = []

@@ -25,6 +25,7 @@ from sunwell.agent.prompts import (
     workspace_files,
 )
 from sunwell.config import Settings, user_config_path
+from sunwell.hidden_text import removed_message
 from sunwell.model_strings import ModelSpec
 from sunwell.models.capabilities import Capabilities
 from sunwell.models.fitting import fit_tools
@@ -166,7 +167,8 @@ def _reader(specs: Sequence[ToolSpec]) -> str | None:
 def first_notices(plan: TurnPlan, ctx: ToolContext, lens: Lens | None, servers: list[NoticeEvent],
                   ignored: Sequence[str]) -> list[NoticeEvent]:
     """What a turn says before anything else: commands unsandboxed, what the MCP servers said on starting,
-    settings a lens or the workspace (`ignored`) may not widen, tools fitted to the window."""
+    settings a lens or the workspace (`ignored`) may not widen, hidden characters taken out of the project
+    instructions, tools fitted to the window."""
     warning = sandbox_warning(ctx) if any(t.risk == "shell" for t in plan.tools) else None
     notices = [NoticeEvent(level="warning", code="sandbox_off", message=warning)] if warning else []
     notices += servers
@@ -179,6 +181,9 @@ def first_notices(plan: TurnPlan, ctx: ToolContext, lens: Lens | None, servers: 
                                    message=f"the workspace config (.sunwell/config.yaml) may only narrow what you "
                                            f"allowed; ignored: {', '.join(ignored)}. Set these in your user "
                                            f"config ({user_config_path()}), on the command line or in VS Code."))
+    notices += [NoticeEvent(level="warning", code="hidden_characters",
+                            message=removed_message(item.path, item.hidden))
+                for item in plan.loaded if item.hidden]
     if plan.fitted:
         notices.append(NoticeEvent(level="info", code="tools_fitted",
                                    message=f"tool definitions fitted to the {plan.window}-token "

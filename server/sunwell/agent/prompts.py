@@ -8,6 +8,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from sunwell.hidden_text import strip_hidden
 from sunwell.tools.base import ToolFailure
 from sunwell.tools.handlers.files import walk
 from sunwell.tools.workspace.jail import Jail
@@ -111,6 +112,8 @@ class LoadedInstructions:
     """Bytes read into the prompt."""
     total: int
     """Bytes of the file: more than `size` when it was cut to the budget."""
+    hidden: str = ""
+    """The characters that hide text it held (sunwell/hidden_text.py), removed from what the model reads."""
 
 
 def project_instructions(jail: Jail, max_bytes: int) -> tuple[list[str], list[LoadedInstructions]]:
@@ -118,7 +121,8 @@ def project_instructions(jail: Jail, max_bytes: int) -> tuple[list[str], list[Lo
     `max_bytes` (the later file gets what the earlier one left), and what was loaded.
 
     A file that is a link out of the workspace or to a blocked path (`AGENTS.md -> .env`) is not read: the prompt
-    goes to the provider. What they say is instructions to the model and nothing else; no setting is read from them.
+    goes to the provider. What they say is instructions to the model and nothing else; no setting is read from them,
+    and no word the user cannot see (tag characters spelling instructions, zero-width ones): those are removed.
     """
     sections, loaded = [], []
     for rel in PROJECT_FILES:
@@ -134,7 +138,8 @@ def project_instructions(jail: Jail, max_bytes: int) -> tuple[list[str], list[Lo
                 data = file.read(max(max_bytes, 0))
         except OSError:
             continue
-        text = data.decode("utf-8", "ignore").strip()  # "ignore": a character the cut split in two
+        text, hidden = strip_hidden(data.decode("utf-8", "ignore"))  # "ignore": a character the cut split in two
+        text = text.strip()
         if len(data) < total:
             cut = text.rfind("\n", 0, len(text) - 200)  # room for the note, at a line's end
             text = text[: max(cut, 0)] + f"\n[Sunwell: {rel} is cut here to fit the context budget: " \
@@ -142,7 +147,7 @@ def project_instructions(jail: Jail, max_bytes: int) -> tuple[list[str], list[Lo
         if not text.strip():
             continue
         sections.append(PROJECT_INSTRUCTIONS.format(path=rel, text=text))
-        loaded.append(LoadedInstructions(rel, min(len(data), total), total))
+        loaded.append(LoadedInstructions(rel, min(len(data), total), total, hidden))
         max_bytes -= len(data)
     return sections, loaded
 

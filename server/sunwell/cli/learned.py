@@ -19,6 +19,7 @@ from sunwell.cli.settings import settings_for
 from sunwell.cli.visible import visible
 from sunwell.config import user_config_path
 from sunwell.config.learned_entries import drop, remember
+from sunwell.hidden_text import removed_message
 from sunwell.tools.base import ToolFailure
 from sunwell.tools.learned.learning import changes, check_name, learn, read_source
 from sunwell.tools.learned.registry import LearnedApis
@@ -71,6 +72,8 @@ async def _learn(args: argparse.Namespace, settings, learned) -> int:
     print(visible(f"  calls: {', '.join(api.hosts)}"))
     for op in offered:
         print(visible(f"  {op.tool}  {op.method} {op.path}" + (f"  {op.summary}" if op.summary else "")))
+    if api.hidden:
+        print(visible("  warning: " + removed_message(f"the document of {api.name}", api.hidden)))
     if previous is not None:
         found = changes(previous, api)
         shown = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in found.items() if names)

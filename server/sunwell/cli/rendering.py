@@ -19,6 +19,40 @@ if TYPE_CHECKING:
 
 BOLD_CYAN, CYAN, BOLD, DIM, RED, RESET = "\x1b[1;36m", "\x1b[36m", "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[0m"
 
+
+class VisiblePieces:
+    """`visible` over text that arrives in pieces (a streamed answer). Whether a joiner or a presentation selector is
+    text (👩‍💻, ⚠️, Persian's non-joiner) or hides it depends on the characters on both sides of it, which may come in
+    other pieces: one at the end of a piece waits for the next, and the last character shown is the next one's
+    context. A sequence split over pieces is escaped as it would be whole."""
+
+    WAITING = "\u200c\u200d\ufe0e\ufe0f"
+
+    def __init__(self) -> None:
+        self.before, self.held = "", ""
+
+    def __call__(self, piece: str) -> str:
+        text = self.held + piece
+        ready = text.rstrip(self.WAITING)
+        self.held = text[len(ready):]
+        return self._shown(ready)
+
+    def flush(self) -> str:
+        """What still waits, shown as it ends the text."""
+        text, self.held = self.held, ""
+        shown = self._shown(text)
+        self.before = ""
+        return shown
+
+    def _shown(self, text: str) -> str:
+        if not text:
+            return ""
+        # the context's own escape does not depend on what follows it: it is never one that waits
+        shown = visible(self.before + text)[len(visible(self.before)):]
+        self.before = text[-1]
+        return shown
+
+
 class JsonLines:
     """`--json`: every event as one JSON line, flushed as it happens."""
 
@@ -37,6 +71,7 @@ class Transcript:
     def __init__(self, out: TextIO = sys.stdout, color: bool = False) -> None:
         self.out, self.color = out, color
         self.at_line_start = True
+        self._text, self._thinking = VisiblePieces(), VisiblePieces()
         self._plan: object = None
         """The plan last printed: the model resends the whole plan, and an unchanged one is not printed again."""
 
@@ -45,11 +80,15 @@ class Transcript:
             self._nested(event)
             self.out.flush()
             return
+        if event.type != "text":
+            self._write(self._text.flush())
+        if event.type != "thinking" and (rest := self._thinking.flush()):
+            self._write(self._style(rest, "2"))
         match event.type:
             case "text":
-                self._write(visible(event.delta))  # per character: a sequence split over deltas is caught too
+                self._write(self._text(event.delta))  # per character: a sequence split over deltas is caught too
             case "thinking":
-                self._write(self._style(visible(event.delta), "2"))
+                self._write(self._style(self._thinking(event.delta), "2"))
             case "toolCall":
 
                 self._line(self._style(visible(f"↪ {event.name}({format_arguments(event.arguments)})"), "36"))

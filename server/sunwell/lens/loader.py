@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from sunwell.hidden_text import describe, hidden_runs
 from sunwell.lens.schema import Lens, did_you_mean, lens_problems, section_at
 
 Severity = Literal["error", "warning", "info"]
@@ -75,7 +76,33 @@ class LensResult:
 
 def load_lens(text: str, path: str, known_tools: Iterable[str] = ()) -> LensResult:
     """Parse and validate one lens; `known_tools` are tool names valid in `allowed_tools` besides the core ones
-    and the lens' own skills."""
+    and the lens' own skills.
+
+    Characters that hide text (sunwell/hidden_text.py) are an error wherever they are: a lens is words for the model
+    and for the person who reads it before using it, and those two must read the same thing."""
+    result = _load(text, path, known_tools)
+    hidden = _hidden_characters(text)
+    if not hidden:
+        return result
+    marked = {(d.line, d.col) for d in hidden}  # YAML refuses a control character: said once, as hidden
+    rest = [d for d in result.diagnostics if (d.line, d.col) not in marked]
+    return LensResult(path, None, sorted([*hidden, *rest], key=lambda d: (d.line, d.col)), result.positions)
+
+
+def _hidden_characters(text: str) -> list[Diagnostic]:
+    found = []
+    for start, end in hidden_runs(text):
+        line = text.count("\n", 0, start)
+        col = start - (text.rfind("\n", 0, start) + 1)
+        count = end - start
+        found.append(Diagnostic(line, col, line, col + count, "error",
+                                f"{count} invisible character{'s' if count > 1 else ''} ({describe(text[start:end])}):"
+                                f" the model would read what a person cannot see; remove {'them' if count > 1 else 'it'}",
+                                "hidden-characters"))
+    return found
+
+
+def _load(text: str, path: str, known_tools: Iterable[str]) -> LensResult:
     try:
         root = compose(text)
         # duplicates first: construction flattens `<<` merge keys into the very nodes we inspect
@@ -88,6 +115,11 @@ def load_lens(text: str, path: str, known_tools: Iterable[str] = ()) -> LensResu
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line, mark.column) if mark else (0, 0)
         message = f"YAML syntax error: {exc.problem or exc.context}"
+        return LensResult(path, None, [Diagnostic(line, col, line, col + 1, "error", message, "yaml-syntax")], None)
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses (a control, U+FFFE): it has no mark
+        line = text.count("\n", 0, exc.position)
+        col = exc.position - (text.rfind("\n", 0, exc.position) + 1)
+        message = f"YAML syntax error: the character U+{exc.character:04X} is not allowed"
         return LensResult(path, None, [Diagnostic(line, col, line, col + 1, "error", message, "yaml-syntax")], None)
     if root is None:
         return LensResult(path, None, [Diagnostic(0, 0, 0, 1, "error", "Empty lens file", "empty-file")], None)

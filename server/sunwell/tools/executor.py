@@ -1,5 +1,7 @@
 """Run one validated tool call: time limit, output cap, and every failure turned into an error result.
 
+`answered` and `failed` make every result a model reads: what a tool returns passes through them, whatever the tool.
+
 `attempt` is one step of a call under those rules (the handler; or a staged tool's stage, preview and apply, each a
 step of its own); `execute` is the plain call: its handler as one attempt, its output the result.
 """
@@ -12,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TypeVar
 
+from sunwell.hidden_text import reveal
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
 from sunwell.tools.output import truncate
 from sunwell.wire.messages import ToolCall, ToolError, ToolResultMessage
@@ -45,11 +48,13 @@ async def execute(tool: Tool, call: ToolCall, ctx: ToolContext) -> ToolResultMes
 
 
 def answered(call: ToolCall, output: str, ctx: ToolContext) -> ToolResultMessage:
-    """A call's output as its result: secrets masked, cut to the output cap."""
+    """A call's output as its result: secrets masked, characters that hide text shown as escapes (a file, a page or
+    a server's answer may spell instructions in them), cut to the output cap."""
     hint = "ask for less (offset/limit, a narrower path or pattern)"
     if ctx.secrets is not None:  # e.g. an unsandboxed command that read /proc/<sunwell>/environ
         output = ctx.secrets.mask(output)
-    return ToolResultMessage(call_id=call.id, name=call.name, output=truncate(output, ctx.max_output_bytes, hint))
+    return ToolResultMessage(call_id=call.id, name=call.name,
+                             output=truncate(reveal(output), ctx.max_output_bytes, hint))
 
 
 def masked(error: ToolError, ctx: ToolContext) -> ToolError:
@@ -59,4 +64,7 @@ def masked(error: ToolError, ctx: ToolContext) -> ToolError:
 
 
 def failed(call: ToolCall, error: ToolError) -> ToolResultMessage:
+    """An error result; its message may quote what a tool read (a server's error, a page), shown as `answered` does."""
+    if (shown := reveal(error.message)) != error.message:
+        error = error.model_copy(update={"message": shown})
     return ToolResultMessage(call_id=call.id, name=call.name, output="", ok=False, error=error)

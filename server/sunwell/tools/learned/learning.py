@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sunwell.hidden_text import strip_hidden_in
 from sunwell.tools.base import ToolFailure
 from sunwell.tools.learned.document import API_NAME, NotAnApi, parse_text, read_api
 from sunwell.tools.learned.store import DEFAULT_RATE, OFFER_LIMIT, LearnedApi
@@ -67,7 +68,8 @@ async def learn(text: str, name: str, source: str, origin: Target | None, networ
     for a document that is not one, `permission` for a host it may not call. With more operations than are
     offered at once and no `tags`, the user is asked which tags to offer when `ask` can reach them."""
     try:
-        data = parse_text(text)
+        # what the model reads of it (summaries, descriptions, parameters) never holds words a person cannot see
+        data, hidden = strip_hidden_in(parse_text(text))
         api = await asyncio.to_thread(read_api, data, name, origin.url if origin else None)
     except NotAnApi as exc:
         raise ToolFailure("validation", f"{source} cannot be learned: {exc}") from None
@@ -82,7 +84,7 @@ async def learn(text: str, name: str, source: str, origin: Target | None, networ
     learned = LearnedApi(name=name, source=source, title=api.title, version=api.version, hosts=hosts,
                          operations=api.operations, schemes=api.schemes, tags=None, rate_per_min=rate,
                          digest=hashlib.sha256(text.encode()).hexdigest(),
-                         learned_at=datetime.now(UTC).isoformat(timespec="seconds"))
+                         learned_at=datetime.now(UTC).isoformat(timespec="seconds"), hidden=hidden)
     if not tags and len(learned.operations) > OFFER_LIMIT and ask is not None:
         tags = await ask_tags(learned, ask)
     return choose_tags(learned, tags)

@@ -28,6 +28,7 @@ from pydantic import Field
 
 from sunwell.config import Settings, user_config_path
 from sunwell.config.learned_entries import remember
+from sunwell.hidden_text import removed_message
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.learned.calls import RateLimit, credentials_for, render, send, target
@@ -188,6 +189,8 @@ class LearnedApis:
         ask = partial(ctx.ask, ctx.call_id) if ctx.ask is not None else None  # which tags, for a large API
         api = await learn(text, arguments.name, arguments.source, origin, ctx.network, arguments.tags,
                           self.rates.get(arguments.name, DEFAULT_RATE), ask)
+        if api.hidden and ctx.notify is not None:
+            ctx.notify("warning", "hidden_characters", removed_message(f"learned API {api.name}", api.hidden))
         self._pending[key] = api
         return api
 

@@ -34,6 +34,9 @@ class LearnedApi:
     digest: str = ""
     """sha256 of the document as read: re-learning an unchanged one changes nothing."""
     learned_at: str = ""
+    hidden: str = ""
+    """The characters that hide text the document held, removed as it was read (sunwell/hidden_text.py): said to
+    the user when it is learned, never stored."""
 
     def offered(self) -> list[Operation]:
         if self.tags is None:
@@ -49,7 +52,9 @@ class LearnedApi:
         return counts
 
     def wire(self) -> dict[str, Any]:
-        return {**asdict(self), "operations": [op.wire() for op in self.operations]}
+        data = {**asdict(self), "operations": [op.wire() for op in self.operations]}
+        del data["hidden"]
+        return data
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> LearnedApi:

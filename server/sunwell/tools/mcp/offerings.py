@@ -2,7 +2,8 @@
 (PROTOCOL.md "CLI"), and its resources, attached as `@SERVER:URI` mentions. Both are listed when the server starts
 (when its capabilities say it has them); a listing that fails leaves them empty and the server running: its tools
 matter more. A prompt's messages become the turn's line; a resource's text is attached like a file's, a binary one
-is named with its type and size (the model cannot read its bytes).
+is named with its type and size (the model cannot read its bytes). Their text, written by the server, shows the
+characters that hide text as escapes; a prompt's description loses them (sunwell/hidden_text.py).
 
 Nothing here imports the SDK (the chat commands read it, and importing `mcp` takes half a second): its models are
 read by their fields."""
@@ -12,7 +13,10 @@ from __future__ import annotations
 import base64
 import logging
 import shlex
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from sunwell.hidden_text import removed_message, reveal, strip_hidden_in
 
 if TYPE_CHECKING:
     from mcp import Client, types
@@ -21,7 +25,10 @@ log = logging.getLogger(__name__)
 MAX_LIST_PAGES = 20
 
 
-async def list_offerings(client: Client, server: str) -> tuple[list[types.Prompt], list[types.Resource]]:
+async def list_offerings(client: Client, server: str, heard: Callable[[str], None] | None = None
+                         ) -> tuple[list[types.Prompt], list[types.Resource]]:
+    """Its prompts (their descriptions without characters that hide text: `heard` is told when some were removed)
+    and its resources."""
     capabilities = client.server_capabilities
     prompts: list[types.Prompt] = []
     resources: list[types.Resource] = []
@@ -32,6 +39,9 @@ async def list_offerings(client: Client, server: str) -> tuple[list[types.Prompt
             resources = await _pages(client.list_resources, "resources")
     except Exception as exc:  # noqa: BLE001 - its tools still work
         log.info("MCP server %s: listing its prompts or resources failed: %r", server, exc)
+    prompts, hidden = _visible_prompts(prompts)
+    if hidden and heard is not None:
+        heard(removed_message(f"MCP server {server} (the descriptions of its prompts)", hidden))
     return prompts, resources
 
 
@@ -45,6 +55,25 @@ async def _pages(fetch: Any, field: str) -> list[Any]:
         if not cursor:
             break
     return found
+
+
+def _visible_prompts(prompts: list[types.Prompt]) -> tuple[list[types.Prompt], str]:
+    """The prompts without the characters that hide text in their titles and descriptions (the model reads them in
+    `::help`'s answer), and those removed."""
+    shown, removed = [], []
+    for prompt in prompts:
+        arguments = [_stripped(argument, "description") for argument in prompt.arguments or []]
+        prompt, hidden = _stripped(prompt, "title", "description")
+        if any(said for _, said in arguments):
+            prompt = prompt.model_copy(update={"arguments": [argument for argument, _ in arguments]})
+        shown.append(prompt)
+        removed += [hidden, *(said for _, said in arguments)]
+    return shown, "".join(removed)
+
+
+def _stripped(model: Any, *fields: str) -> tuple[Any, str]:
+    values, hidden = strip_hidden_in([getattr(model, name) for name in fields])
+    return (model.model_copy(update=dict(zip(fields, values, strict=True))) if hidden else model), hidden
 
 
 def prompt_arguments(text: str) -> dict[str, str]:
@@ -90,7 +119,7 @@ async def fetch_prompt(client: Client, name: str, arguments: dict[str, str]) -> 
 
 def _content_text(content: Any) -> str:
     if getattr(content, "type", None) == "text":
-        return content.text
+        return reveal(content.text)
     if getattr(content, "type", None) == "resource":
         return resource_text(content.resource)
     kind = getattr(content, "mime_type", None) or getattr(content, "type", "content")
@@ -98,9 +127,10 @@ def _content_text(content: Any) -> str:
 
 
 def resource_text(contents: Any) -> str:
-    """One piece of a resource: its text, or for bytes a line naming their type and size."""
+    """One piece of a resource: its text (characters that hide text shown as escapes, as in a tool's result), or for
+    bytes a line naming their type and size."""
     if isinstance(getattr(contents, "text", None), str):
-        return contents.text
+        return reveal(contents.text)
     blob = getattr(contents, "blob", "") or ""
     try:
         size = len(base64.b64decode(blob, validate=False))

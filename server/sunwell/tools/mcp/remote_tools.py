@@ -2,7 +2,7 @@
 `disabled_tools`, with its trust, approval and `mcp` risk, a `tool` preview for the approval card, and the server's
 read-only hint (a read-only tool may run alongside the other read-only calls of a response). The description and
 the input schema are the server's, checked: a schema that is not valid JSON Schema for an object accepts any object
-(the server still validates what it gets)."""
+(the server still validates what it gets), and words a person cannot see removed (`_visible_listing`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from jsonschema.exceptions import SchemaError
 from mcp import Client, types
 
 from sunwell.config import McpServerConfig
+from sunwell.hidden_text import removed_message, strip_hidden_in
 from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.mcp.naming import tool_name
 from sunwell.tools.subject import McpCall, Subject
@@ -42,7 +43,25 @@ async def list_tools(client: Client) -> list[types.Tool]:
     return tools
 
 
-def sunwell_tools(server: str, config: McpServerConfig, listing: list[types.Tool], call: Call) -> list[Tool]:
+def _visible_listing(listing: list[types.Tool]) -> tuple[list[types.Tool], str]:
+    """The listing without the characters that hide text (sunwell/hidden_text.py) in what a model reads of each
+    tool (its title, description and input schema), and those removed."""
+    shown, removed = [], []
+    for remote in listing:
+        (title, description, schema), hidden = strip_hidden_in((remote.title, remote.description, remote.input_schema))
+        shown.append(remote.model_copy(update={"title": title, "description": description, "input_schema": schema})
+                     if hidden else remote)
+        removed.append(hidden)
+    return shown, "".join(removed)
+
+
+def sunwell_tools(server: str, config: McpServerConfig, listing: list[types.Tool], call: Call,
+                  heard: Callable[[str], None] | None = None) -> list[Tool]:
+    """The tools of `listing` Sunwell offers; `heard` is told when their definitions held characters that hide
+    text, which were removed."""
+    listing, hidden = _visible_listing(listing)
+    if hidden and heard is not None:
+        heard(removed_message(f"MCP server {server} (the descriptions of its tools)", hidden))
     wanted, disabled = config.tools, set(config.disabled_tools)
     tools: list[Tool] = []
     for remote in listing:

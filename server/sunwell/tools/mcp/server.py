@@ -85,7 +85,7 @@ class McpServer:
         self._runner: asyncio.Task[None] | None = None
         self._launch: Launch | None = None
         self._lock = asyncio.Lock()
-        self._notices: list[tuple[str, str]] = []
+        self._notices: list[tuple[str, str, str]] = []  # (level, code, message)
         self._stderr: deque[str] = deque(maxlen=STDERR_TAIL)
         self._background: set[asyncio.Task[Any]] = set()
         self._secrets = EnvSecrets({**config.env, **{f"HEADER_{k}": v for k, v in config.headers.items()}})
@@ -112,8 +112,8 @@ class McpServer:
                 await self._start()
                 tools = f"{len(self.tools)} tool{'' if len(self.tools) == 1 else 's'}"
                 unsandboxed = f", {UNSANDBOXED}" if self.config.command and self.config.sandbox == "off" else ""
-                self._notices.append(("info", f"MCP server {self.name} was restarted ({tools})" if restart
-                                      else f"MCP server {self.name} started ({tools}){unsandboxed}"))
+                self._notices.append(("info", "mcp_server", f"MCP server {self.name} was restarted ({tools})"
+                                      if restart else f"MCP server {self.name} started ({tools}){unsandboxed}"))
         finally:
             self.flush(notify)
 
@@ -180,7 +180,7 @@ class McpServer:
         try:
             async with client:
                 self._adopt(await list_tools(client))
-                self.prompts, self.resources = await list_offerings(client, self.name)
+                self.prompts, self.resources = await list_offerings(client, self.name, self._hidden)
                 self._client, self.state = client, "running"
                 ready.set_result(None)
                 await self._stop.wait()
@@ -243,7 +243,7 @@ class McpServer:
         stderr = "\n".join(self._stderr)
         log.info("MCP server %s %s; %s%s", self.name, reason, then, f"\nits stderr ended with:\n{stderr}"
                  if stderr else "")  # info: the notice tells the user; stderr may carry only the final error
-        self._notices.append(("error" if self.failures >= MAX_FAILURES else "warning",
+        self._notices.append(("error" if self.failures >= MAX_FAILURES else "warning", "mcp_server",
                               f"MCP server {self.name} {reason}; {then}."
                               + (f" Its stderr ended with: {stderr[-600:]}" if stderr else "")))
 
@@ -252,8 +252,8 @@ class McpServer:
         if notify is None:
             return
         notices, self._notices = self._notices, []
-        for level, message in notices:
-            notify(level, "mcp_server", message)
+        for level, code, message in notices:
+            notify(level, code, message)
 
     def wait_for_approval(self, reason: str) -> None:
         self.state, self.reason = "awaiting approval", reason
@@ -312,7 +312,10 @@ class McpServer:
     # ---- tools -------------------------------------------------------------------------------------------------
 
     def _adopt(self, listing: list[types.Tool]) -> None:
-        self.tools = sunwell_tools(self.name, self.config, listing, self.call)
+        self.tools = sunwell_tools(self.name, self.config, listing, self.call, self._hidden)
+
+    def _hidden(self, message: str) -> None:
+        self._notices.append(("warning", "hidden_characters", message))
 
     async def call(self, tool: str, args: dict[str, Any], ctx: ToolContext) -> str:
         """One `tools/call`; every way it can fail is a ToolFailure the model reads."""
@@ -374,7 +377,7 @@ class McpServer:
         if moved:
             message = (f"MCP server {self.name} created {', '.join(moved)}, which sandboxed programs may not "
                        f"create; moved to {folder}")
-            self._notices.append(("warning", message))
+            self._notices.append(("warning", "mcp_server", message))
 
 
 def _leaf(exc: BaseException) -> BaseException:
