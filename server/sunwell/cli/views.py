@@ -13,12 +13,13 @@ from pathlib import Path
 
 from sunwell.agent.engine import Engine
 from sunwell.agent.model_catalog import model_catalog
-from sunwell.agent.sessions import SessionNotFound, SessionStore
+from sunwell.agent.sessions import EventRow, SessionNotFound, SessionStore
+from sunwell.agent.usage import session_usage, usage_line
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_OK, UsageError
 from sunwell.cli.mcp_sign_in import cmd_sign_in
 from sunwell.cli.options import settings_for
 from sunwell.cli.rendering import visible
-from sunwell.config import ConfigError, load_settings
+from sunwell.config import ConfigError, Price, load_settings
 from sunwell.errors import SetupError
 from sunwell.lens.check import check_files
 from sunwell.tools.base import Trust
@@ -45,11 +46,28 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             # Piped, the export is data and stays exact.
             print(visible(text) if sys.stdout.isatty() else text)
         else:
-            for row in store.events(args.id):  # summaries of model text: tool names, errors, answers
-                print(visible(f"{row.turn} {row.seq:>3} {row.kind:<12} {row.content}"))
+            _show(store.events(args.id), args.id, settings.prices, args.json)
     except SessionNotFound as exc:
         raise UsageError(exc.args[0]) from None
     return EXIT_OK
+
+
+def _show(rows: list[EventRow], session: str, prices: dict[str, Price], as_json: bool) -> None:
+    """The session's log, a row a line, then its tokens and their cost at the model it last ran (`--json`: one
+    object, `events` and `usage`)."""
+    model = next((row.data.get("model") for row in reversed(rows) if row.kind == "settings"
+                  and isinstance(row.data, dict)), None)
+    usage = session_usage(rows, model, prices)
+    if as_json:
+        events = [{"turn": row.turn, "seq": row.seq, "kind": row.kind, "content": row.content, "data": row.data}
+                  for row in rows]
+        text = json.dumps({"session": session, "events": events, "usage": usage.wire()}, ensure_ascii=False)
+        print(visible(text) if sys.stdout.isatty() else text)
+        return
+    for row in rows:  # summaries of model text: tool names, errors, answers
+        print(visible(f"{row.turn} {row.seq:>3} {row.kind:<12} {row.content}"))
+    if usage.turns:
+        print(f"usage: {usage_line(usage)}")
 
 
 def _when(epoch: float) -> str:
