@@ -281,3 +281,28 @@ def test_sunwell_run_and_sessions_show_the_cached_share(env, fake, workspace):
     done = next(e for e in data["events"] if e["kind"] == "done")
     assert done["data"]["usage"] == {"inputTokens": 10_000, "outputTokens": 100, "cacheReadTokens": 6_000,
                                      "cacheWriteTokens": 2_000}
+
+
+# ---- local servers: the emulated and constrained path -------------------------------------------------------------
+
+
+def rendered(body: dict) -> str:
+    """A Chat Completions prompt as a chat template lays it out, role by role: what a server's KV cache holds."""
+    return "".join(f"<|{m['role']}|>{m['content']}<|end|>" for m in body["messages"])
+
+
+def test_each_emulated_round_repeats_the_last_ones_prompt_up_to_its_reminder(tmp_path, workspace):
+    from test_constrained import answer, call, called, engine, kind, run_turn
+
+    with FakeProvider() as fake:
+        fake.script(*called(call("read_file", path="a.txt")), *called(call("read_file", path="src/app.py")),
+                    Reply(text=answer("a.txt says hello; app.py returns 42.")))
+        run_turn(engine(tmp_path, workspace, fake), "What do my notes and my app say?")
+        bodies = [r.body for r in fake.requests]
+    assert [kind(b) for b in bodies] == [None, "json_schema", None, "json_schema", None]
+    for free, held in ((bodies[0], bodies[1]), (bodies[2], bodies[3])):
+        assert json.dumps(free["messages"]) == json.dumps(held["messages"])  # the schema request: the same prompt
+    assert rendered(bodies[2]).startswith(rendered(bodies[1]))  # the first round's prompt whole
+    prompt = rendered(bodies[3])
+    reminder = prompt.rindex("\n\nThe request was: ")  # said after the newest result only
+    assert rendered(bodies[4]).startswith(prompt[:reminder]) and len(prompt) - reminder < 150 < reminder

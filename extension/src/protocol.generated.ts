@@ -298,6 +298,8 @@ export interface ChatResult {
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
 }
 /**
  * What the client answers besides `sunwell/approve` (PROTOCOL.md "Events and client requests").
@@ -754,6 +756,8 @@ export interface SessionUsage {
   turns?: TurnUsage[];
   inputTokens: number;
   outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
   estimated: boolean;
   cost?: number | null;
 }
@@ -762,6 +766,8 @@ export interface TurnUsage {
   inputTokens: number;
   outputTokens: number;
   estimated: boolean;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
   cost?: number | null;
 }
 export interface SessionsResult {
