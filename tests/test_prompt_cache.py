@@ -306,3 +306,44 @@ def test_each_emulated_round_repeats_the_last_ones_prompt_up_to_its_reminder(tmp
     prompt = rendered(bodies[3])
     reminder = prompt.rindex("\n\nThe request was: ")  # said after the newest result only
     assert rendered(bodies[4]).startswith(prompt[:reminder]) and len(prompt) - reminder < 150 < reminder
+
+
+# ---- room made in the window: the only places the prefix breaks ---------------------------------------------------
+
+
+def test_the_prefix_breaks_only_where_room_is_made_and_tools_and_system_stay_cached(sunwell, fake, workspace):
+    from sunwell.agent.prompts import COMPACT_SYSTEM
+
+    rounds = 14
+    for n in range(rounds):
+        (workspace / f"m{n:02d}.py").write_text("".join(f"def m{n}_{i}(x):\n    return x + {i}\n" for i in range(170)))
+    config = workspace.parent / "config" / "sunwell" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text('models:\n  "anthropic:claude-sonnet-4-6": {context_window: 24000}\n')
+    said = iter(range(rounds + 1))
+
+    def model(body: dict) -> Reply:
+        if COMPACT_SYSTEM in json.dumps(body.get("system")):
+            return Reply(text="The user had the modules read one by one; each adds a number to its argument.")
+        n = next(said)
+        return Reply(text="All read.") if n == rounds else Reply(
+            tool_calls=[Call("read_file", json.dumps({"path": f"m{n:02d}.py"}))])
+
+    fake.script(*[model] * (rounds + 10))
+    run = sunwell("run", "--json", "--model", SONNET, "Read every module, one at a time")
+    assert run.code == 0, run.stderr
+    shown = json.loads(sunwell("sessions", "show", run.events[0]["session"], "--json").stdout)
+    made_room = [row for row in shown["events"] if row["kind"] in ("elision", "compaction")]
+    turn = [(r.body, r.billed) for r in fake.requests if COMPACT_SYSTEM not in json.dumps(r.body.get("system"))]
+    breaks = [after for (_, before), (_, after) in itertools.pairwise(turn) if after.cache_read < before.total]
+    assert made_room and len(breaks) == len(made_room)
+    fixed = len(turn[0][0]["tools"]) + 1  # the tools' and the system's blocks
+    for body, billed in turn:
+        assert billed.cache_read == 0 or billed.cache_read >= _prefix_tokens(body, fixed)
+    assert all(after.cache_read >= _prefix_tokens(turn[0][0], fixed) for after in breaks)
+
+
+def _prefix_tokens(body: dict, blocks: int) -> int:
+    from fake_cache import anthropic_pieces, tokens
+
+    return sum(tokens(text) for text, _ in anthropic_pieces(body)[:blocks])
