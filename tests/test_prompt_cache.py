@@ -347,3 +347,21 @@ def _prefix_tokens(body: dict, blocks: int) -> int:
     from fake_cache import anthropic_pieces, tokens
 
     return sum(tokens(text) for text, _ in anthropic_pieces(body)[:blocks])
+
+
+async def test_tools_fitted_to_a_small_window_stay_the_same_turn_after_turn(sidecar_factory, fake, workspace):
+    """Fitted to a window, the tools change with the request's words; a session keeps them while its requests are
+    about none the fitting cut, so its prefix holds from one turn to the next (a local server's KV cache too)."""
+    config = workspace.parent / "config" / "sunwell" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text('models:\n  "openai:gpt-4o": {context_window: 9000}\n')
+    sidecar = await sidecar_factory()
+    fake.script(Reply(text="Hello."), Reply(text="Sure."), Reply(text="It is noon."))
+    first, events = await sidecar.chat("Read a.txt and search for TODO notes")
+    assert any(e["type"] == "notice" and e["code"] == "tools_fitted" for e in events)
+    await sidecar.chat("Thanks, go on", session=first["session"])
+    await sidecar.chat("What time is it?", session=first["session"])
+    tools = [json.dumps(r.body["tools"]) for r in fake.requests]
+    names = [[t["function"]["name"] for t in r.body["tools"]] for r in fake.requests]
+    assert tools[1] == tools[0]  # a request about nothing the fitting cut: the same tools, byte for byte
+    assert "get_time" not in names[0] and "get_time" in names[2]  # one about a tool it left out: fitted again
