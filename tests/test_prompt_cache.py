@@ -5,6 +5,7 @@ against the fake provider, which bills each request as the service's prompt cach
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import os
@@ -125,21 +126,24 @@ def test_breakpoints_change_nothing_else_in_the_request(fake):
     """What the SDK sends, its breakpoints taken out, is the conversation exactly as it was mapped before them."""
     call = ToolCall(id="toolu_1", name="read_file", arguments={"path": "a.txt"})
     request = ModelRequest(
-        model="claude-sonnet-4-6", system="Be brief.", max_tokens=100,
+        model="claude-sonnet-4-6", system="Be brief.", max_tokens=100, cache_key="session-1",
         tools=[ToolSpec(name="read_file", description="Read a file.", parameters={"type": "object"}),
                ToolSpec(name="grep", description="Search.", parameters={"type": "object"})],
         messages=[UserMessage(text="What does a.txt say?"), AssistantMessage(parts=[TextPart(text="Reading."),
                                                                                      ToolCallPart(call=call)]),
                   ToolResultMessage(call_id="toolu_1", name="read_file", ok=True, output="hello"),
                   AssistantMessage(parts=[TextPart(text="It says hello.")]), UserMessage(text="Thanks")])
-    fake.script(Reply(text="ok"))
+    fake.script(Reply(text="ok"), Reply(text="ok"))
 
-    async def send() -> None:
+    async def send(request: ModelRequest) -> None:
         provider = AnthropicMessages(base_url=fake.url, api_key="sk-ant-test")
         async for _ in provider.stream(request):
             pass
 
-    asyncio.run(send())
+    asyncio.run(send(request))
+    # a request of no session (a summary's, a skill's) is not repeated: writing it would cost 1.25x for nothing
+    asyncio.run(send(dataclasses.replace(request, cache_key="")))
+    assert marks(fake.requests[1].body) == [] and fake.requests[1].body["system"] == "Be brief."
     body = fake.requests[0].body
     assert marks(body) == ["tool 1", "system 0", "message 2 block 0", "message 4 block 0"]
     assert stripped(body) == {

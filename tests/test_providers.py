@@ -185,8 +185,7 @@ async def test_anthropic_thinking_with_signature_text_and_tool_use(fake):
     assert events[-1] == Finished(events[-1].usage, "tool_use")
     assert (events[-1].usage.input_tokens, events[-1].usage.output_tokens) == (100, 20)
     body = fake.requests[0].body
-    assert body["system"] == [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}]
-    assert body["max_tokens"] == 4096
+    assert body["system"] == "You are terse." and body["max_tokens"] == 4096
     assert body["tools"][0] == {"name": "read_file", "description": "Read a file.",
                                 "input_schema": READ_FILE.parameters}
 
@@ -256,7 +255,7 @@ async def test_anthropic_round_trip_merges_results_and_user_text(fake):
     assert [e.text for e in second if isinstance(e, TextDelta)] == ["Done."]
 
     body = fake.requests[1].body
-    assert [block["text"] for block in body["system"]] == ["You are terse.\n\nBe careful."]
+    assert body["system"] == "You are terse.\n\nBe careful."
     assert body["tool_choice"] == {"type": "any"}
     messages = body["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]

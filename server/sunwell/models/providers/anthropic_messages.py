@@ -1,9 +1,9 @@
 """Anthropic Messages, streaming.
 
 The wire conversation must alternate user / assistant, and every `tool_use` block must be answered by a
-`tool_result` block at the start of the next user turn; the mapping below guarantees both. Every request asks for
-its prefix to be cached (anthropic_cache.py), and the usage read back tells the prompt tokens read from the cache and
-written to it apart from the rest. The `anthropic` SDK is imported when an adapter is built, not when this module is.
+`tool_result` block at the start of the next user turn; the mapping below guarantees both. Every request of a
+session asks for its prefix to be cached (anthropic_cache.py), and the usage read back tells the prompt tokens read
+from the cache and written to it apart from the rest. The `anthropic` SDK is imported when an adapter is built, not when this module is.
 """
 
 from __future__ import annotations
@@ -95,7 +95,8 @@ class AnthropicMessages:
                 for t in request.tools
             ]
             params["tool_choice"] = map_tool_choice(request.tool_choice)
-        return with_breakpoints(params)
+        # a request of no session (a summary's, a skill's) is never repeated: writing it would cost 1.25x for nothing
+        return with_breakpoints(params) if request.cache_key else params
 
     def _map_error(self, exc: Exception, *, mid_stream: bool = False) -> ProviderError:
         from anthropic import APIConnectionError, APIStatusError, APITimeoutError
