@@ -25,6 +25,10 @@ reply): more blocks between two requests than the 20-block look-back reaches.
 OpenAI (gpt-4o): the share of each request after the first read from the cache (`cached_tokens / prompt_tokens`),
 and of what it repeats of the request before it (the reusable part: its prefix shared with that request).
 
+What a change mid-session costs (`--changes`, on the 30-round session's requests, the change made from round 15 on):
+a tool added (an MCP server started, an API learned), the system prompt changed (`::focus`, an edited AGENTS.md), a
+pause of six minutes (Anthropic's entries expire after five).
+
 `--check` exits 1 when Sunwell costs more than the 4-breakpoint placement on any row, the usage Sunwell read back
 differs from the fake's bill, or an OpenAI request reads less than 90 % of what it repeats.
 """
@@ -141,10 +145,44 @@ def four_breakpoints(body: dict) -> dict:
     return out
 
 
-def bill(bodies: list[dict], cache) -> list[Billed]:
-    clock = itertools.count(0.0, SECONDS_APART)
+def bill(bodies: list[dict], cache, pause_at: int | None = None) -> list[Billed]:
+    """Each request billed `SECONDS_APART` after the last; six minutes more before request `pause_at`."""
+    times = [n * SECONDS_APART + (360.0 if pause_at is not None and n >= pause_at else 0.0) for n in range(len(bodies))]
+    clock = iter(times)
     cache.entries.clock = lambda: next(clock)
     return [cache.bill(body) for body in bodies]
+
+
+def changed(bodies: list[dict], at: int, change) -> list[dict]:
+    """The requests with `change` made to each from request `at` on."""
+    out = [copy.deepcopy(body) for body in bodies]
+    for body in out[at:]:
+        change(body)
+    return out
+
+
+def add_tool(body: dict) -> None:
+    body["tools"][-1].pop("cache_control", None)
+    body["tools"].append({"name": "docs__search", "description": "Search the docs.", "cache_control": EPHEMERAL,
+                          "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}}})
+
+
+def focus(body: dict) -> None:
+    body["system"][0]["text"] += "\n\nFocus: the parser only."
+
+
+def change_costs(rounds: int, size: int) -> None:
+    bodies, _ = asyncio.run(run_session(ANTHROPIC, rounds, 1, size))
+    base = priced(bill(bodies, AnthropicCache()))
+    at = rounds // 2
+    print(f"\nWhat a change at round {at} of {rounds} costs (Anthropic, Sunwell's breakpoints; the session: {base:,.0f})")
+    for label, variant, pause in (("a tool added", changed(bodies, at, add_tool), None),
+                                  ("the system prompt changed", changed(bodies, at, focus), None),
+                                  ("six idle minutes", bodies, at)):
+        billed = bill(variant, AnthropicCache(), pause)
+        extra = priced(billed) - base
+        print(f"  {label:<26} request {at}: reads {billed[at].cache_read:>7,} writes {billed[at].cache_write:>7,}"
+              f"  +{extra:,.0f} (+{extra / base:.1%} of the session)")
 
 
 def priced(billed: list[Billed]) -> float:
@@ -205,6 +243,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, nargs="+", default=[10, 30, 100])
     parser.add_argument("--wide", type=int, default=5, help="rounds of the session reading 24 files a round (0: none)")
     parser.add_argument("--size", type=int, default=6_000, help="bytes of each file read")
+    parser.add_argument("--changes", type=int, default=30, help="rounds of the session changed midway (0: none)")
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
     ok = True
@@ -231,6 +270,8 @@ def main() -> int:
         print(f"{rounds:>10} {row['requests']:>8} {row['whole_min']:>7.1%} {row['whole_mean']:>7.1%} "
               f"{row['whole_last']:>7.1%} {row['reusable_min']:>17.1%} {row['session']:>8.1%} {row['keys']:>5} "
               f"{'same' if row['usage_matches'] else 'DIFF':>6}")
+    if args.changes:
+        change_costs(args.changes, args.size)
     return 1 if args.check and not ok else 0
 
 
