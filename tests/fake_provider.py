@@ -42,6 +42,10 @@ Rules:
   protocol error (incomplete chunked read), exactly like a dropped connection.
 * ``Reply(wait_for=path)`` / ``Fail(wait_for=path)`` holds the answer until the file exists (the request is
   recorded at once): a test waits for ``len(fake.requests)`` to grow, then kills the client at that exact step.
+* ``FakeProvider(cache=True)`` bills each request's prompt as the service's prompt cache would (fake_cache.py):
+  Anthropic from the ``cache_control`` breakpoints it carries, OpenAI from the prefixes of earlier requests; the
+  usage reported is that count (``Recorded.billed``), whatever the script says of the input. Without it, a reply
+  reports ``Reply.cache`` (read, written) as part of its scripted input. More than 4 breakpoints is always a 400.
 * ``FakeProvider(context_limit=N)`` counts every request's prompt tokens (``count_tokens``, with
   ``tokenizer`` or an approximation of a BPE tokenizer) and refuses one that does not fit with the
   vendor's real length refusal (400; not consuming a scripted response); while counting, replies report
@@ -66,6 +70,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
+
+from fake_cache import AnthropicCache, Billed, OpenAICache, anthropic_cache_error
 
 __all__ = ["Call", "Fail", "FakeProvider", "Recorded", "Reply", "Thinking", "approximate_tokens", "count_tokens",
            "thinking_signature", "validate_anthropic", "validate_openai"]
@@ -111,6 +117,7 @@ class Reply:
     delay: float = 0.0  # seconds to sleep between SSE events
     cut_after: int | None = None  # drop the connection after this many SSE events (non-stream: at once)
     usage: tuple[int, int] = (10, 5)  # (input/prompt tokens, output/completion tokens)
+    cache: tuple[int, int] = (0, 0)  # of the input: tokens read from the prompt cache, tokens written to it
     interleave: bool = False  # OpenAI: round-robin the argument pieces of several tool calls
     truncated: bool = False  # finish_reason "length" / stop_reason "max_tokens"
     # Streams of OpenAI-compatible servers that stray from OpenAI's (each seen in the wild):
@@ -156,6 +163,7 @@ class Recorded:
     headers: dict[str, str]  # lower-case keys
     body: Any  # parsed JSON (None if the body was not JSON)
     tokens: int | None = None  # the prompt tokens counted, when the server counts (``context_limit``/``tokenizer``)
+    billed: Billed | None = None  # the prompt as the prompt cache billed it (``FakeProvider(cache=True)``)
 
 
 Scripted = Reply | Fail | Callable[[dict], Reply | Fail]
@@ -262,6 +270,8 @@ def validate_openai(body: Any) -> str | None:
         )
     if error := _validate_openai_tools(body):
         return error
+    if "prompt_cache_key" in body and not isinstance(body["prompt_cache_key"], str):
+        return "Invalid type for 'prompt_cache_key': expected a string, but got an object instead."
 
     pending: list[str] = []  # tool_call_ids of the last assistant message not answered yet
     answerable: set[str] = set()  # tool_call_ids a 'tool' message may answer right now
@@ -377,6 +387,8 @@ def validate_anthropic(body: Any) -> str | None:
         if body["max_tokens"] <= budget:
             return "`max_tokens` must be greater than `thinking.budget_tokens`."
     if error := _validate_anthropic_tools(body):
+        return error
+    if error := anthropic_cache_error(body):
         return error
     messages = body["messages"]
     if not isinstance(messages, list):
@@ -623,7 +635,8 @@ def _openai_finish(reply: Reply) -> str:
 
 def _openai_usage(reply: Reply) -> dict:
     prompt, completion = reply.usage
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": reply.cache[0], "audio_tokens": 0}}
 
 
 def _openai_completion(reply: Reply, body: dict, ident: str, call_ids: list[str]) -> dict:
@@ -662,9 +675,16 @@ def _parse_input(arguments: str) -> Any:
         return arguments  # scripted invalid JSON is passed through as-is
 
 
+def _anthropic_input(reply: Reply) -> dict:
+    """Anthropic's input usage: what was read from and written to the cache apart from the rest."""
+    read, written = reply.cache
+    return {"input_tokens": reply.usage[0] - read - written, "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read}
+
+
 def _anthropic_events(reply: Reply, body: dict, ident: str, call_ids: list[str]) -> Iterator[dict]:
     """The (typed) events of one streamed Anthropic answer."""
-    input_tokens, output_tokens = reply.usage
+    output_tokens = reply.usage[1]
     yield {
         "type": "message_start",
         "message": {
@@ -675,12 +695,7 @@ def _anthropic_events(reply: Reply, body: dict, ident: str, call_ids: list[str])
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": {
-                "input_tokens": input_tokens,
-                "output_tokens": 1,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0,
-            },
+            "usage": {**_anthropic_input(reply), "output_tokens": 1},
         },
     }
     yield {"type": "ping"}
@@ -725,7 +740,6 @@ def _anthropic_message(reply: Reply, body: dict, ident: str, call_ids: list[str]
         else:
             content.append({"type": "tool_use", "id": next(ids), "name": part.name,
                             "input": _parse_input(part.arguments)})
-    input_tokens, output_tokens = reply.usage
     return {
         "id": ident,
         "type": "message",
@@ -734,7 +748,7 @@ def _anthropic_message(reply: Reply, body: dict, ident: str, call_ids: list[str]
         "content": content,
         "stop_reason": _anthropic_stop(reply),
         "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        "usage": {**_anthropic_input(reply), "output_tokens": reply.usage[1]},
     }
 
 
@@ -831,6 +845,8 @@ class _Handler(BaseHTTPRequestHandler):
                 fake._refused()
                 self._send_json(400, refusal)
                 return
+        if fake.caches is not None:
+            recorded.billed = fake._bill(self.vendor, body)
         try:
             response = fake._next_response(body)
         except Exception as exc:  # noqa: BLE001 - a scripted callable blew up: make the test fail loudly
@@ -848,6 +864,10 @@ class _Handler(BaseHTTPRequestHandler):
             said = response.text + "".join(call.arguments for call in response.tool_calls)
             response = copy.copy(response)  # a scripted Reply may be answered again (a callable's)
             response.usage = (recorded.tokens, max(1, fake.tokenizer(said)))
+        if recorded.billed is not None:
+            response = copy.copy(response)
+            response.usage = (recorded.billed.total, response.usage[1])
+            response.cache = (recorded.billed.cache_read, recorded.billed.cache_write)
         self._answer(response, body)
 
     def _wait(self, path: str | os.PathLike[str]) -> None:
@@ -915,7 +935,8 @@ class _Server(ThreadingHTTPServer):
 class FakeProvider:
     """The scripted fake provider server. Use as a context manager or call start()/stop()."""
 
-    def __init__(self, *, context_limit: int | None = None, tokenizer: Callable[[str], int] | None = None) -> None:
+    def __init__(self, *, context_limit: int | None = None, tokenizer: Callable[[str], int] | None = None,
+                 cache: bool = False) -> None:
         self._lock = threading.Lock()
         self._queue: deque[Scripted] = deque()
         self._counters: dict[str, int] = {}
@@ -925,6 +946,8 @@ class FakeProvider:
         self.tokenizer = tokenizer or approximate_tokens
         self._count = tokenizer is not None
         self.refusals = 0
+        self.caches = {"anthropic": AnthropicCache(), "openai": OpenAICache()} if cache else None
+        """Each vendor's prompt cache (fake_cache.py), when the fake bills by it."""
         self.stopping = threading.Event()
         """Set by stop(): answers waiting on a file (``wait_for``) give up."""
         self._server: _Server | None = None
@@ -989,6 +1012,11 @@ class FakeProvider:
     def _refused(self) -> None:
         with self._lock:
             self.refusals += 1
+
+    def _bill(self, vendor: str, body: dict) -> Billed:
+        assert self.caches is not None
+        with self._lock:  # requests in order: a cache is a sequence of writes and reads
+            return self.caches[vendor].bill(body)
 
     def _next_number(self, kind: str) -> int:
         """1, 2, 3... per kind ("call", "msg", "req"), so ids are predictable in tests."""

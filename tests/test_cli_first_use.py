@@ -52,7 +52,7 @@ def test_a_chat_whose_reader_stopped_ends_without_a_word(env, workspace):
 
 
 @pytest.mark.parametrize("args", [("mcp", "list", "--json"), ("tools", "list", "--json"), ("hooks", "list", "--json"),
-                                  ("version", "--json"), ("models", OPENAI, "--json")])
+                                  ("version", "--json"), ("models", OPENAI, "--json"), ("sessions", "list", "--json")])
 def test_json_output_is_json_with_nothing_configured(args, sunwell):
     run = sunwell(*args)
     assert run.code == 0, run.stderr
@@ -156,3 +156,10 @@ def test_the_readme_table_has_every_command(sunwell):
     table = table[:table.index("\n\n")]
     listed = set(re.findall(r"^\| `sunwell (\w+)", table, flags=re.MULTILINE))
     assert len(commands) > 10 and sorted(commands - listed) == []
+
+
+def test_sessions_list_json_is_an_object_per_session(sunwell, fake):
+    fake.script(Reply(text="one"))
+    assert sunwell("run", "first", "--model", OPENAI).code == 0
+    [row] = map(json.loads, sunwell("sessions", "list", "--json").stdout.splitlines())
+    assert row["title"] == "first" and row["turns"] == 1 and row["status"] == "completed"

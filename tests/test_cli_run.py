@@ -25,7 +25,7 @@ def test_text_answer_streams_as_events(sunwell, fake):
     check_stream_rules(run.events)
     assert "".join(e["delta"] for e in run.events if e["type"] == "text") == "Hello there, friend."
     assert run.events[-1]["status"] == "completed"
-    assert run.events[-1]["usage"] == {"inputTokens": 10, "outputTokens": 5}
+    assert run.events[-1]["usage"] == {"inputTokens": 10, "outputTokens": 5, "cacheReadTokens": 0, "cacheWriteTokens": 0}
     assert run.stderr == ""
 
 

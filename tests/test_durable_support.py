@@ -120,7 +120,16 @@ def uncrashed(tmp_path: Path, env: dict[str, str], workspace: Path, replies: Seq
                                   "OPENAI_BASE_URL": f"{provider.url}/v1"})
         assert done.returncode == 0, done.stderr
         assert provider.remaining == 0
-        return [json.loads(json.dumps(r.body).replace(str(other / "ws"), str(workspace))) for r in provider.requests]
+        return without_cache_key([json.loads(json.dumps(r.body).replace(str(other / "ws"), str(workspace)))
+                                  for r in provider.requests])
+
+
+def without_cache_key(bodies: list[dict]) -> list[dict]:
+    """The request bodies without OpenAI's `prompt_cache_key`, which is one per session (a run without the kill is
+    another session) and must be the same on every request of one, a resumed turn's included."""
+    keys = {body.pop("prompt_cache_key", None) for body in bodies}
+    assert len(keys) == 1 and None not in keys, keys
+    return bodies
 
 
 def files_of(workspace: Path) -> dict[str, bytes]:

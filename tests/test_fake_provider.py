@@ -677,3 +677,87 @@ def test_validators_accept_minimal_valid_bodies():
     assert validate_openai({"model": "m", "messages": USER}) is None
     assert validate_anthropic({"model": "m", "max_tokens": 1, "messages": USER}) is None
     assert validate_anthropic({"model": "m", "max_tokens": 1, "messages": [*USER, AN_USE]}) is not None
+
+
+# --------------------------------------------------------------------------- prompt caching (fake_cache.py)
+
+LONG = "Instructions that stay the same in every request of a session. " * 130  # ~8 KB: ~2,000 tokens
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def marked(text: str) -> dict:
+    return {"type": "text", "text": text, "cache_control": EPHEMERAL}
+
+
+def an_usage(fake: FakeProvider, **params) -> tuple[int, int, int]:
+    fake.script(Reply(text="ok"))
+    message = an_sync(fake).messages.create(model=MODEL_AN, max_tokens=100, **params)
+    usage = message.usage
+    return usage.input_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+
+
+def test_anthropic_bills_from_the_breakpoints_it_is_sent():
+    with FakeProvider(cache=True) as fake:
+        system = [marked(LONG)]
+        first = [{"role": "user", "content": [marked("read a.txt " * 400)]}]
+        rest, read, written = an_usage(fake, system=system, messages=first)
+        assert read == 0 and written > 2000 and rest < 10  # all of it written, up to the last breakpoint
+        second = [first[0], {"role": "assistant", "content": "done"},
+                  {"role": "user", "content": [marked("and b.txt")]}]
+        again = an_usage(fake, system=system, messages=second)
+        assert again[1] == written and 0 < again[2] < 50  # the whole first prompt read, the new turn written
+        assert fake.requests[-1].billed.total == sum(again)
+        # another tool_choice: the messages' entries do not count, the system's does
+        changed = an_usage(fake, system=system, messages=second, tools=TOOLS_AN, tool_choice={"type": "any"})
+        assert changed[1] == 0  # the tools came first: a new prefix from the start
+        same_tools = an_usage(fake, system=system, messages=second, tools=TOOLS_AN, tool_choice={"type": "auto"})
+        assert 2000 < same_tools[1] < written  # tools and system read; the messages written again
+
+
+def test_anthropic_finds_an_entry_20_blocks_back_at_most_and_ignores_short_prefixes():
+    base = [{"role": "user", "content": [marked("question")]}]
+
+    def read_after(n: int) -> tuple[int, int]:
+        """(written by the first request, read by one n exchanges later, whose last block alone is marked)."""
+        with FakeProvider(cache=True) as fake:
+            _, _, written = an_usage(fake, system=[marked(LONG)], messages=base)
+            later = [{"role": "user", "content": "question"}]  # the same block, unmarked
+            for i in range(n):
+                later += [{"role": "assistant", "content": f"answer {i}"}, {"role": "user", "content": f"next {i}"}]
+            later[-1] = {"role": "user", "content": [marked(later[-1]["content"])]}
+            return written, an_usage(fake, system=[{"type": "text", "text": LONG}], messages=later)[1]
+
+    written, read = read_after(10)
+    assert read == written  # 20 blocks back
+    assert read_after(11)[1] == 0  # 22 blocks back: not looked for
+    with FakeProvider(cache=True) as fake:
+        short = an_usage(fake, system=[marked("short")], messages=[{"role": "user", "content": "hi"}])
+        assert short[1:] == (0, 0)  # under the model's minimum nothing is cached
+
+
+def test_anthropic_refuses_a_fifth_breakpoint():
+    with FakeProvider(cache=True) as fake:
+        messages = [{"role": "user", "content": [marked(f"part {i}") for i in range(4)]}]
+        with pytest.raises(anthropic.BadRequestError, match="maximum of 4 blocks with cache_control"):
+            an_sync(fake).messages.create(model=MODEL_AN, max_tokens=10, system=[marked(LONG)], messages=messages)
+        assert fake.remaining == 0
+
+
+def test_openai_reads_the_longest_shared_prefix_in_steps_of_128_tokens_per_cache_key():
+    with FakeProvider(cache=True) as fake:
+        client = oa_sync(fake)
+
+        def cached(messages: list[dict], key: str | None = None) -> tuple[int, int]:
+            fake.script(Reply(text="ok"))
+            extra = {"prompt_cache_key": key} if key else {}
+            usage = client.chat.completions.create(model=MODEL_OA, messages=messages, **extra).usage
+            return usage.prompt_tokens, usage.prompt_tokens_details.cached_tokens
+
+        first = [{"role": "system", "content": LONG}, {"role": "user", "content": "one"}]
+        total, read = cached(first, "s1")
+        assert read == 0 and total > 2000
+        second = [*first, {"role": "assistant", "content": "two"}, {"role": "user", "content": "three"}]
+        total2, read2 = cached(second, "s1")
+        assert read2 >= 1024 and (read2 - 1024) % 128 == 0 and total - 128 < read2 <= total < total2
+        assert cached(second, "s2")[1] == 0  # another key: another machine's cache
+        assert cached([{"role": "system", "content": "short"}], "s1")[1] == 0

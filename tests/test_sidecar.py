@@ -38,7 +38,7 @@ async def test_chat_turn_with_a_tool_call_streams_events_in_order(sidecar, fake,
     assert answer["callId"] == call["callId"] and answer["ok"] and "hello from a" in answer["output"]
     assert "".join(e["delta"] for e in events if e["type"] == "text") == "Let me look.It says hello."
     assert result["status"] == "completed" and result["toolCalls"] == 1
-    assert result["usage"] == {"inputTokens": 20, "outputTokens": 10}
+    assert result["usage"] == {"inputTokens": 20, "outputTokens": 10, "cacheReadTokens": 0, "cacheWriteTokens": 0}
     assert fake.remaining == 0
 
 

@@ -27,7 +27,8 @@ def test_prices_by_model_string_then_model_id_then_snapshot():
     assert price_for("openai-compatible:qwen2.5-coder-0.5b") is None  # a local model costs nothing we know
     assert price_for("anthropic:gpt-4o") is None  # an entry of another provider does not apply
     mine = {"openai-compatible:qwen2.5-coder-0.5b": Price(input=0.01, output=0.02), "gpt-4o": Price(input=1, output=2)}
-    assert price_for("openai-compatible:qwen2.5-coder-0.5b", mine) == mine["openai-compatible:qwen2.5-coder-0.5b"]
+    assert price_for("openai-compatible:qwen2.5-coder-0.5b", mine) == Price(input=0.01, output=0.02, cache_read=0.01,
+                                                                            cache_write=0.01)  # no discount assumed
     assert price_for("openai:gpt-4o", {"openai:gpt-4o": Price(input=1, output=2)}).input == 1
     assert cost(Price(input=2.5, output=10), 1_000_000, 100_000) == pytest.approx(3.5)
 

@@ -300,6 +300,8 @@ export interface ChatResult {
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
 }
 /**
  * What the client answers besides `sunwell/approve` (PROTOCOL.md "Events and client requests").
@@ -757,6 +759,8 @@ export interface SessionUsage {
   turns?: TurnUsage[];
   inputTokens: number;
   outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
   estimated: boolean;
   cost?: number | null;
 }
@@ -765,6 +769,8 @@ export interface TurnUsage {
   inputTokens: number;
   outputTokens: number;
   estimated: boolean;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
   cost?: number | null;
 }
 export interface SessionsResult {

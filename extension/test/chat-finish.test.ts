@@ -145,8 +145,9 @@ describe('a failed turn', () => {
 
 describe('usage and cost', () => {
   const done: ChatEvent = { ...base, seq: 1, type: 'done', status: 'completed', toolCalls: 0, usage: null };
-  const report = { model: 'openai:gpt-4o', inputTokens: 1500, outputTokens: 20, estimated: true, cost: 0.0039,
-    turns: [{ turn: 't', inputTokens: 1500, outputTokens: 20, estimated: true, cost: 0.0039 }] };
+  const none = { cacheReadTokens: 0, cacheWriteTokens: 0 };
+  const report = { model: 'openai:gpt-4o', inputTokens: 1500, outputTokens: 20, estimated: true, cost: 0.0039, ...none,
+    turns: [{ turn: 't', inputTokens: 1500, outputTokens: 20, estimated: true, cost: 0.0039, ...none }] };
 
   it('marks Sunwell\'s estimate as such, on the turn and in the footer', () => {
     let state = turn('hi', [{ ...base, seq: 0, type: 'text', delta: 'hello' }, done]);
@@ -160,6 +161,19 @@ describe('usage and cost', () => {
     const footer = formatSessionUsage(state.sessionUsage)!;
     assert.equal(footer.text, '≈1.5k tokens · $0.0039');
     assert.match(footer.title, /over 1 turn .*estimated.*openai:gpt-4o/);
+  });
+
+  it('tells the tokens read from the prompt cache apart, on the turn, in its tooltip and in the footer\'s', () => {
+    let state = turn('hi', [{ ...base, seq: 0, type: 'text', delta: 'hello' }, done]);
+    state = { ...state, session: 's' };
+    const cached = { model: 'anthropic:claude-sonnet-4-6', inputTokens: 12_000, outputTokens: 30, estimated: false,
+      cost: 0.0105, cacheReadTokens: 9_000, cacheWriteTokens: 2_000 };
+    state = reduce(state, { type: 'usageReported', session: 's', usage: { ...cached, turns: [{ turn: 't', ...cached }] } });
+    const details = draw(state).querySelector('[data-testid="turn-usage"]') as HTMLElement;
+    assert.equal(details.textContent, '12.0k in (9.0k cached) · 30 out · $0.0105');
+    assert.equal(details.title, 'As the server reported; of the input, 9,000 read from cache, 2,000 written to it');
+    const footer = formatSessionUsage(state.sessionUsage)!;
+    assert.match(footer.title, /^This session: 12,000 in \(9,000 read from cache, 2,000 written to it\), 30 out/);
   });
 
   it('ignores a report of another session, and shows no cost for a model without a price', () => {

@@ -26,6 +26,8 @@ describe('display helpers', () => {
     assert.equal(formatDuration(1530), '1.5 s');
     assert.equal(formatDuration(125_000), '2 min 5 s');
     assert.equal(formatUsage({ inputTokens: 1234, outputTokens: 56 }), '1.2k in · 56 out');
+    assert.equal(formatUsage({ inputTokens: 12_345, outputTokens: 56, cacheReadTokens: 10_100, cacheWriteTokens: 0 }),
+      '12.3k in (10.1k cached) · 56 out');
     assert.equal(formatUsage(null), '');
     assert.equal(relativeTime('2024-01-01T00:00:00Z', Date.parse('2024-01-01T02:00:00Z')), '2 h ago');
   });

@@ -24,7 +24,7 @@ describe('text answers', () => {
     assert.equal(answer.kind === 'assistant' && answer.text, 'Hello **there**.\n\n```py\nprint(1)\n```\n');
     assert.equal(answer.kind === 'assistant' && answer.streaming, false);
     assert.equal(isBusy(state), false);
-    assert.deepEqual(state.usage, { inputTokens: 10, outputTokens: 5 });
+    assert.deepEqual(state.usage, { inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0 });
     assert.equal(state.session, events[0].session);
   });
 

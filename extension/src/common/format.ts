@@ -75,10 +75,23 @@ export function formatContext(meter: { used: number; window: number; estimated: 
   };
 }
 
-export function formatUsage(usage: (Usage & { estimated?: boolean }) | null): string {
+/** Tokens as a sidecar reports them; one older than prompt caching sends no cache figures. */
+type Tokens = Pick<Usage, 'inputTokens' | 'outputTokens'> & Partial<Pick<Usage, 'cacheReadTokens' | 'cacheWriteTokens'>>;
+
+/** A turn's tokens: "12.3k in (10.1k cached) · 456 out", the cached part being of the input. */
+export function formatUsage(usage: (Tokens & { estimated?: boolean }) | null): string {
   if (!usage) return '';
   const about = usage.estimated ? '≈' : '';
-  return `${about}${formatTokens(usage.inputTokens)} in · ${about}${formatTokens(usage.outputTokens)} out`;
+  const cached = usage.cacheReadTokens ? ` (${formatTokens(usage.cacheReadTokens)} cached)` : '';
+  return `${about}${formatTokens(usage.inputTokens)} in${cached} · ${about}${formatTokens(usage.outputTokens)} out`;
+}
+
+/** What the provider's prompt cache did with the input: "9,000 read from cache, 2,000 written to it"; '' if nothing. */
+export function cacheNote(usage: Tokens | null | undefined): string {
+  const read = usage?.cacheReadTokens ?? 0;
+  const written = usage?.cacheWriteTokens ?? 0;
+  return [read ? `${read.toLocaleString('en')} read from cache` : '',
+    written ? `${written.toLocaleString('en')} written to ${read ? 'it' : 'the cache'}` : ''].filter(Boolean).join(', ');
 }
 
 /** `$0.0123` (a turn of a cheap model costs fractions of a cent); '' when the model has no price. */
@@ -88,16 +101,18 @@ export function formatCost(cost: number | null | undefined): string {
 }
 
 /** The footer's session figure and its tooltip: every turn's tokens, and what they cost at the model's price. */
-export function formatSessionUsage(usage: { inputTokens: number; outputTokens: number; estimated: boolean; cost?: number | null;
+export function formatSessionUsage(usage: Tokens & { estimated: boolean; cost?: number | null;
   model: string | null; turns?: unknown[] } | null): { text: string; title: string } | null {
   if (!usage || !usage.turns?.length) return null;
   const about = usage.estimated ? '≈' : '';
   const tokens = `${about}${formatTokens(usage.inputTokens + usage.outputTokens)} tokens`;
   const cost = formatCost(usage.cost);
   const turns = usage.turns.length;
+  const cached = cacheNote(usage);
   return {
     text: cost ? `${tokens} · ${cost}` : tokens,
-    title: `This session: ${about}${usage.inputTokens.toLocaleString('en')} in, ${about}${usage.outputTokens.toLocaleString('en')} out over `
+    title: `This session: ${about}${usage.inputTokens.toLocaleString('en')} in${cached ? ` (${cached})` : ''}, `
+      + `${about}${usage.outputTokens.toLocaleString('en')} out over `
       + `${turns} turn${turns === 1 ? '' : 's'}${usage.estimated ? ' (estimated where the server reported no usage)' : ''}`
       + (cost ? `; ${cost} at ${usage.model}'s price (the \`prices\` config)` : usage.model ? `; no price for ${usage.model}` : ''),
   };

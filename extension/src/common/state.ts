@@ -19,6 +19,7 @@ import type {
   SessionUsage,
   ToolError,
   TurnStatus,
+  TurnUsage,
   Usage,
 } from '../protocol';
 
@@ -318,8 +319,9 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
     case 'usageReported': {
       if (action.session !== state.session) return state;
       const byTurn = new Map(action.usage.turns?.map((t) => [t.turn, t]) ?? []);
-      const shown = (t: { inputTokens: number; outputTokens: number; estimated: boolean; cost?: number | null }): ShownUsage =>
-        ({ inputTokens: t.inputTokens, outputTokens: t.outputTokens, estimated: t.estimated, cost: t.cost ?? null });
+      const shown = (t: TurnUsage): ShownUsage => ({ inputTokens: t.inputTokens, outputTokens: t.outputTokens,
+        cacheReadTokens: t.cacheReadTokens ?? 0, cacheWriteTokens: t.cacheWriteTokens ?? 0, estimated: t.estimated,
+        cost: t.cost ?? null });
       const items = state.items.map((item) => {
         const reported = item.kind === 'turnEnd' ? byTurn.get(item.turn) : undefined;
         return reported && item.kind === 'turnEnd' ? { ...item, usage: shown(reported) } : item;

@@ -1,7 +1,7 @@
 // Draws transcript items. Each item becomes one element keyed by its id; the reducer gives a changed item a new
 // object, so an item is redrawn only when it changed (a streaming answer redraws itself, not the transcript).
 import {
-  diffStat, endpointSetting, formatCost, formatDuration, formatUsage, needsApiKey, toolTarget, toolTitle, unreachableEndpoint,
+  cacheNote, diffStat, endpointSetting, formatCost, formatDuration, formatUsage, needsApiKey, toolTarget, toolTitle, unreachableEndpoint,
 } from '../common/format';
 import type { ApprovalCard, Item, QuestionCard, ToolItem, TurnEndItem } from '../common/state';
 import type { EffectsPreview, FetchPreview, FileChange, LearnPreview, Preview } from '../protocol';
@@ -400,7 +400,8 @@ function renderTurnEnd(item: TurnEndItem, ctx: RenderContext): HTMLElement {
       END_TEXT[item.status] ? h('span', { className: 'turn-end-status' }, END_TEXT[item.status]) : null,
       item.error ? h('span', { className: 'turn-end-error', 'data-testid': 'turn-end-error' }, item.error) : null,
       details ? h('span', { className: 'turn-end-details', 'data-testid': 'turn-usage',
-        title: item.usage?.estimated ? 'Estimated by Sunwell: the server reported no usage' : 'As the server reported' }, details) : null,
+        title: item.usage?.estimated ? 'Estimated by Sunwell: the server reported no usage'
+          : `As the server reported${cacheNote(item.usage) ? `; of the input, ${cacheNote(item.usage)}` : ''}` }, details) : null,
       undo, retry),
     item.status === 'error' && item.id === ctx.lastEnd ? renderFailureHelp(item, ctx.model ?? null) : null,
     item.status === 'interrupted' && item.id === ctx.lastEnd ? renderResume() : null);

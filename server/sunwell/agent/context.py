@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from sunwell.agent.log_lines import call_line
 from sunwell.errors import SunwellError
+from sunwell.models.fitting import Fitted
 from sunwell.models.tokens import BYTES_PER_TOKEN, text_tokens, tools_tokens
 from sunwell.tools.output import truncate
 from sunwell.wire.messages import (
@@ -68,6 +69,8 @@ class SessionContext:
     """Tokens the conversation took after the last response (its input and output)."""
     estimated: bool = True
     """`used` is our estimate: the server reported no usage."""
+    tools: Fitted | None = None
+    """The tools as last fitted to the window: shown again while they hold (models/fitting.py `Fitted`)."""
 
     def observe(self, estimated: int, reported: int) -> bool:
         """Learn from a response's usage: `reported` input tokens for a request estimated at `estimated` (raw).

@@ -253,7 +253,7 @@ class Turn:
         choice = "none" if final else "required" if self.plan.read_first and not self.memory.ran else "auto"
         return ModelRequest(model=self.plan.spec.model, system=system, messages=list(self.history), tools=tools,
                             tool_choice=choice, max_tokens=self.keeper.budget.reserve,
-                            temperature=self.plan.capabilities.temperature)
+                            temperature=self.plan.capabilities.temperature, cache_key=self.log.session)
 
     async def _send(self, build: Callable[[], ModelRequest], system: str, tools: list[ToolSpec]) -> _Response:
         """Make room, then send the request `build` makes. A refusal for length is retried once, smaller, with the

@@ -28,7 +28,7 @@ from sunwell.config import Settings, user_config_path
 from sunwell.hidden_text import removed_message
 from sunwell.model_strings import ModelSpec
 from sunwell.models.capabilities import Capabilities
-from sunwell.models.fitting import fit_tools
+from sunwell.models.fitting import fit_again
 from sunwell.models.tokens import BYTES_PER_TOKEN
 from sunwell.tools.base import Tool, ToolContext, Trust
 from sunwell.tools.handlers.shell import sandbox_warning
@@ -99,7 +99,7 @@ async def plan_turn(settings: Settings, spec: ModelSpec, capabilities: Capabilit
     for `::context`, which has no line yet): `window` is (tokens, source) as `Engine.context_window` gives it,
     `catalogue` every tool known, `jail` the turn's (the lens' blocked paths added), `context` the session's."""
     size, source = window
-    tools, specs, fitted = _fitted(catalogue, grant, size, text)
+    tools, specs, fitted = _fitted(catalogue, grant, size, text, context)
     lens_words = [lens.instructions] if lens and lens.instructions else []
     system, loaded, named = await asyncio.to_thread(_system, settings.system_prompt, jail,
                                                     [*lens_words, *instructions], capabilities.small, size, specs, text)
@@ -111,15 +111,16 @@ async def plan_turn(settings: Settings, spec: ModelSpec, capabilities: Capabilit
                     capabilities=capabilities, grant=grant, text=text)
 
 
-def _fitted(catalogue: Sequence[Tool], grant: Grant, window: int,
-            text: str) -> tuple[list[Tool], list[ToolSpec], list[str]]:
-    """The tools of `catalogue` offered with `grant`, what the model is shown of them in `window`, what was trimmed."""
+def _fitted(catalogue: Sequence[Tool], grant: Grant, window: int, text: str,
+            context: SessionContext) -> tuple[list[Tool], list[ToolSpec], list[str]]:
+    """The tools of `catalogue` offered with `grant`, what the model is shown of them in `window`, what was trimmed:
+    the session's last fitting while it holds for `text` (its requests' prefix stays the same), else a new one."""
     tools = offered_tools(catalogue, grant)
     # the user's words decide which tools keep their detail longest when they must be trimmed
-    specs, fitted = fit_tools([tool.spec for tool in tools], context_window=window, user_text=text,
+    context.tools = fit_again(context.tools, [tool.spec for tool in tools], context_window=window, user_text=text,
                               expendable={tool.name for tool in tools if tool.expendable},
                               topical={tool.name for tool in tools if tool.source == "learned"})
-    return tools, specs, fitted
+    return tools, context.tools.specs, list(context.tools.notes)
 
 
 @dataclass
@@ -142,7 +143,7 @@ class Retool:
         if (now := self.version()) == self.seen:
             return None
         self.seen, catalogue = now, tuple(self.catalogue())
-        tools, specs, fitted = _fitted(catalogue, plan.grant, plan.window, plan.text)
+        tools, specs, fitted = _fitted(catalogue, plan.grant, plan.window, plan.text, plan.budget.context)
         return replace(plan, tools=tuple(tools), catalogue=catalogue, specs=specs, fitted=tuple(fitted))
 
 

@@ -7,7 +7,8 @@ the output.
 
 Prices are per million tokens (PROTOCOL.md `prices:`); the defaults cover the common hosted OpenAI and Anthropic
 models and the user config overrides or adds entries, keyed by the full model string or by the model id alone. A
-model with no price (a local one) has no cost, never a cost of zero.
+model with no price (a local one) has no cost, never a cost of zero. The prompt tokens a provider read from its
+cache, or wrote to it, are part of the input and cost the model's `cache_read` and `cache_write` prices.
 """
 
 from __future__ import annotations
@@ -26,27 +27,38 @@ from sunwell.wire.usage import SessionUsage, TurnUsage
 if TYPE_CHECKING:
     from sunwell.agent.sessions import EventRow
 
+ANTHROPIC_CACHE_READ = 0.1
+ANTHROPIC_CACHE_WRITE = 1.25
+"""Anthropic's prices of a cached prompt token, as multiples of the input price: read, and written for 5 minutes."""
+
 DEFAULT_PRICES: dict[str, Price] = {
-    name: Price(input=price[0], output=price[1]) for name, price in {
-        "openai:gpt-4o": (2.5, 10.0),
-        "openai:gpt-4o-mini": (0.15, 0.6),
-        "openai:gpt-4.1": (2.0, 8.0),
-        "openai:gpt-4.1-mini": (0.4, 1.6),
-        "openai:gpt-4.1-nano": (0.1, 0.4),
-        "openai:gpt-5": (1.25, 10.0),
-        "openai:gpt-5-mini": (0.25, 2.0),
-        "openai:gpt-5-nano": (0.05, 0.4),
-        "openai:o1": (15.0, 60.0),
-        "openai:o3": (2.0, 8.0),
-        "openai:o3-mini": (1.1, 4.4),
-        "openai:o4-mini": (1.1, 4.4),
-        "anthropic:claude-opus-4-1": (15.0, 75.0),
-        "anthropic:claude-opus-4": (15.0, 75.0),
-        "anthropic:claude-sonnet-4-5": (3.0, 15.0),
-        "anthropic:claude-sonnet-4": (3.0, 15.0),
-        "anthropic:claude-3-7-sonnet": (3.0, 15.0),
-        "anthropic:claude-haiku-4-5": (1.0, 5.0),
-        "anthropic:claude-3-5-haiku": (0.8, 4.0),
+    name: Price(input=price[0], output=price[1], cache_read=price[2],
+                cache_write=price[0] * ANTHROPIC_CACHE_WRITE if name.startswith("anthropic:") else price[0])
+    for name, price in {
+        # OpenAI: cached input at half price for gpt-4o, o1 and o3-mini, a quarter for gpt-4.1, o3 and o4-mini, a
+        # tenth for gpt-5; writing costs nothing more
+        "openai:gpt-4o": (2.5, 10.0, 1.25),
+        "openai:gpt-4o-mini": (0.15, 0.6, 0.075),
+        "openai:gpt-4.1": (2.0, 8.0, 0.5),
+        "openai:gpt-4.1-mini": (0.4, 1.6, 0.1),
+        "openai:gpt-4.1-nano": (0.1, 0.4, 0.025),
+        "openai:gpt-5": (1.25, 10.0, 0.125),
+        "openai:gpt-5-mini": (0.25, 2.0, 0.025),
+        "openai:gpt-5-nano": (0.05, 0.4, 0.005),
+        "openai:o1": (15.0, 60.0, 7.5),
+        "openai:o3": (2.0, 8.0, 0.5),
+        "openai:o3-mini": (1.1, 4.4, 0.55),
+        "openai:o4-mini": (1.1, 4.4, 0.275),
+        # Anthropic: read at a tenth of the input price, written at 1.25 times it
+        "anthropic:claude-opus-4-5": (5.0, 25.0, 0.5),
+        "anthropic:claude-opus-4-1": (15.0, 75.0, 1.5),
+        "anthropic:claude-opus-4": (15.0, 75.0, 1.5),
+        "anthropic:claude-sonnet-4-6": (3.0, 15.0, 0.3),
+        "anthropic:claude-sonnet-4-5": (3.0, 15.0, 0.3),
+        "anthropic:claude-sonnet-4": (3.0, 15.0, 0.3),
+        "anthropic:claude-3-7-sonnet": (3.0, 15.0, 0.3),
+        "anthropic:claude-haiku-4-5": (1.0, 5.0, 0.1),
+        "anthropic:claude-3-5-haiku": (0.8, 4.0, 0.08),
     }.items()
 }
 """USD per million tokens, as the vendors list them for their standard tier."""
@@ -62,13 +74,22 @@ def price_for(model: str | None, configured: Mapping[str, Price] = {}) -> Price 
     for table in (configured, DEFAULT_PRICES):
         for key in (model, model_id):
             if key in table:
-                return table[key]
+                return _with_cache_prices(table[key], provider)
         candidates = [key for key in table
                       if (bare := key.partition(":")[2] or key) and (model_id == bare or model_id.startswith(bare + "-"))
                       and (not provider or ":" not in key or key.startswith(provider + ":"))]
         if candidates:
-            return table[max(candidates, key=len)]
+            return _with_cache_prices(table[max(candidates, key=len)], provider)
     return None
+
+
+def _with_cache_prices(price: Price, provider: str) -> Price:
+    """`price` with the cache prices it leaves out: Anthropic's multiples of its input price, else the input price
+    (an unknown provider's discount is not assumed)."""
+    read, write = (ANTHROPIC_CACHE_READ, ANTHROPIC_CACHE_WRITE) if provider == "anthropic" else (1.0, 1.0)
+    return price.model_copy(update={
+        "cache_read": price.input * read if price.cache_read is None else price.cache_read,
+        "cache_write": price.input * write if price.cache_write is None else price.cache_write})
 
 
 @dataclass
@@ -104,23 +125,35 @@ def session_usage(rows: Iterable[EventRow], model: str | None,
         if not turn.done or (turn.reported is None and turn.context == 0):
             continue  # still running, or no model was asked (a ::command)
         if turn.reported is not None:
-            used = TurnUsage(turn=turn_id, input_tokens=int(turn.reported.get("inputTokens", 0)),
-                             output_tokens=int(turn.reported.get("outputTokens", 0)), estimated=False)
+            reported = turn.reported
+            used = TurnUsage(turn=turn_id, input_tokens=int(reported.get("inputTokens", 0)),
+                             output_tokens=int(reported.get("outputTokens", 0)), estimated=False,
+                             cache_read_tokens=int(reported.get("cacheReadTokens", 0)),
+                             cache_write_tokens=int(reported.get("cacheWriteTokens", 0)))
         else:
             used = TurnUsage(turn=turn_id, input_tokens=max(turn.context - turn.said, 0), output_tokens=turn.said,
                              estimated=True)
         if price is not None:
-            used.cost = cost(price, used.input_tokens, used.output_tokens)
+            used.cost = cost(price, used.input_tokens, used.output_tokens, cache_read=used.cache_read_tokens,
+                             cache_write=used.cache_write_tokens)
             out.cost = (out.cost or 0.0) + used.cost
         out.turns.append(used)
         out.input_tokens += used.input_tokens
         out.output_tokens += used.output_tokens
+        out.cache_read_tokens += used.cache_read_tokens
+        out.cache_write_tokens += used.cache_write_tokens
         out.estimated |= used.estimated
     return out
 
 
-def cost(price: Price, input_tokens: int, output_tokens: int) -> float:
-    return (input_tokens * price.input + output_tokens * price.output) / 1_000_000
+def cost(price: Price, input_tokens: int, output_tokens: int, *, cache_read: int = 0, cache_write: int = 0) -> float:
+    """USD for `input_tokens` (`cache_read` and `cache_write` of them read from and written to the prompt cache) and
+    `output_tokens`; a cache price the entry leaves out is the input price."""
+    read_price = price.input if price.cache_read is None else price.cache_read
+    write_price = price.input if price.cache_write is None else price.cache_write
+    fresh = max(input_tokens - cache_read - cache_write, 0)
+    return (fresh * price.input + cache_read * read_price + cache_write * write_price
+            + output_tokens * price.output) / 1_000_000
 
 
 def format_cost(value: float | None) -> str:
@@ -130,10 +163,18 @@ def format_cost(value: float | None) -> str:
     return f"${value:.4f}" if value < 1 else f"${value:.2f}"
 
 
+def cached_part(read: int, written: int) -> str:
+    """` (1,000 read from cache, 200 written to it)` after an input figure; nothing when no cache was used."""
+    said = [f"{read:,} read from cache"] if read else []
+    said += [f"{written:,} written to {'it' if read else 'the cache'}"] if written else []
+    return f" ({', '.join(said)})" if said else ""
+
+
 def usage_line(usage: SessionUsage) -> str:
-    """`::context`'s row and the terminal's summary: `1,234 in · 56 out (estimated) · $0.0123`."""
+    """`::context`'s row and the terminal's summary: `1,234 in (1,000 read from cache) · 56 out · $0.0123`."""
     about = "≈" if usage.estimated else ""
-    parts = [f"{about}{usage.input_tokens:,} in · {about}{usage.output_tokens:,} out"
+    cached = cached_part(usage.cache_read_tokens, usage.cache_write_tokens)
+    parts = [f"{about}{usage.input_tokens:,} in{cached} · {about}{usage.output_tokens:,} out"
              + (" (estimated: the server reported no usage)" if usage.estimated else ""),
              format_cost(usage.cost) or ("no price for this model" if usage.model else "")]
     turns = len(usage.turns)
@@ -148,5 +189,6 @@ def turn_line(rows: Iterable[EventRow], turn: str, model: str | None,
     if not usage.turns:
         return None
     about = "≈" if usage.estimated else ""
-    return " · ".join(part for part in (f"{about}{usage.input_tokens:,} in", f"{about}{usage.output_tokens:,} out",
-                                        format_cost(usage.cost)) if part)
+    cached = cached_part(usage.cache_read_tokens, usage.cache_write_tokens)
+    return " · ".join(part for part in (f"{about}{usage.input_tokens:,} in{cached}",
+                                        f"{about}{usage.output_tokens:,} out", format_cost(usage.cost)) if part)

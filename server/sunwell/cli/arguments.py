@@ -57,6 +57,7 @@ def build_parser() -> Parser:
     sessions.add_argument("action", choices=["list", "show", "export"])
     sessions.add_argument("id", nargs="?")
     sessions.add_argument("--workspace", type=Path, default=None)
+    sessions.add_argument("--json", action="store_true", help="a JSON object per session; show: events and usage")
 
     chat_ = sub.add_parser("chat", help="interactive chat: ::commands, streaming, approvals at the prompt")
     chat_.add_argument("--lens", help="activate a lens (name or path); ::lens changes it")

@@ -200,6 +200,11 @@ class Price(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: float = Field(ge=0)
     output: float = Field(ge=0)
+    cache_read: float | None = Field(None, ge=0)
+    """A prompt token read from the provider's cache; unset: Anthropic's 0.1 × `input`, else `input`."""
+    cache_write: float | None = Field(None, ge=0)
+    """A prompt token written to the provider's cache; unset: Anthropic's 1.25 × `input` (5-minute entries), else
+    `input`."""
 
 
 class Settings(BaseModel):

@@ -33,6 +33,9 @@ class ModelRequest:
     first_tokens: int = 0
     """How many of the likeliest first tokens the reply's first text should carry (`TextDelta.first_tokens`), from
     a server that reports log-probabilities; 0: none asked for."""
+    cache_key: str = ""
+    """The session the request belongs to, which a provider may route its prompt cache by (OpenAI's
+    `prompt_cache_key`); "": none."""
 
 
 class _ModelOutput:

@@ -7,12 +7,17 @@ each step applied to the least relevant tool first and stopped as soon as everyt
 first sentence, optional parameters' descriptions dropped, optional parameters dropped, and last whole tools, least
 relevant first. Relevance is word overlap between the user's text and a tool's name (counted double) and
 description, so the tools the request is about keep their detail longest and are never the ones left out.
+
+A session shows the tools one fitting chose (`Fitted`) again while the same tools are offered in the same window and
+its requests are about none that fitting cut: tools come first in every request, and a list that changed with each
+request's words would make the provider's prompt cache (a local server's KV cache) read the whole prompt again.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sunwell.models.tokens import tools_tokens
@@ -85,6 +90,34 @@ def fit_tools(tools: list[ToolSpec], *, context_window: int, user_text: str, bud
     if left_out:
         notes.append(f"left out {', '.join(left_out)} (least relevant to the request) to fit the context window")
     return kept(), notes
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """One fitting: the tools offered, the window, what the model is shown of them, and the notes of what was cut."""
+
+    offered: tuple[ToolSpec, ...]
+    window: int
+    specs: list[ToolSpec]
+    notes: tuple[str, ...]
+
+    def holds_for(self, tools: Sequence[ToolSpec], window: int, user_text: str) -> bool:
+        """Whether the model may be shown these again for `user_text`: the same tools in the same window, and each
+        tool the text is about shown whole."""
+        if window != self.window or tuple(tools) != self.offered:
+            return False
+        words, shown = _words(user_text), {spec.name: spec for spec in self.specs}
+        return all(shown.get(tool.name) == tool for tool in tools if relevance(tool, words))
+
+
+def fit_again(previous: Fitted | None, tools: list[ToolSpec], *, context_window: int, user_text: str,
+              expendable: Collection[str] = (), topical: Collection[str] = ()) -> Fitted:
+    """`previous` if it holds for this request, else the tools fitted for it (`fit_tools`)."""
+    if previous is not None and previous.holds_for(tools, context_window, user_text):
+        return previous
+    specs, notes = fit_tools(tools, context_window=context_window, user_text=user_text, expendable=expendable,
+                             topical=topical)
+    return Fitted(tuple(tools), context_window, specs, tuple(notes))
 
 
 def relevance(tool: ToolSpec, words: set[str]) -> int:

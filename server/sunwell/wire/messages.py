@@ -232,10 +232,17 @@ class ToolSpec(BaseModel):
 
 class Usage(WireModel):
     input_tokens: int = 0
+    """Every token of the prompt, those read from or written to the provider's prompt cache included."""
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    """Of `input_tokens`: read from the prompt cache (billed at the model's `cache_read` price)."""
+    cache_write_tokens: int = 0
+    """Of `input_tokens`: written to the prompt cache (Anthropic's breakpoints; billed at `cache_write`)."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )

@@ -1,8 +1,9 @@
 """Anthropic Messages, streaming.
 
 The wire conversation must alternate user / assistant, and every `tool_use` block must be answered by a
-`tool_result` block at the start of the next user turn; the mapping below guarantees both. The `anthropic` SDK
-is imported when an adapter is built, not when this module is.
+`tool_result` block at the start of the next user turn; the mapping below guarantees both. Every request of a
+session asks for its prefix to be cached (anthropic_cache.py), and the usage read back tells the prompt tokens read
+from the cache and written to it apart from the rest. The `anthropic` SDK is imported when an adapter is built, not when this module is.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
+from sunwell.models.providers.anthropic_cache import with_breakpoints
 from sunwell.models.providers.retry import StreamCut, fault_for_status, one_line
 from sunwell.models.providers.window import length_refusal
 from sunwell.wire.messages import (
@@ -93,7 +95,8 @@ class AnthropicMessages:
                 for t in request.tools
             ]
             params["tool_choice"] = map_tool_choice(request.tool_choice)
-        return params
+        # a request of no session (a summary's, a skill's) is never repeated: writing it would cost 1.25x for nothing
+        return with_breakpoints(params) if request.cache_key else params
 
     def _map_error(self, exc: Exception, *, mid_stream: bool = False) -> ProviderError:
         from anthropic import APIConnectionError, APIStatusError, APITimeoutError
@@ -201,8 +204,7 @@ class MessagesStreamReducer:
     """Raw stream events -> canonical events, keyed by the content block `index`."""
 
     tool_blocks: dict[int, _ToolBlock] = field(default_factory=dict)
-    input_tokens: int = 0
-    output_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None
     stopped: bool = False
 
@@ -210,9 +212,10 @@ class MessagesStreamReducer:
         match event.type:
             case "message_start":
                 usage = event.message.usage
-                self.input_tokens = (usage.input_tokens + (usage.cache_creation_input_tokens or 0)
-                                     + (usage.cache_read_input_tokens or 0))
-                self.output_tokens = usage.output_tokens
+                read, written = usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0
+                # Anthropic's `input_tokens` is only what the cache did not hold; Sunwell's counts every token
+                self.usage = Usage(input_tokens=usage.input_tokens + read + written, output_tokens=usage.output_tokens,
+                                   cache_read_tokens=read, cache_write_tokens=written)
             case "content_block_start":
                 yield from self._start(event.index, event.content_block)
             case "content_block_delta":
@@ -224,11 +227,10 @@ class MessagesStreamReducer:
             case "message_delta":
                 self.stop_reason = event.delta.stop_reason
                 if event.usage.output_tokens is not None:
-                    self.output_tokens = event.usage.output_tokens
+                    self.usage.output_tokens = event.usage.output_tokens
             case "message_stop":
                 self.stopped = True
-                yield Finished(Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
-                               self.stop_reason)
+                yield Finished(self.usage, self.stop_reason)
 
     def _start(self, index: int, block: Any) -> Iterator[StreamEvent]:
         match block.type:

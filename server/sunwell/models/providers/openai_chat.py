@@ -6,11 +6,14 @@ the JSON the server sent (`cast_to=object`): building its typed `ChatCompletionC
 two thirds of the relay's CPU per token (BENCHMARKS.md, "Speed"). A `ConstrainedRequest` (emulated tool calls)
 goes out with its reply schema in the form this endpoint takes, learned from its refusals (`constrained.py`); one
 that takes none gets the request without it. One the model may answer goes out free first, and with its schema
-only when the reply opens a call (`choice.py`).
+only when the reply opens a call (`choice.py`). OpenAI caches a prompt's prefix on its own; it is sent a key per
+session to keep a session's requests on one cache (`prompt_cache_key`), other servers are not (one that checks its
+parameters may refuse it; llama.cpp and Ollama reuse a prefix without being asked).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import uuid
@@ -155,6 +158,9 @@ class OpenAIChat:
             params["temperature"] = request.temperature
         if request.first_tokens:
             params.update(logprobs=True, top_logprobs=request.first_tokens)
+        if request.cache_key and self.name == "openai":  # derived: the session's own id stays on this machine
+            key = hashlib.blake2b(request.cache_key.encode(), digest_size=12).hexdigest()
+            params["prompt_cache_key"] = f"sunwell-{key}"
         # "none" sends no tools at all: the history's tool messages stay valid without them (PROTOCOL.md).
         if request.tools and request.tool_choice != "none":
             params["tools"] = [
@@ -297,8 +303,11 @@ class ChatStreamReducer:
         if not isinstance(chunk, dict):
             return
         if isinstance(usage := chunk.get("usage"), dict):
+            cached = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
             self.usage = Usage(input_tokens=_count(usage.get("prompt_tokens")),
-                               output_tokens=_count(usage.get("completion_tokens")))
+                               output_tokens=_count(usage.get("completion_tokens")),
+                               cache_read_tokens=_count(cached.get("cached_tokens")),
+                               cache_write_tokens=_count(cached.get("cache_write_tokens")))
         for choice in chunk.get("choices") or ():
             if not isinstance(choice, dict) or (choice.get("index") or 0) != 0 or self.finish_reason is not None:
                 continue
