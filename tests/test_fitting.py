@@ -139,8 +139,12 @@ def test_sunwell_run_offers_the_conveniences_only_when_the_window_allows(sunwell
 def reference_fit(tools, *, context_window, user_text, expendable=(), topical=()):
     """The fitting as first written: the whole kept list counted again after every step (cubic in the tools). The
     fitting counts only what a step changed (`ToolsTally`); it must choose exactly what this chooses."""
-    from sunwell.models.fitting import _first_sentence, _without_optional_descriptions, _without_optional_parameters
-    from sunwell.models.fitting import _words
+    from sunwell.models.fitting import (
+        _first_sentence,
+        _without_optional_descriptions,
+        _without_optional_parameters,
+        _words,
+    )
 
     budget = int(context_window * 0.25)
     words = _words(user_text)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,13 +40,14 @@ def learned_tools(n: int) -> list:
     ) for i in range(n)]
 
 
-def best_of(runs: int, call) -> float:
+def best_of(runs: int, call) -> tuple[float, object]:
+    """The shortest time of `runs` calls, and what the last returned."""
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        call()
+        result = call()
         times.append(time.perf_counter() - start)
-    return min(times)
+    return min(times), result
 
 
 def main() -> int:
@@ -68,14 +70,9 @@ def main() -> int:
     for size in (int(s) for s in args.sizes.split(",")):
         tools = [*core, *learned_tools(size)]
         topical = {tool.name for tool in tools[len(core):]}
-        kept: list = []
-
-        def fit() -> None:
-            kept[:] = fit_tools(tools, context_window=args.window, user_text=REQUEST,
-                                expendable=expendable, topical=topical)[0]
-
-        took = best_of(args.runs, fit)
-        once = best_of(args.runs, lambda: tools_tokens(tools))  # noqa: B023 - called at once, in this iteration
+        took, (kept, _) = best_of(args.runs, partial(fit_tools, tools, context_window=args.window, user_text=REQUEST,
+                                                     expendable=expendable, topical=topical))
+        once, _ = best_of(args.runs, partial(tools_tokens, tools))
         growth = f"{took / previous:7.1f}x" if previous else f"{'':>8}"
         print(f"{len(tools):>7,} {len(kept):>5} {took * 1000:>9.1f}ms {growth} {once * 1000:>15.1f}ms "
               f"{took / once:>9.1f}x", flush=True)
