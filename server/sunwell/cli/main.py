@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sunwell import __version__
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_USAGE, UsageError
+from sunwell.clipping import MESSAGE_LIMIT, clip
 from sunwell.errors import ConfigError
 from sunwell.tools.policy.audit import MaskedLogRecords
 
@@ -129,10 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return commands[args.command](args)
     except (UsageError, ConfigError) as exc:
-        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
+        print(f"sunwell: {visible(clip(str(exc), MESSAGE_LIMIT))}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
         if args.debug:
             raise
-        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
+        print(f"sunwell: {visible(clip(str(exc), MESSAGE_LIMIT))}", file=sys.stderr)
         return EXIT_ERROR
