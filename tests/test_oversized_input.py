@@ -165,3 +165,13 @@ def test_a_log_record_is_capped_before_it_is_masked():
     written = stream.getvalue()
     assert len(written) < 40_000 and written.count("bytes)") == 2, written[:2000]
     assert "OSError" in written  # the traceback says what failed, and where
+
+
+def test_a_huge_url_is_refused_for_its_length_before_anything_reads_it():
+    """A model's 60 MB URL: once checked for secrets in four spellings over every byte; now refused as too long,
+    which is the reason, not as carrying a secret, which a cut check would have said."""
+    from sunwell.tools.network.urls import UrlRefused, parse_url
+
+    with pytest.raises(UrlRefused, match="characters long") as refused:
+        parse_url("https://example.com/?q=" + "x" * HUGE)
+    assert len(str(refused.value)) < 200
