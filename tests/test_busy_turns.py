@@ -89,6 +89,7 @@ def test_sigterm_while_the_turn_is_busy_ends_the_run_with_one_line(env, workspac
 
 
 async def test_sigterm_stops_a_sidecar_busy_with_a_turn(env, workspace, tmp_path, fake):
+    """`sunwell serve` keeps SIGTERM's default: it ends at once, whatever its turns are doing."""
     for n in range(2):
         store_huge_api(tmp_path / "data", 5000, name=f"huge{n}")
     proc = await asyncio.create_subprocess_exec(

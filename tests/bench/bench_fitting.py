@@ -4,12 +4,13 @@
 
 The tools are the core tools plus N operations of a learned API, shaped as `sunwell tools learn` makes them (a
 name, a summary of two sentences, a required `id` and two optional parameters with descriptions), fitted as a turn
-of a small local model fits them (`--window`, 8,192 tokens by default, a quarter for the tools, so that even 50 tools
-need fitting; the learned ones `topical`, the agent's conveniences `expendable`) for a request that names one resource in a thousand: most operations are left out for
-not being about it, the ones about it are trimmed, then the least relevant of them dropped until they fit.
+of a small local model fits them (`--window`, 8,192 tokens by default, a quarter for the tools, so that even 50
+tools need fitting; the learned ones `topical`, the agent's conveniences `expendable`) for a request that names one
+resource in a thousand: most operations are left out for not being about it, the ones about it are trimmed, then
+the least relevant of them dropped until they fit.
 
 Printed per size: the best of `--runs` calls, the growth from the size before (a linear fitting grows about as the
-sizes do, 10x; the fitting before issue 40 grew about 1,000x, re-serializing every kept tool on each of its steps),
+sizes do, 10x; the fitting before issue 40 grew 70x from 50 to 500, re-serializing every kept tool at each step),
 and the ratio to serializing the whole list once (`tools_tokens`), the least any fitting must do. `--server DIR`
 imports `sunwell` from DIR instead of this checkout, to measure an older version with the same tools.
 """

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_sidecar_frames import frame, spawn  # noqa: E402 - the tests' own driver of a sidecar over pipes
+from test_sidecar_frames import frame, spawn  # the tests' own driver of a sidecar over pipes
 
 
 def cases(size: int) -> dict[str, tuple[str, dict]]:
