@@ -18,8 +18,8 @@ import pytest
 from conftest import SERVER
 
 PACKAGE = SERVER / "sunwell"
-BOTTOM = {"sunwell.vocabulary", "sunwell.errors", "sunwell.wire", "sunwell.config", "sunwell.commands_spec",
-          "sunwell.model_strings", "sunwell.hidden_text"}
+BOTTOM = {"sunwell.vocabulary", "sunwell.errors", "sunwell.clipping", "sunwell.wire", "sunwell.config",
+          "sunwell.commands_spec", "sunwell.model_strings", "sunwell.hidden_text"}
 FRONT = ("sunwell.cli", "sunwell.lsp", "sunwell.__main__")
 # floor -> what it must never import
 FORBIDDEN = {

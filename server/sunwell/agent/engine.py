@@ -25,6 +25,7 @@ from sunwell.agent.mentions import Mention, read_mentions
 from sunwell.agent.questions import Questioner, question_asker
 from sunwell.agent.resource_mentions import attach_resources
 from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
+from sunwell.clipping import clip
 from sunwell.config import Settings, user_config_path
 from sunwell.errors import SetupError
 from sunwell.hooks import Hooks
@@ -131,11 +132,11 @@ class Engine:
 
     def lens(self, name_or_path: str) -> Lens:
         """An active lens by name or path; a lens with errors, or none at all, is a setup error."""
-        path = self.lenses.find(name_or_path) or (self.workspace / name_or_path).resolve()
-        result = self.lenses.reload(path) if path.is_file() else None
+        path = self.lenses.file_of(name_or_path)
+        result = self.lenses.reload(path) if path is not None else None
         if result is None:
             known = ", ".join(lens.name for lens in self.lenses.active().values()) or "none found"
-            raise SetupError(f"no lens '{name_or_path}' (lenses: {known})")
+            raise SetupError(f"no lens '{clip(name_or_path)}' (lenses: {known})")
         errors = [d for d in result.diagnostics if d.severity == "error"]
         if errors and (previous := self.lenses.get(path)) is not None:
             return previous  # an edit broke it: the last valid version stays active
@@ -208,17 +209,16 @@ class Engine:
             self.store.append(session, "", 0, "workspace", str(self.workspace), {"workspace": str(self.workspace)})
             return session
         if not self.store.exists(session):
-            raise SetupError(f"unknown session '{session}': see `sunwell sessions list`")
+            raise SetupError(f"unknown session '{clip(session)}': see `sunwell sessions list`")
         return session
 
-    def release(self, session: str) -> None:
-        """Forget the live state of `session` (rate limits, allow-for-session rules, chat state): `::clear`."""
+    def release(self, session: str) -> None:  # `::clear`: rate limits, allow-for-session rules, chat state go
         self.live.release(session)
 
     def jail(self, lens: Lens | None = None) -> Jail:
         """The workspace jail: the built-in blocked patterns, the user's, and the active lens' (which only add)."""
-        policy = lens.tool_policy if lens else None
-        return Jail(self.workspace, [*self.settings.blocked_paths, *(policy.blocked_paths if policy else [])])
+        return Jail(self.workspace, [*self.settings.blocked_paths, *(lens.tool_policy.blocked_paths
+                                                                     if lens and lens.tool_policy else [])])
 
     def session_workspace(self, session: str) -> Path | None:
         row = next((r for r in self.store.events(session) if r.kind == "workspace"), None)
@@ -234,7 +234,7 @@ class Engine:
             if session is None:
                 raise SetupError("nothing to undo: no turn in this workspace has changed files")
         elif not self.store.exists(session):
-            raise SetupError(f"unknown session '{session}': see `sunwell sessions list`")
+            raise SetupError(f"unknown session '{clip(session)}': see `sunwell sessions list`")
         elif (home := self.session_workspace(session)) not in (None, self.workspace):
             raise SetupError(f"session {session} belongs to the workspace {home}: run undo there")
         return checkpoints.undo(session, self.workspace, self.jail(), force=force)

@@ -22,6 +22,7 @@ from sunwell.agent.replay import replay
 from sunwell.agent.resume import NothingToResume, resume_point
 from sunwell.agent.sessions import SessionNotFound, SessionStore
 from sunwell.agent.turn import Sink, new_turn_id
+from sunwell.clipping import clip
 from sunwell.commands_spec import parse_command
 from sunwell.errors import InvalidReplace, SessionBusy, SetupError
 from sunwell.model_strings import ModelSpec
@@ -188,7 +189,8 @@ def rewind(store: SessionStore, session: str | None, turn: str) -> str:
     except SessionNotFound:
         rows = []
     if session is None or not any(row.turn == turn and row.kind == "message" for row in rows):
-        raise InvalidReplace(f"no turn {turn!r} to replace in {f'session {session}' if session else 'a new chat'}: "
+        where = f"session {clip(session)}" if session else "a new chat"
+        raise InvalidReplace(f"no turn {clip(turn)!r} to replace in {where}: "
                              "a line can replace only a turn of its own session's conversation")
     store.append(session, "", 0, "rewind", f"rewound to before turn {turn}", {"turn": turn})
     return session

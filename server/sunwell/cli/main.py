@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 
 from sunwell.cli.arguments import build_parser
+from sunwell.clipping import MESSAGE_LIMIT, clip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,12 +56,12 @@ def _run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise
     except (UsageError, ConfigError) as exc:
-        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
+        print(f"sunwell: {visible(clip(str(exc), MESSAGE_LIMIT))}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
         if args.debug:
             raise
-        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
+        print(f"sunwell: {visible(clip(str(exc), MESSAGE_LIMIT))}", file=sys.stderr)
         return EXIT_ERROR
 
 

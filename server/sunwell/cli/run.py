@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
+import threading
 
 from sunwell.agent.chat import Overrides, UserInput
 from sunwell.agent.engine import Engine
@@ -14,12 +16,15 @@ from sunwell.agent.sessions import SessionStoreError
 from sunwell.agent.usage import turn_line
 from sunwell.cli.approvals import TerminalAsker
 from sunwell.cli.elicit import TerminalElicitor
-from sunwell.cli.exit_codes import EXIT_ERROR, STATUS_EXIT, UsageError
+from sunwell.cli.exit_codes import EXIT_CANCELLED, EXIT_ERROR, STATUS_EXIT, UsageError
 from sunwell.cli.mcp_sign_in import TerminalOpener
 from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import JsonLines, Transcript, visible
 from sunwell.cli.terminal_input import StdinLines
 from sunwell.errors import SetupError
+
+STOP_GRACE = 2.0
+"""Seconds a turn's event loop has to take the cancel of Ctrl-C or SIGTERM before the process stops without it."""
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -52,6 +57,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         engine.mcp.sign_in.opener = TerminalOpener() if questioner else None  # someone is at the terminal
         turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names)
         done = _run_cancellable(_then_close(engine, turn))
+        if done is None:
+            print("sunwell: cancelled", file=sys.stderr)
+            return EXIT_CANCELLED
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     except SessionStoreError as exc:
@@ -104,16 +112,43 @@ def _print_usage(engine, done, settings) -> None:
 
 
 def _run_cancellable(coro):
-    """Run a turn; Ctrl-C (or SIGTERM) cancels it cleanly and the turn still ends with its `done` event."""
+    """Run a turn; Ctrl-C (or SIGTERM) cancels it cleanly and the turn ends with its `done` event (None: it was
+    cancelled before it began). The event loop takes the cancel when it is free; a loop kept busy by CPU-bound work
+    (a turn fitting thousands of tools) would not be for minutes, so the signal also starts a watchdog at once, and
+    the process stops without the turn's end if the loop has not taken the cancel `STOP_GRACE` seconds later, or
+    when a second signal comes."""
 
     async def runner():
         task = asyncio.ensure_future(coro)
         loop = asyncio.get_running_loop()
+        taken = threading.Event()
+
+        def cancel() -> None:  # on the loop, when it is free
+            taken.set()
+            task.cancel()
+
+        def heard(signum: int, frame) -> None:  # in the main thread, between two bytecodes of whatever runs
+            if heard_before:
+                _stop(signum)
+            heard_before.append(signum)
+            threading.Thread(target=lambda: taken.wait(STOP_GRACE) or _stop(signum), daemon=True).start()
+
+        heard_before: list[int] = []
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
-        return await task
+            loop.add_signal_handler(sig, cancel)  # asyncio's wakeup fd: the loop hears the signal even in select
+            signal.signal(sig, heard)  # in place of asyncio's no-op Python handler; the wakeup fd stays
+        try:
+            return await task
+        except asyncio.CancelledError:  # before the turn began: nothing of it to end
+            return None
 
     return asyncio.run(runner())
+
+
+def _stop(signum: int) -> None:
+    """End the process now: one line, the cancelled exit code. Safe from any thread: no lock, no buffered file."""
+    os.write(2, f"sunwell: stopped by {signal.Signals(signum).name}; the turn was busy and did not end\n".encode())
+    os._exit(EXIT_CANCELLED)
 
 
 async def _then_close(engine, turn):

@@ -46,7 +46,7 @@ def setup(server: SunwellServer) -> None:
         try:
             lens = engine.lens(request.lens) if request.lens else None
         except SetupError as exc:
-            raise JsonRpcInvalidParams(f"{TOOLS}: {exc}") from None
+            raise JsonRpcInvalidParams(f"{TOOLS}: invalid params: 'lens': {exc}") from None
         trust = Trust[request.trust or engine.settings.trust]
         level = engine.grant(trust, None, lens)[0]
         # MCP servers list their tools once started: the ones this trust allows start now (none is asked about)

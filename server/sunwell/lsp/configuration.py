@@ -26,6 +26,7 @@ from lsprotocol import types
 from pydantic import ValidationError
 from pygls.uris import to_fs_path
 
+from sunwell.clipping import CappedLogRecords
 from sunwell.errors import ConfigError, SetupError, first_problem
 from sunwell.lsp.client_requests import wire_client
 from sunwell.lsp.elicit import ClientElicitor, wants_elicit
@@ -192,6 +193,8 @@ def mask_logs() -> None:
 
     for handler in {*logging.getLogger().handlers, *logging.getLogger("sunwell").handlers}:
         if not any(isinstance(check, MaskedLogRecords) for check in handler.filters):
+            # in place of the capping filter: it caps as well, and masks before it cuts, never after
+            handler.filters[:] = [check for check in handler.filters if not isinstance(check, CappedLogRecords)]
             handler.addFilter(MaskedLogRecords())
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from sunwell.vocabulary import NoticeCode, TurnStatus
-from sunwell.wire.messages import ToolError, Usage, WireModel
+from sunwell.wire.messages import ShortText, ToolError, Usage, WireModel
 
 
 class _Event(WireModel):
@@ -69,12 +69,12 @@ class NoticeEvent(_Event):
     type: Literal["notice"] = "notice"
     level: Literal["info", "warning", "error"]
     code: NoticeCode
-    message: str
+    message: ShortText
 
 
 class CommandOutputEvent(_Event):
     type: Literal["commandOutput"] = "commandOutput"
-    command: str
+    command: ShortText
     output: str
 
 
@@ -107,7 +107,7 @@ class DoneEvent(_Event):
     """`interrupted` only in a replay: the log never saw the turn end."""
     tool_calls: int
     usage: Usage | None
-    error: str | None = None
+    error: ShortText | None = None
     resumable: bool | None = Field(default=None, exclude_if=lambda value: value is None)
     """True: `sunwell/resume` takes the turn up (it is in the log and ended in a provider error, or was
     interrupted); else absent."""

@@ -12,9 +12,10 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, model_validator
 from pydantic.alias_generators import to_camel
 
+from sunwell.clipping import MESSAGE_LIMIT, clip
 from sunwell.vocabulary import ErrorCode, MentionKind
 
 
@@ -30,11 +31,15 @@ class WireModel(BaseModel):
         return self.model_dump(by_alias=True, mode="json")
 
 
+ShortText = Annotated[str, AfterValidator(lambda text: clip(text, MESSAGE_LIMIT))]
+"""A message (an error, a notice): whatever it quotes, a few lines at most (sunwell.clipping)."""
+
+
 class ToolError(WireModel):
     """A structured failure: a PROTOCOL.md error code, a message the model can act on, and maybe a fix."""
 
     code: ErrorCode
-    message: str
+    message: ShortText
     suggestion: str | None = None
 
 

@@ -8,7 +8,7 @@ generated from these models (scripts/gen-protocol-types.py).
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -16,7 +16,7 @@ from sunwell.errors import first_problem
 from sunwell.vocabulary import Decision, MentionKind, TrustName, TurnStatus
 from sunwell.wire.approval import ApprovalRequest
 from sunwell.wire.events import SessionEvent
-from sunwell.wire.messages import Message, Usage, WireModel
+from sunwell.wire.messages import Message, ShortText, Usage, WireModel
 from sunwell.wire.options import (  # re-exported: the contract's names stay in one place
     Params,
 )
@@ -57,6 +57,13 @@ LANGUAGE_ID = "lens"
 CONFIG_SECTION = "sunwell"
 """`workspace/didChangeConfiguration` carries the initializationOptions keys under this section."""
 
+NAME_LIMIT, PATH_LIMIT = 256, 4096
+"""The longest id or name a request may give (a session, a turn, a model, a server; Sunwell's own ids are short),
+and the longest path (Linux's). Refused longer at the door, with the key named: a 60 MB name would otherwise travel
+on into every message about it."""
+Name = Annotated[str, Field(max_length=NAME_LIMIT)]
+PathText = Annotated[str, Field(max_length=PATH_LIMIT)]
+
 INVALID_PARAMS = -32602
 REQUEST_FAILED = -32803
 """LSP RequestFailed: the request was well-formed but could not be served (e.g. the data dir is unusable)."""
@@ -66,37 +73,37 @@ class Mention(WireModel):
     sidecar, through the jail), or what only the editor knows, as text."""
 
     kind: MentionKind
-    label: str
+    label: PathText
     """As the user saw it: `@src/app.py`, `@selection`."""
-    path: str | None = None
+    path: PathText | None = None
     """A file: workspace-relative. A selection: the file it is in."""
     text: str | None = None
     """A selection, the problems, the terminal's output; none for a file."""
-    server: str | None = None
+    server: Name | None = None
     """A resource (`@SERVER:URI`): the MCP server it is read from when the line is sent."""
-    uri: str | None = None
+    uri: PathText | None = None
     """A resource: its URI, as the server listed it."""
 
 
 class ChatParams(Params):
-    session: str | None = None
+    session: Name | None = None
     """Continue this stored session; a new one is created when absent."""
     text: str = Field(min_length=1)
-    lens: str | None = None
+    lens: PathText | None = None
     """A lens name or path to activate for this turn."""
-    model: str | None = None
+    model: Name | None = None
     trust: TrustName | None = None
     mentions: list[Mention] = Field(default_factory=list)
     """Attachments sent with the line, within a quarter of the context window; `::context` lists them."""
-    replace_turn: str | None = Field(default=None, min_length=1)
+    replace_turn: Name | None = Field(default=None, min_length=1)
     """The turn this line replaces (Edit & resend, Retry): the session's history is taken back to before it, so
     the model never sees it or what came after; the log keeps it. Only a turn of `session`'s current conversation,
     and not while a turn runs there; the line must not be a `::command`."""
 
 
 class ResumeParams(Params):
-    session: str = Field(min_length=1)
-    model: str | None = None
+    session: Name = Field(min_length=1)
+    model: Name | None = None
     """Another model for the rest of the turn; default: the one the turn ran with."""
 
 
@@ -106,7 +113,7 @@ class ChatResult(WireModel):
     status: TurnStatus
     tool_calls: int
     usage: Usage | None
-    error: str | None = None
+    error: ShortText | None = None
 
 
 class SessionInfo(WireModel):
@@ -124,7 +131,7 @@ class SessionsResult(WireModel):
 
 
 class SessionParams(Params):
-    session: str = Field(min_length=1)
+    session: Name = Field(min_length=1)
 
 
 class SessionResult(WireModel):
@@ -137,7 +144,7 @@ class SessionResult(WireModel):
 
 
 class UndoParams(Params):
-    session: str = Field(min_length=1)
+    session: Name = Field(min_length=1)
     force: bool = False
     """Also overwrite files changed since the turn wrote them (without it such a conflict undoes nothing)."""
 
@@ -154,13 +161,13 @@ class UndoResult(WireModel):
 
 
 class UsageParams(Params):
-    session: str = Field(min_length=1)
+    session: Name = Field(min_length=1)
 
 
 class ToolsParams(Params):
-    session: str | None = None
+    session: Name | None = None
     """Reserved: tools that depend on a session's state (none yet)."""
-    lens: str | None = None
+    lens: PathText | None = None
     """Narrow the list by this lens' tool policy, and add its skills."""
     trust: TrustName | None = None
     """The trust level to list for (default: the configured one)."""
@@ -300,12 +307,12 @@ class McpResult(WireModel):
 
 
 class McpRestartParams(Params):
-    name: str
+    name: Name
     """A configured server (not a workspace proposal awaiting approval)."""
 
 
 class McpSignOutParams(Params):
-    name: str
+    name: Name
     """A configured url server."""
 
 
@@ -338,7 +345,7 @@ class LearnedApisResult(WireModel):
 
 
 class LearnedForgetParams(Params):
-    name: str
+    name: Name
 
 
 class LearnedForgetResult(WireModel):
