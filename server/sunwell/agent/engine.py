@@ -132,8 +132,7 @@ class Engine:
 
     def lens(self, name_or_path: str) -> Lens:
         """An active lens by name or path; a lens with errors, or none at all, is a setup error."""
-        path = self.lenses.file_of(name_or_path)
-        result = self.lenses.reload(path) if path is not None else None
+        result = self.lenses.reload(path) if (path := self.lenses.file_of(name_or_path)) is not None else None
         if result is None:
             known = ", ".join(lens.name for lens in self.lenses.active().values()) or "none found"
             raise SetupError(f"no lens '{clip(name_or_path)}' (lenses: {known})")
@@ -212,7 +211,8 @@ class Engine:
             raise SetupError(f"unknown session '{clip(session)}': see `sunwell sessions list`")
         return session
 
-    def release(self, session: str) -> None:  # `::clear`: rate limits, allow-for-session rules, chat state go
+    def release(self, session: str) -> None:
+        """Forget the live state of `session` (rate limits, allow-for-session rules, chat state): `::clear`."""
         self.live.release(session)
 
     def jail(self, lens: Lens | None = None) -> Jail:
