@@ -2,6 +2,7 @@
 // input per field: the server's name in every title, its question as its own words, no field filled in for the user
 // (a server's default is never offered), Escape cancels. The sidecar checks the answer against the schema.
 import * as vscode from 'vscode';
+import { RequestBroker } from './common/requestBroker';
 
 export interface ElicitParams {
   session: string;
@@ -18,6 +19,29 @@ interface FieldSchema {
 }
 
 export type ElicitAnswer = { action: 'accept'; content: Record<string, unknown> } | { action: 'decline' | 'cancel' };
+
+/** An MCP server's question, keyed like every request to the user: `sunwell/elicit` carries no id of its own. */
+interface Elicitation {
+  id: string;
+  params: ElicitParams;
+}
+
+/** Pending elicitations, in the broker every request to the user goes through: the form answers, and a request the
+ *  sidecar cancels (or a sidecar that is gone) ends as `cancel`. */
+export class Elicitations extends RequestBroker<Elicitation, ElicitAnswer> {
+  private count = 0;
+
+  constructor() {
+    super({ idOf: (elicitation) => elicitation.id, unanswered: { action: 'cancel' } });
+  }
+
+  ask(params: ElicitParams, token?: vscode.CancellationToken): Promise<ElicitAnswer> {
+    const elicitation = { id: `elicit-${++this.count}`, params };
+    const answer = this.request(elicitation, token);
+    void elicitForm(params, token).then((form) => this.answer(elicitation.id, form), () => this.expire(elicitation.id));
+    return answer;
+  }
+}
 
 export async function elicitForm(params: ElicitParams, token?: vscode.CancellationToken): Promise<ElicitAnswer> {
   const title = `MCP server ${params.server} asks`;
