@@ -17,7 +17,8 @@ import sys
 NO_REPACK = "--no-repack"
 
 
-def _without_extra_buffer_types() -> None:
+def disable_extra_buffer_types() -> None:
+    """Every model loaded from now on in this process keeps its weights as the file has them."""
     import llama_cpp.llama_cpp as native
 
     defaults = native.llama_model_default_params
@@ -33,7 +34,7 @@ def _without_extra_buffer_types() -> None:
 def main() -> None:
     if NO_REPACK in sys.argv[1:]:
         sys.argv = [arg for arg in sys.argv if arg != NO_REPACK]
-        _without_extra_buffer_types()
+        disable_extra_buffer_types()
     from llama_cpp.server.__main__ import main as serve
 
     serve()

@@ -195,6 +195,8 @@ def main() -> int:
     except StartFailed as failed:
         say(str(failed))
         return 1
+    except KeyboardInterrupt:  # the try in flight is stopped already
+        return 130
     print(server.proc.pid)
     return 0
 
