@@ -67,7 +67,7 @@ class ModelServer:
         return f"the local model server {self.death()} during this call; last lines of {self.log}:" \
                + self.last_lines()
 
-    def _dies_now(self) -> bool:
+    def ends_soon(self) -> bool:
         """Whether the server is dead or dying: a client sees the connection drop a moment before the end."""
         try:
             self.proc.wait(timeout=1)
@@ -90,7 +90,7 @@ class ModelServer:
                     if self.proc.poll() is None:
                         raise subprocess.TimeoutExpired(args, timeout) from None
                     raise ServerDied(self.died_report()) from None
-        if client.returncode != 0 and self._dies_now():
+        if client.returncode != 0 and self.ends_soon():
             raise ServerDied(f"{self.died_report()}\nthe client's last words:\n{err.strip()[-2000:]}")
         return subprocess.CompletedProcess(args, client.returncode, out, err)
 
@@ -103,7 +103,7 @@ class ModelServer:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 raise ServerDied(self.died_report())
-        if task.exception() is not None and self._dies_now():
+        if task.exception() is not None and await asyncio.to_thread(self.ends_soon):
             raise ServerDied(self.died_report()) from task.exception()
         return task.result()
 
@@ -141,7 +141,7 @@ def _probe(server: ModelServer, ready_seconds: float, answer_seconds: float) -> 
             json.load(reply)["choices"][0]
         return None
     except (OSError, http.client.HTTPException, ValueError, LookupError, TypeError) as exc:
-        if server._dies_now():
+        if server.ends_soon():
             return f"{server.death()} on its first answer"
         if isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None), TimeoutError):
             return f"did not answer a one-token completion in {answer_seconds:g} s"
