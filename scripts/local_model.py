@@ -149,6 +149,7 @@ def _probe(server: ModelServer, ready_seconds: float, answer_seconds: float) -> 
 
 
 def _launch(command: list[str], url: str, log: Path, no_repack: bool) -> ModelServer:
+    log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a" if no_repack else "w", encoding="utf-8") as out:
         if no_repack:
             out.write(f"---- started again with {NO_REPACK} ----\n")
@@ -177,9 +178,10 @@ def start(command: list[str], url: str, log: Path, *, ready_seconds: float = 60,
         if not no_repack:
             say(f"the local model server {why}; starting it again without ggml's extra buffer types ({NO_REPACK}: "
                 "its weights are not repacked for this CPU's matrix instructions)")
-    raise StartFailed(
-        f"the local model server did not start: with ggml's extra buffer types it {failures[0]}, without them "
-        f"({NO_REPACK}) it {failures[1]}. Last lines of {log}:{server.last_lines()}\n{HOSTED}")
+    tries = (f"with and without ggml's extra buffer types ({NO_REPACK}) it {failures[0]}" if failures[0] == failures[1]
+             else f"with ggml's extra buffer types it {failures[0]}, without them ({NO_REPACK}) it {failures[1]}")
+    raise StartFailed(f"the local model server did not start: {tries}. Last lines of {log}:{server.last_lines()}\n"
+                      + HOSTED)
 
 
 def main() -> int:
@@ -194,6 +196,9 @@ def main() -> int:
         server = start(args.command, args.url, args.log, say=say)
     except StartFailed as failed:
         say(str(failed))
+        return 1
+    except OSError as exc:  # no log folder to be had, no such command
+        say(f"could not start the local model server: {exc}")
         return 1
     except KeyboardInterrupt:  # the try in flight is stopped already
         return 130

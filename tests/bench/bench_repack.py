@@ -6,7 +6,7 @@ fallback of scripts/local_model.py on a CPU that reports AMX and traps it), side
 
 Needs llama-cpp-python and the model file (scripts/fetch-models.sh; default Qwen2.5-Coder-0.5B in
 $SUNWELL_MODELS_DIR or ~/.cache/sunwell-models). The model is loaded twice, once each way, and the two take turns
-on the same prompt (about 300 tokens) and the same greedy answer (TOKENS tokens); llama.cpp's own counters give
+on the same prompt (about 350 tokens of Python) and the same greedy continuation (TOKENS tokens); llama.cpp's own counters give
 prompt and generation time per token. Reported: the median of ROUNDS for each, and the ratio without / with.
 """
 
@@ -21,9 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import llama_server  # scripts/: the flag's own code
 
-PROMPT = "Here is a Python module.\n\n" + "".join(
-    f"def func_{i}(x):\n    return x * {i} + {i * 7}\n\n" for i in range(18)
-) + "\nExplain in detail what each function returns, one by one, starting with func_0.\n"
+# A module to go on writing: the model continues it for as long as it is let (the end of text is barred as well).
+PROMPT = '"""Arithmetic helpers."""\n\n\n' + "".join(
+    f"def func_{i}(x):\n    return x * {i} + {i * 7}\n\n\n" for i in range(17)
+) + "def func_17(x):\n"
 
 
 def load(model: str, threads: int, repack: bool):
@@ -40,7 +41,7 @@ def timed(llm, tokens: int) -> tuple[float, float, int, int]:
 
     llm.reset()  # no prefix reused from the round before
     llama_cpp.llama_perf_context_reset(llm.ctx)
-    llm.create_completion(PROMPT, max_tokens=tokens, temperature=0)
+    llm.create_completion(PROMPT, max_tokens=tokens, temperature=0, logit_bias={llm.token_eos(): -1e9})
     perf = llama_cpp.llama_perf_context(llm.ctx)
     return perf.t_p_eval_ms / max(perf.n_p_eval, 1), perf.t_eval_ms / max(perf.n_eval, 1), perf.n_p_eval, perf.n_eval
 
