@@ -38,6 +38,16 @@ A 429, a 5xx or a lost connection before the model's first streamed delta is ret
 `provider_retry`. A fault after the first delta ends the turn with status `error`; a call whose arguments had not
 arrived whole is never run. When `max_tool_turns` rounds have used tools, one last request asks the model to sum up
 without tools, and the turn ends `limitReached` (exit code 3). Codes and statuses: [codes.md](codes.md).
+
+## Durable turns
+
+Every step of a turn is in the session's log before the next one starts: a finished answer of the model, a call
+about to run, its result. A turn cut off by a crash, a kill or a dead sidecar reads back as `interrupted`, and
+`sunwell run --resume [--session ID]` or `sunwell/resume` takes it up: a call that finished is never run again; a
+call that was running is answered with the error `interrupted` (and a `call_interrupted` notice), unless it only
+reads, and then it runs again, since a write, a command, an MCP, learned or network call may have done part of its
+work. A turn that ended in a provider error resumes by sending again only the request that failed. The resumed turn
+keeps its `turn` id, and `seq` goes on where the log ends.
 """
 
 
