@@ -31,7 +31,7 @@ class WireModel(BaseModel):
 
 
 class ToolError(WireModel):
-    """A structured failure: a PROTOCOL.md error code, a message the model can act on, and maybe a fix."""
+    """A structured failure: an error code (docs/codes.md), a message the model can act on, and maybe a fix."""
 
     code: ErrorCode
     message: str

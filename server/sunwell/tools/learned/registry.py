@@ -243,8 +243,8 @@ def _learn_subject(args: dict[str, Any]) -> Subject:
 
 
 def remember_learned(api: LearnedApi) -> None:
-    """Name a newly learned API in the user config (`learned_apis`), as PROTOCOL.md says `sunwell tools learn`
-    does; a file that cannot be edited safely is left alone (the API is learned all the same)."""
+    """Name a newly learned API in the user config (`learned_apis`), as `sunwell tools learn` does (docs/cli.md
+    "sunwell tools learn"); a file that cannot be edited safely is left alone (the API is learned all the same)."""
 
     try:
         remember(user_config_path(), api.name, api.source, api.rate_per_min)
