@@ -304,7 +304,7 @@ export interface Usage {
   cacheWriteTokens: number;
 }
 /**
- * What the client answers besides `sunwell/approve` (PROTOCOL.md "Events and client requests").
+ * What the client answers besides `sunwell/approve` (docs/sidecar.md "Server -> client requests").
  */
 export interface ClientCapabilities {
   ask?: boolean;
@@ -421,7 +421,7 @@ export interface ToolResultEvent {
   durationMs: number;
 }
 /**
- * A structured failure: a PROTOCOL.md error code, a message the model can act on, and maybe a fix.
+ * A structured failure: an error code (docs/codes.md), a message the model can act on, and maybe a fix.
  */
 export interface ToolError {
   code:
@@ -558,7 +558,7 @@ export interface InitializationOptions {
   clientCapabilities?: ClientCapabilities | null;
 }
 /**
- * What one command may change before its staged changes are refused (PROTOCOL.md `staging`).
+ * What one command may change before its staged changes are refused (docs/config.md "staging").
  */
 export interface StagingOptions {
   maxBytes?: number | null;

@@ -1,4 +1,4 @@
-"""Where hooks run in a turn, and what their answers mean (PROTOCOL.md "Config", `hooks:`).
+"""Where hooks run in a turn, and what their answers mean (docs/config.md "hooks").
 
 - `pre_tool`, after a call is validated and before policy (agent/orchestrator.py): exit 0 goes on, exit 2 denies the
   call with the hook's stderr as the reason the model reads, anything else (a crash, a timeout, a program that will

@@ -138,7 +138,7 @@ def resolve_settings(root: Path, options: InitializationOptions,
             settings.data_dir = default_data_dir(env)
     _add_client_web(settings, options, problems)
     if settings.approval is None:
-        settings.approval = "ask"  # PROTOCOL.md: the sidecar asks its client unless told otherwise
+        settings.approval = "ask"  # the sidecar asks its client unless told otherwise (docs/sidecar.md)
     return settings, problems
 
 

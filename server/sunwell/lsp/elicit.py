@@ -1,6 +1,7 @@
 """Elicitation over the wire: an MCP server's question to the user as a `sunwell/elicit` request to the client
-(PROTOCOL.md), sent only when the client announced `clientCapabilities.elicit`; the answer is checked against the
-server's schema by the bridge (tools/mcp/elicitation.py), which declines what does not fit."""
+(docs/sidecar.md "sunwell/elicit"), sent only when the client announced `clientCapabilities.elicit`; the answer
+is checked against the server's schema by the bridge (tools/mcp/elicitation.py), which declines what does not
+fit."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ class StagedEffects(Protocol):
     `apply`s or not, and always `discard`s it (the staged copy is gone after that)."""
 
     async def preview(self) -> dict[str, Any]:
-        """PROTOCOL.md `effects` preview: what it ran, its output, what it would change."""
+        """The `effects` preview (docs/sidecar.md "EffectsPreview"): what it ran, its output, what it would change."""
         ...
 
     async def apply(self) -> str:
@@ -129,7 +129,8 @@ class StagedEffects(Protocol):
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
 Preview = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
-"""What an approval shows before a risky call runs: PROTOCOL.md `preview` (`diff` or `command`)."""
+"""What an approval shows before a risky call runs: its `preview` (`diff` or `command`; docs/sidecar.md
+"ApprovalRequest")."""
 Declare = Callable[[dict[str, Any]], Subject]
 """A call's arguments (valid by the tool's schema) -> what it touches; raises ToolFailure if they say nothing."""
 Stage = Callable[[dict[str, Any], ToolContext], Awaitable[StagedEffects]]
@@ -149,8 +150,8 @@ class Tool:
     read_only: bool = True
     """Read-only calls of one response may run concurrently; the others run in order."""
     harmless: bool = False
-    """It changes nothing and reaches no network (PROTOCOL.md "Read-only": reads, listings, the plan, the time,
-    arithmetic, kv_get): `--dry-run=risky` runs it for real. False for any tool that does not say so."""
+    """It changes nothing and reaches no network (reads, listings, the plan, the time, arithmetic, kv_get):
+    `--dry-run=risky` runs it for real (docs/cli.md "sunwell run"). False for any tool that does not say so."""
     expendable: bool = False
     """A convenience the agent can do without (the plan, the time, arithmetic, the key-value store): fitting
     leaves it out before anything else when the context window is small."""

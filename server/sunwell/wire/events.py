@@ -1,4 +1,4 @@
-"""The event stream of PROTOCOL.md "Events": one schema for `sunwell run --json` and `sunwell/chatEvent`."""
+"""The event stream (docs/events.md): one schema for `sunwell run --json` and `sunwell/chatEvent`."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ class DoneEvent(_Event):
     def wire(self) -> dict[str, Any]:
         data = super().wire()
         if self.error is None:
-            del data["error"]  # PROTOCOL.md: "error (string or absent)"
+            del data["error"]  # docs/events.md "done": absent unless the status is `error`
         return data
 
 

@@ -36,7 +36,7 @@ ShortText = Annotated[str, AfterValidator(lambda text: clip(text, MESSAGE_LIMIT)
 
 
 class ToolError(WireModel):
-    """A structured failure: a PROTOCOL.md error code, a message the model can act on, and maybe a fix."""
+    """A structured failure: an error code (docs/codes.md), a message the model can act on, and maybe a fix."""
 
     code: ErrorCode
     message: ShortText

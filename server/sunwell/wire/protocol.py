@@ -1,4 +1,4 @@
-"""The sidecar's JSON-RPC contract (PROTOCOL.md "Sidecar methods"), declared once.
+"""The sidecar's JSON-RPC contract (docs/sidecar.md), declared once.
 
 Every custom method name and the params/result model of each live here and nowhere else; handlers parse params
 with `parse` and answer with `model.wire()`. Wire keys are camelCase (WireModel). Unknown params keys are
@@ -24,9 +24,10 @@ from sunwell.wire.usage import SessionUsage
 
 CHAT = "sunwell/chat"
 RESUME = "sunwell/resume"
-"""Takes up a session's interrupted or failed last turn; answered like `sunwell/chat` (PROTOCOL.md "Durable turns")."""
+"""Takes up a session's interrupted or failed last turn; answered like `sunwell/chat` (docs/events.md
+"Durable turns")."""
 CHAT_EVENT = "sunwell/chatEvent"
-"""Server -> client notification; its params are the event object itself (PROTOCOL.md "Events")."""
+"""Server -> client notification; its params are the event object itself (docs/events.md)."""
 SESSIONS = "sunwell/sessions"
 SESSION = "sunwell/session"
 UNDO = "sunwell/undo"

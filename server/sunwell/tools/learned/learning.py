@@ -151,7 +151,8 @@ def check_server(server: str, origin: Target | None, network: Any) -> str:
 
 
 def preview(api: LearnedApi, previous: LearnedApi | None = None) -> dict[str, Any]:
-    """The `learn` approval preview (PROTOCOL.md): the operations offered and the hosts; `changes` when re-learning."""
+    """The `learn` approval preview (docs/sidecar.md "LearnPreview"): the operations offered and the hosts;
+    `changes` when re-learning."""
     shown = {"kind": "learn", "name": api.name, "hosts": api.hosts,
              "operations": [{"tool": op.tool, "method": op.method, "path": op.path, "summary": op.summary}
                             for op in api.offered()[:PREVIEW_OPERATIONS]]}

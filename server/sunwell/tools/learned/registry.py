@@ -23,7 +23,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx2
 from pydantic import Field
 
 from sunwell.config import Settings, user_config_path
@@ -31,7 +30,15 @@ from sunwell.config.learned_entries import remember
 from sunwell.hidden_text import removed_message
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.learned.calls import RateLimit, credentials_for, render, send, target
+from sunwell.tools.learned.calls import (
+    Exchange,
+    RateLimit,
+    client_credentials,
+    credentials_for,
+    render,
+    send,
+    target,
+)
 from sunwell.tools.learned.credentials import Credentials
 from sunwell.tools.learned.document import Operation, Scheme
 from sunwell.tools.learned.learning import (
@@ -44,9 +51,7 @@ from sunwell.tools.learned.learning import (
 )
 from sunwell.tools.learned.store import DEFAULT_RATE, LearnedApi, LearnedStore
 from sunwell.tools.mcp.naming import server_prefix
-from sunwell.tools.network.hosts import resolve
 from sunwell.tools.network.urls import UrlRefused, parse_url
-from sunwell.tools.policy.environment import remember_secret
 from sunwell.tools.subject import Subject
 
 READS = ("GET", "HEAD")
@@ -146,13 +151,12 @@ class LearnedApis:
             raise ToolFailure(failure.error.code, mask(failure.error.message), failure.error.suggestion) from None
         return render(op, status, kind, data, url, max(ctx.max_output_bytes - HEADER_ROOM, 1_000), mask)
 
-    def _oauth(self, api: LearnedApi, ctx: ToolContext) -> Callable[[Scheme, str], Any]:
-        async def token(scheme: Scheme, value: str) -> str:
+    def _oauth(self, api: LearnedApi, ctx: ToolContext) -> Callable[[Scheme, str, Exchange], Any]:
+        async def token(scheme: Scheme, value: str, exchange: Exchange) -> str:
             kept = self._tokens.get((api.name, scheme.name))
             if kept:
                 return kept
-            client_id, _, secret = value.partition(":")
-            fetched = await _client_credentials(scheme, client_id, secret, api, ctx)
+            fetched = await client_credentials(scheme, value, api.name, api.hosts, ctx.network, exchange)
             self._tokens[(api.name, scheme.name)] = fetched
             return fetched
         return token
@@ -238,32 +242,9 @@ def _learn_subject(args: dict[str, Any]) -> Subject:
         raise ToolFailure("permission", f"learn_api refused the source URL: {exc}") from None
 
 
-async def _client_credentials(scheme: Scheme, client_id: str, secret: str, api: LearnedApi,
-                              ctx: ToolContext) -> str:
-    """An OAuth2 access token by the client credentials grant, from the token URL (one of the API's hosts)."""
-
-
-    where = parse_url(scheme.token_url)
-    if where.host not in api.hosts or ctx.network.refusal(where):
-        raise ToolFailure("permission", f"the token URL of {api.name} is not on its hosts; not asked")
-    address = await resolve(where, ctx.network.rules, ctx.network.resolver)
-    async with httpx2.AsyncClient(trust_env=False, timeout=ctx.network.timeout) as client:
-        response = await client.post(str(httpx2.URL(where.url).copy_with(host=str(address))),
-                                     data={"grant_type": "client_credentials"}, auth=(client_id, secret),
-                                     headers={"Host": where.authority},
-                                     extensions={"sni_hostname": where.host} if where.address is None else {})
-    try:
-        token = response.json()["access_token"]
-    except (ValueError, KeyError, TypeError):
-        raise ToolFailure("permission", f"the token URL of {api.name} answered HTTP {response.status_code} "
-                          "without a token; the client credentials may be wrong") from None
-    remember_secret(str(token))  # masked like the credentials it was traded for
-    return str(token)
-
-
 def remember_learned(api: LearnedApi) -> None:
-    """Name a newly learned API in the user config (`learned_apis`), as PROTOCOL.md says `sunwell tools learn`
-    does; a file that cannot be edited safely is left alone (the API is learned all the same)."""
+    """Name a newly learned API in the user config (`learned_apis`), as `sunwell tools learn` does (docs/cli.md
+    "sunwell tools learn"); a file that cannot be edited safely is left alone (the API is learned all the same)."""
 
     try:
         remember(user_config_path(), api.name, api.source, api.rate_per_min)

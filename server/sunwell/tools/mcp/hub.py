@@ -29,14 +29,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 Asker = Callable[[ApprovalRequest], Awaitable[str]]
 Elicitor = Callable[[str, str, str, dict[str, object]], Awaitable[dict[str, object]]]
-"""(session, server, message, schema) -> `{action, content?}` (PROTOCOL.md `sunwell/elicit`)."""
+"""(session, server, message, schema) -> `{action, content?}` (docs/sidecar.md "sunwell/elicit")."""
 
 
 @dataclass(frozen=True)
 class ServerStatus:
     name: str
     state: str
-    """`stopped`, `starting`, `running`, `failed: REASON` or `awaiting approval` (PROTOCOL.md `sunwell mcp list`)."""
+    """`stopped`, `starting`, `running`, `failed: REASON` or `awaiting approval` (docs/cli.md "sunwell mcp list")."""
     launch: str
     """The command line (with the variables it sets), or the url."""
     transport: str

@@ -40,7 +40,8 @@ class Ruling(NamedTuple):
     decision: Decision
     by: DecidedBy
     note: str | None = None
-    """What the user said with a denial (PROTOCOL.md: the approve result's `note`), for the model to read."""
+    """What the user said with a denial (the approve result's `note`: docs/sidecar.md "ApproveResult"), for the
+    model to read."""
 
 
 Asker = Callable[[ApprovalRequest], Awaitable[str | Answer]]

@@ -1,5 +1,5 @@
-"""The audit log: one JSON line per tool call in `<data>/audit/tools-YYYY-MM-DD.jsonl` (PROTOCOL.md "Files and
-places"; the UTC day of the call), read back by `sunwell audit [--since]`.
+"""The audit log: one JSON line per tool call in `<data>/audit/tools-YYYY-MM-DD.jsonl` (docs/config.md
+"Files and places"; the UTC day of the call), read back by `sunwell audit [--since]`.
 
 A line holds `time` (ISO 8601, UTC), `session`, `turn`, `tool`, `call_id`, `arguments`, `decision` (`allow`, `deny`,
 `allowSession`, `auto` when no approval was needed, null when none was reached), `by` (`user`, `policy`, null),
