@@ -15,6 +15,7 @@ from sunwell.agent.context import largest_results, message_tokens, request_token
 from sunwell.agent.mentions import attachments
 from sunwell.agent.plan import TurnPlan
 from sunwell.agent.prompts import is_summary
+from sunwell.agent.turn_start import summariser as turn_summariser
 from sunwell.agent.usage import session_usage, usage_line
 from sunwell.models.tokens import BYTES_PER_TOKEN, text_tokens, tools_tokens
 from sunwell.tools.base import Trust
@@ -93,7 +94,7 @@ async def compact_session(engine: Engine, state: ChatState, hint: str) -> tuple[
     live, spec, window = engine.live.get(state.session), view.plan.spec, view.plan.window
     windowed = engine.provider_stack(spec, state.session, window).windowed  # what the session's turns summarise with
     own = Summariser(windowed, spec.model, window, engine.settings.provider_attempts, live.context)
-    summariser = await engine.summariser(state.session, own)
+    summariser = await turn_summariser(engine, state.session, own)
     history, budget = view.history, view.plan.budget
     user = last_request(history)
     last_turn = sum(map(message_tokens, history[user:])) if user is not None else 0

@@ -14,41 +14,37 @@ start), so this module imports only what that needs; the rest is imported where 
 
 from __future__ import annotations
 
-import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sunwell.agent.context import SessionContext
 from sunwell.agent.live import LiveSessions
-from sunwell.agent.mentions import Mention, read_mentions
-from sunwell.agent.questions import Questioner, question_asker
-from sunwell.agent.resource_mentions import attach_resources
+from sunwell.agent.mentions import Mention
 from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
 from sunwell.config import Settings, user_config_path
 from sunwell.errors import SetupError
 from sunwell.hooks import Hooks
 from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
-from sunwell.models.base import ModelRequest, Provider, TextDelta
+from sunwell.models.base import Provider
 from sunwell.models.capabilities import Capabilities, capabilities_for
-from sunwell.tools.base import CommandSettings, SearchSettings, Tool, ToolContext, Trust, UndoHooks
+from sunwell.tools.base import Tool, Trust
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.network.hosts import HostRules
-from sunwell.tools.policy.approval import ApprovalPolicy, Asker
-from sunwell.tools.policy.environment import EnvSecrets
-from sunwell.tools.policy.ratelimit import RateLimiter, stricter
-from sunwell.tools.scratch import Scratch
+from sunwell.tools.policy.approval import ApprovalPolicy
+from sunwell.tools.policy.ratelimit import RateLimiter
 from sunwell.tools.workspace.checkpoints import Checkpoints, UndoResult
 from sunwell.tools.workspace.jail import Jail
-from sunwell.wire.events import DoneEvent, NoticeEvent
-from sunwell.wire.messages import UserMessage
+from sunwell.wire.client import HEADLESS, Client
+from sunwell.wire.events import DoneEvent
 
 if TYPE_CHECKING:
-    from sunwell.agent.compaction import Summariser
+    from sunwell.agent.api_catalog import ApiCatalog
+    from sunwell.agent.mcp_servers import McpServers
     from sunwell.agent.plan import Grant, TurnPlan
     from sunwell.agent.resume import ResumePoint
     from sunwell.agent.sessions import SessionStore
-    from sunwell.agent.turn import Sink, TurnLog
+    from sunwell.agent.turn import Sink
     from sunwell.lens.registry import LensRegistry
     from sunwell.lens.schema import Lens
     from sunwell.models.factory import Adapters, ProviderStack
@@ -56,25 +52,22 @@ if TYPE_CHECKING:
 
 
 class Engine:
-    def __init__(self, settings: Settings, workspace: Path, *, asker: Asker | None = None,
-                 questioner: Questioner | None = None) -> None:
+    def __init__(self, settings: Settings, workspace: Path, *, client: Client = HEADLESS) -> None:
+        """`client`: the person on the other side (wire/client.py), whom every request to the user goes to."""
         if not workspace.is_dir():
             raise SetupError(f"workspace does not exist or is not a directory: {workspace}")
-        self.settings = settings
-        self.workspace = workspace.resolve()
-        self.asker, self.questioner = asker, questioner
-        self.code_intel: Callable[[dict[str, Any]], Awaitable[Any]] | None = None  # the editor's, via the sidecar
+        self.settings, self.workspace, self.client = settings, workspace.resolve(), client
         self._store: SessionStore | None = None  # these four are made on first use
         self._lenses: LensRegistry | None = None
         self._adapters: Adapters | None = None
         self._learned: LearnedApis | None = None
         self.windows = ServerWindows()
-        self.approval = ApprovalPolicy(mode=settings.approval or "deny", ask=asker,
+        self.approval = ApprovalPolicy(mode=settings.approval or "deny", client=client,
                                        timeout=settings.approval_timeout_sec)
         self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
                                  on_release=lambda session: self.approval.forget([session]))
         self.host_rules = _host_rules(settings)
-        self.mcp = McpHub(self._mcp_surroundings(settings))
+        self.mcp = McpHub(self._mcp_surroundings(settings), client)
         self.hooks = Hooks(settings, self.workspace)
         self.reconfigure(settings)
 
@@ -105,6 +98,20 @@ class Engine:
             learned = LearnedApis(Path(self.settings.data_dir or "."), on_learned=remember_learned)
             self._learned = learned.configure(self.settings)
         return self._learned
+
+    @property
+    def apis(self) -> ApiCatalog:
+        """The learned APIs as a front end manages them (agent/api_catalog.py)."""
+        from sunwell.agent.api_catalog import ApiCatalog
+
+        return ApiCatalog(self.learned, lambda: self.settings, lambda: self.host_rules)
+
+    @property
+    def servers(self) -> McpServers:
+        """The MCP servers as a front end manages them (agent/mcp_servers.py)."""
+        from sunwell.agent.mcp_servers import McpServers
+
+        return McpServers(self.mcp)
 
     @property
     def data_dir(self) -> Path:
@@ -253,7 +260,7 @@ class Engine:
         from sunwell.tools.registry import CODE_INTEL_TOOLS, CORE_TOOLS
 
         searching = [WEB_SEARCH] if self.settings.web_search else []
-        core = [tool for tool in CORE_TOOLS if self.code_intel is not None or tool not in CODE_INTEL_TOOLS]
+        core = [tool for tool in CORE_TOOLS if self.client.answers("codeIntel") or tool not in CODE_INTEL_TOOLS]
         return [*core, *searching, *(skill_tools(lens, {t.name for t in CORE_TOOLS}) if lens else []),
                 *self.mcp.tools(), *self.learned.tools()]
 
@@ -284,54 +291,11 @@ class Engine:
 
         `mentions` (and with `mentions_in_text` the workspace files the line's `@path` words name) are attached to
         the line within this turn's window, read through its jail (agent/mentions.py)."""
-        from sunwell.agent.compaction import Summariser
-        from sunwell.agent.gate import Gate
-        from sunwell.agent.loop import Turn, TurnConfig
-        from sunwell.agent.plan import Retool, first_notices, starting_notices
-        from sunwell.agent.subagent import Subagents
-        from sunwell.agent.turn import TurnLog
-        from sunwell.tools.policy.audit import AuditLog
+        from sunwell.agent.turn_start import run_turn
 
-        spec = self.model_spec(model)
-        self.provider(spec)  # a missing key or bad endpoint is a setup error, before any session exists
-        active_lens = self.lens(lens) if lens else None
-        grant = self.grant(Trust[trust or self.settings.trust], tool_names, active_lens)
-        session = self.open_session(session, text)
-        live = self.live.get(session)
-        window = await self.context_window(spec, session)
-        stack = self.provider_stack(spec, session, window[0])
-
-        def learned(size: int) -> None:  # a refusal taught the window: this session keeps it
-            live.window, live.window_model, stack.windowed.window = size, str(spec), size
-
-        log = TurnLog(self.store, session, sink, resume and resume.turn, secrets=EnvSecrets(
-            os.environ, self.settings.env_passthrough), seq=resume.next_seq if resume else 0)
-        ctx = self._tool_context(session, log, grant[0], active_lens, stack.calls, spec.model)
-        found = await attach_resources(self.mcp, mentions, ctx.jail, text if mentions_in_text and not resume else "")
-        line = UserMessage(text=text, attachments=read_mentions(found, ctx.jail, window[0]))
-        if resume is None:  # what a resumed turn runs with again
-            self.store.append(session, log.turn, 0, "settings", f"{spec}, trust {trust or self.settings.trust}",
-                              {"model": str(spec), "trust": trust or self.settings.trust, "lens": lens, "tools": tool_names,
-                               "instructions": list(instructions)})
-        said: list[NoticeEvent] = []  # by MCP servers starting: shown when the turn starts
-        if self.mcp.servers:  # started lazily, once a turn may use their tools: then their tools join the catalogue
-            await self.mcp.start(*grant, starting_notices(said, log),
-                                 ask=self.approval.ask if self.approval.mode == "ask" else None,
-                                 ask_timeout=self.settings.approval_timeout_sec, session=session, turn=log.turn)
-        audit = AuditLog(self.data_dir, passthrough=self.settings.env_passthrough)
-        hooks = await self.hooks.start_turn(self.approval, log, grant[0].name, audit, said.append)
-        retool = Retool(lambda: self.catalogue(active_lens), lambda: self.learned.changes)  # learned from now on
-        plan = await self.plan(spec, session, active_lens, grant, instructions, text=line.content_for_model(),
-                               window=window)
-        own = Summariser(stack.windowed, spec.model, plan.window, self.settings.provider_attempts, live.context)
-        config = TurnConfig(
-            plan=plan, provider=stack.turn, tool_ctx=ctx, summariser=await self.summariser(session, own),
-            gate=Gate(self.approval, dry_run=self.settings.dry_run, limiter=self._limiter(session, active_lens)),
-            audit=audit, notices=first_notices(plan, ctx, active_lens, said, self.settings.ignored_workspace_keys),
-            max_tool_turns=self.settings.max_tool_turns, on_window_learned=learned, hooks=hooks, retool=retool)
-        ctx.subagent = Subagents(config, log, self.settings).run
-        turn = Turn(config, log, self.store.messages(session, open_tail=resume is not None))
-        return await (turn.resume(resume) if resume else turn.run(line))
+        return await run_turn(self, text, sink, session=session, model=model, trust=trust, tool_names=tool_names,
+                              lens=lens, instructions=instructions, mentions=mentions,
+                              mentions_in_text=mentions_in_text, resume=resume)
 
     async def aclose(self) -> None:
         """Stop what the engine started (MCP servers); front ends call it before their event loop ends."""
@@ -341,56 +305,6 @@ class Engine:
         return Surroundings(self.workspace, Path(settings.data_dir or "."), tuple(settings.blocked_paths),
                             tuple(settings.env_passthrough), quarantine_dir=Path(settings.data_dir or ".") / "quarantine",
                             network=self.host_rules)
-
-    async def summariser(self, session: str | None, own: Summariser) -> Summariser:
-        """Who writes summaries when a session's history is compacted: `compaction_model` when configured, else
-        `own` (the session's model)."""
-        from sunwell.agent.compaction import Summariser
-
-        if not self.settings.compaction_model:
-            return own
-        spec = self.model_spec(self.settings.compaction_model)
-        window, _ = await self.context_window(spec, session)
-        return Summariser(self.provider(spec), spec.model, window, self.settings.provider_attempts)
-
-    def _limiter(self, session: str, lens: Lens | None) -> RateLimiter:
-        """The session's usage so far, judged by this turn's limits: the user's, narrowed by the lens'."""
-        usage = self.live.get(session).limiter
-        return usage.with_limits(stricter(self.settings.rate_limits, lens.tool_policy.rate_limits
-                                          if lens and lens.tool_policy else None))
-
-    def _tool_context(self, session: str, log: TurnLog, trust: Trust, lens: Lens | None, provider: Provider,
-                      model: str) -> ToolContext:
-        from sunwell.tools.network.policy import network_for
-
-        checkpoints, turn = self.checkpoints, log.turn
-
-        async def complete(system: str, user: str) -> str:  # a skill's nested call: one answer, no tools
-            request = ModelRequest(model=model, system=system, messages=[UserMessage(text=user)],
-                                   max_tokens=self.settings.max_tokens)
-            return "".join([event.text async for event in provider.stream(request) if isinstance(event, TextDelta)])
-
-        return ToolContext(
-            jail=self.jail(lens),
-            max_output_bytes=self.settings.max_output_bytes, tool_timeout=self.settings.tool_timeout_sec,
-            search=SearchSettings(ripgrep_path=self.settings.ripgrep_path),
-            commands=CommandSettings(
-                sandbox=self.settings.sandbox, network=trust >= Trust.full,
-                max_timeout=self.settings.max_command_timeout_sec, env_passthrough=tuple(self.settings.env_passthrough),
-                quarantine_dir=self.data_dir / "quarantine", staging_dir=self.data_dir / "staging",
-                staging_max_bytes=self.settings.staging.max_bytes, staging_max_files=self.settings.staging.max_files),
-            undo=UndoHooks(
-                before_write=lambda path, rel: checkpoints.save(session, turn, path, rel),
-                after_write=lambda path, rel, data: checkpoints.record_after(session, turn, rel, data),
-                before_changes=lambda files: checkpoints.save_changes(session, turn, files),
-            ),
-            complete=complete, secrets=log.secrets,
-            network=network_for(self.settings, self.host_rules, lambda: self.approval.session_hosts(session),
-                                self.live.get(session).pages),
-            notify=lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message)),
-            scratch=Scratch(self.live.get(session).scratch, show_plan=log.emit),
-            ask=question_asker(self.questioner, self.settings, session, turn), code_intel=self.code_intel,
-        )
 
 
 def _host_rules(settings: Settings) -> HostRules:

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx2
 
-from sunwell.tools.base import ToolFailure
+from sunwell.tools.failure import ToolFailure
 
 PUBLIC_ENDPOINTS = {"brave": "https://api.search.brave.com/res/v1/web/search", "tavily": "https://api.tavily.com/search"}
 MAX_ANSWER_BYTES = 2_000_000
