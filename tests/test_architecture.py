@@ -116,7 +116,8 @@ def test_the_checker_sees_imports_inside_functions_and_for_types(tmp_path):
 ENGINE_FLOOR = ("sunwell.agent", "sunwell.tools", "sunwell.lens", "sunwell.models", "sunwell.config")
 DEFERRED = {
     "sunwell.agent.engine": ("sunwell.agent", "sunwell.lens", "sunwell.models.factory", "sunwell.tools"),
-    "sunwell.cli.main": ("sunwell.cli", "sunwell.lsp.server", "sunwell.errors", "sunwell.tools.policy.audit", "logging"),
+    "sunwell.agent.model_access": ("sunwell.models.factory",),
+    "sunwell.cli.main": ("sunwell.cli", "sunwell.lsp.server", "sunwell.errors", "sunwell.agent.logs", "logging"),
     "sunwell.cli.terminal_input": ("readline",),
     "sunwell.config.loading": ("yaml",),
     "sunwell.hooks.runner": ("sunwell.tools.mcp.launch",),

@@ -48,7 +48,7 @@ class SessionView:
 
 async def session_view(engine: Engine, state: ChatState) -> SessionView:
     """Raises SetupError when the chat's model is no valid model string, or its lens cannot be used."""
-    spec = engine.model_spec(state.model)
+    spec = engine.models.spec(state.model)
     lens = engine.lens(state.lens) if state.lens else None
     grant = engine.grant(Trust[state.trust or engine.settings.trust], state.tool_names, lens)
     plan = await engine.plan(spec, state.session, lens, grant, state.instructions())
@@ -92,7 +92,7 @@ async def compact_session(engine: Engine, state: ChatState, hint: str) -> tuple[
         return "Nothing to compact: the conversation is empty.", []
     view = await session_view(engine, state)
     live, spec, window = engine.live.get(state.session), view.plan.spec, view.plan.window
-    windowed = engine.provider_stack(spec, state.session, window).windowed  # what the session's turns summarise with
+    windowed = engine.models.stack(spec, state.session, window).windowed  # what the session's turns summarise with
     own = Summariser(windowed, spec.model, window, engine.settings.provider_attempts, live.context)
     summariser = await turn_summariser(engine, state.session, own)
     history, budget = view.history, view.plan.budget

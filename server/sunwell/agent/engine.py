@@ -21,13 +21,11 @@ from typing import TYPE_CHECKING
 from sunwell.agent.context import SessionContext
 from sunwell.agent.live import LiveSessions
 from sunwell.agent.mentions import Mention
-from sunwell.agent.windows import ServerWindows, calibrated_estimate, configured_window
+from sunwell.agent.model_access import Models
 from sunwell.config import Settings, user_config_path
 from sunwell.errors import SetupError
 from sunwell.hooks import Hooks
-from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
-from sunwell.models.base import Provider
-from sunwell.models.capabilities import Capabilities, capabilities_for
+from sunwell.model_strings import ModelSpec
 from sunwell.tools.base import Tool, Trust
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.network.hosts import HostRules
@@ -47,7 +45,7 @@ if TYPE_CHECKING:
     from sunwell.agent.turn import Sink
     from sunwell.lens.registry import LensRegistry
     from sunwell.lens.schema import Lens
-    from sunwell.models.factory import Adapters, ProviderStack
+    from sunwell.models.factory import Adapters
     from sunwell.tools.learned.registry import LearnedApis
 
 
@@ -57,15 +55,15 @@ class Engine:
         if not workspace.is_dir():
             raise SetupError(f"workspace does not exist or is not a directory: {workspace}")
         self.settings, self.workspace, self.client = settings, workspace.resolve(), client
-        self._store: SessionStore | None = None  # these four are made on first use
+        self._store: SessionStore | None = None  # these three are made on first use
         self._lenses: LensRegistry | None = None
         self._adapters: Adapters | None = None
         self._learned: LearnedApis | None = None
-        self.windows = ServerWindows()
         self.approval = ApprovalPolicy(mode=settings.approval or "deny", client=client,
                                        timeout=settings.approval_timeout_sec)
         self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
                                  on_release=lambda session: self.approval.forget([session]))
+        self.models = Models(lambda: self.settings, self.live)
         self.host_rules = _host_rules(settings)
         self.mcp = McpHub(self._mcp_surroundings(settings), client)
         self.hooks = Hooks(settings, self.workspace)
@@ -128,12 +126,11 @@ class Engine:
     @property
     def lenses(self) -> LensRegistry:
         if self._lenses is None:
+            from sunwell.agent.tool_names import known_tools
             from sunwell.lens.registry import LensRegistry
-            from sunwell.tools.registry import CORE_TOOLS
 
             self._lenses = LensRegistry(self.workspace, user_config_path().parent / "lenses",
-                                        known_tools=[*(tool.name for tool in CORE_TOOLS), *self.mcp.tool_patterns(),
-                                                     *self.learned.tool_patterns()])
+                                        known_tools=known_tools(self.mcp.servers, self.learned.tool_patterns()))
         return self._lenses
 
     def lens(self, name_or_path: str) -> Lens:
@@ -155,59 +152,6 @@ class Engine:
     @property
     def checkpoints(self) -> Checkpoints:
         return Checkpoints(self.data_dir / "checkpoints")
-
-    def model_spec(self, model: str | None = None) -> ModelSpec:
-        try:
-            return parse_model_string(model or self.settings.model or "")
-        except ValueError as exc:
-            raise SetupError(str(exc)) from None
-
-    def provider(self, spec: ModelSpec) -> Provider:
-        """The SDK adapter for `spec`, made once per endpoint and key (models/factory.py `Adapters`)."""
-        from sunwell.models.factory import Adapters
-
-        self._adapters = self._adapters or Adapters()
-        try:
-            return self._adapters.get(spec, self.settings.base_url)
-        except ValueError as exc:
-            raise SetupError(str(exc)) from None
-
-    def provider_stack(self, spec: ModelSpec, session: str, window: int) -> ProviderStack:
-        """What a turn of `session` streams from (models/factory.py `provider_for`); a server that refuses native
-        tools is remembered for the session."""
-        from sunwell.models.factory import provider_for
-
-        live = self.live.get(session)
-        return provider_for(spec, self.capabilities(spec), adapter=self.provider(spec), window=window,
-                            estimate=calibrated_estimate(live.context), attempts=self.settings.provider_attempts,
-                            emulating=live.emulating, on_fallback=lambda: setattr(live, "emulating", True))
-
-    def capabilities(self, spec: ModelSpec) -> Capabilities:
-        overrides = {key: value.model_dump(exclude_none=True) for key, value in self.settings.models.items()}
-        return capabilities_for(spec.model, spec.provider, overrides)
-
-    async def context_window(self, spec: ModelSpec, session: str | None = None) -> tuple[int, str]:
-        """The window a turn of `spec` budgets against, and where it came from (agent/windows.py): what a refusal
-        taught `session` ("refusal"), the user's config ("config"), what the server says ("server (…)", asked once
-        per endpoint and model), the capability registry ("registry")."""
-        live = self.live.get(session) if session else None
-        if live is not None and live.window and live.window_model == str(spec):
-            return live.window, "refusal"
-        if (size := configured_window(self.settings.models, spec)) is not None:
-            return size, "config"
-        if spec.provider in LOCAL_PROVIDERS and (said := await self.windows.ask(spec, self.endpoint(spec))):
-            return said
-        return self.capabilities(spec).context_window, "registry"
-
-    def endpoint(self, spec: ModelSpec, *, made_only: bool = False) -> str | None:
-        """The endpoint `spec`'s requests go to; with `made_only`, only if its adapter exists (importing an SDK
-        to make one takes a second)."""
-        if made_only and not (self._adapters and self._adapters.made(spec, self.settings.base_url)):
-            return None
-        try:
-            return getattr(self.provider(spec), "base_url", None)
-        except SetupError:  # no endpoint configured: nothing to ask
-            return None
 
     def open_session(self, session: str | None, title: str) -> str:
         if session is None:
@@ -277,9 +221,9 @@ class Engine:
         """The plan of `session`'s next turn (agent/plan.py): `run_turn`'s, and `::context`'s for its figures."""
         from sunwell.agent.plan import plan_turn
 
-        window = window or await self.context_window(spec, session)
+        window = window or await self.models.window(spec, session)
         context = self.live.get(session).context if session else SessionContext()
-        return await plan_turn(self.settings, spec, self.capabilities(spec), window, self.catalogue(lens), grant,
+        return await plan_turn(self.settings, spec, self.models.capabilities(spec), window, self.catalogue(lens), grant,
                                jail=self.jail(lens), lens=lens, instructions=instructions, context=context, text=text)
 
     async def run_turn(self, text: str, sink: Sink, *, session: str | None = None, model: str | None = None,

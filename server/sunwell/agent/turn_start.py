@@ -19,6 +19,7 @@ from sunwell.agent.gate import Gate
 from sunwell.agent.live import LiveSessions
 from sunwell.agent.loop import Turn, TurnConfig
 from sunwell.agent.mentions import Mention, read_mentions
+from sunwell.agent.model_access import Models
 from sunwell.agent.plan import Retool, first_notices, starting_notices
 from sunwell.agent.questions import TurnClient
 from sunwell.agent.resource_mentions import attach_resources
@@ -30,7 +31,6 @@ from sunwell.hooks import Hooks
 from sunwell.lens.schema import Lens
 from sunwell.model_strings import ModelSpec
 from sunwell.models.base import ModelRequest, Provider, TextDelta
-from sunwell.models.factory import ProviderStack
 from sunwell.tools.base import (
     CallIdentity,
     CommandSettings,
@@ -72,6 +72,7 @@ class Engine(Protocol):
     approval: ApprovalPolicy
     hooks: Hooks
     host_rules: HostRules
+    models: Models
 
     @property
     def store(self) -> SessionStore: ...
@@ -81,10 +82,6 @@ class Engine(Protocol):
     def checkpoints(self) -> Checkpoints: ...
     @property
     def data_dir(self) -> Path: ...
-    def model_spec(self, model: str | None = None) -> ModelSpec: ...
-    def provider(self, spec: ModelSpec) -> Provider: ...
-    def provider_stack(self, spec: ModelSpec, session: str, window: int) -> ProviderStack: ...
-    async def context_window(self, spec: ModelSpec, session: str | None = None) -> tuple[int, str]: ...
     def lens(self, name_or_path: str) -> Lens: ...
     def grant(self, trust: Trust, names: Sequence[str] | None, lens: Lens | None) -> Grant: ...
     def open_session(self, session: str | None, title: str) -> str: ...
@@ -100,14 +97,14 @@ async def run_turn(engine: Engine, text: str, sink: Sink, *, session: str | None
                    mentions: Sequence[Mention], mentions_in_text: bool, resume: ResumePoint | None) -> DoneEvent:
     """`Engine.run_turn`, which says what each argument means."""
     settings = engine.settings
-    spec = engine.model_spec(model)
-    engine.provider(spec)  # a missing key or bad endpoint is a setup error, before any session exists
+    spec = engine.models.spec(model)
+    engine.models.provider(spec)  # a missing key or bad endpoint is a setup error, before any session exists
     active_lens = engine.lens(lens) if lens else None
     grant = engine.grant(Trust[trust or settings.trust], tool_names, active_lens)
     session = engine.open_session(session, text)
     live = engine.live.get(session)
-    window = await engine.context_window(spec, session)
-    stack = engine.provider_stack(spec, session, window[0])
+    window = await engine.models.window(spec, session)
+    stack = engine.models.stack(spec, session, window[0])
 
     def learned(size: int) -> None:  # a refusal taught the window: this session keeps it
         live.window, live.window_model, stack.windowed.window = size, str(spec), size
@@ -183,9 +180,9 @@ async def summariser(engine: Engine, session: str | None, own: Summariser) -> Su
     (the session's model)."""
     if not engine.settings.compaction_model:
         return own
-    spec = engine.model_spec(engine.settings.compaction_model)
-    window, _ = await engine.context_window(spec, session)
-    return Summariser(engine.provider(spec), spec.model, window, engine.settings.provider_attempts)
+    spec = engine.models.spec(engine.settings.compaction_model)
+    window, _ = await engine.models.window(spec, session)
+    return Summariser(engine.models.provider(spec), spec.model, window, engine.settings.provider_attempts)
 
 
 def limiter(engine: Engine, session: str, lens: Lens | None) -> RateLimiter:

@@ -91,6 +91,12 @@ class ElicitParams(WireModel):
     schema_: dict[str, Any] = Field(alias="schema")
     """The server's form (MCP `requestedSchema`): a flat object of strings, numbers, booleans and enums."""
 
+    def fields(self) -> list[tuple[str, dict[str, Any], bool]]:
+        """(name, property, required) of the form's fields, in the schema's order."""
+        required = set(self.schema_.get("required") or [])
+        properties = self.schema_.get("properties") or {}
+        return [(name, prop if isinstance(prop, dict) else {}, name in required) for name, prop in properties.items()]
+
 
 class ElicitResult(WireModel):
     action: Literal["accept", "decline", "cancel"]

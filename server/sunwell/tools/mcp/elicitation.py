@@ -61,10 +61,3 @@ def _problem(content: dict[str, Any], schema: dict[str, Any]) -> str | None:
     except SchemaError as exc:
         return f"its schema is invalid: {exc.message}"
     return error.message if error is not None else None
-
-
-def form_fields(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-    """(name, property, required) of a form's fields, in the schema's order."""
-    required = set(schema.get("required") or [])
-    properties = schema.get("properties") or {}
-    return [(name, prop if isinstance(prop, dict) else {}, name in required) for name, prop in properties.items()]
