@@ -2,12 +2,12 @@
 // input per field: the server's name in every title, its question as its own words, no field filled in for the user
 // (a server's default is never offered), Escape cancels. The sidecar checks the answer against the schema.
 import * as vscode from 'vscode';
+import type { ElicitParams, ElicitResult } from './protocol';
 
-export interface ElicitParams {
-  session: string;
-  server: string;
-  message: string;
-  schema: { properties?: Record<string, FieldSchema>; required?: string[] };
+/** What of the server's schema the form reads (a flat object of strings, numbers, booleans and enums). */
+interface FormSchema {
+  properties?: Record<string, FieldSchema>;
+  required?: string[];
 }
 
 interface FieldSchema {
@@ -17,18 +17,17 @@ interface FieldSchema {
   enum?: unknown[];
 }
 
-export type ElicitAnswer = { action: 'accept'; content: Record<string, unknown> } | { action: 'decline' | 'cancel' };
-
-export async function elicitForm(params: ElicitParams, token?: vscode.CancellationToken): Promise<ElicitAnswer> {
+export async function elicitForm(params: ElicitParams, token?: vscode.CancellationToken): Promise<ElicitResult> {
   const title = `MCP server ${params.server} asks`;
   const choice = await vscode.window.showQuickPick(['Answer', 'Decline'], {
     title, placeHolder: `"${params.message}" (the server's words, not Sunwell's)`, ignoreFocusOut: true,
   }, token);
   if (choice === undefined) return { action: 'cancel' };
   if (choice === 'Decline') return { action: 'decline' };
-  const required = new Set(params.schema.required ?? []);
+  const schema = params.schema as FormSchema;
+  const required = new Set(schema.required ?? []);
   const content: Record<string, unknown> = {};
-  for (const [name, field] of Object.entries(params.schema.properties ?? {})) {
+  for (const [name, field] of Object.entries(schema.properties ?? {})) {
     const value = await askField(title, name, field, required.has(name), token);
     if (value === CANCELLED) return { action: 'cancel' };
     if (value !== undefined) content[name] = value;
