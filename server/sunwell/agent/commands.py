@@ -213,7 +213,7 @@ async def _model(engine: Engine, state: ChatState, args: str) -> str:
         return (f"Model: **{spec}** — {calls}, context window {caps.context_window:,} tokens."
                 "\n\nSwitch with `::model PROVIDER:MODEL`.")
     spec = engine.models.spec(_one_argument(args, "::model [id]"))
-    await asyncio.to_thread(engine.provider, spec)  # a missing key is said now; the SDK import takes a second
+    await asyncio.to_thread(engine.models.provider, spec)  # a missing key is said now; the SDK import takes a second
     state.model = str(spec)
     return f"Model: **{spec}** from the next turn on."
 

@@ -1,8 +1,10 @@
-"""The engine under every session: settings + workspace in, turns out.
+"""The engine under every session: settings, a workspace and the front end's client (wire/client.py) in, turns out.
 
 Front ends hand a line to a `Session` (agent/session.py), which answers `::commands` and runs turns here
-(`run_turn`: the turn's plan, agent/plan.py, the provider stack, models/factory.py, then the loop, agent/loop.py);
-the engine holds what they share: the providers, lenses, MCP servers, learned APIs, the session store. Per-session
+(`run_turn`, put together in agent/turn_start.py: the turn's plan, agent/plan.py, the provider stack,
+agent/model_access.py, then the loop, agent/loop.py); the engine holds what they share: the models, lenses, MCP
+servers, learned APIs, the session store, and the one client every request to the user goes to. Front ends use
+`servers` and `apis` for the MCP servers and learned APIs (agent/mcp_servers.py, agent/api_catalog.py). Per-session
 state (allow-for-session rules, rate limits, the emulation fallback, the chat state) lives in `live`, kept across
 turns by a long-lived front end and released when a session is cleared.
 
