@@ -40,6 +40,7 @@ SOURCES: list[tuple[str, str]] = [
     ("sunwell.wire.messages", "ToolError"),
     ("sunwell.wire.options", "*"),
     ("sunwell.wire.protocol", "*"),
+    ("sunwell.wire.user_requests", "*"),
     ("sunwell.wire.events", "SessionEvent"),
     ("sunwell.wire.events", "UserMessageEvent"),
     ("sunwell.wire.usage", "SessionUsage"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sunwell.tools.base import SearchSettings, ToolContext, ToolFailure
+from sunwell.tools.base import Limits, SearchSettings, ToolContext, ToolFailure
 from sunwell.tools.handlers.files import compile_glob, list_files
 from sunwell.tools.handlers.search import search_files
 from sunwell.tools.workspace.jail import Jail
@@ -42,7 +42,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def context(root: Path, ripgrep: str | None = "", timeout: float | None = None) -> ToolContext:
-    return ToolContext(jail=Jail(root), search=SearchSettings(ripgrep_path=ripgrep, timeout=timeout))
+    return ToolContext(jail=Jail(root), limits=Limits(search=SearchSettings(ripgrep_path=ripgrep, timeout=timeout)))
 
 
 async def failure(coro) -> ToolFailure:

@@ -12,6 +12,7 @@ import pytest
 
 from api_server import API_KEY, QUERY_SECRET, ApiServer, limits_document, pokeapi_document, two_keys_document
 from fake_provider import Call, Reply
+from person import Person
 from sunwell.agent.engine import Engine
 from sunwell.config import Settings
 from sunwell.tools.base import ToolFailure
@@ -83,7 +84,7 @@ def make_engine(tmp_path: Path, workspace: Path, fake, monkeypatch: pytest.Monke
     def make(approval: str = "auto", asker=None, network=None, **settings) -> Engine:
         return Engine(Settings(model="openai:gpt-4o", data_dir=tmp_path / "data", approval=approval,
                                network={"allow": ["127.0.0.1"], **(network or {})}, **settings),
-                      workspace, asker=asker)
+                      workspace, client=Person(approve=asker) if asker else Person())
 
     return make
 

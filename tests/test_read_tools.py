@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sunwell.tools.base import SearchSettings, Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.base import Limits, SearchSettings, Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.handlers.files import LIST_FILES, READ_FILE, compile_glob, list_files, read_file
 from sunwell.tools.handlers.search import SEARCH_FILES, search_files
 from sunwell.tools.handlers.search_hits import MAX_MATCHES, Hits
@@ -55,7 +55,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def context(root: Path, ripgrep: str | None = "", max_bytes: int = 100_000, blocked: tuple[str, ...] = ()):
-    return ToolContext(jail=Jail(root, blocked), max_output_bytes=max_bytes, search=SearchSettings(ripgrep_path=ripgrep))
+    return ToolContext(jail=Jail(root, blocked), limits=Limits(max_output_bytes=max_bytes, search=SearchSettings(ripgrep_path=ripgrep)))
 
 
 async def failure(handler, args: dict, ctx: ToolContext) -> ToolFailure:

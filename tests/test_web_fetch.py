@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fake_provider import Call, Reply
+from person import Person
 from sunwell.agent.engine import Engine
 from sunwell.config import Settings
 from sunwell.tools.network.cache import FRESH_SECONDS, PageCache
@@ -38,7 +39,7 @@ def make_engine(tmp_path: Path, workspace: Path, fake, monkeypatch: pytest.Monke
 
     def make(approval: str = "auto", asker=None, **settings) -> Engine:
         return Engine(Settings(model="openai:gpt-4o", data_dir=tmp_path / "data", approval=approval, **settings),
-                      workspace, asker=asker)
+                      workspace, client=Person(approve=asker) if asker else Person())
 
     return make
 

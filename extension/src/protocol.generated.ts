@@ -103,6 +103,8 @@ export interface SunwellProtocol {
   Decision?: Decision;
   DiffPreview?: DiffPreview;
   EffectsPreview?: EffectsPreview;
+  ElicitParams?: ElicitParams;
+  ElicitResult?: ElicitResult;
   EmptyParams?: EmptyParams;
   ErrorCode?: ErrorCode;
   Event?: Event;
@@ -348,6 +350,23 @@ export interface ResourceInfo {
   name: string;
   description?: string | null;
   mimeType?: string | null;
+}
+/**
+ * `sunwell/elicit`: an MCP server's question to the person during a call (tools/mcp/elicitation.py).
+ */
+export interface ElicitParams {
+  session: string;
+  server: string;
+  message: string;
+  schema: {
+    [k: string]: unknown;
+  };
+}
+export interface ElicitResult {
+  action: 'accept' | 'decline' | 'cancel';
+  content?: {
+    [k: string]: unknown;
+  } | null;
 }
 export interface EmptyParams {}
 export interface TextEvent {
@@ -836,6 +855,7 @@ export interface Requests {
   'sunwell/chat': { params: ChatParams; result: ChatResult };
   'sunwell/codeIntel': { params: CodeIntelParams; result: CodeIntelResult };
   'sunwell/commands': { params: EmptyParams; result: CommandsResult };
+  'sunwell/elicit': { params: ElicitParams; result: ElicitResult };
   'sunwell/learnedApis': { params: EmptyParams; result: LearnedApisResult };
   'sunwell/learnedForget': { params: LearnedForgetParams; result: LearnedForgetResult };
   'sunwell/mcp': { params: EmptyParams; result: McpResult };

@@ -208,13 +208,13 @@ async def _tools(engine: Engine, state: ChatState, args: str) -> str:
 @command("model")
 async def _model(engine: Engine, state: ChatState, args: str) -> str:
     if not args:
-        spec = engine.model_spec(state.model)
-        caps = engine.capabilities(spec)
+        spec = engine.models.spec(state.model)
+        caps = engine.models.capabilities(spec)
         calls = "native tool calls" if caps.native_tools else f"emulated tool calls ({caps.emulation})"
         return (f"Model: **{spec}** — {calls}, context window {caps.context_window:,} tokens."
                 "\n\nSwitch with `::model PROVIDER:MODEL`.")
-    spec = engine.model_spec(_one_argument(args, "::model [id]"))
-    await asyncio.to_thread(engine.provider, spec)  # a missing key is said now; the SDK import takes a second
+    spec = engine.models.spec(_one_argument(args, "::model [id]"))
+    await asyncio.to_thread(engine.models.provider, spec)  # a missing key is said now; the SDK import takes a second
     state.model = str(spec)
     return f"Model: **{spec}** from the next turn on."
 

@@ -24,9 +24,9 @@ class TaskArguments(ToolArguments):
 
 async def task(args: dict[str, Any], ctx: ToolContext) -> str:
     arguments = TaskArguments.model_validate(args)
-    if ctx.subagent is None:
+    if ctx.turn.subagent is None:
         raise ToolFailure("unsupported", "a sub-agent cannot start another one", "do the work with your own tools")
-    return await ctx.subagent(ctx.call_id, arguments.description.strip(), arguments.prompt)
+    return await ctx.turn.subagent(ctx.call.id, arguments.description.strip(), arguments.prompt)
 
 
 TASK = Tool(

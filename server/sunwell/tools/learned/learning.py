@@ -30,7 +30,8 @@ PREVIEW_OPERATIONS = 200
 TAG_OPTIONS = 8
 """Tags offered as the question's options (most operations first); the user may type any other."""
 AskTags = Callable[[str, list[str]], Awaitable[str | None]]
-"""(question, options) -> the user's answer, None when none came: ToolContext.ask bound to the call."""
+"""(question, options) -> the user's answer, None when none came: the client port's `ask` for the call
+(tools/handlers/questions.py `ask_person`)."""
 
 
 def check_name(name: str, taken: set[str] = frozenset()) -> None:  # type: ignore[assignment]

@@ -30,6 +30,7 @@ from sunwell.config.learned_entries import remember
 from sunwell.hidden_text import removed_message
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.handlers.questions import ask_person
 from sunwell.tools.learned.calls import (
     Exchange,
     RateLimit,
@@ -190,11 +191,11 @@ class LearnedApis:
                               suggestion="fetch the document with web_fetch first (the user is asked for its host, "
                                          "and may allow it for the session), then call learn_api again")
         text, origin = await read_source(arguments.source, ctx.network, read_workspace_file(ctx.jail))
-        ask = partial(ctx.ask, ctx.call_id) if ctx.ask is not None else None  # which tags, for a large API
+        ask = partial(ask_person, ctx) if ctx.client.answers("ask") else None  # which tags, for a large API
         api = await learn(text, arguments.name, arguments.source, origin, ctx.network, arguments.tags,
                           self.rates.get(arguments.name, DEFAULT_RATE), ask)
-        if api.hidden and ctx.notify is not None:
-            ctx.notify("warning", "hidden_characters", removed_message(f"learned API {api.name}", api.hidden))
+        if api.hidden and ctx.turn.notify is not None:
+            ctx.turn.notify("warning", "hidden_characters", removed_message(f"learned API {api.name}", api.hidden))
         self._pending[key] = api
         return api
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx2
 
-from sunwell.tools.base import ToolFailure
+from sunwell.tools.failure import ToolFailure
 from sunwell.tools.network.addresses import Address
 from sunwell.tools.network.hosts import HostRules, Resolver, Unreachable, resolve
 from sunwell.tools.network.urls import Target, UrlRefused, parse_url

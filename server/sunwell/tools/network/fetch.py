@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from sunwell.tools.base import ToolFailure
+from sunwell.tools.failure import ToolFailure
 from sunwell.tools.network.cache import Fetched
 from sunwell.tools.network.client import Request, Said, Wording
 from sunwell.tools.network.urls import Target

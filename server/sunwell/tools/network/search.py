@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sunwell.tools.base import ToolFailure
+from sunwell.tools.failure import ToolFailure
 from sunwell.tools.network.client import Edge, Request, Said, Wording
 from sunwell.tools.network.hosts import HostRules
 from sunwell.tools.network.urls import Target, UrlRefused, parse_url
