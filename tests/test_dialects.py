@@ -167,7 +167,10 @@ def test_a_repair_never_invents_a_value():
         ("yes", {"type": "boolean"}, "yes"),  # not a boolean: left for the schema check to report
         ("12a", {"type": "integer"}, "12a"),
         ("null", {"type": ["string", "null"]}, None),
-        ("null", {"type": "string"}, "null"),
+        ("null", {"type": "string"}, None),  # Ollama and vLLM read `null` as null whatever the type (issue 47)
+        ("42.5", {"type": ["string", "number"]}, 42.5),  # a union: the most specific type the text is
+        ("hello", {"type": ["number", "string"]}, "hello"),
+        ("   ", {"type": "string"}, "   "),
         ("{'a': (1, 2)}", {"type": "object"}, {"a": [1, 2]}),
         ('["x"]', {"anyOf": [{"type": "array"}, {"type": "null"}]}, ["x"]),
         (

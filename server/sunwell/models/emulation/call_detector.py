@@ -29,6 +29,8 @@ from sunwell.wire.messages import AssistantMessage, Message, ToolSpec
 
 EMULATED_ID_PREFIX = "emu_"
 CUT_OFF_NOTICE = "tool_call_cut_off"
+UNREADABLE_NOTICE = "tool_call_unreadable"
+UNKNOWN_NOTICE = "tool_call_unknown"
 
 
 class CallDetector:
@@ -86,14 +88,13 @@ class CallDetector:
                 text.append(self._separator.text(span))
                 continue
             text += [self._separator.found(found), found.remaining_text]
-            if found.calls or found.thinking or found.cut_off:
+            if found.calls or found.thinking or found.cut_off or found.unreadable or found.unknown:
                 if "".join(text):
                     events.append(TextDelta("".join(text)))
                 text = []
             if found.thinking:
                 events.append(ThinkingDelta(found.thinking))
-            events += [Notice(code=CUT_OFF_NOTICE, level="warning", message=(
-                f"The reply was cut off inside a call to {name}; it was not run.")) for name in found.cut_off]
+            events += _notices(found, span)
             events += self._call_events(found)
         if final:
             text.append(self._separator.held)
@@ -114,6 +115,21 @@ class CallDetector:
             events += [ToolCallStarted(call_id, call.name), ToolCallArgs(call_id, args),
                        ToolCallDone(call_id, call.name, args, parsed=parsed)]
         return events
+
+
+def _notices(found: Extraction, span: str) -> list[StreamEvent]:
+    """What the user is told of a call that is not one (issue 47): the text the model wrote goes with it, so nothing
+    it said is lost, and nothing of it runs."""
+    quoted = span.strip() if len(span.strip()) <= 400 else span.strip()[:400] + "…"
+    out: list[StreamEvent] = [Notice(code=CUT_OFF_NOTICE, level="warning", message=(
+        f"The reply was cut off inside a call to {name}; it was not run. It read: {quoted}")) for name in found.cut_off]
+    out += [Notice(code=UNREADABLE_NOTICE, level="warning", message=(
+        f"The model wrote a call that could not be read; nothing was run. It read: {quoted}"))
+        for _ in found.unreadable]
+    out += [Notice(code=UNKNOWN_NOTICE, level="warning", message=(
+        f"The model wrote a call to {name}, which is not offered; it was not run."))
+        for name in dict.fromkeys(found.unknown)]
+    return out
 
 
 def next_emulated_id(messages: Iterable[Message]) -> int:

@@ -13,12 +13,12 @@ text between them says a call.
 - gpt-oss (harmony): `<|channel|>commentary to=functions.f <|constrain|>json<|message|>{...}<|call|>`; the `analysis`
   channel is thinking, the `final` channel the answer
 - Granite: `<|tool_call|>[{"name": ..., "arguments": ...}]`; Llama 3: `<|python_tag|>{"name": ..., "parameters": ...}`
+- Olmo 3: `<function_calls>f(a=1)\ng(b=2)</function_calls>`; Gemma: `call:f{a:<escape>x<escape>}` (`gemma.py`)
 
 `span_scanner.SpanScanner` finds where such a span begins (`CLOSED`, `HARMONY`, `CONTROL`) and ends; the readers
 here turn a span into calls. Arguments written as JSON go through `arguments.parse_arguments`, those written as bare
 text through `arguments.typed_value` with the tool's schema; a Python-style list through `pythonic.python_calls`.
-Inside these markers any name is a call: a name that is not offered is answered `unknown_tool`, so the model can
-correct itself.
+A name must look like one (`_NAME`): text between a family's markers that says no call is unreadable, not a call.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import re
 
 from sunwell.models.arguments import parse_arguments, typed_value
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
+from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.pythonic import python_calls
 
 DEEPSEEK_CALL, DEEPSEEK_SEP, DEEPSEEK_CALL_END = (
@@ -56,6 +57,12 @@ CLOSED = {
     "<|tool_calls_section_begin|>": "<|tool_calls_section_end|>",
     "<|tool_call_section_begin|>": "<|tool_call_section_end|>",
     KIMI_CALL: KIMI_CALL_END,
+    "<|tool▁calls▁begin|>": "<|tool▁calls▁end|>",  # DeepSeek's tokens spelled with ASCII bars
+    "<|tool▁call▁begin|>": "<|tool▁call▁end|>",
+    "<function_calls>": "</function_calls>",  # Olmo 3
+    "<TOOLCALL>": "</TOOLCALL>",  # Nemotron: a JSON list
+    "<|tools_prefix|>": "<|tools_suffix|>",  # Apertus: a JSON list
+    **GEMMA_OPENERS,
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
 JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>")
@@ -76,8 +83,25 @@ CONTROL = (
     "<|tool_calls_section_end|>",
     "<｜tool▁calls▁end｜>",
     "<｜tool▁call▁end｜>",
+    "<｜tool▁outputs▁begin｜>",  # DeepSeek quoting a tool's output: the markers go, the output stays
+    "<｜tool▁output▁begin｜>",
+    "<｜tool▁output▁end｜>",
+    "<｜tool▁outputs▁end｜>",
+    "<end_function_call>",
+    "<tool_call|>",
+    "<|tool_response>",  # Gemma 4 ending its turn for the tool's answer
+    "<tool_response|>",
+    *(f"<|{t}|>" for t in ("tool▁calls▁end", "tool▁call▁end", "end▁of▁sentence", "tool▁outputs▁begin",
+                           "tool▁output▁begin", "tool▁output▁end", "tool▁outputs▁end")),
 )
 """Control tokens with no text of their own: dropped wherever they stand (a server may pass them through)."""
+
+_DEEPSEEK_TOKENS = ("tool▁calls▁begin", "tool▁calls▁end", "tool▁call▁begin", "tool▁call▁end", "tool▁sep",
+                    "tool▁outputs▁begin", "tool▁outputs▁end", "tool▁output▁begin", "tool▁output▁end", "end▁of▁sentence")
+DEEPSEEK_ASCII = {f"<|{t}|>": f"<｜{t}｜>" for t in _DEEPSEEK_TOKENS}
+"""DeepSeek's tokens as some templates spell them (Ollama's: ASCII bars), and as the model writes them."""
+_NAME = re.compile(r"[^\W\d][\w.\-:/]*")
+"""A tool's name: a word (any script), with `.`, `-`, `:` or `/` inside (`functions.f`, `mcp__srv__tool`)."""
 
 MISTRAL_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*\w*\s*)?(?:\[ARGS\])?\s*")
 _HARMONY_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
@@ -125,16 +149,31 @@ def read_mistral(body: str) -> Extraction | None:
     return json_call(m[1], rest)
 
 
+def deepseek_spelling(text: str) -> str:
+    for ascii_token, token in DEEPSEEK_ASCII.items():
+        text = text.replace(ascii_token, token)
+    return text
+
+
 def read_deepseek(span: str) -> Extraction:
+    """V3/R1: `function<sep>name\n```json\n{...}\n```` per call; V3.1: `name<sep>{...}`. A call without its
+    separator, its name or a JSON object is unreadable (as in Ollama's and vLLM's readers)."""
     out = Extraction()
     for part in span.split(DEEPSEEK_CALL)[1:]:
         part = part.split(DEEPSEEK_CALL_END, 1)[0]
-        kind, _, rest = part.partition(DEEPSEEK_SEP)
-        if "```" in rest or kind.strip() == "function":  # V3/R1: function<sep>name\n```json\n{...}\n```
+        kind, sep, rest = part.partition(DEEPSEEK_SEP)
+        if not sep:
+            return Extraction()
+        if kind.strip() == "function":
             name, _, fenced = rest.partition("\n")
-            arguments = re.sub(r"\A\s*```(?:json)?|```\s*\Z", "", fenced.strip())
-        else:  # V3.1: name<sep>{...}
+            m = re.fullmatch(r"\s*```(?:json)?\s*(.*?)\s*```\s*", fenced, re.DOTALL)
+            if m is None:
+                return Extraction()
+            arguments = m[1]
+        else:
             name, arguments = kind, rest
+        if not _NAME.fullmatch(name.strip()) or not arguments.strip().startswith("{"):
+            return Extraction()
         _merge(out, json_call(name.strip(), arguments))
     return out
 
@@ -190,6 +229,17 @@ def read_python(body: str) -> Extraction | None:
     return Extraction(calls=calls) if calls else None
 
 
+def read_olmo(body: str) -> Extraction | None:
+    """Olmo 3: one Python call per line between `<function_calls>` and `</function_calls>`."""
+    calls: list[FoundCall] = []
+    for line in body.strip().splitlines():
+        found = python_calls(line, (), any_name=True) if line.strip() else []
+        if found is None:
+            return None
+        calls += found
+    return Extraction(calls=calls) if calls else None
+
+
 def xml_call(name: str, body: str, tools: Offered) -> Extraction:
     """`<function=name>…</function>`, `<tool name="name">…</tool>`, `<name>…</name>`: JSON or XML parameters."""
     if body.strip().startswith("{"):
@@ -202,13 +252,11 @@ def xml_call(name: str, body: str, tools: Offered) -> Extraction:
 
 
 def json_call(name: str, text: str) -> Extraction:
-    """One call whose arguments are JSON text (repaired if need be; kept raw if no object can be read)."""
+    """One call whose arguments are JSON text (repaired if need be); none when no object can be read, or the name
+    is none."""
     arguments, repairs = parse_arguments(text)
-    if arguments is None:
-        return Extraction(
-            calls=[FoundCall(name, {}, text.strip())],
-            repairs=[f"{name}: arguments are not a JSON object; passed on as raw"],
-        )
+    if arguments is None or not _NAME.fullmatch(name):
+        return Extraction()
     return Extraction(calls=[FoundCall(name, arguments)], repairs=[f"{name}: {r}" for r in repairs])
 
 

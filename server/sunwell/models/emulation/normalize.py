@@ -14,16 +14,19 @@ What counts as a call (a JSON value inside a candidate):
   `input`/`params`, else from the object's other keys;
 - an object whose only key is an offered tool's name (`{"read_file": {"path": "a.txt"}}`);
 - a near-miss: a call-shaped object (a name key with a string and an arguments key) naming a tool that is not
-  offered. It is returned as a call, so the engine answers `unknown_tool` and the model can correct itself (a
-  typical Qwen failure puts a file name where the tool name belongs). In bare prose JSON it must have no keys
-  besides name, arguments, `id` and `type`, and its arguments must not be a JSON Schema (a tool *definition*
-  is not a call); inside an explicit call marker (`<tool_call>`, `[TOOL_CALLS]`, `<|python_tag|>`, a
-  ```tool_call fence) those two restrictions are lifted.
+  offered (a typical Qwen failure puts a file name where the tool name belongs). In bare prose JSON it must have
+  no keys besides name, arguments, `id` and `type`, its arguments must not be a JSON Schema (a tool *definition*
+  is not a call) and must be ones an offered tool takes; inside an explicit call marker (`<tool_call>`,
+  `[TOOL_CALLS]`, `<|python_tag|>`, a ```tool_call fence) those restrictions are lifted.
 Anything else, e.g. `{"name": "Ada", "age": 3}` in an answer, stays text; so does code in backticks (`{...}`, or
 ```json …``` written inside a sentence): an example being explained is no call.
 
-A candidate the text ends inside (a `partial` step) is a call cut off; when the reply was cut off (`cut_off`: it
-ended by length, or the stream broke) it is never run, and never shown.
+What is never a call (issue 47), each said to the user in a notice and never run:
+- a call the reply ended inside (a `partial` step) whose JSON or closing marker never came, whether the reply was
+  cut off by length or just ended there: the complete calls before it still count;
+- text between a family's call markers that says no call (`<tool_call>abc</tool_call>`): it is no answer either;
+- a call of a tool that was not offered (`unknown`): what the parsers' own tests expect, and nothing runs; a name
+  the loop would respell into an offered one (`Read_File`) is offered.
 """
 
 from __future__ import annotations
@@ -36,8 +39,19 @@ from typing import Any
 from sunwell.models.arguments import load_json, parse_arguments
 from sunwell.models.emulation import dialects
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered
+from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
+from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.pythonic import python_calls
-from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
+from sunwell.models.emulation.span_scanner import (
+    CALL_FENCES,
+    CALLISH,
+    FENCE_OPEN,
+    PY_LINE,
+    Kind,
+    SpanScanner,
+    complete_part,
+)
+from sunwell.vocabulary import canonical_tool_name
 
 __all__ = ["Extraction", "FoundCall", "Separator", "SpanScanner", "parse_span", "settle"]
 
@@ -63,6 +77,8 @@ def _extract(text: str, tools: Offered, explicit: bool, cut_off: bool = False) -
         out.repairs += found.repairs
         out.thinking += found.thinking
         out.cut_off += found.cut_off
+        out.unreadable += found.unreadable
+        out.unknown += found.unknown
     out.remaining_text = "".join(kept) + separator.held
     return out
 
@@ -93,17 +109,73 @@ class Separator:
 _SEPARATOR = re.compile(r"\s*;?\s*")
 
 
+_CALL_MARKERS = tuple(m for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.DEEPSEEK_ASCII)
+                      if m not in ("<|python_start|>", "<function=", "<function name=", "<tool name=", "<invoke name="))
+"""Markers that only ever open a call: what stands between them is a call or nothing (never the answer)."""
+
+
 def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bool = False) -> Extraction | None:
     """What a scanned span is: None for text, else what it holds (calls, thinking, text to show instead)."""
     if kind == "text":
         return None
+    del cut_off  # a call the reply ended inside is never run, however the reply ended
+    marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII))
+    # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view)
+    callish = marked or any(name in span for name in tools)
+    rest_cut = False
+    if kind == "partial":
+        complete = complete_part(span)
+        rest_cut = complete != span
+        if complete is None and not marked and span[:1] in "{[":
+            inner = _extract(span[1:], tools, explicit)  # a broken object around a whole call (sglang's test)
+            if inner.calls:
+                inner.remaining_text = ""
+                return inner
+        if complete is None:
+            return Extraction(cut_off=[_cut_name(span)]) if callish else None
+        span = complete
     found = parse_span(span, tools, explicit=explicit)
-    marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY))
-    callish = marked or bool(CALLISH.search(span)) or any(name in span for name in tools)
-    if kind == "partial" and cut_off and (found is not None or callish):
-        names = [call.name for call in found.calls] if found else []
-        return Extraction(cut_off=names or [span[:40]])
+    if kind == "partial" and found is not None and not _json_bodied(span) and not _has_required(found, tools):
+        return Extraction(cut_off=[c.name for c in found.calls] or [_cut_name(span)])
+    if found is None and span.startswith(_CALL_MARKERS):
+        found = Extraction(unreadable=[span])
+    if found is not None:
+        _drop_unknown(found, tools)
+        if rest_cut:
+            found.cut_off.append("a further call")
+    elif rest_cut and callish:
+        return Extraction(cut_off=[_cut_name(span)])
     return found
+
+
+def _json_bodied(span: str) -> bool:
+    return bool(re.search(r"[\[{]", span[:200])) and not re.search(r"<arg_value>|<parameter|call:", span[:200])
+
+
+def _has_required(found: Extraction, tools: Offered) -> bool:
+    """Whether a call the reply ended after (its last value closed, its closing marker never came) has every
+    argument its tool requires: if not, more was to come (Ollama's GLM reader)."""
+    for call in found.calls:
+        required = (tools.get(call.name) or {}).get("required") or []
+        if any(name not in call.arguments for name in required):
+            return False
+    return True
+
+
+def _cut_name(span: str) -> str:
+    m = re.search(r"""(?:"name"\s*:\s*"|<function=|to=functions\.|call:|\[TOOL_CALLS\]\s*)([\w.\-]+)""", span)
+    return m[1] if m else span.strip()[:40]
+
+
+def _drop_unknown(found: Extraction, tools: Offered) -> None:
+    """Moves the calls of tools that were not offered to `found.unknown`."""
+    names = sorted(tools)
+
+    def known(name: str) -> bool:
+        return name in tools or canonical_tool_name(name, names) is not None
+
+    found.unknown += [c.name for c in found.calls if not known(c.name)]
+    found.calls = [c for c in found.calls if known(c.name)]
 
 
 def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bool = False) -> Extraction | None:
@@ -116,6 +188,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         inner = span[m.end():]
         inner = inner.removesuffix("```")
         return _nonempty(_extract(inner, tools, explicit or m[1].lower() in CALL_FENCES))
+    if span.startswith(tuple(dialects.DEEPSEEK_ASCII)):
+        span = dialects.deepseek_spelling(span)
     if span in dialects.CONTROL:
         return Extraction()
     if span.startswith(dialects.HARMONY):
@@ -135,6 +209,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
     for opener in ("<|python_start|>", "<|tool_call_start|>"):
         if span.startswith(opener):
             body = _between(span, opener, dialects.CLOSED[opener])
+            while body.startswith(opener):  # LFM2 may write its opener twice (Ollama's test)
+                body = body[len(opener):]
             found = dialects.read_python(body) or _json_calls(body, tools, explicit=True)
             return found or (Extraction(remaining_text=body) if opener == "<|python_start|>" else None)
     if span.startswith(("<｜tool▁calls▁begin｜>", dialects.DEEPSEEK_CALL)):
@@ -143,8 +219,13 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return _nonempty(dialects.read_kimi(span))
     if span.startswith(("<minimax:tool_call>", "<invoke name=")):
         return dialects.read_invokes(span, tools)
-    if span.startswith("<tool_calls>"):
-        return _nonempty(_extract(_between(span, "<tool_calls>", "</tool_calls>"), tools, True))
+    if span.startswith(tuple(GEMMA_OPENERS)):
+        return read_gemma(span)
+    if span.startswith("<function_calls>"):
+        return dialects.read_olmo(_between(span, "<function_calls>", "</function_calls>"))
+    for opener in ("<tool_calls>", "<TOOLCALL>", "<|tools_prefix|>"):
+        if span.startswith(opener):
+            return _nonempty(_extract(_between(span, opener, dialects.CLOSED[opener]), tools, True))
     for pattern, closer in ((r"<function=([^>\s]+)\s*>", "</function>"),
                             (r"""<function\s+name=["']?([^"'>\s]+)["']?\s*>""", "</function>"),
                             (r"""<tool name=["']?([^"'>\s]+)["']?\s*>""", "</tool>"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import keyword
 import re
 from collections.abc import Collection
 
@@ -43,25 +44,56 @@ def python_calls(text: str, tool_names: Collection[str], *, any_name: bool = Fal
     dialect's explicit call markers), each must call an offered tool, give or take its spelling."""
     if len(text) > _PYTHONIC_MAX:
         return None
+    keywords: dict[str, str] = {}
     try:
         body = ast.parse(text.strip(), mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except SyntaxError:
+        text, keywords = _keyword_arguments(text.strip())
+        try:
+            body = ast.parse(text, mode="eval").body if keywords else None
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    if body is None:
         return None
     names = list(tool_names)
     calls = []
-    for node in body.elts if isinstance(body, ast.List) else [body]:
+    nodes = body.elts if isinstance(body, ast.List) else [body]
+    while len(nodes) == 1 and isinstance(nodes[0], ast.List):  # `[[f(a=1)]]` (LFM2, Ollama's test)
+        nodes = nodes[0].elts
+    for node in nodes:
         name = (_dotted(node.func) if isinstance(node, ast.Call) else None) or ""
         offered = any_name or name in names or canonical_tool_name(name, names) is not None  # the loop respells
         if not name or not offered or node.args or any(k.arg is None for k in node.keywords):
             return None  # not a tool, a positional argument (which parameter?) or **kwargs
         try:
-            arguments = {k.arg: ast.literal_eval(_JsonWords().visit(k.value)) for k in node.keywords}
+            arguments = {keywords.get(k.arg, k.arg): ast.literal_eval(_JsonWords().visit(k.value))
+                         for k in node.keywords}
             # the JSON values the literals stand for: a tuple is an array (a set or bytes is no JSON value)
             arguments = json.loads(json.dumps(arguments))
+            if keywords:  # a string that held `, from=` got the renaming too: give it back
+                arguments = json.loads(json.dumps(arguments).replace(_KEYWORD_SUFFIX, ""))
         except (ValueError, TypeError, SyntaxError, RecursionError):
             return None  # not a literal (never evaluated), or no JSON value (a set, bytes)
         calls.append(FoundCall(name, arguments))
     return calls or None
+
+
+_KEYWORD_ARGUMENT = re.compile(r"([(,]\s*)(" + "|".join(keyword.kwlist) + r")(\s*=(?!=))")
+_KEYWORD_SUFFIX = "_sunwell_kw"
+
+
+def _keyword_arguments(text: str) -> tuple[str, dict[str, str]]:
+    """`text` with each parameter named like a Python keyword (`from="SFO"`, Olmo 3's test) renamed so `ast`
+    reads it, and the names to give back."""
+    names: dict[str, str] = {}
+
+    def rename(m: re.Match[str]) -> str:
+        names[f"{m[2]}{_KEYWORD_SUFFIX}"] = m[2]
+        return f"{m[1]}{m[2]}{_KEYWORD_SUFFIX}{m[3]}"
+
+    return _KEYWORD_ARGUMENT.sub(rename, text), names
 
 
 class _JsonWords(ast.NodeTransformer):
