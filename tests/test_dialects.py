@@ -14,7 +14,7 @@ import pytest
 from dialects.corpus import Case, cases, collapsed, leaks, tools
 from sunwell.models.arguments import load_json, parse_arguments, typed_value
 from sunwell.models.base import Notice, TextDelta, ThinkingDelta, ToolCallDone
-from sunwell.models.emulation.call_detector import CUT_OFF_NOTICE, CallDetector
+from sunwell.models.emulation.call_detector import CUT_OFF_NOTICE, UNKNOWN_NOTICE, CallDetector
 from sunwell.wire.messages import ToolSpec
 from text_calls import extract_tool_calls
 
@@ -142,7 +142,13 @@ def test_a_truncated_name_never_becomes_the_longer_tool():
         "<|tool_call_start|>[read_fi(path='a')]<|tool_call_end|>",
         '<|channel|>commentary to=functions.read_fi <|constrain|>json<|message|>{"path": "a"}<|call|>',
     ):
-        assert [c.name for c in extract_tool_calls(text, TOOLS).calls] == ["read_fi"], text
+        detector = CallDetector(TOOLS)
+        events = detector.feed(text) + detector.finish()
+        assert not [e for e in events if isinstance(e, ToolCallDone)], text  # issue 47: not offered, no call
+        assert [e.code for e in events if isinstance(e, Notice)][-1:] == [UNKNOWN_NOTICE], text
+        # Emulating, the loop still gets it, runs nothing and answers unknown_tool (the model can correct itself)
+        detector = CallDetector(TOOLS, unknown_as_calls=True)
+        assert [e.name for e in detector.feed(text) + detector.finish() if isinstance(e, ToolCallDone)] == ["read_fi"]
     assert extract_tool_calls('read_fi(path="a")', TOOLS).calls == []  # bare Python: only offered tools
 
 

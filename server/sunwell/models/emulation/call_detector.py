@@ -1,5 +1,5 @@
 """Tool calls a model wrote as text, found as the text streams (`CallDetector`), with the same result however the
-stream was chunked.
+stream was chunked. What is no call (cut short, unreadable, of a tool not offered) is a notice that quotes it.
 
 Candidates are found and read by `normalize.py` (each open-model family's markers by `dialects.py`); a reply that
 is nothing but Python calls by `pythonic.py`. Tools are given as names, `ToolSpec`s or an `Offered` mapping; with
@@ -42,8 +42,12 @@ class CallDetector:
     as text.
     """
 
-    def __init__(self, tools: Iterable[str | ToolSpec] | Offered, *, first_id: int = 1) -> None:
+    def __init__(self, tools: Iterable[str | ToolSpec] | Offered, *, first_id: int = 1,
+                 unknown_as_calls: bool = False) -> None:
         self._tools = offered(tools)
+        self._unknown_as_calls = unknown_as_calls
+        """Emulating: a call of a tool that was not offered still goes to the loop, which runs nothing and answers
+        `unknown_tool`, so the model can correct itself (the loop's helpful answer, issue 47)."""
         self._scanner = SpanScanner(self._tools)
         self._buf = ""
         self._next_id = first_id
@@ -94,6 +98,8 @@ class CallDetector:
                 text = []
             if found.thinking:
                 events.append(ThinkingDelta(found.thinking))
+            if self._unknown_as_calls:
+                found.calls, found.unknown = found.calls + found.unknown, []
             events += _notices(found, span)
             events += self._call_events(found)
         if final:
@@ -128,7 +134,7 @@ def _notices(found: Extraction, span: str) -> list[StreamEvent]:
         for _ in found.unreadable]
     out += [Notice(code=UNKNOWN_NOTICE, level="warning", message=(
         f"The model wrote a call to {name}, which is not offered; it was not run."))
-        for name in dict.fromkeys(found.unknown)]
+        for name in dict.fromkeys(call.name for call in found.unknown)]
     return out
 
 

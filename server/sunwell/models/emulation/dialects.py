@@ -172,7 +172,7 @@ def read_deepseek(span: str) -> Extraction:
             arguments = m[1]
         else:
             name, arguments = kind, rest
-        if not _NAME.fullmatch(name.strip()) or not arguments.strip().startswith("{"):
+        if not _NAME.fullmatch(name.strip()) or parse_arguments(arguments)[0] is None:
             return Extraction()
         _merge(out, json_call(name.strip(), arguments))
     return out
@@ -252,11 +252,16 @@ def xml_call(name: str, body: str, tools: Offered) -> Extraction:
 
 
 def json_call(name: str, text: str) -> Extraction:
-    """One call whose arguments are JSON text (repaired if need be); none when no object can be read, or the name
-    is none."""
-    arguments, repairs = parse_arguments(text)
-    if arguments is None or not _NAME.fullmatch(name):
+    """One call whose arguments are JSON text (repaired if need be; kept raw if no object can be read, as the
+    native path keeps them); none when the name is none."""
+    if not _NAME.fullmatch(name):
         return Extraction()
+    arguments, repairs = parse_arguments(text)
+    if arguments is None:
+        return Extraction(
+            calls=[FoundCall(name, {}, text.strip())],
+            repairs=[f"{name}: arguments are not a JSON object; passed on as raw"],
+        )
     return Extraction(calls=[FoundCall(name, arguments)], repairs=[f"{name}: {r}" for r in repairs])
 
 

@@ -62,5 +62,5 @@ class Extraction:
     """Calls whose JSON or closing marker never came (the reply ended inside them): never run, never shown."""
     unreadable: list[str] = field(default_factory=list)
     """Text between a family's call markers that says no call (no name, no arguments that can be read)."""
-    unknown: list[str] = field(default_factory=list)
-    """Calls of a tool that was not offered: never run, never counted as calls."""
+    unknown: list[FoundCall] = field(default_factory=list)
+    """Calls of a tool that was not offered: no calls of the reply (the parsers' tests say so), never run."""

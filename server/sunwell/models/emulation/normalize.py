@@ -61,13 +61,16 @@ _CALL_KEYS = {*NAME_KEYS, *ARGUMENT_KEYS, "id", "type", "call_id"}
 _WRAPPER_KEYS = ("arguments", "args", "parameters")  # {"arguments": {"arguments": {...}}} is unwrapped
 
 
-def _extract(text: str, tools: Offered, explicit: bool, cut_off: bool = False) -> Extraction:
+def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True) -> Extraction:
+    """The calls in text that stands between a call's markers (a fence, `<tool_call>`): the closing marker came, so
+    what it encloses is whole, however its JSON ends (unless not `enclosed`)."""
     scanner, out, kept, pos = SpanScanner(tools), Extraction(), [], 0
     separator = Separator()
     while pos < len(text):
         kind, end = scanner.step(text, pos, final=True)
         span, pos = text[pos:end], end
-        found = settle(kind, span, tools, cut_off=cut_off, explicit=explicit)
+        kind = "candidate" if kind == "partial" and enclosed else kind
+        found = settle(kind, span, tools, cut_off=False, explicit=explicit)
         if found is None:
             kept.append(separator.text(span))
             continue
@@ -118,23 +121,27 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
     """What a scanned span is: None for text, else what it holds (calls, thinking, text to show instead)."""
     if kind == "text":
         return None
-    del cut_off  # a call the reply ended inside is never run, however the reply ended
     marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII))
-    # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view)
-    callish = marked or any(name in span for name in tools)
-    rest_cut = False
+    # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view);
+    # so is a half-written Python line (`read_file(path=`): a mention as likely as a call
+    callish = marked or (span.lstrip()[:1] in ("{", "[", "`") and any(name in span for name in tools))
+    rest_cut = slipped = False
     if kind == "partial":
-        complete = complete_part(span)
+        complete = complete_part(span, slip=not cut_off)
         rest_cut = complete != span
         if complete is None and not marked and span[:1] in "{[":
-            inner = _extract(span[1:], tools, explicit)  # a broken object around a whole call (sglang's test)
+            inner = _extract(span[1:], tools, explicit, enclosed=False)  # a broken object around a whole call
             if inner.calls:
                 inner.remaining_text = ""
                 return inner
         if complete is None:
             return Extraction(cut_off=[_cut_name(span)]) if callish else None
-        span = complete
+        slipped = complete.startswith(span) and complete != span
+        span, rest_cut = complete, rest_cut and not slipped
     found = parse_span(span, tools, explicit=explicit)
+    if kind == "partial" and found is not None and found.calls and slipped:
+        found.repairs.append(f"{', '.join(c.name for c in found.calls)}: repaired malformed JSON (closed the "
+                             "brackets the model left open)")
     if kind == "partial" and found is not None and not _json_bodied(span) and not _has_required(found, tools):
         return Extraction(cut_off=[c.name for c in found.calls] or [_cut_name(span)])
     if found is None and span.startswith(_CALL_MARKERS):
@@ -174,7 +181,7 @@ def _drop_unknown(found: Extraction, tools: Offered) -> None:
     def known(name: str) -> bool:
         return name in tools or canonical_tool_name(name, names) is not None
 
-    found.unknown += [c.name for c in found.calls if not known(c.name)]
+    found.unknown += [c for c in found.calls if not known(c.name)]
     found.calls = [c for c in found.calls if known(c.name)]
 
 
@@ -248,7 +255,7 @@ def _python_span(span: str, names: frozenset[str]) -> Extraction | None:
 
 def _nonempty(extraction: Extraction) -> Extraction | None:
     """The calls of a span read as a whole (the text between them in the span is the call's, not prose)."""
-    if not extraction.calls:
+    if not extraction.calls and not extraction.unknown:
         return None
     extraction.remaining_text = ""
     return extraction
