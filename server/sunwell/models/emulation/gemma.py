@@ -33,7 +33,7 @@ def read_gemma(span: str) -> Extraction | None:
         return None
     try:
         arguments, end = _object(body, m.end())
-    except (_Unreadable, IndexError):
+    except (ValueError, IndexError):  # _Unreadable is a ValueError; so is a key without its colon
         return None
     if body[end:].strip():
         return None
