@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +33,7 @@ from sunwell.hooks import Hooks
 from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.base import ModelRequest, Provider, TextDelta
 from sunwell.models.capabilities import Capabilities, capabilities_for
+from sunwell.models.model_facts import LearningProvider, ModelFacts, learned_capabilities
 from sunwell.tools.base import CommandSettings, SearchSettings, Tool, ToolContext, Trust, UndoHooks
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.network.hosts import HostRules
@@ -171,13 +174,28 @@ class Engine:
         from sunwell.models.factory import provider_for
 
         live = self.live.get(session)
-        return provider_for(spec, self.capabilities(spec), adapter=self.provider(spec), window=window,
-                            estimate=calibrated_estimate(live.context), attempts=self.settings.provider_attempts,
-                            emulating=live.emulating, on_fallback=lambda: setattr(live, "emulating", True))
+        caps = self.capabilities(spec)
+
+        def fell_back() -> None:  # remembered for the session, and for the next ones (models/model_facts.py)
+            live.emulating = True
+            self.model_facts.learn(str(spec), self.endpoint(spec), toolsRejected=True, emulation=caps.emulation)
+
+        stack = provider_for(spec, caps, adapter=self.provider(spec), window=window,
+                             estimate=calibrated_estimate(live.context), attempts=self.settings.provider_attempts,
+                             emulating=live.emulating, on_fallback=fell_back)
+        learn = partial(self.model_facts.learn, str(spec), self.endpoint(spec))
+        return replace(stack, turn=LearningProvider(stack.turn, learn))
+
+    @property
+    def model_facts(self) -> ModelFacts:
+        return ModelFacts(self.data_dir)
 
     def capabilities(self, spec: ModelSpec) -> Capabilities:
+        """The registry's, what earlier sessions learned of the model on this server, then the user's overrides
+        (which always win)."""
         overrides = {key: value.model_dump(exclude_none=True) for key, value in self.settings.models.items()}
-        return capabilities_for(spec.model, spec.provider, overrides)
+        learned = learned_capabilities(self.model_facts.get(str(spec), self.endpoint(spec)))
+        return capabilities_for(spec.model, spec.provider, overrides, learned)
 
     async def context_window(self, spec: ModelSpec, session: str | None = None) -> tuple[int, str]:
         """The window a turn of `spec` budgets against, and where it came from (agent/windows.py): what a refusal
