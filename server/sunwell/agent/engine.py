@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +30,8 @@ from sunwell.errors import SetupError
 from sunwell.hooks import Hooks
 from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.base import ModelRequest, Provider, TextDelta
-from sunwell.models.capabilities import Capabilities, capabilities_for
-from sunwell.models.model_facts import LearningProvider, ModelFacts, learned_capabilities
+from sunwell.models.capabilities import Capabilities
+from sunwell.models.model_facts import ModelFacts
 from sunwell.tools.base import CommandSettings, SearchSettings, Tool, ToolContext, Trust, UndoHooks
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.network.hosts import HostRules
@@ -72,8 +70,7 @@ class Engine:
         self._adapters: Adapters | None = None
         self._learned: LearnedApis | None = None
         self.windows = ServerWindows()
-        self.approval = ApprovalPolicy(mode=settings.approval or "deny", ask=asker,
-                                       timeout=settings.approval_timeout_sec)
+        self.approval = ApprovalPolicy(mode=settings.approval or "deny", ask=asker, timeout=settings.approval_timeout_sec)
         self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
                                  on_release=lambda session: self.approval.forget([session]))
         self.host_rules = _host_rules(settings)
@@ -169,33 +166,18 @@ class Engine:
             raise SetupError(str(exc)) from None
 
     def provider_stack(self, spec: ModelSpec, session: str, window: int) -> ProviderStack:
-        """What a turn of `session` streams from (models/factory.py `provider_for`); a server that refuses native
-        tools is remembered for the session."""
         from sunwell.models.factory import provider_for
 
-        live = self.live.get(session)
-        caps = self.capabilities(spec)
-
-        def fell_back() -> None:  # remembered for the session, and for the next ones (models/model_facts.py)
-            live.emulating = True
-            self.model_facts.learn(str(spec), self.endpoint(spec), toolsRejected=True, emulation=caps.emulation)
-
-        stack = provider_for(spec, caps, adapter=self.provider(spec), window=window,
-                             estimate=calibrated_estimate(live.context), attempts=self.settings.provider_attempts,
-                             emulating=live.emulating, on_fallback=fell_back)
-        learn = partial(self.model_facts.learn, str(spec), self.endpoint(spec))
-        return replace(stack, turn=LearningProvider(stack.turn, learn))
-
-    @property
-    def model_facts(self) -> ModelFacts:
-        return ModelFacts(self.data_dir)
+        live, caps = self.live.get(session), self.capabilities(spec)
+        learner = ModelFacts(self.data_dir).learner(str(spec), self.endpoint(spec))  # kept across sessions
+        return learner.watching(provider_for(
+            spec, caps, adapter=self.provider(spec), window=window, estimate=calibrated_estimate(live.context),
+            attempts=self.settings.provider_attempts, emulating=live.emulating,
+            on_fallback=lambda: learner.fell_back(caps.emulation, lambda: setattr(live, "emulating", True))))
 
     def capabilities(self, spec: ModelSpec) -> Capabilities:
-        """The registry's, what earlier sessions learned of the model on this server, then the user's overrides
-        (which always win)."""
         overrides = {key: value.model_dump(exclude_none=True) for key, value in self.settings.models.items()}
-        learned = learned_capabilities(self.model_facts.get(str(spec), self.endpoint(spec)))
-        return capabilities_for(spec.model, spec.provider, overrides, learned)
+        return ModelFacts(self.data_dir).capabilities(spec, self.endpoint(spec), overrides)
 
     async def context_window(self, spec: ModelSpec, session: str | None = None) -> tuple[int, str]:
         """The window a turn of `spec` budgets against, and where it came from (agent/windows.py): what a refusal

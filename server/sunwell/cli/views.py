@@ -20,6 +20,7 @@ from sunwell.config import ConfigError, load_settings
 from sunwell.errors import SetupError
 from sunwell.lens.check import check_files
 from sunwell.model_strings import parse_model_string
+from sunwell.models.model_facts import ModelFacts
 from sunwell.tools.base import Trust
 from sunwell.tools.mcp.naming import server_prefix
 from sunwell.tools.policy.audit import AuditLog, format_entry, parse_since
@@ -79,7 +80,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     engine = Engine(settings, workspace)
     if args.forget:
         for name in names:
-            gone = engine.model_facts.forget(_model_key(name))
+            gone = ModelFacts(engine.data_dir).forget(_model_key(name))
             print(f"{name}: forgot what {gone} server(s) taught" if gone else f"{name}: nothing learned to forget")
         return EXIT_OK
     try:
@@ -87,7 +88,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     for model in catalog.models:
-        learned = engine.model_facts.all_for(model.id)
+        learned = ModelFacts(engine.data_dir).all_for(model.id)
         if args.json:
             print(json.dumps({"id": model.model, "provider": model.provider, "parsed": model.parsed,
                               "capabilities": model.capabilities, "window": model.window,

@@ -17,11 +17,18 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sunwell.models.base import ModelRequest, Notice, Provider, StreamEvent
+from sunwell.models.capabilities import Capabilities, capabilities_for
+
+if TYPE_CHECKING:
+    from sunwell.model_strings import ModelSpec
+    from sunwell.models.factory import ProviderStack
 
 FILE_NAME = "model_facts.json"
 _VERSION = 1
@@ -34,6 +41,15 @@ def key(model: str, base_url: str | None) -> str:
 class ModelFacts:
     def __init__(self, data_dir: Path) -> None:
         self.path = Path(data_dir) / FILE_NAME
+
+    def capabilities(self, spec: ModelSpec, base_url: str | None,
+                     overrides: Mapping[str, Mapping[str, Any]]) -> Capabilities:
+        """`spec`'s capabilities: the registry's, what was learned of it at `base_url`, the user's overrides."""
+        learned = learned_capabilities(self.get(str(spec), base_url))
+        return capabilities_for(spec.model, spec.provider, overrides, learned)
+
+    def learner(self, model: str, base_url: str | None) -> Learner:
+        return Learner(partial(self.learn, model, base_url))
 
     def get(self, model: str, base_url: str | None) -> dict[str, Any]:
         return dict(self._read().get(key(model, base_url), {}))
@@ -97,6 +113,21 @@ def learned_capabilities(facts: dict[str, Any]) -> dict[str, Any]:
     if facts.get("repairs", {}).get("calls found in text"):
         values["recover_text_calls"] = True
     return values
+
+
+class Learner:
+    """What one model on one server teaches a turn's provider stack."""
+
+    def __init__(self, learn: Callable[..., None]) -> None:
+        self.learn = learn
+
+    def fell_back(self, style: str, remember_for_session: Callable[[], None]) -> None:
+        """The server refused `tools` and the request went through emulated, in `style`."""
+        remember_for_session()
+        self.learn(toolsRejected=True, emulation=style)
+
+    def watching(self, stack: ProviderStack) -> ProviderStack:
+        return replace(stack, turn=LearningProvider(stack.turn, self.learn))
 
 
 class LearningProvider:
