@@ -61,6 +61,7 @@ CLOSED = {
     "<|tool▁call▁begin|>": "<|tool▁call▁end|>",
     "<function_calls>": "</function_calls>",  # Olmo 3
     "<TOOLCALL>": "</TOOLCALL>",  # Nemotron: a JSON list
+    "<longcat_tool_call>": "</longcat_tool_call>",  # LongCat: GLM's form with its own tag names, or JSON
     "<|tools_prefix|>": "<|tools_suffix|>",  # Apertus: a JSON list
     **GEMMA_OPENERS,
 }
@@ -112,6 +113,7 @@ _XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (t
     re.DOTALL,
 )
 _GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*<arg_value>(.*?)(?:</arg_value>|\Z)", re.DOTALL)
+_GLM_WORDS = re.compile(r"([A-Za-z_][\w.\-]*)((?:\s+[\w.\-]+=\S+)+)")
 _KIMI_ID = re.compile(r"\s*(?:functions\.)?([^\s:]+?)(?::\d+)?\s*$")
 
 
@@ -190,6 +192,9 @@ def read_kimi(span: str) -> Extraction:
 def read_glm(body: str, tools: Offered) -> Extraction | None:
     """`name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>` inside `<tool_call>`; a bare offered name is a call
     without arguments. A line break may arrive escaped (`\\n`, sglang's test of GLM-4.6 output)."""
+    if m := _GLM_WORDS.fullmatch(body.strip()):  # `name a=1 b=2` (mlx-lm's glm47 reader takes it)
+        arguments = {k: _glm_value(v, parameter_schema(tools, m[1], k)) for k, v in re.findall(r"([\w.\-]+)=(\S+)", m[2])}
+        return Extraction(calls=[FoundCall(m[1], arguments)])
     head = re.split(r"\n|\\n|<arg_key>", body.strip(), maxsplit=1)[0].strip()
     pairs = _GLM_ARG.findall(body)
     if not re.fullmatch(r"[A-Za-z_][\w.\-]*", head) or not (pairs or head in tools):

@@ -28,16 +28,17 @@ def read_gemma(span: str) -> Extraction | None:
     """The calls between one pair of Gemma's markers; None when the text between them is no call."""
     opener = next(o for o in OPENERS if span.startswith(o))
     body = span[len(opener):].removesuffix(OPENERS[opener])
-    m = _CALL.match(body)
-    if m is None:
-        return None
-    try:
-        arguments, end = _object(body, m.end())
-    except (ValueError, IndexError):  # _Unreadable is a ValueError; so is a key without its colon
-        return None
-    if body[end:].strip():
-        return None
-    return Extraction(calls=[FoundCall(m[1], arguments)])
+    calls, at = [], 0
+    while body[at:].strip():  # one call, or several with nothing between them (mlx-lm's test)
+        m = _CALL.match(body, at)
+        if m is None:
+            return None
+        try:
+            arguments, at = _object(body, m.end())
+        except (ValueError, IndexError):  # _Unreadable is a ValueError; so is a key without its colon
+            return None
+        calls.append(FoundCall(m[1], arguments))
+    return Extraction(calls=calls) if calls else None
 
 
 def _object(text: str, i: int) -> tuple[dict[str, Any], int]:

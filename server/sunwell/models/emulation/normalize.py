@@ -201,9 +201,11 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return Extraction()
     if span.startswith(dialects.HARMONY):
         return dialects.read_harmony(span)
-    if span.startswith("<tool_call>"):
-        body = _between(span, "<tool_call>", "</tool_call>")
-        return _nonempty(_extract(body, tools, True)) or dialects.read_glm(body, tools)
+    for opener in ("<tool_call>", "<longcat_tool_call>"):
+        if span.startswith(opener):
+            body = _between(span, opener, dialects.CLOSED[opener]).replace("<longcat_arg_", "<arg_")
+            body = body.replace("</longcat_arg_", "</arg_")
+            return _nonempty(_extract(body, tools, True)) or dialects.read_glm(body, tools)
     if span.startswith("[TOOL_CALLS]"):
         body = span.removeprefix("[TOOL_CALLS]")
         if body.lstrip()[:1] in ("{", "["):
