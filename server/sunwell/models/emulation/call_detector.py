@@ -22,7 +22,7 @@ from sunwell.models.base import (
     ToolCallStarted,
 )
 from sunwell.models.emulation.found_calls import Extraction, Offered, offered
-from sunwell.models.emulation.normalize import Separator, settle
+from sunwell.models.emulation.normalize import Echo, Separator, settle
 from sunwell.models.emulation.pythonic import PYTHONIC_OPEN, PYTHONIC_PREFIX, pythonic_calls
 from sunwell.models.emulation.span_scanner import SpanScanner
 from sunwell.wire.messages import AssistantMessage, Message, ToolSpec
@@ -52,7 +52,7 @@ class CallDetector:
         self._buf = ""
         self._next_id = first_id
         self.calls = 0
-        self._separator = Separator()
+        self._separator, self._echo = Separator(), Echo()
         self._pythonic: bool | None = None
         """Whether the reply began as a Python call (then it is held to the end: only a whole reply is one)."""
 
@@ -87,7 +87,10 @@ class CallDetector:
             if kind == "wait":
                 break
             span, self._buf = self._buf[:end], self._buf[end:]
+            if self._echo.repeats(kind, span):
+                continue
             found = settle(kind, span, self._tools, cut_off=cut_off)
+            self._echo.saw(span, found)
             if found is None:
                 text.append(self._separator.text(span))
                 continue

@@ -237,11 +237,8 @@ def read_python(body: str) -> Extraction | None:
 def read_olmo(body: str) -> Extraction | None:
     """Olmo 3: one Python call per line between `<function_calls>` and `</function_calls>`."""
     calls: list[FoundCall] = []
-    for line in body.strip().splitlines():
-        found = python_calls(line, (), any_name=True) if line.strip() else []
-        if found is None:
-            return None
-        calls += found
+    for line in body.strip().splitlines():  # a line that is no call is dropped; its siblings count (vLLM's test)
+        calls += python_calls(line, (), any_name=True) or []
     return Extraction(calls=calls) if calls else None
 
 

@@ -65,12 +65,15 @@ def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True) -
     """The calls in text that stands between a call's markers (a fence, `<tool_call>`): the closing marker came, so
     what it encloses is whole, however its JSON ends (unless not `enclosed`)."""
     scanner, out, kept, pos = SpanScanner(tools), Extraction(), [], 0
-    separator = Separator()
+    separator, echo = Separator(), Echo()
     while pos < len(text):
         kind, end = scanner.step(text, pos, final=True)
         span, pos = text[pos:end], end
         kind = "candidate" if kind == "partial" and enclosed else kind
+        if echo.repeats(kind, span):
+            continue
         found = settle(kind, span, tools, cut_off=False, explicit=explicit)
+        echo.saw(span, found)
         if found is None:
             kept.append(separator.text(span))
             continue
@@ -84,6 +87,21 @@ def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True) -
         out.unknown += found.unknown
     out.remaining_text = "".join(kept) + separator.held
     return out
+
+
+class Echo:
+    """LFM2 may write a call's body again after its end marker (`<|tool_call_start|>[f()]<|tool_call_end|>[f()]
+    <|tool_call_end|>`, vLLM's test): the repeat is neither a second call nor the answer."""
+
+    def __init__(self) -> None:
+        self.bodies: set[str] = set()
+
+    def repeats(self, kind: Kind, span: str) -> bool:
+        return kind == "candidate" and span.strip() in self.bodies
+
+    def saw(self, span: str, found: Extraction | None) -> None:
+        if found is not None and found.calls and span.startswith("<|tool_call_start|>"):
+            self.bodies.add(_between(span, "<|tool_call_start|>", "<|tool_call_end|>").strip())
 
 
 class Separator:
