@@ -38,22 +38,16 @@ from typing import Any
 
 from sunwell.models.arguments import load_json, parse_arguments
 from sunwell.models.emulation import dialects
+from sunwell.models.emulation.between_calls import Echo, Separator
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.pythonic import python_calls
-from sunwell.models.emulation.span_scanner import (
-    CALL_FENCES,
-    CALLISH,
-    FENCE_OPEN,
-    PY_LINE,
-    Kind,
-    SpanScanner,
-    complete_part,
-)
+from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
+from sunwell.models.emulation.unfinished import complete_part, cut_name, has_required, json_bodied
 from sunwell.vocabulary import canonical_tool_name
 
-__all__ = ["Extraction", "FoundCall", "Separator", "SpanScanner", "parse_span", "settle"]
+__all__ = ["Echo", "Extraction", "FoundCall", "Separator", "SpanScanner", "parse_span", "settle"]
 
 NAME_KEYS = ("name", "tool", "tool_name", "function")
 ARGUMENT_KEYS = ("arguments", "args", "parameters", "input", "params")
@@ -89,47 +83,6 @@ def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True) -
     return out
 
 
-class Echo:
-    """LFM2 may write a call's body again after its end marker (`<|tool_call_start|>[f()]<|tool_call_end|>[f()]
-    <|tool_call_end|>`, vLLM's test): the repeat is neither a second call nor the answer."""
-
-    def __init__(self) -> None:
-        self.bodies: set[str] = set()
-
-    def repeats(self, kind: Kind, span: str) -> bool:
-        return kind == "candidate" and span.strip() in self.bodies
-
-    def saw(self, span: str, found: Extraction | None) -> None:
-        if found is not None and found.calls and span.startswith("<|tool_call_start|>"):
-            self.bodies.add(_between(span, "<|tool_call_start|>", "<|tool_call_end|>").strip())
-
-
-class Separator:
-    """The `;` Llama 3 writes between calls (`{…}; {…}`), dropped when a call follows it: text after a call that
-    may be one is held (`held`) until what comes next says."""
-
-    def __init__(self) -> None:
-        self.after_call = False
-        self.held = ""
-
-    def text(self, span: str) -> str:
-        """What of a text span to show now."""
-        if self.after_call and _SEPARATOR.fullmatch(self.held + span):
-            self.held += span
-            return ""
-        out, self.held, self.after_call = self.held + span, "", False
-        return out
-
-    def found(self, found: Extraction) -> str:
-        """What held text to show before a span that held calls (or thinking, or a control token)."""
-        out = "" if found.calls and ";" in self.held else self.held
-        self.held, self.after_call = "", bool(found.calls) or (self.after_call and not found.remaining_text)
-        return out
-
-
-_SEPARATOR = re.compile(r"\s*;?\s*")
-
-
 _CALL_MARKERS = tuple(m for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.DEEPSEEK_ASCII)
                       if m not in ("<|python_start|>", "<function=", "<function name=", "<tool name=", "<invoke name="))
 """Markers that only ever open a call: what stands between them is a call or nothing (never the answer)."""
@@ -153,15 +106,15 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
                 inner.remaining_text = ""
                 return inner
         if complete is None:
-            return Extraction(cut_off=[_cut_name(span)]) if callish else None
+            return Extraction(cut_off=[cut_name(span)]) if callish else None
         slipped = complete.startswith(span) and complete != span
         span, rest_cut = complete, rest_cut and not slipped
     found = parse_span(span, tools, explicit=explicit)
     if kind == "partial" and found is not None and found.calls and slipped:
         found.repairs.append(f"{', '.join(c.name for c in found.calls)}: repaired malformed JSON (closed the "
                              "brackets the model left open)")
-    if kind == "partial" and found is not None and not _json_bodied(span) and not _has_required(found, tools):
-        return Extraction(cut_off=[c.name for c in found.calls] or [_cut_name(span)])
+    if kind == "partial" and found is not None and not json_bodied(span) and not has_required(found, tools):
+        return Extraction(cut_off=[c.name for c in found.calls] or [cut_name(span)])
     if found is None and span.startswith(_CALL_MARKERS):
         found = Extraction(unreadable=[span])
     if found is not None:
@@ -169,27 +122,8 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
         if rest_cut:
             found.cut_off.append("a further call")
     elif rest_cut and callish:
-        return Extraction(cut_off=[_cut_name(span)])
+        return Extraction(cut_off=[cut_name(span)])
     return found
-
-
-def _json_bodied(span: str) -> bool:
-    return bool(re.search(r"[\[{]", span[:200])) and not re.search(r"<arg_value>|<parameter|call:", span[:200])
-
-
-def _has_required(found: Extraction, tools: Offered) -> bool:
-    """Whether a call the reply ended after (its last value closed, its closing marker never came) has every
-    argument its tool requires: if not, more was to come (Ollama's GLM reader)."""
-    for call in found.calls:
-        required = (tools.get(call.name) or {}).get("required") or []
-        if any(name not in call.arguments for name in required):
-            return False
-    return True
-
-
-def _cut_name(span: str) -> str:
-    m = re.search(r"""(?:"name"\s*:\s*"|<function=|to=functions\.|call:|\[TOOL_CALLS\]\s*)([\w.\-]+)""", span)
-    return m[1] if m else span.strip()[:40]
 
 
 def _drop_unknown(found: Extraction, tools: Offered) -> None:

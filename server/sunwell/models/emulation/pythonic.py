@@ -15,6 +15,7 @@ import ast
 import json
 import keyword
 import re
+import warnings
 from collections.abc import Collection
 
 from sunwell.models.emulation.found_calls import Extraction, FoundCall
@@ -87,7 +88,10 @@ def _parsed(text: str, *, mend: bool) -> tuple[ast.expr, dict[str, str]] | None:
     for attempt in attempts:
         for source, keywords in ((attempt, {}), _keyword_arguments(attempt)):
             try:
-                return ast.parse(source, mode="eval").body, keywords
+                with warnings.catch_warnings():  # `'\,'` in a model's string is its text, not our bug to warn of
+                    warnings.simplefilter("ignore", SyntaxWarning)
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    return ast.parse(source, mode="eval").body, keywords
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
     return None

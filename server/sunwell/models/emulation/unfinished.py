@@ -1,0 +1,105 @@
+"""Calls a reply ended inside (issue 47): what of them came whole. A call whose JSON or closing marker never came
+is not a call, however the reply ended: the complete calls before it count, and the user is told of the rest. A
+reply that ended of itself with only its last closing brackets missing made a slip, which is mended.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sunwell.models.emulation import dialects
+from sunwell.models.emulation.found_calls import Extraction, Offered
+from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
+from sunwell.models.emulation.gemma import read_gemma
+from sunwell.models.emulation.span_scanner import _PY_LIST, FENCE_OPEN, _Balance, _skip_space
+
+_ARGUMENTS_AT = (dialects.DEEPSEEK_SEP, "<|tool▁sep|>", dialects.KIMI_ARGS, dialects.HARMONY_MESSAGE, "[ARGS]")
+_PER_CALL_END = (dialects.DEEPSEEK_CALL_END, "<|tool▁call▁end|>", dialects.KIMI_CALL_END)
+
+
+def complete_part(span: str, *, slip: bool = True) -> str | None:
+    """Of a candidate the text ended inside, the part whose calls came whole (a JSON value that closed, a list's
+    items that closed, the calls of a section whose own end marker came), or None when no call in it did: a call
+    whose JSON or closing marker never came is not a call. `slip`: the reply ended of itself (not by length), so
+    JSON that lacks only its last closing brackets is a model's slip, completed (`_slip`)."""
+    for end_marker in _PER_CALL_END:
+        if (k := span.rfind(end_marker)) >= 0:
+            return span[: k + len(end_marker)]
+    closer = next((c for m, c in dialects.CLOSED.items() if span.startswith(m)), "")
+    if cut := next((n for n in range(len(closer) - 1, 0, -1) if span.endswith(closer[:n])), 0):
+        span = span[:-cut]  # the closing marker began to come: the call before it is what counts
+    if span.startswith(tuple(GEMMA_OPENERS)):
+        return span if read_gemma(span) is not None else None
+    if span.startswith("<tool_call>") and span.rstrip().endswith(("</arg_value>", "</parameter>\n</function>",
+                                                                  "</function>")):
+        return span  # GLM's or Qwen3-Coder's last value closed: the call may be whole (the caller checks)
+    body_at = next((len(m) for m in (*dialects.CLOSED, *dialects.JSON_AFTER) if span.startswith(m)), 0)
+    if fence := FENCE_OPEN.match(span):
+        body_at = fence.end()
+    for marker in _ARGUMENTS_AT:
+        if (k := span.find(marker, body_at)) >= 0:
+            body_at = k + len(marker)
+    if span.startswith("[TOOL_CALLS]") and (k := span.find("{", body_at)) >= 0 and "[" not in span[body_at:k]:
+        body_at = k
+    j = _skip_space(span, body_at)
+    if j >= len(span) or span[j] not in "{[":
+        return None
+    python = span[j] == "[" and _PY_LIST.match(span, j) is not None
+    end = _Balance(j, python).end(span)
+    if end is not None:
+        return span[:end]
+    if slip and not python and (closers := _slip(span, j)):
+        return span + closers
+    if span[j] != "[" or python:
+        return None
+    items, i = [], _skip_space(span, j + 1)  # a JSON list: the items that closed
+    while i < len(span) and span[i] == "{" and (end := _Balance(i).end(span)) is not None:
+        items.append(span[i:end])
+        i = _skip_space(span, end)
+        i = _skip_space(span, i + 1) if span[i : i + 1] == "," else i
+    return f"{span[:j]}[{', '.join(items)}]" if items else None
+
+
+def _slip(span: str, j: int) -> str | None:
+    """The brackets a JSON value that begins at `j` lacks when the model left out only its last closing ones (the
+    text ends right after a value closed, outside any string: `{"name": "f", "arguments": {"a": 1}`), else None:
+    a value cut inside a string or after a key is a call cut short, not a slip."""
+    stack: list[str] = []
+    quote = False
+    i = j
+    while i < len(span):
+        c = span[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                quote = False
+        elif c == '"':
+            quote = True
+        elif c in "{[":
+            stack.append("}" if c == "{" else "]")
+        elif c in "}]" and stack:
+            stack.pop()
+        i += 1
+    if quote or not stack or span.rstrip()[-1:] not in ("}", "]"):
+        return None
+    return "".join(reversed(stack))
+
+
+def json_bodied(span: str) -> bool:
+    return bool(re.search(r"[\[{]", span[:200])) and not re.search(r"<arg_value>|<parameter|call:", span[:200])
+
+
+def has_required(found: Extraction, tools: Offered) -> bool:
+    """Whether a call the reply ended after (its last value closed, its closing marker never came) has every
+    argument its tool requires: if not, more was to come (Ollama's GLM reader)."""
+    for call in found.calls:
+        required = (tools.get(call.name) or {}).get("required") or []
+        if any(name not in call.arguments for name in required):
+            return False
+    return True
+
+
+def cut_name(span: str) -> str:
+    m = re.search(r"""(?:"name"\s*:\s*"|<function=|to=functions\.|call:|\[TOOL_CALLS\]\s*)([\w.\-]+)""", span)
+    return m[1] if m else span.strip()[:40]
