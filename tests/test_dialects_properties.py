@@ -40,8 +40,8 @@ def calls_in(name: str, arguments: dict) -> list[tuple[str, str]]:
         (f"<|python_start|>[{name}({py})]<|python_end|>", ")"),
         (f"<|tool_call_start|>[{name}({py})]<|tool_call_end|>", ")"),
         (f"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{name}<｜tool▁sep｜>{js}<｜tool▁call▁end｜><｜tool▁calls▁end｜>", "}"),
-        (f"<|tool_calls_section_begin|><|tool_call_begin|>functions.{name}:0<|tool_call_argument_begin|>{js}"
-         "<|tool_call_end|><|tool_calls_section_end|>", "}"),
+        ((f"<|tool_calls_section_begin|><|tool_call_begin|>functions.{name}:0<|tool_call_argument_begin|>{js}"
+          "<|tool_call_end|><|tool_calls_section_end|>"), "}"),
         (f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{js}<|call|>", "}"),
         (f'<minimax:tool_call><invoke name="{name}">'
          + "".join(f'<parameter name="{k}">{v}</parameter>' for k, v in arguments.items())
@@ -100,6 +100,7 @@ def test_prose_alone_calls_nothing(data):
     text = data.draw(PROSE)
     calls, shown = read(text, data.draw(chunkings(text)))
     assert calls == [], text
+    assert "".join(shown.split()) == "".join(text.split()), (text, shown)  # prose stays, all of it
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from sunwell.models.emulation.normalize import FoundCall
 from sunwell.models.base import ToolCallDone
 from sunwell.models.emulation.call_detector import CallDetector
+from sunwell.models.emulation.normalize import FoundCall
 from text_calls import extract_tool_calls
 
 TOOLS = {"read_file", "list_files", "write_file", "calculator"}

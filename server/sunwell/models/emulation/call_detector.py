@@ -21,8 +21,8 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
-from sunwell.models.emulation.found_calls import Extraction, Offered, offered
 from sunwell.models.emulation.between_calls import Echo, Separator
+from sunwell.models.emulation.found_calls import Extraction, Offered, offered
 from sunwell.models.emulation.normalize import settle
 from sunwell.models.emulation.pythonic import PYTHONIC_OPEN, PYTHONIC_PREFIX, pythonic_calls
 from sunwell.models.emulation.span_scanner import SpanScanner
