@@ -121,7 +121,7 @@ _DSML_INVOKE = re.compile(r'<｜DSML｜invoke\s+name="([^"]+)"\s*>(.*?)</｜DSML
 _DSML_PARAMETER = re.compile(
     r'<｜DSML｜parameter\s+name="([^"]+)"(?:\s+string="(true|false)")?\s*>(.*?)</｜DSML｜parameter>', re.DOTALL)
 _GLM_WORDS = re.compile(r"([A-Za-z_][\w.\-]*)((?:\s+[\w.\-]+=\S+)+)")
-_KIMI_ID = re.compile(r"\s*(?:functions\.)?([^\s:]+?)(?::\d+)?\s*$")
+_KIMI_ID = re.compile(r"(?:functions\.)?([^\s:]+):\d+")
 
 
 def harmony_header(span: str) -> tuple[str | None, str | None, int] | None:
@@ -187,13 +187,27 @@ def read_deepseek(span: str) -> Extraction:
     return out
 
 
-def read_kimi(span: str) -> Extraction:
+def read_kimi(span: str, tools: Offered) -> Extraction:
+    """`functions.f:0` (or `f:0`) names each call; a bare counter (`0`) names the one offered tool whose
+    parameters the arguments fit, and none when two fit (vLLM's reader). An id of another shape is no call."""
     out = Extraction()
     for part in span.split(KIMI_CALL)[1:]:
         ident, _, arguments = part.split(KIMI_CALL_END, 1)[0].partition(KIMI_ARGS)
-        if m := _KIMI_ID.match(ident):
+        if m := _KIMI_ID.fullmatch(ident.strip()):
             _merge(out, json_call(m[1], arguments))
+        elif re.fullmatch(r"\s*\d+\s*", ident) and (name := _fitting_tool(arguments, tools)):
+            _merge(out, json_call(name, arguments))
     return out
+
+
+def _fitting_tool(arguments: str, tools: Offered) -> str | None:
+    if len(tools) == 1:
+        return next(iter(tools))
+    parsed, _ = parse_arguments(arguments)
+    if not parsed:
+        return None
+    fits = [name for name, schema in tools.items() if set(parsed) <= set((schema or {}).get("properties") or {})]
+    return fits[0] if len(fits) == 1 else None
 
 
 def read_glm(body: str, tools: Offered) -> Extraction | None:

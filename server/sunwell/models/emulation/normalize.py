@@ -177,7 +177,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
     if span.startswith(("<｜tool▁calls▁begin｜>", dialects.DEEPSEEK_CALL)):
         return _nonempty(dialects.read_deepseek(span))
     if span.startswith(("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>", dialects.KIMI_CALL)):
-        return _nonempty(dialects.read_kimi(span))
+        return _nonempty(dialects.read_kimi(span, tools))
     if span.startswith(("<minimax:tool_call>", "<invoke name=")):
         return dialects.read_invokes(span, tools)
     if span.startswith(tuple(GEMMA_OPENERS)):
