@@ -94,6 +94,7 @@ CONTROL = (
     "<｜tool▁outputs▁end｜>",
     "<end_function_call>",
     "<tool_call|>",
+    "</tool_call>",  # left after a call whose opening tag was left out (vLLM's Qwen3-Coder test)
     "<|tool_response>",  # Gemma 4 ending its turn for the tool's answer
     "<tool_response|>",
     *(f"<|{t}|>" for t in ("tool▁calls▁end", "tool▁call▁end", "end▁of▁sentence", "tool▁outputs▁begin",
@@ -113,7 +114,8 @@ _HARMONY_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
 _HARMONY_RECIPIENT = re.compile(r"\bto=([^\s<]+)")
 _INVOKE = re.compile(r"""<invoke\s+name=["']?([^"'>]+)["']?\s*>(.*?)(?:</invoke>|\Z)""", re.DOTALL)
 _XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (the XML emulation format)
-    r"""<(?:parameter=([^>\s]+)|parameter\s+name=["']?([^"'>]+)["']?|([\w.-]+))\s*>(.*?)</(?:parameter|\3)\s*>""",
+    r"""<(?:parameter=([^>\s]+)|parameter\s+name=["']?([^"'>]+)["']?|([\w.-]+))\s*>(.*?)"""
+    r"""(?:</(?:parameter|\3)\s*>|(?=<parameter[=\s])|(?=</function>)|\Z)""",  # a closing tag left out: the next one
     re.DOTALL,
 )
 _GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*<arg_value>(.*?)(?:</arg_value>|\Z)", re.DOTALL)
