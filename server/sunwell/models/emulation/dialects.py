@@ -227,9 +227,14 @@ def read_glm(body: str, tools: Offered) -> Extraction | None:
 
 
 def _glm_value(text: str, schema: dict | None) -> object:
-    """GLM's template writes a string as it is and any other value as JSON; a string the model wrote as JSON
-    (`"London"`) is read as one (mlx-lm's glm47 test), and JSON whose quotes came escaped (`[{\\"id\\": …}]`) too."""
+    """GLM's template writes a string as it is (spaces kept: vLLM's test) and any other value as JSON, so without a
+    schema a JSON number or boolean is one; a string the model wrote as JSON (`"London"`) is read as one (mlx-lm's
+    glm47 test), and JSON whose quotes came escaped (`[{\\"id\\": …}]`) too."""
+    if schema is None and re.fullmatch(r"\s*(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)\s*", text):
+        return json.loads(text)
     value = typed_value(text, schema)
+    if isinstance(value, str) and text.strip():
+        value = text  # as written: GLM's template puts no space or line break around a value
     if not isinstance(value, str):
         return value
     word = value.strip()

@@ -44,7 +44,7 @@ from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.pythonic import python_calls
 from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
-from sunwell.models.emulation.unfinished import complete_part, cut_name, has_required, json_bodied
+from sunwell.models.emulation.unfinished import complete_part, cut_name
 from sunwell.vocabulary import canonical_tool_name
 
 __all__ = ["Echo", "Extraction", "FoundCall", "Separator", "SpanScanner", "parse_span", "settle"]
@@ -113,8 +113,6 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
     if kind == "partial" and found is not None and found.calls and slipped:
         found.repairs.append(f"{', '.join(c.name for c in found.calls)}: repaired malformed JSON (closed the "
                              "brackets the model left open)")
-    if kind == "partial" and found is not None and not json_bodied(span) and not has_required(found, tools):
-        return Extraction(cut_off=[c.name for c in found.calls] or [cut_name(span)])
     if found is None and span.startswith(_CALL_MARKERS):
         found = Extraction(unreadable=[span])
     if found is not None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 
 from sunwell.models.emulation import dialects
-from sunwell.models.emulation.found_calls import Extraction, Offered
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.span_scanner import _PY_LIST, FENCE_OPEN, _Balance, _skip_space
@@ -30,9 +29,8 @@ def complete_part(span: str, *, slip: bool = True) -> str | None:
         span = span[:-cut]  # the closing marker began to come: the call before it is what counts
     if span.startswith(tuple(GEMMA_OPENERS)):
         return span if read_gemma(span) is not None else None
-    if span.startswith("<tool_call>") and span.rstrip().endswith(("</arg_value>", "</parameter>\n</function>",
-                                                                  "</function>")):
-        return span  # GLM's or Qwen3-Coder's last value closed: the call may be whole (the caller checks)
+    if span.startswith("<tool_call>") and span.rstrip().endswith("</function>"):
+        return span  # Qwen3-Coder's call closed; only the wrapper's tag is missing
     body_at = next((len(m) for m in (*dialects.CLOSED, *dialects.JSON_AFTER) if span.startswith(m)), 0)
     if fence := FENCE_OPEN.match(span):
         body_at = fence.end()
@@ -84,20 +82,6 @@ def _slip(span: str, j: int) -> str | None:
     if quote or not stack or span.rstrip()[-1:] not in ("}", "]"):
         return None
     return "".join(reversed(stack))
-
-
-def json_bodied(span: str) -> bool:
-    return bool(re.search(r"[\[{]", span[:200])) and not re.search(r"<arg_value>|<parameter|call:", span[:200])
-
-
-def has_required(found: Extraction, tools: Offered) -> bool:
-    """Whether a call the reply ended after (its last value closed, its closing marker never came) has every
-    argument its tool requires: if not, more was to come (Ollama's GLM reader)."""
-    for call in found.calls:
-        required = (tools.get(call.name) or {}).get("required") or []
-        if any(name not in call.arguments for name in required):
-            return False
-    return True
 
 
 def cut_name(span: str) -> str:
