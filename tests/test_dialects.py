@@ -128,11 +128,15 @@ def test_a_call_the_reply_was_cut_off_in_is_never_run_and_the_user_is_told():
     assert extract_tool_calls(text, TOOLS, cut_off=True).cut_off == ["write_file"]
 
 
-def test_a_reply_that_stopped_normally_after_a_slip_still_calls():
-    """Not cut off: the model left out a closing brace; the call is complete and repaired."""
+def test_a_call_whose_json_never_closed_is_no_call_however_the_reply_ended():
+    """Issue 47 (vLLM's Hermes test): a closing brace left out at the end of a reply is a call cut short, not a slip
+    to mend; the user gets a notice that quotes it, and nothing runs."""
     text = '{"name": "read_file", "arguments": {"path": "a.txt"}'
-    assert stream(text, [9], cut_off=False)[0] == [("read_file", {"path": "a.txt"})]
-    assert stream(text, [9], cut_off=True)[0] == []
+    for cut_off in (False, True):
+        calls, shown, _, events = stream(text, [9], cut_off=cut_off)
+        assert (calls, shown) == ([], "")
+        [notice] = [e for e in events if isinstance(e, Notice)]
+        assert notice.code == CUT_OFF_NOTICE and text in notice.message
 
 
 def test_a_truncated_name_never_becomes_the_longer_tool():

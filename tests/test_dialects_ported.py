@@ -33,7 +33,7 @@ def streamed(case: Case, cuts: list[int]) -> tuple[list, str]:
     for a, b in zip([0, *cuts], [*cuts, len(case.text)], strict=True):
         events += detector.feed(case.text[a:b])
     events += detector.finish(cut_off=case.cut_off)
-    calls = [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)]
+    calls = [(e.name, e.parsed or {}) for e in events if isinstance(e, ToolCallDone)]  # raw arguments: {}
     return calls, "".join(e.text for e in events if isinstance(e, TextDelta))
 
 

@@ -66,7 +66,7 @@ BROKEN = {
     "trailing commas": '{"name": "read_file", "arguments": {"path": "a.txt",},}',
     "single quotes": "{'name': 'read_file', 'arguments': {'path': 'a.txt'}}",
     "unquoted keys": '{name: "read_file", arguments: {path: "a.txt"}}',
-    "missing closing brace": '{"name": "read_file", "arguments": {"path": "a.txt"}',
+    "missing closing brace in its markers": '<tool_call>{"name": "read_file", "arguments": {"path": "a.txt"}</tool_call>',
     "missing both braces in a fence": '```json\n{"name": "read_file", "arguments": {"path": "a.txt"\n```',
     "broken arguments string": '{"name": "read_file", "arguments": "{\'path\': \'a.txt\'"}',
 }

@@ -89,16 +89,19 @@ _CALL_MARKERS = tuple(m for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *diale
 
 
 def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bool = False) -> Extraction | None:
-    """What a scanned span is: None for text, else what it holds (calls, thinking, text to show instead)."""
+    """What a scanned span is: None for text, else what it holds (calls, thinking, text to show instead).
+    `cut_off` (the reply ended by length) changes nothing since issue 47: a call the reply ended inside is never
+    run, however the reply ended."""
+    del cut_off
     if kind == "text":
         return None
     marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII))
     # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view);
     # so is a half-written Python line (`read_file(path=`): a mention as likely as a call
     callish = marked or (span.lstrip()[:1] in ("{", "[", "`") and any(name in span for name in tools))
-    rest_cut = slipped = False
+    rest_cut = False
     if kind == "partial":
-        complete = complete_part(span, slip=not cut_off)
+        complete = complete_part(span)
         rest_cut = complete != span
         if complete is None and not marked and span[:1] in "{[":
             inner = _extract(span[1:], tools, explicit, enclosed=False)  # a broken object around a whole call
@@ -107,12 +110,8 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
                 return inner
         if complete is None:
             return Extraction(cut_off=[cut_name(span)]) if callish else None
-        slipped = complete.startswith(span) and complete != span
-        span, rest_cut = complete, rest_cut and not slipped
+        span = complete
     found = parse_span(span, tools, explicit=explicit)
-    if kind == "partial" and found is not None and found.calls and slipped:
-        found.repairs.append(f"{', '.join(c.name for c in found.calls)}: repaired malformed JSON (closed the "
-                             "brackets the model left open)")
     if found is None and span.startswith(_CALL_MARKERS):
         found = Extraction(unreadable=[span])
     if found is not None:

@@ -1,6 +1,6 @@
 """Calls a reply ended inside (issue 47): what of them came whole. A call whose JSON or closing marker never came
-is not a call, however the reply ended: the complete calls before it count, and the user is told of the rest. A
-reply that ended of itself with only its last closing brackets missing made a slip, which is mended.
+is not a call, however the reply ended (vLLM's Hermes test: a brace left out is no call either); the complete calls
+before it count, and the user is told of the rest.
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ _ARGUMENTS_AT = (dialects.DEEPSEEK_SEP, "<|tool▁sep|>", dialects.KIMI_ARGS, di
 _PER_CALL_END = (dialects.DEEPSEEK_CALL_END, "<|tool▁call▁end|>", dialects.KIMI_CALL_END)
 
 
-def complete_part(span: str, *, slip: bool = True) -> str | None:
+def complete_part(span: str) -> str | None:
     """Of a candidate the text ended inside, the part whose calls came whole (a JSON value that closed, a list's
-    items that closed, the calls of a section whose own end marker came), or None when no call in it did: a call
-    whose JSON or closing marker never came is not a call. `slip`: the reply ended of itself (not by length), so
-    JSON that lacks only its last closing brackets is a model's slip, completed (`_slip`)."""
+    items that closed, the calls of a section whose own end marker came), or None when no call in it did."""
     for end_marker in _PER_CALL_END:
         if (k := span.rfind(end_marker)) >= 0:
             return span[: k + len(end_marker)]
@@ -46,8 +44,6 @@ def complete_part(span: str, *, slip: bool = True) -> str | None:
     end = _Balance(j, python).end(span)
     if end is not None:
         return span[:end]
-    if slip and not python and (closers := _slip(span, j)):
-        return span + closers
     if span[j] != "[" or python:
         return None
     items, i = [], _skip_space(span, j + 1)  # a JSON list: the items that closed
@@ -56,32 +52,6 @@ def complete_part(span: str, *, slip: bool = True) -> str | None:
         i = _skip_space(span, end)
         i = _skip_space(span, i + 1) if span[i : i + 1] == "," else i
     return f"{span[:j]}[{', '.join(items)}]" if items else None
-
-
-def _slip(span: str, j: int) -> str | None:
-    """The brackets a JSON value that begins at `j` lacks when the model left out only its last closing ones (the
-    text ends right after a value closed, outside any string: `{"name": "f", "arguments": {"a": 1}`), else None:
-    a value cut inside a string or after a key is a call cut short, not a slip."""
-    stack: list[str] = []
-    quote = False
-    i = j
-    while i < len(span):
-        c = span[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                quote = False
-        elif c == '"':
-            quote = True
-        elif c in "{[":
-            stack.append("}" if c == "{" else "]")
-        elif c in "}]" and stack:
-            stack.pop()
-        i += 1
-    if quote or not stack or span.rstrip()[-1:] not in ("}", "]"):
-        return None
-    return "".join(reversed(stack))
 
 
 def cut_name(span: str) -> str:
