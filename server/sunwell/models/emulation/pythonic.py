@@ -41,13 +41,13 @@ def pythonic_calls(text: str, tool_names: Collection[str]) -> Extraction | None:
 
 
 def python_calls(text: str, tool_names: Collection[str], *, any_name: bool = False) -> list[FoundCall] | None:
-    """The calls `text` consists of (one call, or a list of them), else None. Unless `any_name` (inside a
-    dialect's explicit call markers), each must call an offered tool, give or take its spelling, and every item
-    must be a call; inside the markers, what a model's slips made invalid Python is mended (`_mended`) and a call
-    whose arguments are no JSON values is dropped while its siblings count (vLLM's LFM2 and Olmo 3 tests)."""
+    """The calls `text` consists of (one call, or a list of them), else None. Every item must be a call; unless
+    `any_name` (inside a dialect's explicit call markers) a call counts only when it calls an offered tool, give or
+    take its spelling. What a model's slips made invalid Python is mended (`_mended`), and a call whose arguments
+    are no JSON values is dropped while its siblings count (vLLM's pythonic, LFM2 and Olmo 3 tests)."""
     if len(text) > _PYTHONIC_MAX:
         return None
-    parsed = _parsed(text.strip(), mend=any_name)
+    parsed = _parsed(text.strip())
     if parsed is None:
         return None
     body, keywords = parsed
@@ -56,10 +56,10 @@ def python_calls(text: str, tool_names: Collection[str], *, any_name: bool = Fal
     nodes = body.elts if isinstance(body, ast.List) else [body]
     while len(nodes) == 1 and isinstance(nodes[0], ast.List):  # `[[f(a=1)]]` (LFM2, Ollama's test)
         nodes = nodes[0].elts
+    if not all(isinstance(node, ast.Call) for node in nodes):
+        return None  # prose or data in brackets, not calls
     for node in nodes:
         call = _call(node, names, keywords, any_name)
-        if call is None and not any_name:
-            return None
         calls += [call] if call is not None else []
     return calls or None
 
@@ -80,11 +80,9 @@ def _call(node: ast.expr, names: list[str], keywords: dict[str, str], any_name: 
     return FoundCall(name, arguments)
 
 
-def _parsed(text: str, *, mend: bool) -> tuple[ast.expr, dict[str, str]] | None:
-    """The expression `text` is, and the keyword parameters renamed to read it; mended if need be (`mend`)."""
-    attempts = [text]
-    if mend:
-        attempts += [m for m in (_mended(text),) if m != text]
+def _parsed(text: str) -> tuple[ast.expr, dict[str, str]] | None:
+    """The expression `text` is, and the keyword parameters renamed to read it; mended if need be."""
+    attempts = [text, *[m for m in (_mended(text),) if m != text]]
     for attempt in attempts:
         for source, keywords in ((attempt, {}), _keyword_arguments(attempt)):
             try:
