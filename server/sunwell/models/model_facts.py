@@ -138,12 +138,16 @@ class LearningProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         repairs: dict[str, int] = {}
+        events = self.inner.stream(request)
         try:
-            async for event in self.inner.stream(request):
+            async for event in events:
                 if isinstance(event, Notice) and (kind := _repair_kind(event)):
                     repairs[kind] = repairs.get(kind, 0) + 1
                 yield event
         finally:
+            # closed here, in order: left to the loop's finalizer, the inner stream is closed while still running
+            if (aclose := getattr(events, "aclose", None)) is not None:
+                await aclose()
             if repairs:
                 self._learn(repairs=repairs)
 
