@@ -114,7 +114,7 @@ _HARMONY_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
 _HARMONY_RECIPIENT = re.compile(r"\bto=([^\s<]+)")
 _INVOKE = re.compile(r"""<invoke\s+name=["']?([^"'>]+)["']?\s*>(.*?)(?:</invoke>|\Z)""", re.DOTALL)
 _XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (the XML emulation format)
-    r"""<(?:parameter=([^>\s]+)|parameter\s+name=["']?([^"'>]+)["']?|([\w.-]+))\s*>(.*?)"""
+    r"""<(?:parameter=([^>\s]+)|parameter\s+name=["']?([^"'>]+)["']?(?:\s+[\w-]+=["'][^"']*["'])*|([\w.-]+))\s*>(.*?)"""
     r"""(?:</(?:parameter|\3)\s*>|(?=<parameter[=\s])|(?=</function>)|\Z)""",  # a closing tag left out: the next one
     re.DOTALL,
 )

@@ -83,6 +83,7 @@ def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True) -
     return out
 
 
+_RECIPIENT = re.compile(r"\s*(?:assistant\s+)?to=functions\.([^\s<]+)(?:\s+json)?\s*(?=\{)")
 _CALL_MARKERS = tuple(m for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.DEEPSEEK_ASCII)
                       if m not in ("<|python_start|>", "<function=", "<function name=", "<tool name=", "<invoke name="))
 """Markers that only ever open a call: what stands between them is a call or nothing (never the answer)."""
@@ -154,6 +155,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         if span.startswith(opener):
             body = _between(span, opener, dialects.CLOSED[opener]).replace("<longcat_arg_", "<arg_")
             body = body.replace("</longcat_arg_", "</arg_")
+            if m := _RECIPIENT.match(body):  # `assistant to=functions.f json\n{…}` (sglang's gpt-oss dialect)
+                return dialects.json_call(m[1], body[m.end():])
             return _nonempty(_extract(body, tools, True)) or dialects.read_glm(body, tools)
     if span.startswith("[TOOL_CALLS]"):
         body = span.removeprefix("[TOOL_CALLS]")
