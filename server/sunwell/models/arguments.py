@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from typing import Any
 
@@ -118,6 +119,8 @@ def _as_type(kind: str, word: str) -> Any:
             number = float(word)
         except ValueError:
             return _NOT
+        if not math.isfinite(number):
+            return _NOT  # `inf`, `1e999`, `nan`: no JSON number (sglang's and vLLM's tests), so the text stays
         return int(number) if number.is_integer() and re.fullmatch(r"[-+]?\d+(?:\.0*)?", word) else number
     if kind in ("boolean", "bool"):
         return {"true": True, "false": False}.get(word.lower(), _NOT)
@@ -162,8 +165,9 @@ def _container(text: str) -> Any:
             value = ast.literal_eval(text)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return text
-        try:
-            value = json.loads(json.dumps(value))  # a tuple is an array; a set is no JSON value
-        except (TypeError, ValueError):
-            return text
+    try:
+        # a tuple is an array; a set, an infinity or NaN is no JSON value
+        value = json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        return text
     return value if isinstance(value, dict | list) else text
