@@ -115,7 +115,9 @@ _HARMONY_RECIPIENT = re.compile(r"\bto=([^\s<]+)")
 _INVOKE = re.compile(r"""<invoke\s+name=["']?([^"'>]+)["']?\s*>(.*?)(?:</invoke>|\Z)""", re.DOTALL)
 _XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (the XML emulation format)
     r"""<(?:parameter=([^>\s]+)|parameter\s+name=["']?([^"'>]+)["']?(?:\s+[\w-]+=["'][^"']*["'])*|([\w.-]+))\s*>(.*?)"""
-    r"""(?:</(?:parameter|\3)\s*>|(?=<parameter[=\s])|(?=</function>)|\Z)""",  # a closing tag left out: the next one
+    # a value ends at a closing tag the next tag follows (one inside the value is its text), or, when the model left
+    # its closing tag out, where the next parameter or the function's close begins
+    r"""(?:</(?:parameter|\3)\s*>(?=\s*(?:<|\Z))|(?=<parameter[=\s])|(?=</function>)|\Z)""",
     re.DOTALL,
 )
 _GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*<arg_value>(.*?)(?:</arg_value>|\Z)", re.DOTALL)

@@ -27,8 +27,8 @@ def complete_part(span: str) -> str | None:
         span = span[:-cut]  # the closing marker began to come: the call before it is what counts
     if span.startswith(tuple(GEMMA_OPENERS)):
         return span if read_gemma(span) is not None else None
-    if span.startswith("<tool_call>") and span.rstrip().endswith("</function>"):
-        return span  # Qwen3-Coder's call closed; only the wrapper's tag is missing
+    if span.startswith(("<tool_call>", "<minimax:tool_call>")) and span.rstrip().endswith(("</function>", "</invoke>")):
+        return span  # Qwen3-Coder's or MiniMax's call closed; only the wrapper's tag is missing
     body_at = next((len(m) for m in (*dialects.CLOSED, *dialects.JSON_AFTER) if span.startswith(m)), 0)
     if fence := FENCE_OPEN.match(span):
         body_at = fence.end()
