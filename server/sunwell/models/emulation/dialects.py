@@ -63,6 +63,7 @@ CLOSED = {
     "<|tool▁calls▁begin|>": "<|tool▁calls▁end|>",  # DeepSeek's tokens spelled with ASCII bars
     "<|tool▁call▁begin|>": "<|tool▁call▁end|>",
     DSML_OPEN: "</｜DSML｜function_calls>",
+    "<｜DSML｜tool_calls>": "</｜DSML｜tool_calls>",  # DeepSeek V4
     "<function_calls>": "</function_calls>",  # Olmo 3
     "<TOOLCALL>": "</TOOLCALL>",  # Nemotron: a JSON list
     "<longcat_tool_call>": "</longcat_tool_call>",  # LongCat: GLM's form with its own tag names, or JSON

@@ -182,7 +182,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return dialects.read_invokes(span, tools)
     if span.startswith(tuple(GEMMA_OPENERS)):
         return read_gemma(span)
-    if span.startswith(dialects.DSML_OPEN):
+    if span.startswith((dialects.DSML_OPEN, "<｜DSML｜tool_calls>")):
         return dialects.read_dsml(span, tools)
     if span.startswith("<function_calls>"):
         return dialects.read_olmo(_between(span, "<function_calls>", "</function_calls>"))
