@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from sunwell.lens.registry import LensRegistry
     from sunwell.lens.schema import Lens
     from sunwell.models.factory import Adapters
+    from sunwell.models.model_facts import ModelFacts
     from sunwell.tools.learned.registry import LearnedApis
 
 
@@ -176,6 +177,10 @@ class Engine:
     def session_workspace(self, session: str) -> Path | None:
         row = next((r for r in self.store.events(session) if r.kind == "workspace"), None)
         return Path(row.data["workspace"]) if row else None
+
+    def model_facts(self) -> ModelFacts:
+        """What models taught Sunwell, across sessions (`sunwell models MODEL [--forget]`)."""
+        return self.models.facts()
 
     def undo(self, session: str | None = None, *, force: bool = False) -> UndoResult:
         """Put back the files the last not-yet-undone turn of `session` (default: the latest here) changed."""

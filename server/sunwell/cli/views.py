@@ -78,7 +78,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     engine = Engine(settings, workspace)
     if args.forget:
         for name in names:
-            gone = engine.models.facts().forget(_model_key(name))
+            gone = engine.model_facts().forget(_model_key(name))
             print(f"{name}: forgot what {gone} server(s) taught" if gone else f"{name}: nothing learned to forget")
         return EXIT_OK
     try:
@@ -86,7 +86,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     for model in catalog.models:
-        learned = engine.models.facts().all_for(model.id)
+        learned = engine.model_facts().all_for(model.id)
         if args.json:
             print(json.dumps({"id": model.model, "provider": model.provider, "parsed": model.parsed,
                               "capabilities": model.capabilities, "window": model.window,
