@@ -1,5 +1,5 @@
 """Start the local model server so that it answers, or say why not: used by scripts/start.sh and by the real-model
-tier's fixture (tests/test_real_model.py), so both start it the same way.
+tier's fixture (tests/models/test_real_model.py), so both start it the same way.
 
     python scripts/local_model.py --url http://127.0.0.1:N/v1 --log FILE -- COMMAND...
 

@@ -89,7 +89,7 @@ def score(case: Case, read: Read) -> tuple[int, int, bool, bool]:
     expected = Counter(_canonical(c) for c in case.calls)
     found = Counter(_canonical(c) for c in read.calls)
     exact = sum((expected & found).values())
-    # The public parsers trim whitespace around calls each their own way (tests/test_dialects_ported.py)
+    # The public parsers trim whitespace around calls each their own way (tests/models/emulation/test_dialects_ported.py)
     same = collapsed if case.source == "sunwell" else (lambda text: "".join(text.split()))
     text_right = same(read.shown) == same(case.shown) and same(read.thinking) == same(case.thinking)
     return exact, max(0, len(read.calls) - len(case.calls)), bool(leaks(case, read.shown)), text_right

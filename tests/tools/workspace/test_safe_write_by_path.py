@@ -1,5 +1,5 @@
 """The writer where os.open takes no dir_fd (Windows): each parent checked by path, the temp file renamed over the
-target. Played here with the descriptor walk turned off; the rules are the same as with it (tests/test_edits.py)."""
+target. Played here with the descriptor walk turned off; the rules are the same as with it (tests/tools/workspace/test_edits.py)."""
 
 from __future__ import annotations
 

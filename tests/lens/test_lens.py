@@ -14,7 +14,7 @@ from sunwell.lens.schema import ToolPolicy, render_command
 from sunwell.lens.vocabulary import CORE_TOOLS, CommandDoc
 from sunwell.tools.base import Trust
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "code-review.lens"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "code-review.lens"
 
 GOOD = """\
 name: reviewer

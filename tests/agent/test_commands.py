@@ -17,7 +17,7 @@ from sunwell.commands_spec import COMMAND_DOCS, Command, parse_command
 from sunwell.lens import vocabulary
 
 OPENAI = "openai:gpt-4o"
-EXAMPLE_LENS = Path(__file__).resolve().parents[1] / "examples" / "code-review.lens"
+EXAMPLE_LENS = Path(__file__).resolve().parents[2] / "examples" / "code-review.lens"
 
 
 # ---- the parser ------------------------------------------------------------------------------------------------

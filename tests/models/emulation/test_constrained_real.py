@@ -2,7 +2,7 @@
 llama-cpp-python, which takes a reply schema only as `response_format: {type: json_object, schema}`.
 
 Skipped, with the reason, when the model file or `llama_cpp` is absent (test_real_model.py starts the server; its
-fixture is shared here). Run with `pytest -m slow -rs tests/test_constrained_real.py`.
+fixture is shared here). Run with `pytest -m slow -rs tests/models/emulation/test_constrained_real.py`.
 """
 
 from __future__ import annotations

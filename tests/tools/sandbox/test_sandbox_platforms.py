@@ -3,7 +3,7 @@
 Windows is played here by a sitecustomize that makes Sunwell's backend choice say "none", its process runner take
 its Windows path (asyncio's pipes, the process killed, not a group) and its writer work by path (no dir_fd): the
 real CLI, a real command, the real undo. The Seatbelt profile cannot run on Linux; what is checked is the policy a real workspace gives (macOS played
-end to end: tests/test_copy_stage.py).
+end to end: tests/tools/sandbox/test_copy_stage.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The sandbox each platform gets, and the Seatbelt profile macOS commands run under, against golden profiles.
 
 The profiles cannot run here (Linux); what is checked is the text sandbox-exec receives. To accept a deliberate
-change to the profile: SUNWELL_UPDATE_GOLDEN=1 pytest tests/test_sandbox_backend.py, then read the diff.
+change to the profile: SUNWELL_UPDATE_GOLDEN=1 pytest tests/tools/sandbox/test_sandbox_backend.py, then read the diff.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from sunwell.tools.sandbox.backend import backend_for, find_sandbox
 from sunwell.tools.sandbox.seatbelt import SANDBOX_EXEC, SeatbeltPolicy, seatbelt_argv, seatbelt_profile
 
-GOLDEN = Path(__file__).parent / "golden" / "seatbelt"
+GOLDEN = Path(__file__).parents[2] / "golden" / "seatbelt"
 
 WORKSPACE_POLICY = SeatbeltPolicy(
     writable=["/private/var/folders/x/stage-1/copy", "/private/var/folders/x/home", "/private/var/folders/x/tmp"],

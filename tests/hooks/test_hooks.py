@@ -20,7 +20,7 @@ from sunwell.config.settings import HooksSettings, Settings
 from sunwell.hooks import hook_entries
 from sunwell.tools.policy.audit import AuditLog
 
-SCRIPTS = Path(__file__).parent / "hook_scripts"
+SCRIPTS = Path(__file__).parents[1] / "hook_scripts"
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 

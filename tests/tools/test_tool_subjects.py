@@ -41,7 +41,7 @@ CORE = {tool.name: tool for tool in CORE_TOOLS}
 
 
 def test_the_generated_schemas_are_the_ones_the_tools_always_sent():
-    published = json.loads((Path(__file__).parent / "tool_schemas.json").read_text(encoding="utf-8"))
+    published = json.loads((Path(__file__).parents[1] / "tool_schemas.json").read_text(encoding="utf-8"))
     assert list(CORE) == list(published)
     for name, tool in CORE.items():  # compared as text: the order of keys reaches prompts and caches too
         assert json.dumps(tool.parameters) == json.dumps(published[name]), name

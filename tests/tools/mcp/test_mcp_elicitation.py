@@ -20,7 +20,7 @@ from sunwell.tools.workspace.jail import Jail
 from sunwell.wire.approval import ApprovalRequest
 from sunwell.wire.messages import ToolCall
 
-OFFERINGS = Path(__file__).parent / "mcp_servers" / "offerings.py"
+OFFERINGS = Path(__file__).parents[2] / "mcp_servers" / "offerings.py"
 
 
 @pytest.fixture

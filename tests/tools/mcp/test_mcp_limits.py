@@ -22,7 +22,7 @@ from sunwell.tools.mcp.oversize import HEAD, MAX_MESSAGE_BYTES, BoundedLines, Cu
 from sunwell.tools.mcp.surroundings import UNSANDBOXED
 from test_mcp_bridge import bridge_factory  # noqa: F401 - the fixture
 
-REORDERED = Path(__file__).parent / "mcp_servers" / "reordered.py"
+REORDERED = Path(__file__).parents[2] / "mcp_servers" / "reordered.py"
 TOO_LARGE = f"result was too large: over {MAX_MESSAGE_BYTES:,} bytes, so it was not read whole"
 
 

@@ -30,7 +30,7 @@ from sunwell.wire.messages import (
     UserMessage,
 )
 
-SERVER = Path(__file__).resolve().parents[1] / "server"
+SERVER = Path(__file__).resolve().parents[2] / "server"
 
 
 @pytest.fixture

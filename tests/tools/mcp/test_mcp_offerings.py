@@ -19,7 +19,7 @@ from sunwell.commands_spec import parse_command
 from sunwell.config import McpServerConfig, Settings
 from sunwell.tools.mcp.offerings import prompt_arguments
 
-OFFERINGS = Path(__file__).parent / "mcp_servers" / "offerings.py"
+OFFERINGS = Path(__file__).parents[2] / "mcp_servers" / "offerings.py"
 
 
 def offerings(**config) -> dict:

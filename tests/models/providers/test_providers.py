@@ -561,7 +561,7 @@ def test_default_endpoints():
 def test_importing_the_factory_does_not_import_the_sdks():
     code = ("import sys, sunwell.models.factory, sunwell.models.providers.retry, sunwell.model_strings; "
             "print('openai' in sys.modules, 'anthropic' in sys.modules)")
-    server = Path(__file__).resolve().parents[1] / "server"
+    server = Path(__file__).resolve().parents[3] / "server"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(server)})
     assert out.stdout.split() == ["False", "False"]
