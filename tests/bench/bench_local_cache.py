@@ -1,12 +1,14 @@
 """Time to first token on a local server over a 10-round session (issue 42, item 3): does each request keep the one
 before it as its prefix, so that llama.cpp reads only what is new?
 
-    python tests/bench/bench_local_cache.py --before DIR [--after DIR] [--repeats 2] [--rounds 10] [--out FILE]
+    python tests/bench/bench_local_cache.py --tree BEFORE=DIR [--tree AFTER=DIR ...] [--repeats 2] [--rounds 10]
+        [--out FILE]
 
 One llama-cpp-python server (scripts/local_model.py starts it as scripts/start.sh does; `--n_ctx 4096 --n_threads
 2`) serves Qwen2.5-Coder-0.5B Q4_K_M; a measuring proxy on 127.0.0.1 stands in front of it. Each tree (BEFORE, AFTER:
-a checkout whose `server/` holds its Sunwell) runs the same 10-round session through the real CLI (`sunwell run`,
-then `sunwell run --session ID`), the trees taking turns, each with a data dir of its own. The server keeps one
+a checkout whose `server/` holds its Sunwell; this one is AFTER unless named) runs the same 10-round session
+through the real CLI (`sunwell run`, then `sunwell run --session ID`), the trees taking turns, each with a data dir
+of its own. The server keeps one
 prompt's KV cache (llama-cpp-python: one sequence; a request reuses the longest token prefix it shares with the
 last one), so a session is never interleaved with another: before each one the cache is filled with an unrelated
 prompt, so that round 1 starts cold.
@@ -31,6 +33,7 @@ import itertools
 import json
 import os
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -279,15 +282,17 @@ def free_port() -> int:
 def main() -> None:
     models = Path(os.environ.get("SUNWELL_MODELS_DIR") or Path.home() / ".cache" / "sunwell-models")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", type=Path, required=True, help="a checkout of Sunwell before the change")
-    parser.add_argument("--after", type=Path, default=ROOT, help="a checkout after it (default: this one)")
+    parser.add_argument("--tree", action="append", required=True, metavar="NAME=DIR",
+                        help="a checkout of Sunwell to measure, by the name the report gives it (repeat it)")
     parser.add_argument("--model", type=Path, default=models / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
     parser.add_argument("--repeats", type=int, default=2, help="sessions per tree, the trees taking turns")
     parser.add_argument("--rounds", type=int, default=len(PROMPTS))
     parser.add_argument("--python", default=sys.executable, help="the interpreter with llama_cpp and Sunwell's deps")
     parser.add_argument("--out", type=Path, help="write every request recorded (bodies, times, counts) as JSON")
     args = parser.parse_args()
-    trees = {"BEFORE": args.before.resolve(), "AFTER": args.after.resolve()}
+    trees = {name: Path(folder).resolve() for name, _, folder in (tree.partition("=") for tree in args.tree)}
+    trees.setdefault("AFTER", ROOT)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the server is stopped on the way out
     with tempfile.TemporaryDirectory(prefix="bench-local-cache-") as tmp:
         scratch, port = Path(tmp), free_port()
         log = scratch / "server.log"
@@ -300,7 +305,7 @@ def main() -> None:
         base = f"http://127.0.0.1:{proxy.server_address[1]}/v1"
         try:
             for repeat in range(1, args.repeats + 1):
-                order = list(trees.items()) if repeat % 2 else list(trees.items())[::-1]
+                order = list(trees.items())[:: 1 if repeat % 2 else -1]
                 for name, tree in order:
                     flush_cache(proxy, base)
                     run_session(tree, name, repeat, args.rounds, proxy, base, args.python, scratch)
