@@ -59,8 +59,8 @@ def named_files_note(named: list[str], reader: str | None) -> str:
 
 
 def with_note(message: UserMessage, note: str) -> UserMessage:
-    """`message` as one request shows it, `note` said after the user's line."""
-    return message.model_copy(update={"text": f"{message.text}\n\n{note}"})
+    """`message` as one request shows it: `note` said after the line and its attachments, last."""
+    return UserMessage(text=f"{message.content_for_model()}\n\n{note}")
 
 
 def workspace_files(jail: Jail, limit: int = 40, scan: int = 2000) -> list[str]:
