@@ -156,7 +156,10 @@ async def test_attachments_reach_every_provider_as_the_same_bytes_now_and_from_t
                 Mention("problems", "@problems", None, "")]
     session = Session(engine)
     await session.submit(UserInput("look at these", mentions, Overrides(model=model)), lambda e: None)
-    assert _user_contents(fake.requests[0].body)[0] == SENT_WITH_ATTACHMENTS
+    # a small model is also told, last, of the files the request names and that it must call (in that request only)
+    note = ("\n\nThe user's request names the files a.txt, src/app.py, which exist: read them with read_file."
+            "\nYou must call a tool in this reply.")
+    assert _user_contents(fake.requests[0].body)[0] == SENT_WITH_ATTACHMENTS + (note if "qwen" in model else "")
     [row] = [r for r in engine.store.events(session.id) if r.kind == "message" and r.data["role"] == "user"]
     assert row.data["text"] == "look at these"  # the attachments are a part of their own, not parsed back
     assert [a["label"] for a in row.data["attachments"]] == ["@a.txt", '@sel "x"', "@problems"]

@@ -11,7 +11,7 @@ import json
 
 from conftest import check_stream_rules
 from fake_provider import Call, Reply
-from sunwell.agent.prompts import ANSWER_FROM_RESULTS, system_prompt
+from sunwell.agent.prompts import ANSWER_FROM_RESULTS, named_files_note
 
 SMALL = "openai-compatible:qwen2.5-coder-0.5b"
 
@@ -184,17 +184,20 @@ def test_an_empty_answer_after_tools_is_asked_again_from_the_results(sunwell, fa
 
 
 def test_the_request_names_the_files_it_mentions(sunwell, fake, workspace):
-    fake.script(Reply(text="ok"))
+    fake.script(*hermes("read_file", {"path": "a.txt"}, free=False), Reply(text="ok"))
     assert small(sunwell, fake, "Compare a.txt with src/app.py, not .env or missing.txt").code == 0
-    system = system_of(fake.requests[0])
-    # told only that they exist, a 0.5B model lists them first; told the tool, it reads them
-    assert "The user's request names the files a.txt, src/app.py, which exist: read them with read_file." in system
+    # told only that they exist, a 0.5B model lists them first; told the tool, it reads them. Said after the line,
+    # in the turn's first request only: the system prompt stays the same from turn to turn (issue 42)
+    note = "The user's request names the files a.txt, src/app.py, which exist: read them with read_file."
+    first, second = (r.body["messages"] for r in fake.requests)
+    assert first[-1]["content"].startswith(f"Compare a.txt with src/app.py, not .env or missing.txt\n\n{note}")
+    assert note not in json.dumps(second) and note not in system_of(fake.requests[0])
 
 
-def test_the_reading_tool_is_named_only_when_offered(tmp_path):
-    offered = system_prompt(tmp_path, [], True, ["a.txt"], ["a.txt"], "read_file")
-    assert "names the file a.txt, which exists: read it with read_file." in offered
-    assert "names the file a.txt." in system_prompt(tmp_path, [], True, ["a.txt"], ["a.txt"], None)
+def test_the_reading_tool_is_named_only_when_offered():
+    assert named_files_note(["a.txt"], "read_file") == (
+        "The user's request names the file a.txt, which exists: read it with read_file.")
+    assert named_files_note(["a.txt"], None) == "The user's request names the file a.txt."
 
 
 def test_a_call_written_as_python_runs_and_is_never_shown(sunwell, fake):

@@ -28,7 +28,7 @@ from sunwell.agent.context_keeper import ContextKeeper
 from sunwell.agent.gate import Gate
 from sunwell.agent.orchestrator import Orchestrator
 from sunwell.agent.plan import Retool, TurnPlan
-from sunwell.agent.prompts import ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results
+from sunwell.agent.prompts import ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results, with_note
 from sunwell.agent.resume import ResumePoint
 from sunwell.agent.turn import TurnLog
 from sunwell.hooks import TurnHooks
@@ -250,9 +250,14 @@ class Turn:
             self.calls.tools, self.calls.catalogue = plan.tools, plan.catalogue
 
     def _history_request(self, system: str, tools: list[ToolSpec], final: bool) -> ModelRequest:
-        """The next request: the history as it is now (after any room was made), the answer's reserve."""
+        """The next request: the history as it is now (after any room was made), the answer's reserve; the turn's
+        first also says the plan's note after the user's line (never kept: the next request repeats this one but
+        for its end, which a server's prompt cache then reads again)."""
         choice = "none" if final else "required" if self.plan.read_first and not self.memory.ran else "auto"
-        return ModelRequest(model=self.plan.spec.model, system=system, messages=list(self.history), tools=tools,
+        messages = list(self.history)
+        if self.plan.note and not self.memory.ran and messages and isinstance(messages[-1], UserMessage):
+            messages[-1] = with_note(messages[-1], self.plan.note)
+        return ModelRequest(model=self.plan.spec.model, system=system, messages=messages, tools=tools,
                             tool_choice=choice, max_tokens=self.keeper.budget.reserve,
                             temperature=self.plan.capabilities.temperature, cache_key=self.log.session)
 

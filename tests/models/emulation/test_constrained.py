@@ -122,7 +122,8 @@ def test_after_a_result_the_request_is_restated_last(tmp_path, workspace, fake):
     run_turn(engine(tmp_path, workspace, fake), request)
 
     first, second = (r.body["messages"] for r in fake.requests)
-    assert first[-1] == {"role": "user", "content": request}  # nothing added before any result
+    assert first[-1]["content"].startswith(f"{request}\n\nThe user's request names the file a.txt")  # no result yet
+    assert "The request was" not in first[-1]["content"]
     last = second[-1]["content"]
     assert last.startswith("Result of read_file(") and "hello from a" in last
     assert last.endswith(f"The request was: {request}\nCall the tool for its next step, or final_answer if it is "

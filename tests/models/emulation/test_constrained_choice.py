@@ -112,7 +112,9 @@ def test_a_request_naming_a_workspace_file_is_held_to_a_call_first(tmp_path, wor
 
     assert [kind(r.body) for r in fake.requests] == ["json_schema", None]
     held = fake.requests[0].body
-    assert "final_answer" not in branches(held) and "You must call a tool" in held["messages"][0]["content"]
+    assert "final_answer" not in branches(held) and held["messages"][-1]["content"].endswith(
+        "read it with read_file.\nYou must call a tool in this reply.")  # said last: the system prompt stays as it is
+    assert held["messages"][0] == fake.requests[1].body["messages"][0]
     assert [e["name"] for e in wire if e["type"] == "toolCall"] == ["read_file"]
     assert "".join(e["delta"] for e in wire if e["type"] == "text") == "It says hello from a."
 

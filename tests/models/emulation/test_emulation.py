@@ -291,12 +291,20 @@ async def test_a_call_completed_by_the_end_of_the_stream_keeps_the_inner_finish(
     assert events[-1] == Finished(usage=usage)
 
 
-async def test_emulated_provider_tool_choice():
+@pytest.mark.parametrize("constrained", [False, True])
+async def test_emulated_provider_tool_choice_is_said_last_and_leaves_the_system_prompt_alone(constrained):
+    # The system prompt is the same bytes whatever the choice: a server's prompt cache keeps it, and the history
+    # after it, from a request that must call to the next one, which may answer (issue 42).
     model = ScriptedModel(Finished())
-    await collect(EmulatedProvider(model), request(choice="required"))
-    assert model.requests[0].system.endswith("You must call a tool in this reply.")
-    await collect(EmulatedProvider(model), request(choice="read_file"))
-    assert model.requests[1].system.endswith("You must call read_file in this reply.")
+    for choice in ("auto", "required", "read_file"):
+        await collect(EmulatedProvider(model, constrained=constrained), request(choice=choice))
+    auto, required, named = model.requests
+    assert auto.system == required.system == named.system
+    assert required.messages[:-1] == named.messages[:-1] == auto.messages[:-1]
+    required_said = required.messages[-1].text.removesuffix("\nYou must call a tool in this reply.")
+    named_said = named.messages[-1].text.removesuffix("\nYou must call read_file in this reply.")
+    assert required_said == named_said != required.messages[-1].text
+    assert not auto.messages[-1].text.endswith("in this reply.")
 
 
 async def test_emulated_provider_without_tools_detects_nothing():

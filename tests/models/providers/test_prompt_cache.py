@@ -38,6 +38,7 @@ from sunwell.wire.usage import SessionUsage, TurnUsage
 pytest_plugins = ["test_sidecar_support"]  # the `sidecar` fixture
 
 SONNET = "anthropic:claude-sonnet-4-6"
+SMALL = "openai-compatible:qwen2.5-coder-0.5b"  # emulated tool calls, held to a reply schema
 EPHEMERAL = {"type": "ephemeral"}
 
 
@@ -310,6 +311,37 @@ def test_each_emulated_round_repeats_the_last_ones_prompt_up_to_its_reminder(tmp
     prompt = rendered(bodies[3])
     reminder = prompt.rindex("\n\nThe request was: ")  # said after the newest result only
     assert rendered(bodies[4]).startswith(prompt[:reminder]) and len(prompt) - reminder < 150 < reminder
+
+
+def test_a_small_models_session_repeats_its_prompt_from_turn_to_turn_and_after_a_held_first_call(sunwell, fake):
+    """What only one request says goes after the newest message, never into the system prompt: the files the line
+    names (for a small model) and that the first reply must be a call (`plan.read_first`). So every request repeats
+    the one before up to that request's own end, and a local server reads only what is new (BENCHMARKS.md,
+    "Local servers"). Before, both were in the system prompt, and a turn naming other files, or the round after a
+    held first call, had the server read the whole conversation again."""
+    from test_constrained import call, kind
+
+    def small(prompt: str, *flags: str) -> str:
+        run = sunwell("run", prompt, "--model", SMALL, "--base-url", f"{fake.url}/v1", "--json", *flags)
+        assert run.code == 0, run.stderr
+        return run.events[0]["session"]
+
+    fake.script(Reply(text="A mapping of keys to values."))
+    session = small("What is a Python dictionary?")
+    fake.script(Reply(text=call("read_file", path="a.txt")), Reply(text="It says hello from a."))
+    small("Read a.txt and tell me what it says", "--session", session)
+    fake.script(Reply(text="Bonjour."))
+    small("Say hello in French.", "--session", session)
+    bodies = [r.body for r in fake.requests]
+    assert [kind(b) for b in bodies] == [None, "json_schema", None, None]
+    held = bodies[1]["messages"][-1]["content"]
+    assert held.startswith("Read a.txt and tell me what it says\n\n")
+    assert "a.txt, which exists: read it with read_file" in held and "You must call a tool" in held
+    for before, after in itertools.pairwise(bodies):
+        old, new = before["messages"], after["messages"]
+        assert new[:len(old) - 1] == old[:-1]  # the system prompt and every message but the last
+        kept = new[len(old) - 1]["content"]
+        assert old[-1]["content"].startswith(kept) and len(old[-1]["content"]) - len(kept) < 250
 
 
 # ---- room made in the window: the only places the prefix breaks ---------------------------------------------------
