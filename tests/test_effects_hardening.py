@@ -36,7 +36,7 @@ def staged(ws: Path, data: Path, command: str) -> tuple[str, list[dict]]:
                       undo=UndoHooks(before_changes=lambda files: checkpoints.save_changes("s", "t", files)))
 
     async def allow() -> tuple[str, dict]:  # as the orchestrator does once the user allows what it shows
-        staged = await RUN_COMMAND.stage({"command": command, "timeout": 60}, ctx)
+        staged = await RUN_COMMAND.stage(RUN_COMMAND.bind({"command": command, "timeout": 60}), ctx)
         try:
             shown = await staged.preview()
             return await staged.apply(), shown

@@ -15,6 +15,7 @@ import pytest
 from fake_provider import Reply
 from sunwell.agent.chat import UserInput
 from sunwell.agent.commands import run_command
+from sunwell.commands_spec import parse_command
 from sunwell.agent.context import Budget, SessionContext
 from sunwell.agent.engine import Engine
 from sunwell.agent.session import Session
@@ -56,7 +57,7 @@ def as_counted(raw: int) -> int:
 
 async def context_then_turn(engine: Engine, fake, line: str) -> tuple[str, dict]:
     session = Session(engine)
-    shown = (await run_command(engine, session.state, "::context")).output
+    shown = (await run_command(engine, session.state, parse_command("::context"))).output
     fake.script(Reply(text="Hello."))
     done = (await session.submit(UserInput(line), lambda event: None)).done
     assert done.status == "completed", done.error
