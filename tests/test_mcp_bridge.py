@@ -47,7 +47,8 @@ class Bridge:
         return next(t for t in self.hub.tools() if t.name == name)
 
     async def call(self, name: str, **arguments):
-        return await execute(self.tool(name), ToolCall(id="c1", name=name, arguments=arguments), self.ctx)
+        tool = self.tool(name)
+        return await execute(tool, ToolCall(id="c1", name=name, arguments=arguments), tool.bind(arguments), self.ctx)
 
 
 @pytest.fixture
