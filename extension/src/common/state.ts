@@ -14,6 +14,7 @@ import type {
   NoticeLevel,
   PlanItem,
   Preview,
+  ResultData,
   SessionEvent,
   SessionInfo,
   SessionUsage,
@@ -87,6 +88,8 @@ export interface ToolItem {
   /** How the call was approved, from the `approval` event (also when a policy decided and nobody was asked). */
   decision: { decision: Decision; by: DecidedBy } | null;
   output: string | null;
+  /** What the tool gave back for its card (a page, search hits, an API's answer, a sub-agent's), when it gave any. */
+  data?: ResultData | null;
   error: ToolError | null;
   durationMs: number | null;
   /** `ask_user`: the question card. */
@@ -409,6 +412,7 @@ function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
       const fields = {
         status: (ev.ok ? 'ok' : 'error') as ToolStatus,
         output: ev.output,
+        ...(ev.data ? { data: ev.data } : {}),
         error: ev.error,
         durationMs: ev.durationMs,
       };
@@ -614,7 +618,8 @@ export function forStorage(state: ChatState, maxOutput = 8000): ChatState {
       const approval = item.approval?.state === 'pending' ? { ...item.approval, state: 'expired' as const } : item.approval;
       const question = item.question?.state === 'pending' ? { question: { ...item.question, state: 'expired' as const } } : {};
       const children = item.children?.map((child) => ({ ...child, output: cut(child.output) }));
-      return { ...item, output: cut(item.output), approval, ...question, ...(children ? { children } : {}) };
+      const data = item.data?.kind === 'subagent' ? { data: { ...item.data, answer: cut(item.data.answer) ?? '' } } : {};
+      return { ...item, output: cut(item.output), ...data, approval, ...question, ...(children ? { children } : {}) };
     }),
   };
 }

@@ -188,8 +188,8 @@ def parts_of(*, text: str | None = "", thinking: str | None = "", thinking_signa
 class ToolResultMessage(WireModel):
     """A call's result. A tool gives back parts (wire/results.py); `output` is their text, what PROTOCOL.md's
     `toolResult.output` shows and what a model that reads only text reads. A result of one text part (almost every
-    one, and every result logged before parts) keeps `parts` absent: `output` is that part, so such a result reads,
-    logs and goes to each provider as it always did. Make one from parts with `of`."""
+    one, and every result logged before parts) has no `parts`: `output` is that part, so such a result reads, logs
+    and goes to each provider as it always did."""
 
     role: Literal["tool_result"] = "tool_result"
     call_id: str

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Literal, assert_never
+from typing import Annotated, Any, Literal, assert_never
 
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from sunwell.wire.base import TextPart, WireModel
 
@@ -28,7 +28,8 @@ class DataPart(WireModel):
     """JSON data a model reads (an MCP server's structured content), rendered as indented JSON where only text goes."""
 
     kind: Literal["data"] = "data"
-    data: JsonValue
+    data: Any
+    """Any JSON value."""
 
     def as_text(self) -> str:
         return json.dumps(self.data, ensure_ascii=False, indent=2)
@@ -93,7 +94,7 @@ def map_data(data: ResultData, change: Callable[[str], str]) -> ResultData:
     return type(data).model_validate(_map_strings(data.model_dump(), change))
 
 
-def _map_strings(value: JsonValue, change: Callable[[str], str]) -> JsonValue:
+def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
     if isinstance(value, str):
         return change(value)
     if isinstance(value, list):
