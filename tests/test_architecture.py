@@ -313,7 +313,8 @@ def raw_reads(path: Path) -> list[int]:
             name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
             owner = getattr(getattr(node.func, "value", None), "id", None)
             given = [getattr(arg, "id", None) for arg in node.args]
-            if name == "string_arg" or (name == "model_validate" and RAW & set(given)) or (name == "get" and owner in RAW):
+            if (name == "string_arg" or (name == "model_validate" and RAW & set(given))
+                    or (name == "get" and owner in RAW)):
                 lines.append(node.lineno)
         elif isinstance(node, ast.Subscript) and getattr(node.value, "id", None) in RAW:
             lines.append(node.lineno)

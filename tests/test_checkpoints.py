@@ -89,7 +89,8 @@ async def test_undo_refuses_a_file_changed_since_and_changes_nothing(ws: Path, c
 async def test_two_turns_undone_one_after_the_other(ws: Path, cps: Checkpoints) -> None:
     await call_tool(WRITE_FILE, {"path": "a.txt", "content": "beta\n"}, turn_ctx(ws, cps, "s1", "t1"))
     await call_tool(WRITE_FILE, {"path": "b.txt", "content": "b\n"}, turn_ctx(ws, cps, "s1", "t1"))
-    await call_tool(EDIT_FILE, {"path": "a.txt", "old_text": "beta", "new_text": "gamma"}, turn_ctx(ws, cps, "s1", "t2"))
+    await call_tool(EDIT_FILE, {"path": "a.txt", "old_text": "beta", "new_text": "gamma"},
+                    turn_ctx(ws, cps, "s1", "t2"))
     assert cps.turns("s1") == ["t1", "t2"]
     assert cps.undo("s1", ws, Jail(ws)).turn == "t2"
     assert (ws / "a.txt").read_text() == "beta\n" and (ws / "b.txt").exists()

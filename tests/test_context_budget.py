@@ -16,10 +16,10 @@ from conftest import check_stream_rules
 from fake_provider import Call, Fail, Reply
 from sunwell.agent.chat import UserInput
 from sunwell.agent.commands import run_command
-from sunwell.commands_spec import parse_command
 from sunwell.agent.engine import Engine
 from sunwell.agent.prompts import COMPACT_SYSTEM, SUMMARY_HEADING
 from sunwell.agent.session import Session
+from sunwell.commands_spec import parse_command
 from sunwell.config import ModelOverride, Settings
 from sunwell.models.base import ModelRequest
 from sunwell.models.providers.openai_chat import map_messages

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fake_provider import Call, Reply
 from conftest import call_tool
+from fake_provider import Call, Reply
 from sunwell.tools.base import CommandSettings, ToolContext, ToolFailure, UndoHooks
 from sunwell.tools.handlers.shell import RUN_COMMAND, staging_problem
 from sunwell.tools.workspace.checkpoints import Checkpoints
@@ -150,8 +150,8 @@ def test_a_command_past_the_staging_cap_is_stopped_and_nothing_is_applied(ws, tm
     ctx = context(ws, tmp_path / "data", staging_max_bytes=50_000_000)
     before = tree(ws)
     with pytest.raises(ToolFailure) as info:  # 1 GB: stopped while it writes, not after
-        asyncio.run(call_tool(RUN_COMMAND, {"command": "echo x > small.txt; head -c 1G /dev/zero > big.bin", "timeout": 120},
-                                ctx))
+        asyncio.run(call_tool(RUN_COMMAND, {"command": "echo x > small.txt; head -c 1G /dev/zero > big.bin",
+                                            "timeout": 120}, ctx))
     assert info.value.error.code == "execution" and "staging.max_bytes" in info.value.error.suggestion
     assert "nothing was applied" in info.value.error.message
     assert tree(ws) == before
@@ -170,7 +170,8 @@ def test_a_cancelled_command_applies_nothing(ws, tmp_path):
     ctx = context(ws, tmp_path / "data")
 
     async def main() -> None:
-        task = asyncio.ensure_future(call_tool(RUN_COMMAND, {"command": "echo changed > a.txt; touch made.txt; sleep 30"}, ctx))
+        command = {"command": "echo changed > a.txt; touch made.txt; sleep 30"}
+        task = asyncio.ensure_future(call_tool(RUN_COMMAND, command, ctx))
         staging = tmp_path / "data" / "staging"
         for _ in range(200):  # until the command has written into its stage
             await asyncio.sleep(0.05)

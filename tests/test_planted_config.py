@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fake_provider import Call, Reply
 from conftest import call_tool
+from fake_provider import Call, Reply
 from sunwell.config import load_settings
 from sunwell.tools.base import CommandSettings, ToolContext
 from sunwell.tools.handlers.shell import RUN_COMMAND

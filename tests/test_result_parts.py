@@ -30,7 +30,8 @@ TEXT = ('a caption\n[image: image/png, about 72 bytes — not shown, tool result
 
 
 def request(result: ToolResultMessage) -> ModelRequest:
-    return ModelRequest(model="m", system="", messages=[UserMessage(text="look"), AssistantMessage(tool_calls=[CALL]), result])
+    messages = [UserMessage(text="look"), AssistantMessage(tool_calls=[CALL]), result]
+    return ModelRequest(model="m", system="", messages=messages)
 
 
 def test_a_result_of_one_text_is_the_message_it_always_was():

@@ -89,7 +89,8 @@ def test_arguments_the_model_cannot_have_sent_are_refused_by_the_one_validation(
 
 def test_a_bound_call_is_an_instance_of_the_tools_model_and_a_dynamic_tools_dict():
     bound = CORE["read_file"].bind({"path": "a.py", "limit": 3})
-    assert isinstance(bound, CORE["read_file"].arguments) and (bound.path, bound.offset, bound.limit) == ("a.py", None, 3)
+    assert isinstance(bound, CORE["read_file"].arguments)
+    assert (bound.path, bound.offset, bound.limit) == ("a.py", None, 3)
     remote = types.Tool(name="echo", description="d", inputSchema={"type": "object"})
     [tool] = sunwell_tools("srv", McpServerConfig(command="x"), [remote], call=None)
     assert tool.arguments is None and tool.bind({"anything": 1}) == {"anything": 1}

@@ -15,10 +15,10 @@ import pytest
 from fake_provider import Reply
 from sunwell.agent.chat import UserInput
 from sunwell.agent.commands import run_command
-from sunwell.commands_spec import parse_command
 from sunwell.agent.context import Budget, SessionContext
 from sunwell.agent.engine import Engine
 from sunwell.agent.session import Session
+from sunwell.commands_spec import parse_command
 from sunwell.config import Settings
 from sunwell.models.tokens import text_tokens, tools_tokens
 from sunwell.wire.messages import ToolSpec

@@ -44,7 +44,8 @@ class ImagePart(WireModel):
 
     def as_text(self) -> str:
         """The note a model that takes no image in a tool result reads in its place."""
-        return f"[image: {self.media_type}, about {len(self.data) * 3 // 4:,} bytes — not shown, tool results are text]"
+        size = len(self.data) * 3 // 4  # base64: not decoded just to be counted
+        return f"[image: {self.media_type}, about {size:,} bytes — not shown, tool results are text]"
 
 
 class ResourceLinkPart(WireModel):

@@ -27,7 +27,8 @@ def render_result(result: types.CallToolResult) -> ToolReturn:
     text = "\n".join(shown for part in parts if (shown := part_text(part)))
     structured = result.structured_content
     if structured is not None and not _says_the_same(text, structured):
-        parts += [TextPart(text="[structured content]"), DataPart(data=structured)] if text else [DataPart(data=structured)]
+        parts += [TextPart(text="[structured content]")] if text else []
+        parts.append(DataPart(data=structured))
     if result.is_error:
         said = "\n".join(shown for part in parts if (shown := part_text(part)))
         raise ToolFailure("execution", said or "the tool reported an error and said nothing more",
