@@ -41,6 +41,7 @@ SOURCES: list[tuple[str, str]] = [
     ("sunwell.wire.results", "ResultData"),
     ("sunwell.wire.options", "*"),
     ("sunwell.wire.protocol", "*"),
+    ("sunwell.wire.user_requests", "*"),
     ("sunwell.wire.events", "SessionEvent"),
     ("sunwell.wire.events", "UserMessageEvent"),
     ("sunwell.wire.usage", "SessionUsage"),

@@ -75,7 +75,7 @@ def sunwell(env: dict[str, str], workspace: Path):
 
 
 def check_stream_rules(events: list[dict]) -> None:
-    """PROTOCOL.md "Rules of the stream" for one turn."""
+    """docs/events.md "Rules of the stream" for one turn."""
     assert events, "no events"
     assert len({(e["session"], e["turn"]) for e in events}) == 1
     assert [e["seq"] for e in events] == list(range(len(events)))

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from conftest import check_stream_rules
 from fake_provider import Call, Reply
+from person import Person
 from sunwell.agent.gate import Gate
 from sunwell.tools.base import Tool, ToolContext
 from sunwell.tools.policy.approval import ApprovalPolicy
@@ -235,7 +236,7 @@ def _admit(tool: Tool, answer: str = "deny"):
         asked.append(req)
         return answer
 
-    gate = Gate(ApprovalPolicy(mode="ask", ask=ask))
+    gate = Gate(ApprovalPolicy(mode="ask", client=Person(approve=ask)))
     call = ToolCall(id="c1", name=tool.name, arguments={"q": 1})
     verdict = asyncio.run(gate.admit(tool, call, tool.bind(call.arguments), ToolContext(jail=None), "s", "t",
                                      emit=lambda event: None))

@@ -33,7 +33,7 @@ EXAMPLE_LENS = Path(__file__).resolve().parents[1] / "examples" / "code-review.l
     ('::run review_file {"path": "a.py"}', Command("run", 'review_file {"path": "a.py"}')),
     ("::focus\nsrc/**", Command("focus", "src/**")),
     ("::x", Command("x", "")),
-    ("::help:x", Command("help:x", "")),  # `::SERVER:PROMPT`: an MCP prompt (PROTOCOL.md, third batch)
+    ("::help:x", Command("help:x", "")),  # `::SERVER:PROMPT`: an MCP prompt (docs/cli.md "Chat commands")
     ('::Docs:Review path="a b.py"', Command("Docs:Review", 'path="a b.py"')),  # its name keeps its case
 ])
 def test_a_command_is_a_name_first_on_the_line(line, expected):

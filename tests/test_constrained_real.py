@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import local_model  # scripts/
 import pytest
 
 from conftest import SERVER, Run, check_stream_rules
-from test_real_model import MODEL, N_CTX, llama, llama_url  # noqa: F401 - the module's server, as fixtures
+from test_real_model import MODEL, N_CTX, llama  # noqa: F401 - the module's server, as a fixture
 
 pytestmark = pytest.mark.slow
 
 
-def run(url: str, workspace: Path, home: Path, prompt: str, *, constrained: bool = True) -> Run:
+def run(server: local_model.ModelServer, workspace: Path, home: Path, prompt: str, *, constrained: bool = True) -> Run:
     config = home / "config" / "sunwell" / "config.yaml"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(json.dumps({"models": {MODEL: {"context_window": N_CTX, "constrained": constrained}},
@@ -30,17 +30,17 @@ def run(url: str, workspace: Path, home: Path, prompt: str, *, constrained: bool
     env.update(
         PYTHONPATH=str(SERVER), XDG_CONFIG_HOME=str(home / "config"), SUNWELL_DATA_DIR=str(home / "data")
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "sunwell", "run", prompt, "--model", MODEL, "--base-url", url, "--json", "--yes",
-         "--max-tool-turns", "4"], capture_output=True, text=True, env=env, cwd=workspace, timeout=600, check=False)  # fmt: skip
+    proc = server.run_client(  # a server that dies meanwhile fails the test with its log's last lines
+        [sys.executable, "-m", "sunwell", "run", prompt, "--model", MODEL, "--base-url", server.url, "--json", "--yes",
+         "--max-tool-turns", "4"], env=env, cwd=workspace, timeout=600)  # fmt: skip
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
-def test_read_then_write_with_constrained_decoding(llama_url, tmp_path):  # noqa: F811
+def test_read_then_write_with_constrained_decoding(llama, tmp_path):  # noqa: F811
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "a.txt").write_text("hello world\n")
-    result = run(llama_url, workspace, tmp_path, "Read a.txt and write its content in upper case to b.txt")
+    result = run(llama, workspace, tmp_path, "Read a.txt and write its content in upper case to b.txt")
     assert result.code in (0, 3), result.stderr
     check_stream_rules(result.events)
     calls = [e["name"] for e in result.events if e["type"] == "toolCall"]

@@ -1,4 +1,4 @@
-"""Deny with a note (PROTOCOL.md `sunwell/approve`: the result may carry `note`): the answer stays a denial by the
+"""Deny with a note (docs/sidecar.md "ApproveResult": the result may carry `note`): the answer stays a denial by the
 user, and the model reads the note with it. Over real stdio against the sidecar."""
 
 from __future__ import annotations

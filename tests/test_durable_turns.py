@@ -1,4 +1,4 @@
-"""Durable turns (PROTOCOL.md "Durable turns"): a real `sunwell run` killed with SIGKILL at a step boundary, then
+"""Durable turns (docs/events.md "Durable turns"): a real `sunwell run` killed with SIGKILL at a step boundary, then
 `sunwell run --resume`. The scripted provider holds an answer until a file appears (`Reply.wait_for`), so the kill
 lands exactly where the test wants it; a side-effect counter shows what ran how often."""
 

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import call_tool
 from fake_provider import Call, Reply
-from sunwell.tools.base import CommandSettings, ToolContext, ToolFailure, UndoHooks
+from sunwell.tools.base import CommandSettings, Limits, ToolContext, ToolFailure, UndoHooks
 from sunwell.tools.handlers.shell import RUN_COMMAND, staging_problem
 from sunwell.tools.workspace.checkpoints import Checkpoints
 from sunwell.tools.workspace.jail import Jail
@@ -141,8 +141,7 @@ async def allowed(args: dict, ctx: ToolContext, while_asked: Callable[[], None] 
 
 def context(ws: Path, data: Path, **extra) -> ToolContext:
     checkpoints = Checkpoints(data / "checkpoints")
-    return ToolContext(jail=Jail(ws), max_output_bytes=20_000, commands=CommandSettings(staging_dir=data / "staging", **extra),
-                       undo=UndoHooks(before_changes=lambda files: checkpoints.save_changes("s", "t", files)))
+    return ToolContext(jail=Jail(ws), undo=UndoHooks(before_changes=lambda files: checkpoints.save_changes("s", "t", files)), limits=Limits(max_output_bytes=20_000, commands=CommandSettings(staging_dir=data / "staging", **extra)))
 
 
 @needs_overlay

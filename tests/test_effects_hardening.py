@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fake_provider import Call, Reply
-from sunwell.tools.base import CommandSettings, ToolContext, UndoHooks
+from sunwell.tools.base import CommandSettings, Limits, ToolContext, UndoHooks
 from sunwell.tools.handlers.shell import RUN_COMMAND
 from sunwell.tools.workspace.checkpoints import Checkpoints
 from sunwell.tools.workspace.jail import Jail
@@ -32,8 +32,7 @@ FSMONITOR = "[core]\n\trepositoryformatversion = 0\n\tworktree = ..\n\tfsmonitor
 def staged(ws: Path, data: Path, command: str) -> tuple[str, list[dict]]:
     """Run `command` staged, Allow whatever it did; (the result the model reads, the previews shown)."""
     checkpoints = Checkpoints(data / "checkpoints")
-    ctx = ToolContext(jail=Jail(ws), max_output_bytes=50_000, commands=CommandSettings(staging_dir=data / "staging"),
-                      undo=UndoHooks(before_changes=lambda files: checkpoints.save_changes("s", "t", files)))
+    ctx = ToolContext(jail=Jail(ws), undo=UndoHooks(before_changes=lambda files: checkpoints.save_changes("s", "t", files)), limits=Limits(max_output_bytes=50_000, commands=CommandSettings(staging_dir=data / "staging")))
 
     async def allow() -> tuple[str, dict]:  # as the orchestrator does once the user allows what it shows
         staged = await RUN_COMMAND.stage(RUN_COMMAND.bind({"command": command, "timeout": 60}), ctx)

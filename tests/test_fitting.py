@@ -134,3 +134,82 @@ def test_sunwell_run_offers_the_conveniences_only_when_the_window_allows(sunwell
     tools = {tool["function"]["name"] for tool in fake.requests[0].body.get("tools", [])}
     assert "read_file" in tools
     assert (conveniences & tools) == (conveniences if offered else set()), tools
+
+
+def reference_fit(tools, *, context_window, user_text, expendable=(), topical=()):
+    """The fitting as first written: the whole kept list counted again after every step (cubic in the tools). The
+    fitting counts only what a step changed (`ToolsTally`); it must choose exactly what this chooses."""
+    from sunwell.models.fitting import (
+        _first_sentence,
+        _without_optional_descriptions,
+        _without_optional_parameters,
+        _words,
+    )
+
+    budget = int(context_window * 0.25)
+    words = _words(user_text)
+    order = sorted(range(len(tools)), key=lambda i: (relevance(tools[i], words), -i))
+    current, dropped = list(tools), []
+
+    def kept():
+        return [t for j, t in enumerate(current) if j not in dropped]
+
+    def fits():
+        return tools_tokens(kept()) <= budget
+
+    if fits():
+        return kept()
+    for i in [i for i in order if tools[i].name in expendable
+              or (tools[i].name in topical and not relevance(tools[i], words))][:len(tools) - 1]:
+        if fits():
+            break
+        dropped.append(i)
+    for trim in (_first_sentence, _without_optional_descriptions, _without_optional_parameters):
+        for i in order:
+            if fits():
+                break
+            if i not in dropped:
+                current[i] = trim(current[i])
+        if fits():
+            return kept()
+    for i in [i for i in order if i not in dropped][:-1]:
+        if fits():
+            break
+        dropped.append(i)
+    return kept()
+
+
+WORDS = ["read", "file", "pokemon", "type", "berry", "list", "search", "get", "42", "héllo", "x-y", "page"]
+
+
+def random_tool(rng, i):
+    def text(n):
+        return " ".join(rng.choice(WORDS) for _ in range(n)) + rng.choice([".", ". More words here.", "! And 7."])
+
+    props = {f"p{j}": {"type": rng.choice(["string", "integer"]), "description": text(rng.randint(1, 8))}
+             for j in range(rng.randint(0, 4))}
+    required = [name for name in props if rng.random() < 0.4]
+    name = f"{rng.choice(WORDS).replace('é', 'e').replace('-', '_')}_{i}"
+    return ToolSpec(name=name, description=text(rng.randint(0, 20)),
+                    parameters={"type": "object", "properties": props, "required": required})
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_fitting_chooses_what_the_reference_chooses(seed):
+    import random
+
+    from sunwell.models.tokens import ToolsTally
+
+    rng = random.Random(seed)
+    tools = [random_tool(rng, i) for i in range(rng.randint(1, 60))]
+    tally = ToolsTally()
+    for tool in tools:
+        tally.add(tool)
+    assert tally.tokens == tools_tokens(tools)  # the running sums count exactly what the request's JSON costs
+    expendable = {t.name for t in tools if rng.random() < 0.2}
+    topical = {t.name for t in tools if rng.random() < 0.5}
+    text = " ".join(rng.choice(WORDS) for _ in range(3))
+    for window in (40, 400, 2_000, 8_000, rng.randint(10, 4 * tools_tokens(tools) + 40)):
+        fitted, _ = fit_tools(tools, context_window=window, user_text=text, expendable=expendable, topical=topical)
+        assert fitted == reference_fit(tools, context_window=window, user_text=text, expendable=expendable,
+                                       topical=topical), (seed, window)

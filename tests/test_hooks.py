@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from fake_provider import Call, Reply
+from person import Person
 from sunwell.agent.engine import Engine
 from sunwell.config import load_settings
 from sunwell.config.settings import HooksSettings, Settings
@@ -172,7 +173,7 @@ async def test_the_user_is_asked_about_a_proposal_when_someone_can_answer(tmp_pa
 
     settings = load_settings(workspace, {"model": "openai:gpt-4o", "data_dir": str(tmp_path / "data"),
                                          "approval": "ask"})
-    events, _ = await turn(Engine(settings, workspace, asker=asker), fake, read())
+    events, _ = await turn(Engine(settings, workspace, client=Person(approve=asker)), fake, read())
     assert asked[0].name == "pre_tool hook (proposed by the workspace config)"
     assert asked[0].preview.command.startswith(sys.executable)
     result = results(events)[0]

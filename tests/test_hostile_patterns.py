@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import call_tool
-from sunwell.tools.base import SearchSettings, ToolContext, ToolFailure
+from sunwell.tools.base import Limits, SearchSettings, ToolContext, ToolFailure
 from sunwell.tools.handlers.files import LIST_FILES, compile_glob
 from sunwell.tools.handlers.search import SEARCH_FILES
 from sunwell.tools.workspace.jail import Jail
@@ -43,7 +43,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def context(root: Path, ripgrep: str | None = "", timeout: float | None = None) -> ToolContext:
-    return ToolContext(jail=Jail(root), search=SearchSettings(ripgrep_path=ripgrep, timeout=timeout))
+    return ToolContext(jail=Jail(root), limits=Limits(search=SearchSettings(ripgrep_path=ripgrep, timeout=timeout)))
 
 
 async def failure(coro) -> ToolFailure:

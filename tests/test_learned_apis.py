@@ -15,6 +15,7 @@ import pytest
 
 from api_server import API_KEY, ApiServer, keyed_document, pokeapi_document
 from fake_provider import Call, Reply
+from person import Person
 from sunwell.agent.engine import Engine
 from sunwell.config import Settings
 from sunwell.tools.base import ToolFailure
@@ -47,7 +48,7 @@ def make_engine(tmp_path: Path, workspace: Path, fake, monkeypatch: pytest.Monke
     def make(approval: str = "auto", asker=None, **settings) -> Engine:
         settings = {**ALLOW_LOCAL, **settings}
         return Engine(Settings(model="openai:gpt-4o", data_dir=tmp_path / "data", approval=approval, **settings),
-                      workspace, asker=asker)
+                      workspace, client=Person(approve=asker) if asker else Person())
 
     return make
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from api_server import API_KEY, QUERY_SECRET, ApiServer, pokeapi_document, two_keys_document
+from api_server import API_KEY, QUERY_SECRET, ApiServer, limits_document, pokeapi_document, two_keys_document
 from fake_provider import Call, Reply
+from person import Person
 from sunwell.agent.engine import Engine
 from sunwell.config import Settings
 from sunwell.tools.base import ToolFailure
@@ -83,7 +84,7 @@ def make_engine(tmp_path: Path, workspace: Path, fake, monkeypatch: pytest.Monke
     def make(approval: str = "auto", asker=None, network=None, **settings) -> Engine:
         return Engine(Settings(model="openai:gpt-4o", data_dir=tmp_path / "data", approval=approval,
                                network={"allow": ["127.0.0.1"], **(network or {})}, **settings),
-                      workspace, asker=asker)
+                      workspace, client=Person(approve=asker) if asker else Person())
 
     return make
 
@@ -148,6 +149,27 @@ async def test_head_runs_without_asking_like_get(make_engine, fake, api):
     assert status.wire()["data"] == {"kind": "apiAnswer", "api": "lim", "method": "HEAD", "status": 200,
                                      "url": api.url("/limits/status"), "contentType": status.data.content_type}
     assert api.requests[-1][:2] == ("HEAD", "/limits/status")
+
+
+@pytest.mark.parametrize(("token_path", "words"), [("/limits/endless", "larger than network.max_bytes (100,000 bytes)"),
+                                                     ("/limits/slow", "lim__long timed out after 1 s")])
+async def test_an_oauth2_token_is_asked_under_the_calls_cap_and_deadline(make_engine, fake, api, workspace,
+                                                                       token_path, words):
+    """The token URL answers without end, or late: the token is asked through the same way out as the call, so
+    the cap and the call's one deadline hold there too."""
+    document = limits_document(api.url("/limits"))
+    document["components"] = {"securitySchemes": {"oauth": {"type": "oauth2", "flows": {"clientCredentials": {
+        "tokenUrl": api.url(token_path), "scopes": {}}}}}}
+    document["paths"]["/long"]["get"]["security"] = [{"oauth": []}]
+    (workspace / "limits.json").write_text(json.dumps(document))
+    engine = make_engine("auto")
+    fake.script(Reply(tool_calls=[Call("learn_api", '{"source": "limits.json", "name": "lim"}')]), Reply(text="ok"))
+    await engine.run_turn("learn it", lambda e: None)
+    engine.learned.credentials.set("lim", "oauth", "client-1:client-secret-99")
+    [long] = await calls(make_engine("deny", network={"max_bytes": 100_000, "timeout": 1}), fake, "lim__long")
+    assert long.error.code == "network" and words in long.error.message, long.error
+    assert api.endless_sent < 20_000_000
+    assert not any(path == "/limits/long" for _, path, _, _ in api.requests)
 
 
 # ---- never in a log --------------------------------------------------------------------------------------------

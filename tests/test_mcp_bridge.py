@@ -12,7 +12,7 @@ import pytest
 
 from mcp_support import GARBAGE, HttpToolbox, free_port, toolbox
 from sunwell.config import McpServerConfig
-from sunwell.tools.base import ToolContext, Trust
+from sunwell.tools.base import Limits, ToolContext, Trust, TurnServices
 from sunwell.tools.executor import execute
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.mcp.naming import tool_name
@@ -32,7 +32,7 @@ class Bridge:
         self.started: list[str] = []
         self.hub = McpHub(Surroundings(workspace, data))
         self.hub.configure({name: McpServerConfig.model_validate(c) for name, c in servers.items()}, {})
-        self.ctx = ToolContext(jail=Jail(workspace), max_output_bytes=100_000, notify=self.note)
+        self.ctx = ToolContext(jail=Jail(workspace), limits=Limits(max_output_bytes=100_000), turn=TurnServices(notify=self.note))
 
     def note(self, level: str, code: str, message: str) -> None:
         if " started (" not in message:  # every start is told too; the tests look at what went wrong

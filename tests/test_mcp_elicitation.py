@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sunwell.cli.elicit import TerminalElicitor
+from person import Person
+from sunwell.cli.client import TerminalClient
 from sunwell.config import McpServerConfig
 from sunwell.tools.base import ToolContext, Trust
 from sunwell.tools.executor import execute
@@ -43,17 +44,17 @@ async def call(hub: McpHub, name: str, **arguments):
 def answering(*answers: dict, asked: list | None = None):
     replies = list(answers)
 
-    async def elicitor(session, server, message, schema):
+    async def elicit(request):
         if asked is not None:
-            asked.append((session, server, message, schema))
+            asked.append((request.session, request.server, request.message, request.schema_))
         return replies.pop(0)
 
-    return elicitor
+    return Person(elicit=elicit)
 
 
 async def test_an_accepted_form_reaches_the_server(hub):
     asked: list = []
-    hub.elicitor = answering({"action": "accept", "content": {"name": "Ada", "age": 36}}, asked=asked)
+    hub.client = answering({"action": "accept", "content": {"name": "Ada", "age": 36}}, asked=asked)
     result = await call(hub, "greet")
     assert result.ok and result.output.strip() == "Hello Ada (36)"
     session, server, message, schema = asked[0]
@@ -63,7 +64,7 @@ async def test_an_accepted_form_reaches_the_server(hub):
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])
 async def test_decline_and_cancel_are_honoured(hub, action):
-    hub.elicitor = answering({"action": action})
+    hub.client = answering({"action": action})
     assert (await call(hub, "greet")).output.strip() == f"no name: {action}"
 
 
@@ -72,13 +73,13 @@ async def test_with_no_one_to_ask_it_is_declined(hub):
 
 
 async def test_an_answer_the_schema_refuses_is_not_sent(hub):
-    hub.elicitor = answering({"action": "accept", "content": {"name": 7}})
+    hub.client = answering({"action": "accept", "content": {"name": 7}})
     assert (await call(hub, "greet")).output.strip() == "no name: decline"
 
 
 async def test_a_request_for_a_secret_names_its_server_and_is_never_prefilled(hub):
     out = io.StringIO()
-    hub.elicitor = TerminalElicitor(stdin=io.StringIO("n\n"), out=out)
+    hub.client = TerminalClient(stdin=io.StringIO("n\n"), out=out, answering={"elicit"})
     assert (await call(hub, "steal")).output.strip() == "refused: decline"
     shown = out.getvalue()
     assert "The MCP server asker asks (its own words, not Sunwell's)" in shown
@@ -87,7 +88,7 @@ async def test_a_request_for_a_secret_names_its_server_and_is_never_prefilled(hu
 
 async def test_the_terminal_fills_a_form_field_by_field(hub):
     out = io.StringIO()
-    hub.elicitor = TerminalElicitor(stdin=io.StringIO("y\nGrace\nold\n85\n"), out=out)
+    hub.client = TerminalClient(stdin=io.StringIO("y\nGrace\nold\n85\n"), out=out, answering={"elicit"})
     assert (await call(hub, "greet")).output.strip() == "Hello Grace (85)"
     assert "not a integer; try again" in out.getvalue()
 

@@ -17,8 +17,9 @@ import httpx2
 import pytest
 
 from mcp_support import Browser, OAuthBox
+from person import Person
 from sunwell.config import McpServerConfig
-from sunwell.tools.base import ToolContext, Trust
+from sunwell.tools.base import Limits, ToolContext, Trust, TurnServices
 from sunwell.tools.executor import execute
 from sunwell.tools.mcp import McpHub, Surroundings
 from sunwell.tools.mcp.sign_in_url import UnsafeUrl, checked_authorization_url
@@ -39,11 +40,12 @@ class Sunwell:
     def __init__(self, tmp: Path, url: str, opener=None, allow: tuple[str, ...] = (), **config) -> None:
         (tmp / "ws").mkdir(exist_ok=True)
         self.data = tmp / "data"
-        self.hub = McpHub(Surroundings(tmp / "ws", self.data, network=HostRules(allow)))
+        # the person opens the page when an `opener(server, url)` is given; else no one is there to sign in
+        person = Person(open_url=lambda request: opener(request.server, request.url)) if opener else Person()
+        self.hub = McpHub(Surroundings(tmp / "ws", self.data, network=HostRules(allow)), person)
         self.hub.configure({"guarded": McpServerConfig.model_validate({"url": url, "timeout": 10, **config})}, {})
-        self.hub.sign_in.opener = opener
         self.notices: list[tuple[str, str, str]] = []
-        self.ctx = ToolContext(jail=Jail(tmp / "ws"), max_output_bytes=100_000, notify=self.note)
+        self.ctx = ToolContext(jail=Jail(tmp / "ws"), limits=Limits(max_output_bytes=100_000), turn=TurnServices(notify=self.note))
 
     def note(self, level: str, code: str, message: str) -> None:
         self.notices.append((level, code, message))

@@ -1,4 +1,4 @@
-"""OAuth sign-in with an editor as the front end (lsp/sign_in.py), through the real sidecar over stdio: the page
+"""OAuth sign-in with an editor as the front end (lsp/client.py), through the real sidecar over stdio: the page
 opened with `window/showDocument` (external), the sign-in kept in the client's secret storage over `sunwell/secret`
 (never the keyring or a file of the sidecar's), `sunwell/mcpSignOut` forgetting it."""
 

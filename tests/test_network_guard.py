@@ -1,4 +1,4 @@
-"""The address rules for requests a library sends (tools/network/guard.py): the hook refuses what a fetch refuses
+"""The address rules for requests a library sends (tools/network/client.py): the hook refuses what a fetch refuses
 and sends the rest to the address it checked, so a second lookup (DNS rebinding) has nothing to answer."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx2
 import pytest
 
-from sunwell.tools.network.guard import Refused, pinned_by_rules
+from sunwell.tools.network.client import Refused, pinned_by_rules
 from sunwell.tools.network.hosts import HostRules
 
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import call_tool
 from fake_provider import Call, Reply
 from sunwell.config import load_settings
-from sunwell.tools.base import CommandSettings, ToolContext
+from sunwell.tools.base import CommandSettings, Limits, ToolContext
 from sunwell.tools.handlers.shell import RUN_COMMAND
 from sunwell.tools.workspace.jail import Jail
 
@@ -22,7 +22,7 @@ PLANT = ("mkdir -p .sunwell && printf 'ripgrep_path: ./tool.sh\\nsandbox: off\\n
 
 
 def command(ws: Path, text: str, tmp_path: Path, **extra) -> str:
-    ctx = ToolContext(jail=Jail(ws), commands=CommandSettings(quarantine_dir=tmp_path / "quarantine", **extra))
+    ctx = ToolContext(jail=Jail(ws), limits=Limits(commands=CommandSettings(quarantine_dir=tmp_path / "quarantine", **extra)))
     import asyncio
 
     return asyncio.run(call_tool(RUN_COMMAND, {"command": text}, ctx))

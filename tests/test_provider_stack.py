@@ -1,6 +1,6 @@
 """What a turn streams from (models/factory.py `provider_for`), through the engine against the scripted server: a
 local server that refuses native tools is sent the same request emulated and the session keeps emulating
-(PROTOCOL.md "Model strings"); a fault before anything streamed is retried, and said.
+(docs/config.md "Model strings"); a fault before anything streamed is retried, and said.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import call_tool
-from sunwell.tools.base import SearchSettings, Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.base import Limits, SearchSettings, Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.handlers.files import LIST_FILES, READ_FILE, compile_glob
 from sunwell.tools.handlers.search import SEARCH_FILES
 from sunwell.tools.handlers.search_hits import MAX_MATCHES, Hits
@@ -56,7 +56,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def context(root: Path, ripgrep: str | None = "", max_bytes: int = 100_000, blocked: tuple[str, ...] = ()):
-    return ToolContext(jail=Jail(root, blocked), max_output_bytes=max_bytes, search=SearchSettings(ripgrep_path=ripgrep))
+    return ToolContext(jail=Jail(root, blocked), limits=Limits(max_output_bytes=max_bytes, search=SearchSettings(ripgrep_path=ripgrep)))
 
 
 async def failure(tool, args: dict, ctx: ToolContext) -> ToolFailure:

@@ -15,15 +15,14 @@ import json
 import os
 import re
 import socket
-import subprocess
 import sys
-import time
-import urllib.request
+import warnings
 from pathlib import Path
 
+import local_model  # scripts/: how scripts/start.sh starts the server
 import pytest
 
-from conftest import SERVER, Run, check_stream_rules
+from conftest import ROOT, SERVER, Run, check_stream_rules
 from sunwell.agent.context import SessionContext
 from sunwell.agent.windows import calibrated_estimate
 from sunwell.models.base import ContextOverflow, ModelRequest, TextDelta
@@ -51,48 +50,29 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
-    """The server: (its /v1 URL, its log file)."""
+    """The server, started as scripts/start.sh starts it (scripts/local_model.py): asked one completion first, and
+    started again without ggml's extra buffer types when it dies on it (a CPU that reports AMX and traps it)."""
     path = _model_path()
     if not path.is_file():
         pytest.skip(f"model file not found: {path} (set SUNWELL_MODELS_DIR, or run scripts/fetch-models.sh)")
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama_cpp is not installed: pip install 'llama-cpp-python[server]==0.3.36'")
     port = _free_port()
-    log_path = tmp_path_factory.mktemp("llama") / "server.log"
-    log = log_path.open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--n_threads", "2", "--n_ctx", str(N_CTX),
-         "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
+    command = [sys.executable, str(ROOT / "scripts" / "llama_server.py"), "--model", str(path), "--n_threads", "2",
+               "--n_ctx", str(N_CTX), "--host", "127.0.0.1", "--port", str(port)]
+    log = tmp_path_factory.mktemp("llama") / "server.log"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama server exited with {proc.returncode}; see {log.name}")
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"llama server not ready after 60 s; see {log.name}")
-                time.sleep(0.3)
-        yield url, log_path
+        server = local_model.start(command, f"http://127.0.0.1:{port}/v1", log, say=warnings.warn)
+    except local_model.StartFailed as failed:
+        pytest.fail(str(failed))
+    try:
+        yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-
-
-@pytest.fixture(scope="module")
-def llama_url(llama) -> str:
-    return llama[0]
+        server.stop()
 
 
 @pytest.fixture
-def real(llama_url, tmp_path: Path, workspace: Path):
+def real(llama, tmp_path: Path, workspace: Path):
     """Run `sunwell run --json` against the real model: real("prompt", *flags) -> Run."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "SUNWELL_"))}
     env.update(PYTHONPATH=str(SERVER), XDG_CONFIG_HOME=str(tmp_path / "config"),
@@ -104,10 +84,10 @@ def real(llama_url, tmp_path: Path, workspace: Path):
     config.write_text(json.dumps({"models": {MODEL: {"context_window": N_CTX}}}))  # JSON is YAML
 
     def run(prompt: str, *flags: str) -> Run:
-        proc = subprocess.run(
-            [sys.executable, "-m", "sunwell", "run", prompt, "--model", MODEL, "--base-url", llama_url, "--json",
-             "--max-tool-turns", "3", *flags], capture_output=True, text=True, env=env, cwd=workspace,
-            timeout=600, check=False)  # a 25 KB read takes three 4k-token prompts on two busy cores
+        proc = llama.run_client(  # a server that dies meanwhile fails the test with its log's last lines
+            [sys.executable, "-m", "sunwell", "run", prompt, "--model", MODEL, "--base-url", llama.url, "--json",
+             "--max-tool-turns", "3", *flags], env=env, cwd=workspace,
+            timeout=600)  # a 25 KB read takes three 4k-token prompts on two busy cores
         return Run(proc.returncode, proc.stdout, proc.stderr)
 
     return run
@@ -181,25 +161,28 @@ def _big_py() -> str:
     return "".join(f"def func_{i}(x):\n    return x + {i * 3}\n\n\n" for i in range(640))
 
 
+async def _drain(provider, request: ModelRequest) -> list:
+    return [e async for e in provider.stream(request)]
+
+
 async def test_a_streamed_request_too_long_is_a_likely_overflow_and_the_next_request_works(llama):
     """llama-cpp-python ends a streamed request over its window without a word (its log says why): read as a
     likely overflow, never retried; the request right after it works although the server dropped the connection."""
-    url, log = llama
-    chat = OpenAIChat(name="openai-compatible", base_url=url, api_key="sk-no-key")
+    log = llama.log
+    chat = OpenAIChat(name="openai-compatible", base_url=llama.url, api_key="sk-no-key")
     windowed = WindowedProvider(chat, N_CTX, calibrated_estimate(SessionContext()))
     before = _refusals(log)
-    with pytest.raises(ContextOverflow) as caught:
-        [e async for e in windowed.stream(_request(f"What does func_599 return?\n\n{_big_py()}"))]
+    with pytest.raises(ContextOverflow) as caught:  # a server that dies instead fails the test with its log
+        await llama.guard(_drain(windowed, _request(f"What does func_599 return?\n\n{_big_py()}")))
     assert caught.value.limit is None and "most likely it did not fit" in str(caught.value)
-    events = [e async for e in windowed.stream(_request("Say hi"))]
+    events = await llama.guard(_drain(windowed, _request("Say hi")))
     assert any(isinstance(e, TextDelta) for e in events)
     assert _refusals(log) == before + 1  # what it was, said only there
 
 
 async def test_a_stream_another_client_interrupts_says_so(llama):
-    url, _ = llama
-    first = OpenAIChat(name="openai-compatible", base_url=url, api_key="sk-no-key")
-    second = OpenAIChat(name="openai-compatible", base_url=url, api_key="sk-no-key")
+    first = OpenAIChat(name="openai-compatible", base_url=llama.url, api_key="sk-no-key")
+    second = OpenAIChat(name="openai-compatible", base_url=llama.url, api_key="sk-no-key")
     started = asyncio.Event()
 
     async def long_answer() -> None:
@@ -209,12 +192,12 @@ async def test_a_stream_another_client_interrupts_says_so(llama):
             if isinstance(event, TextDelta):
                 started.set()
 
-    answering = asyncio.create_task(long_answer())
+    answering = asyncio.create_task(llama.guard(long_answer()))
     waiting = asyncio.create_task(started.wait())
     await asyncio.wait({answering, waiting}, timeout=120, return_when=asyncio.FIRST_COMPLETED)
     waiting.cancel()
     assert started.is_set(), answering.exception() if answering.done() else "no text in 120 s"
-    [e async for e in second.stream(_request("Say hi"))]  # the server cuts the first stream for this one
+    await llama.guard(_drain(second, _request("Say hi")))  # the server cuts the first stream for this one
     with pytest.raises(StreamCut) as cut:
         await answering
     assert cut.value.began and "another client's request interrupts" in str(cut.value)
@@ -223,7 +206,7 @@ async def test_a_stream_another_client_interrupts_says_so(llama):
 def test_a_file_three_times_the_window_is_read_within_it(real, llama, tmp_path: Path, workspace: Path):
     """The issue's case: with the window start.sh tells the config (as `real` does), every request fits and the turn
     ends."""
-    _, log = llama
+    log = llama.log
     (workspace / "big.py").write_text(_big_py())
     assert 24_000 < len(_big_py()) < 26_000
     start = len(log.read_text())

@@ -13,7 +13,7 @@ from sunwell.models.base import ModelRequest
 from sunwell.models.emulation.prompt import render_history_for_emulation
 from sunwell.models.providers.anthropic_messages import map_conversation
 from sunwell.models.providers.openai_chat import map_messages
-from sunwell.tools.base import Tool, ToolContext, ToolReturn
+from sunwell.tools.base import Limits, Tool, ToolContext, ToolReturn, TurnServices
 from sunwell.tools.executor import answered, execute
 from sunwell.tools.policy.environment import EnvSecrets
 from sunwell.tools.workspace.jail import Jail
@@ -84,7 +84,8 @@ def test_the_session_log_keeps_parts_and_data_and_an_elision_leaves_text(tmp_pat
 
 def test_the_executor_masks_every_part_and_the_data_and_cuts_an_oversized_result_to_text(monkeypatch):
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-31415926535")
-    ctx = ToolContext(jail=None, secrets=EnvSecrets({"MY_SERVICE_TOKEN": "tok-31415926535"}), max_output_bytes=400)
+    ctx = ToolContext(jail=None, limits=Limits(max_output_bytes=400),
+                      turn=TurnServices(secrets=EnvSecrets({"MY_SERVICE_TOKEN": "tok-31415926535"})))
     leaky = ToolReturn([TextPart(text="key tok-31415926535"), DataPart(data={"k": "tok-31415926535"}),
                         ResourceLinkPart(uri="https://a.example/?t=tok-31415926535"),
                         ImagePart(media_type="image/png", data=DOT)],

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SERVER, call_tool
-from sunwell.tools.base import CommandSettings, ToolContext, ToolFailure
+from sunwell.tools.base import CommandSettings, Limits, ToolContext, ToolFailure
 from sunwell.tools.handlers.shell import RUN_COMMAND, sandbox_warning
 from sunwell.tools.policy.environment import command_env
 from sunwell.tools.policy.guarded import guarded_entries
@@ -53,7 +53,7 @@ def home(monkeypatch: pytest.MonkeyPatch):
 
 
 def context(ws: Path, **settings) -> ToolContext:
-    return ToolContext(jail=Jail(ws), max_output_bytes=20_000, commands=CommandSettings(**settings))
+    return ToolContext(jail=Jail(ws), limits=Limits(max_output_bytes=20_000, commands=CommandSettings(**settings)))
 
 
 async def run(ws: Path, command: str, **kwargs) -> str:
@@ -238,7 +238,7 @@ async def test_timeout_is_capped_by_max_timeout(ws: Path) -> None:
 FLOOD_SCRIPT = """
 import asyncio, json, sys, time
 from pathlib import Path
-from sunwell.tools.base import CommandSettings, ToolContext, ToolFailure
+from sunwell.tools.base import CommandSettings, Limits, ToolContext, ToolFailure
 from sunwell.tools.workspace.jail import Jail
 from sunwell.tools.handlers.shell import RunCommandArguments, run_command
 
@@ -247,7 +247,7 @@ def hwm():
     return int(line.split()[1]) * 1024
 
 async def main():
-    ctx = ToolContext(jail=Jail(Path(sys.argv[1])), commands=CommandSettings(sandbox=sys.argv[2]))
+    ctx = ToolContext(jail=Jail(Path(sys.argv[1])), limits=Limits(commands=CommandSettings(sandbox=sys.argv[2])))
     await run_command(RunCommandArguments(command="echo warm"), ctx)
     before, started = hwm(), time.monotonic()
     output = await run_command(RunCommandArguments(command="yes | head -c 200000000"), ctx)

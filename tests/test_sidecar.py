@@ -96,7 +96,7 @@ async def test_cancel_mid_stream_ends_the_turn_within_two_seconds(sidecar, fake)
     try:
         result = await asyncio.wait_for(request, 5)
         assert result["status"] == "cancelled"
-    except JsonRpcException as exc:  # PROTOCOL.md allows RequestCancelled too
+    except JsonRpcException as exc:  # docs/sidecar.md "Cancelling a turn" allows RequestCancelled too
         assert exc.code == -32800
         result = None
     events = sidecar.turn_events(first["turn"])

@@ -106,24 +106,31 @@ class RawSidecar:
         return int(re.search(r"VmHWM:\s+(\d+) kB", status)[1]) / 1024
 
 
+async def spawn(env: dict[str, str], workspace: Path, options: dict[str, Any] | None = None) -> RawSidecar:
+    """`python -m sunwell.lsp` in `workspace`, initialized (with `options` as initializationOptions)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "sunwell.lsp", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=env, cwd=workspace, limit=2**20)
+    sidecar = RawSidecar(proc)
+    await sidecar.send(frame({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+        "processId": None, "rootUri": workspace.as_uri(), "capabilities": {},
+        **({"initializationOptions": options} if options else {})}}))
+    assert "capabilities" in (await sidecar.answer("init"))["result"]
+    await sidecar.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    return sidecar
+
+
 @pytest.fixture
 async def raw(tmp_path, workspace):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "SUNWELL_"))}
     env.update(PYTHONPATH=str(SERVER), HOME=str(tmp_path / "home"), XDG_CONFIG_HOME=str(tmp_path / "config"),
                XDG_DATA_HOME=str(tmp_path / "xdg-data"), SUNWELL_DATA_DIR=str(tmp_path / "data"),
                SUNWELL_LOG_LEVEL="WARNING")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "sunwell.lsp", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, env=env, cwd=workspace, limit=2**20)
-    sidecar = RawSidecar(proc)
-    await sidecar.send(frame({"jsonrpc": "2.0", "id": "init", "method": "initialize",
-                              "params": {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}}))
-    assert "capabilities" in (await sidecar.answer("init"))["result"]
-    await sidecar.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    sidecar = await spawn(env, workspace)
     yield sidecar
-    if proc.returncode is None:
-        proc.kill()
-        await proc.wait()
+    if sidecar.proc.returncode is None:
+        sidecar.proc.kill()
+        await sidecar.proc.wait()
 
 
 BODY = json.dumps({"jsonrpc": "2.0", "id": 99, "method": protocol.COMMANDS, "params": {}}).encode()

@@ -10,12 +10,13 @@ from lsprotocol import types
 
 from sunwell.agent.engine import Engine
 from sunwell.config import Settings
-from sunwell.lsp.approvals import answer_of
 from sunwell.lsp.catalog import model_catalog
+from sunwell.lsp.client import approve_result
 from sunwell.lsp.configuration import data_dir_problem, read_options, resolve_settings, workspace_root
 from sunwell.lsp.sessions import iso_time
 from sunwell.wire import protocol
 from sunwell.wire.protocol import ChatParams, InvalidParams, parse
+from sunwell.wire.user_requests import ApproveResult
 
 
 def test_options_keep_the_valid_keys_and_name_the_bad_ones():
@@ -106,12 +107,16 @@ def test_model_catalogue_lists_the_current_model_and_the_overridden_ones(tmp_pat
 
 @pytest.mark.parametrize("answer,decision,note", [
     ({"decision": "allow"}, "allow", None), ({"decision": "allowSession"}, "allowSession", None),
-    ({"decision": 1}, "", None), ("allow", "", None), (None, "", None), ({}, "", None),
-    ({"decision": "maybe"}, "maybe", None),  # the policy denies unknown ones
     ({"decision": "deny", "note": "not main"}, "deny", "not main"), ({"decision": "deny", "note": 7}, "deny", None),
 ])
 def test_decision_and_note_of_an_answer(answer, decision, note):
-    assert answer_of(answer) == (decision, note)
+    assert approve_result(answer) == ApproveResult(decision=decision, note=note)
+
+
+@pytest.mark.parametrize("answer", [{"decision": 1}, "allow", None, {}, {"decision": "maybe"}])
+def test_an_answer_with_no_known_decision_is_refused_for_the_policy_to_deny(answer):
+    with pytest.raises(ValueError):
+        approve_result(answer)
 
 
 def test_times_are_iso_utc():
@@ -125,7 +130,8 @@ def test_every_method_has_a_json_schema_with_camel_case_keys():
     assert set(schemas) == {protocol.CHAT, protocol.SESSIONS, protocol.SESSION, protocol.UNDO, protocol.TOOLS,
                             protocol.MODELS, protocol.COMMANDS, protocol.MCP, protocol.MCP_RESTART, protocol.APPROVE,
                             protocol.USAGE, protocol.RESUME, protocol.ASK, protocol.CODE_INTEL,
-                            protocol.LEARNED_APIS, protocol.LEARNED_FORGET, protocol.MCP_SIGN_OUT, protocol.SECRET}
+                            protocol.LEARNED_APIS, protocol.LEARNED_FORGET, protocol.MCP_SIGN_OUT, protocol.SECRET,
+                            protocol.ELICIT}
     assert "toolCalls" in schemas[protocol.CHAT]["result"]["properties"]
     assert "callId" in schemas[protocol.APPROVE]["params"]["properties"]
     assert schemas[protocol.CHAT]["params"]["required"] == ["text"]

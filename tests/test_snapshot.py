@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from sunwell.tools.base import CommandSettings, ToolContext, UndoHooks
+from sunwell.tools.base import CallIdentity, CommandSettings, Limits, ToolContext, UndoHooks
 from sunwell.tools.handlers.shell import RunCommandArguments, command_cut_off
 from sunwell.tools.sandbox.snapshot import KEPT_FOR, Snapshot
 from sunwell.tools.workspace.checkpoints import Checkpoints
@@ -37,9 +37,7 @@ def test_a_take_cut_off_before_its_manifest_is_found_as_none_and_removed(workspa
 
 def test_a_command_cut_off_is_recorded_for_undo_from_its_kept_snapshot(workspace: Path, tmp_path: Path) -> None:
     checkpoints = Checkpoints(tmp_path / "checkpoints")
-    ctx = ToolContext(jail=Jail(workspace), commands=CommandSettings(staging_dir=tmp_path / "staging"),
-                      undo=UndoHooks(before_changes=lambda files: checkpoints.save_changes("s", "t", files)),
-                      call_id="call_1", recovery="s/call_1")
+    ctx = ToolContext(jail=Jail(workspace), undo=UndoHooks(before_changes=lambda files: checkpoints.save_changes("s", "t", files)), limits=Limits(commands=CommandSettings(staging_dir=tmp_path / "staging")), call=CallIdentity(id="call_1", recovery="s/call_1"))
     Snapshot.take(ctx.jail, tmp_path / "staging", key=ctx.recovery)  # what run_command took; then the crash
     (workspace / "a.txt").write_text("changed by the command\n")
     (workspace / "made.txt").write_text("new\n")

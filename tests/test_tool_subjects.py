@@ -19,6 +19,7 @@ import pytest
 from mcp import types
 from pydantic import Field, field_validator
 
+from person import Person
 from sunwell.agent.gate import Gate
 from sunwell.agent.orchestrator import Orchestrator
 from sunwell.agent.sessions import SessionStore
@@ -27,7 +28,7 @@ from sunwell.agent.turn import TurnLog
 from sunwell.config import McpServerConfig, RateLimits
 from sunwell.lens.schema import Lens
 from sunwell.tools.arguments import ToolArguments
-from sunwell.tools.base import CommandSettings, Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.base import CommandSettings, Limits, Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.handlers.shell import RUN_COMMAND
 from sunwell.tools.mcp.remote_tools import sunwell_tools
 from sunwell.tools.network.urls import parse_url
@@ -138,8 +139,8 @@ class Room:
 
         store = SessionStore(tmp_path / "data" / "sessions.db")
         log = TurnLog(store, store.create("t"), self.events.append)
-        self.ctx = ToolContext(jail=Jail(self.ws), commands=CommandSettings(staging_dir=tmp_path / "data" / "staging"))
-        gate = Gate(ApprovalPolicy(mode=mode, ask=ask), limiter=limiter)
+        self.ctx = ToolContext(jail=Jail(self.ws), limits=Limits(commands=CommandSettings(staging_dir=tmp_path / "data" / "staging")))
+        gate = Gate(ApprovalPolicy(mode=mode, client=Person(approve=ask)), limiter=limiter)
         self.orchestrator = Orchestrator(tools, tools, Trust.shell, self.ctx, log, gate)
 
     def run(self, name: str, arguments: dict):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fake_provider import Call, Reply
+from person import Person
 from sunwell.agent.engine import Engine
 from sunwell.config import Settings
 from sunwell.tools.network.cache import FRESH_SECONDS, PageCache
@@ -39,7 +40,7 @@ def make_engine(tmp_path: Path, workspace: Path, fake, monkeypatch: pytest.Monke
 
     def make(approval: str = "auto", asker=None, **settings) -> Engine:
         return Engine(Settings(model="openai:gpt-4o", data_dir=tmp_path / "data", approval=approval, **settings),
-                      workspace, asker=asker)
+                      workspace, client=Person(approve=asker) if asker else Person())
 
     return make
 
@@ -334,3 +335,16 @@ def test_a_headless_run_never_fetches_an_unapproved_host(sunwell, fake, web, tmp
     first, second = [e for e in run.events if e["type"] == "toolResult"]
     assert first["ok"] and "Coroutines and Tasks" in first["output"]  # listed by name: fetched unasked
     assert second["error"]["code"] == "permission" and len(web.requests) == 1
+
+
+async def test_web_search_stops_at_the_network_timeout_even_when_the_service_trickles(make_engine, fake, web):
+    """One deadline for the whole answer, as for a fetch: a service that sends a byte every 0.2 s never trips a
+    per-read timeout."""
+    engine = make_engine("deny", network={"timeout": 1}, web_search={"provider": "searxng",
+                                                                     "base_url": web.url("/trickle")})
+    fake.script(Reply(tool_calls=[Call("web_search", '{"query": "x"}')]), Reply(text="done"))
+    events: list = []
+    await engine.run_turn("search", events.append)
+    [result] = results(events)
+    assert result.error.code == "network"
+    assert result.error.message == "the searxng search service did not answer within 1 s"

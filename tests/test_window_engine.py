@@ -93,9 +93,9 @@ def engine(tmp_path: Path, base_url: str | None = None, **config) -> Engine:
 async def test_the_users_config_wins_and_the_server_is_not_asked(tmp_path, endpoint):
     server = endpoint(LLAMA_CPP)
     eng = engine(tmp_path, server.url, models={str(QWEN): {"context_window": 4096}})
-    assert await eng.context_window(QWEN) == (4096, "config")
+    assert await eng.models.window(QWEN) == (4096, "config")
     bare = engine(tmp_path, server.url, models={QWEN.model: {"context_window": 6000}})  # keyed by the bare id
-    assert await bare.context_window(QWEN) == (6000, "config")
+    assert await bare.models.window(QWEN) == (6000, "config")
     assert server.seen == []
 
 
@@ -103,32 +103,32 @@ async def test_the_server_is_asked_once_per_endpoint_and_model(tmp_path, endpoin
     server = endpoint(LLAMA_CPP)
     eng = engine(tmp_path, server.url)
     for _ in range(3):
-        assert await eng.context_window(QWEN) == (8192, "server (llama.cpp /props n_ctx)")
+        assert await eng.models.window(QWEN) == (8192, "server (llama.cpp /props n_ctx)")
     assert server.seen == ["GET /props"]
-    await eng.context_window(ModelSpec("openai-compatible", "other"))
+    await eng.models.window(ModelSpec("openai-compatible", "other"))
     assert server.seen == ["GET /props", "GET /props"]
 
 
 async def test_a_server_that_states_nothing_leaves_the_registry_and_is_not_asked_again(tmp_path, endpoint):
     server = endpoint(LLAMA_CPP_PYTHON)
     eng = engine(tmp_path, server.url)
-    assert await eng.context_window(QWEN) == (32_768, "registry")
+    assert await eng.models.window(QWEN) == (32_768, "registry")
     asked = len(server.seen)
-    assert asked >= 3 and await eng.context_window(QWEN) == (32_768, "registry") and len(server.seen) == asked
+    assert asked >= 3 and await eng.models.window(QWEN) == (32_768, "registry") and len(server.seen) == asked
 
 
 async def test_a_server_not_up_yet_is_asked_again(tmp_path, endpoint):
     server = endpoint(LLAMA_CPP, listening=False)
     eng = engine(tmp_path, server.url)
-    assert await eng.context_window(QWEN) == (32_768, "registry")  # refused: nothing answered
+    assert await eng.models.window(QWEN) == (32_768, "registry")  # refused: nothing answered
     server.listen()
-    assert await eng.context_window(QWEN) == (8192, "server (llama.cpp /props n_ctx)")
+    assert await eng.models.window(QWEN) == (8192, "server (llama.cpp /props n_ctx)")
 
 
 async def test_hosted_providers_are_not_asked(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # would be refused, were it asked
-    assert await engine(tmp_path).context_window(ModelSpec("openai", "gpt-4o")) == (128_000, "registry")
+    assert await engine(tmp_path).models.window(ModelSpec("openai", "gpt-4o")) == (128_000, "registry")
 
 
 async def test_a_window_a_refusal_taught_the_session_wins_for_its_model_only(tmp_path, endpoint):
@@ -136,9 +136,9 @@ async def test_a_window_a_refusal_taught_the_session_wins_for_its_model_only(tmp
     eng = engine(tmp_path, server.url, models={str(QWEN): {"context_window": 4096}})
     live = eng.live.get("s1")
     live.window, live.window_model = 2048, str(QWEN)  # what Engine.run_turn's on_window_learned stores
-    assert await eng.context_window(QWEN, "s1") == (2048, "refusal")
-    assert await eng.context_window(QWEN, "s2") == (4096, "config")
-    assert await eng.context_window(ModelSpec("openai-compatible", "other"), "s1") == (
+    assert await eng.models.window(QWEN, "s1") == (2048, "refusal")
+    assert await eng.models.window(QWEN, "s2") == (4096, "config")
+    assert await eng.models.window(ModelSpec("openai-compatible", "other"), "s1") == (
         8192, "server (llama.cpp /props n_ctx)")
 
 
@@ -147,7 +147,7 @@ def test_the_sidecars_catalogue_does_not_ask_but_shows_what_a_turn_heard(tmp_pat
     eng = engine(tmp_path, server.url, model=str(QWEN))
     [entry] = model_catalog(eng).models
     assert (entry.window, entry.window_source) == (32_768, "registry") and server.seen == []
-    asyncio.run(eng.context_window(QWEN))  # a turn asked
+    asyncio.run(eng.models.window(QWEN))  # a turn asked
     [entry] = model_catalog(eng).models
     assert (entry.window, entry.window_source) == (8192, "server (llama.cpp /props n_ctx)")
     assert entry.capabilities["contextWindow"] == 8192
@@ -191,7 +191,7 @@ def test_start_sh_tells_the_config_its_servers_window_and_keeps_the_rest(tmp_pat
     assert settings.trust == "read_only" and settings.models["gpt-4o"].parallel_calls is False
     server = endpoint(LLAMA_CPP_PYTHON)
     eng = engine(tmp_path, server.url, models=settings.model_dump()["models"])
-    assert asyncio.run(eng.context_window(QWEN)) == (4096, "config")
+    assert asyncio.run(eng.models.window(QWEN)) == (4096, "config")
 
 
 def test_a_refusal_teaches_the_session_its_window(tmp_path, workspace, monkeypatch):
@@ -219,6 +219,6 @@ def test_a_refusal_teaches_the_session_its_window(tmp_path, workspace, monkeypat
         turn("And two.txt?", session)
         [overflow] = [e for e in events if e.type == "notice" and e.code == "context_overflow"]
         assert fake.refusals == 1 and "6,000" in overflow.message
-        assert asyncio.run(eng.context_window(ModelSpec("openai", "gpt-4o"), session)) == (6000, "refusal")
+        assert asyncio.run(eng.models.window(ModelSpec("openai", "gpt-4o"), session)) == (6000, "refusal")
         turn("In one word?", session)
         assert fake.refusals == 1 and {e.window_tokens for e in events if e.type == "contextUsage"} == {6000}

@@ -104,6 +104,8 @@ export interface SunwellProtocol {
   Decision?: Decision;
   DiffPreview?: DiffPreview;
   EffectsPreview?: EffectsPreview;
+  ElicitParams?: ElicitParams;
+  ElicitResult?: ElicitResult;
   EmptyParams?: EmptyParams;
   ErrorCode?: ErrorCode;
   Event?: Event;
@@ -306,7 +308,7 @@ export interface Usage {
   cacheWriteTokens: number;
 }
 /**
- * What the client answers besides `sunwell/approve` (PROTOCOL.md "Events and client requests").
+ * What the client answers besides `sunwell/approve` (docs/sidecar.md "Server -> client requests").
  */
 export interface ClientCapabilities {
   ask?: boolean;
@@ -350,6 +352,23 @@ export interface ResourceInfo {
   name: string;
   description?: string | null;
   mimeType?: string | null;
+}
+/**
+ * `sunwell/elicit`: an MCP server's question to the person during a call (tools/mcp/elicitation.py).
+ */
+export interface ElicitParams {
+  session: string;
+  server: string;
+  message: string;
+  schema: {
+    [k: string]: unknown;
+  };
+}
+export interface ElicitResult {
+  action: 'accept' | 'decline' | 'cancel';
+  content?: {
+    [k: string]: unknown;
+  } | null;
 }
 export interface EmptyParams {}
 export interface TextEvent {
@@ -424,7 +443,7 @@ export interface ToolResultEvent {
   data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer) | null;
 }
 /**
- * A structured failure: a PROTOCOL.md error code, a message the model can act on, and maybe a fix.
+ * A structured failure: an error code (docs/codes.md), a message the model can act on, and maybe a fix.
  */
 export interface ToolError {
   code:
@@ -460,6 +479,9 @@ export interface SearchHits {
   query: string;
   hits: SearchHit[];
 }
+/**
+ * One result of a search.
+ */
 export interface SearchHit {
   title: string;
   url: string;
@@ -603,7 +625,7 @@ export interface InitializationOptions {
   clientCapabilities?: ClientCapabilities | null;
 }
 /**
- * What one command may change before its staged changes are refused (PROTOCOL.md `staging`).
+ * What one command may change before its staged changes are refused (docs/config.md "staging").
  */
 export interface StagingOptions {
   maxBytes?: number | null;
@@ -723,10 +745,10 @@ export interface ToolCall {
   raw?: string | null;
 }
 /**
- * A call's result. A tool gives back parts (wire/results.py); `output` is their text, what PROTOCOL.md's
- * `toolResult.output` shows and what a model that reads only text reads. A result of one text part (almost every
- * one, and every result logged before parts) has no `parts`: `output` is that part, so such a result reads, logs
- * and goes to each provider as it always did.
+ * A call's result. A tool gives back parts (wire/results.py); `output` is their text, what the `toolResult`
+ * event's `output` shows (docs/events.md "toolResult") and what a model that reads only text reads. A result of
+ * one text part (almost every one, and every result logged before parts) has no `parts`: `output` is that part, so
+ * such a result reads, logs and goes to each provider as it always did.
  */
 export interface ToolResultMessage {
   role: 'tool_result';
@@ -913,6 +935,7 @@ export interface Requests {
   'sunwell/chat': { params: ChatParams; result: ChatResult };
   'sunwell/codeIntel': { params: CodeIntelParams; result: CodeIntelResult };
   'sunwell/commands': { params: EmptyParams; result: CommandsResult };
+  'sunwell/elicit': { params: ElicitParams; result: ElicitResult };
   'sunwell/learnedApis': { params: EmptyParams; result: LearnedApisResult };
   'sunwell/learnedForget': { params: LearnedForgetParams; result: LearnedForgetResult };
   'sunwell/mcp': { params: EmptyParams; result: McpResult };

@@ -734,7 +734,7 @@ async function main() {
     await restarted('the endpoint was fixed');
     await runCommand(page, 'View: Close All Editors');
     await runCommand(page, 'Sunwell: Open Chat');
-    // Retry takes up the failed turn (PROTOCOL.md "Durable turns"): the same turn, only the failed request again,
+    // Retry takes up the failed turn (docs/events.md "Durable turns"): the same turn, only the failed request again,
     // so its end is replaced, not added to.
     await byTest('turn-end').last().locator('[data-testid="retry-button"]').click();
     await until(async () => (await byTest('turn-end').last().getAttribute('data-status')) === 'completed',

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from sunwell.errors import first_problem
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
 from sunwell.tools.policy.approval import ApprovalPolicy, ApprovalRequest
+from sunwell.tools.policy.ratelimit import RateLimiter
 from sunwell.tools.sandbox.staging import sandbox_missing, staging_problem
 from sunwell.vocabulary import DryRun
 from sunwell.wire.events import ApprovalEvent, NoticeEvent
@@ -50,8 +51,8 @@ class Gate:
     approval: ApprovalPolicy
     dry_run: DryRun = False
     """True: no call runs; "risky": only the tools that declare themselves harmless run (`--dry-run=risky`)."""
-    limiter: Any = None
-    """A sunwell.tools.policy.ratelimit.RateLimiter kept per session, or None."""
+    limiter: RateLimiter | None = None
+    """The session's, kept across its turns."""
     _told: bool = False
     """Whether the turn was told that commands cannot be staged here."""
 
@@ -105,7 +106,7 @@ class Gate:
                     f"commands are asked before they run: their effects cannot be previewed here ({problem}); "
                     "undo still puts back what they change")))
         try:
-            own = replace(ctx, call_id=call.id)  # a question the preview asks (learn_api's tags) names the call
+            own = ctx.calling(call.id)  # a question the preview asks (learn_api's tags) names the call
             preview = tool.preview(arguments, own) if tool.preview else _tool_preview(tool, call)
             if inspect.isawaitable(preview):  # learn_api reads the document it shows
                 preview = await preview

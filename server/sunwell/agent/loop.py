@@ -31,11 +31,13 @@ from sunwell.agent.plan import Retool, TurnPlan
 from sunwell.agent.prompts import ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results
 from sunwell.agent.resume import ResumePoint
 from sunwell.agent.turn import TurnLog
+from sunwell.hooks import TurnHooks
 from sunwell.models import base as stream
 from sunwell.models.arguments import parse_arguments
 from sunwell.models.base import ContextOverflow, ModelRequest, Provider, ProviderError
 from sunwell.tools.base import ToolContext
 from sunwell.tools.executor import failed
+from sunwell.tools.policy.audit import AuditLog
 from sunwell.wire.events import (
     DoneEvent,
     NoticeEvent,
@@ -77,15 +79,14 @@ class TurnConfig:
     """Who summarises when history is compacted: this turn's model, or `compaction_model`."""
     gate: Gate | None = None
     """Dry run, rate limits and approvals; None runs valid calls directly (read-only tools only)."""
-    audit: Any = None
-    """A sunwell.tools.policy.audit.AuditLog, or None."""
+    audit: AuditLog | None = None
     notices: Sequence[NoticeEvent] = ()
     """Shown once at the start of the turn (e.g. shell running without a sandbox, tools fitted to the window)."""
     max_tool_turns: int = 50
     on_window_learned: Callable[[int], None] | None = None
     """Called with the corrected window when a length refusal teaches it (the engine keeps it for the session)."""
-    hooks: Any = None
-    """A sunwell.hooks.TurnHooks: `pre_tool`/`post_tool` around each call, `turn_end` before `done`; or None."""
+    hooks: TurnHooks | None = None
+    """`pre_tool`/`post_tool` around each call, `turn_end` before `done`."""
     durable: bool = True
     """Each call's steps and result in the session log as they happen; a sub-agent's are nobody's record."""
     retool: Retool | None = None

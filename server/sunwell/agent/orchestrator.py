@@ -28,14 +28,16 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from sunwell.agent.call_memory import CallMemory
 from sunwell.agent.gate import Gate, Verdict
 from sunwell.agent.turn import TurnLog
+from sunwell.hooks import TurnHooks
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.executor import answered, attempt, execute, failed, masked
+from sunwell.tools.policy.audit import AuditLog
 from sunwell.tools.validation import coerce_arguments, unknown_tool_error
 from sunwell.vocabulary import canonical_tool_name
 from sunwell.wire.events import NoticeEvent, ToolResultEvent
@@ -71,14 +73,13 @@ class Orchestrator:
     log: TurnLog
     gate: Gate | None = None
     """None runs valid calls directly (read-only tools only)."""
-    audit: Any = None
-    """A sunwell.tools.policy.audit.AuditLog, or None."""
+    audit: AuditLog | None = None
     memory: CallMemory | None = None
     """The turn's: it may answer a repeated read, and hears of every result."""
     durable: bool = False
     """Log each call's steps and its result message as they happen (the main turn's calls; not a sub-agent's)."""
-    hooks: Any = None
-    """A sunwell.hooks.TurnHooks (`pre_tool`, `post_tool`), or None."""
+    hooks: TurnHooks | None = None
+    """`pre_tool`, `post_tool` around each call."""
 
     def offered(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -210,15 +211,13 @@ class Orchestrator:
         bound = self.bind(call)
         if isinstance(bound, ToolError):  # it never ran: it was refused before, as it would be now
             return None
-        own, settle = self._own(call, call_id=call.id), tool.cut_off
+        own, settle = self._own(call), tool.cut_off
         note = await attempt(tool, own, lambda: settle(bound, own))
         return f"what it did could not be looked at: {note.message}" if isinstance(note, ToolError) else note
 
-    def _own(self, call: ToolCall, **fields: Any) -> ToolContext:
+    def _own(self, call: ToolCall) -> ToolContext:
         """The context a call runs with: in a durable turn, with the key of what it keeps for after a crash."""
-        if self.durable:
-            fields["recovery"] = f"{self.log.session}/{call.id}"
-        return replace(self.ctx, **fields) if fields else self.ctx
+        return self.ctx.calling(call.id, f"{self.log.session}/{call.id}" if self.durable else None)
 
     def _step(self, call: ToolCall, phase: str) -> None:
         if self.durable:

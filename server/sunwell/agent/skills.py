@@ -84,7 +84,7 @@ def _command_preview(template: str):
 
 def _nested_handler(lens: Lens, skill: Skill):
     async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
-        complete: Complete | None = ctx.complete
+        complete: Complete | None = ctx.turn.complete
         if complete is None:
             raise ToolFailure("execution", f"skill {skill.name} needs a model to run")
         system = "\n\n".join(part for part in (lens.instructions, skill.instructions or skill.description) if part)

@@ -137,7 +137,7 @@ def _add_hooks(sub: argparse._SubParsersAction) -> None:
 
 
 def add_turn_options(parser: Parser) -> None:
-    """The options every command that runs turns takes (PROTOCOL.md "Options of run/apply/chat"), but `--lens`."""
+    """The options every command that runs turns takes (docs/cli.md "sunwell run"), but `--lens`."""
     parser.takes_dry_run = True
     parser.add_argument("--model", help="PROVIDER:MODEL")
     parser.add_argument("--workspace", type=Path, default=None, help="the jail root (default: current directory)")

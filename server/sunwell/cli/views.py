@@ -11,7 +11,10 @@ import sys
 from pathlib import Path
 
 from sunwell.agent.engine import Engine
+from sunwell.agent.exports import AuditLog, UndoError, format_entry, parse_since
 from sunwell.agent.model_catalog import model_catalog
+from sunwell.agent.tool_names import known_tools
+from sunwell.cli.client import TerminalClient
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_OK, UsageError
 from sunwell.cli.mcp_sign_in import cmd_sign_in
 from sunwell.cli.settings import settings_for
@@ -19,11 +22,8 @@ from sunwell.cli.visible import visible
 from sunwell.config import ConfigError, load_settings
 from sunwell.errors import SetupError
 from sunwell.lens.check import check_files
-from sunwell.tools.base import Trust
-from sunwell.tools.mcp.naming import server_prefix
-from sunwell.tools.policy.audit import AuditLog, format_entry, parse_since
-from sunwell.tools.registry import CORE_TOOLS
-from sunwell.tools.workspace.checkpoints import UndoError
+from sunwell.vocabulary import Trust
+from sunwell.wire.client import Headless
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
@@ -63,8 +63,7 @@ def cmd_lens(args: argparse.Namespace) -> int:
         servers = list(load_settings(None).mcp_servers)
     except ConfigError:
         servers = []
-    lines, had_error = check_files(args.files, known_tools=[*(tool.name for tool in CORE_TOOLS),
-                                                             *(server_prefix(name) + "*" for name in servers)])
+    lines, had_error = check_files(args.files, known_tools=known_tools(servers))
     for line in lines:
         print(visible(line))  # diagnostics quote the lens file, which a model may have written
     return EXIT_ERROR if had_error else EXIT_OK
@@ -100,8 +99,11 @@ def cmd_models(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     """`sunwell mcp list [--json]`, `sunwell mcp approve NAME [--yes]`, `sunwell mcp login|logout NAME`."""
     workspace, settings = settings_for(args)
+    # `login` opens the browser for the person at the terminal; the others ask no one (a server that needs a
+    # sign-in fails at once, saying to run `login`)
+    client = TerminalClient(answering={"openUrl"}) if args.mcp_command == "login" else Headless()
     try:
-        engine = Engine(settings, workspace)
+        engine = Engine(settings, workspace, client=client)
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     if args.mcp_command == "approve":
@@ -129,20 +131,19 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 async def _started_status(engine):
     """Start every server that may start (to list its tools), note their state, stop them."""
     try:
-        await engine.mcp.start(Trust.full, None, lambda level, code, message: None)
-        return engine.mcp.status()
+        return await engine.servers.start(Trust.full, lambda level, code, message: None)
     finally:
         await engine.aclose()
 
 
 def _approve_mcp(engine, name: str, yes: bool) -> int:
-    server = engine.mcp.servers.get(name)
-    if server is None or not server.proposed:
-        proposed = [s.name for s in engine.mcp.servers.values() if s.proposed]
+    proposed = engine.servers.names(proposed=True)
+    if name not in proposed:
         raise UsageError(f"the workspace config proposes no MCP server '{name}' (it proposes: "
                          f"{', '.join(proposed) or 'none'})")
-    line = next(row.launch for row in engine.mcp.status() if row.name == name)
-    print(visible(f"{name} connects to {line}" if server.config.url else
+    row = next(row for row in engine.servers.status() if row.name == name)
+    line = row.launch
+    print(visible(f"{name} connects to {line}" if row.transport == "http" else
                   f"{name} runs: {line}\n  in {engine.workspace}, sandboxed (the workspace read-only, no network)"))
     if not yes:
         if not sys.stdin.isatty():
@@ -150,6 +151,6 @@ def _approve_mcp(engine, name: str, yes: bool) -> int:
         if input("Approve it? [y/N] ").strip().lower() not in ("y", "yes"):
             print("not approved")
             return EXIT_OK
-    engine.mcp.approve(name)
+    engine.servers.approve(name)
     print("approved: it starts when a turn may use its tools; a change to its command asks again")
     return EXIT_OK

@@ -1,4 +1,4 @@
-"""The shape of a tool, of what it gives back and of its failures.
+"""The shape of a tool, of what it gives back and of its failures, and what a call may use (`ToolContext`).
 
 A tool comes in one of two kinds. Most are declared from their arguments model (`Tool.of(Args, handler, ...)`,
 tools/arguments.py): the model gives the schema the model is shown, the subject policy judges and the arguments
@@ -11,31 +11,29 @@ checked against that schema, stay the dict they are, and it says its subject wit
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar, cast
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
 
 from pydantic import ValidationError
 
 from sunwell.errors import first_problem
 from sunwell.tools.arguments import ToolArguments
+from sunwell.tools.failure import ToolFailure
 from sunwell.tools.scratch import Scratch
 from sunwell.tools.subject import NOTHING, Subject
 from sunwell.tools.validation import signature, validate_arguments
 from sunwell.vocabulary import Trust
-from sunwell.wire.messages import TextPart, ToolError, ToolSpec
+from sunwell.wire.client import HEADLESS, Client
+from sunwell.wire.messages import TextPart, ToolSpec
 from sunwell.wire.results import ResultData, ResultPart, map_text
 
-__all__ = ["CommandSettings", "Output", "SearchSettings", "StagedEffects", "Subject", "Tool", "ToolContext",
-           "ToolFailure", "ToolReturn", "Trust", "UndoHooks"]
+if TYPE_CHECKING:
+    from sunwell.tools.network.policy import Network
+    from sunwell.tools.policy.environment import EnvSecrets
+    from sunwell.tools.workspace.jail import Jail
 
-
-class ToolFailure(Exception):
-    """Raised by a handler; becomes an error result the model reads (never an exception through the loop)."""
-
-    def __init__(self, code: str, message: str, suggestion: str | None = None) -> None:
-        super().__init__(message)
-        self.error = ToolError(code=code, message=message, suggestion=suggestion)
-
+__all__ = ["CallIdentity", "CommandSettings", "Limits", "Output", "SearchSettings", "StagedEffects", "Subject", "Tool",
+           "ToolContext", "ToolFailure", "ToolReturn", "Trust", "TurnServices", "UndoHooks"]
 
 @dataclass(frozen=True)
 class ToolReturn:
@@ -102,43 +100,95 @@ class UndoHooks:
     command's changes are applied (tools/sandbox/effects.py): undo puts them back like writes."""
 
 
-@dataclass
-class ToolContext:
-    """What a handler may use, as a few named capabilities: the jail (the only way to a path), the cap on a
-    result, how searches and commands run, undo's hooks, a nested model call, the turn's notices, secret masking,
-    the session's scratch state, the network."""
+@dataclass(frozen=True)
+class Limits:
+    """How much a call may take and how searches and commands run: the user's settings, for every call of a turn."""
 
-    jail: Any  # sunwell.tools.workspace.jail.Jail (kept loose to avoid an import cycle in handlers' typing)
     max_output_bytes: int = 100_000
     tool_timeout: float = 30.0
     """The time limit of a call to a tool that sets none of its own: the user's `tool_timeout_sec`."""
     search: SearchSettings = SearchSettings()
     commands: CommandSettings = CommandSettings()
-    undo: UndoHooks = UndoHooks()
-    complete: Callable[[str, str], Awaitable[str]] | None = None
-    """(system instructions, user text) -> the model's answer with no tools: a skill's nested model call."""
-    secrets: Any = None
-    """A sunwell.tools.policy.environment.EnvSecrets masking results before the model or a log sees them, or None."""
-    notify: Callable[[str, str, str], None] | None = None
-    """(level, code, message) -> a `notice` event of the running turn (an MCP server failed or restarted)."""
-    network: Any = None
-    """A sunwell.tools.network.policy.Network: the user's host rules, the caps, the session's page cache; None: no
-    network tools."""
-    scratch: Scratch | None = None
-    """The session's key-value store and plan (kv_set, kv_get, update_plan); None: a context with no session."""
-    call_id: str = ""
-    """The call being run (set for each call by tools/executor.py `execute`)."""
+
+
+@dataclass(frozen=True)
+class CallIdentity:
+    """Which call runs: its session, turn and id (set for each call by tools/executor.py `execute`)."""
+
+    session: str = ""
+    turn: str = ""
+    id: str = ""
     recovery: str = ""
     """A key naming what the call keeps for after a crash, unique to its session and call (set for each call of
     a durable turn by agent/orchestrator.py); "": the call cannot be taken up after a crash, keep nothing."""
-    ask: Callable[[str, str, list[str]], Awaitable[str | None]] | None = None
-    """(call id, question, options) -> the person's answer, None when none came (declined, time limit): what the
-    front end answers `ask_user` with; None: no one to ask (headless, `--approve deny`)."""
-    code_intel: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
-    """`sunwell/codeIntel` params -> the editor's raw answer (checked by the tool); None: no editor answers."""
+
+
+@dataclass(frozen=True)
+class TurnServices:
+    """What the running turn lends its calls; each None where there is none (a context with no turn)."""
+
+    notify: Callable[[str, str, str], None] | None = None
+    """(level, code, message) -> a `notice` event of the running turn (an MCP server failed or restarted)."""
+    secrets: EnvSecrets | None = None
+    """Masks results before the model or a log sees them."""
+    complete: Callable[[str, str], Awaitable[str]] | None = None
+    """(system instructions, user text) -> the model's answer with no tools: a skill's nested model call."""
     subagent: Callable[[str, str, str], Awaitable[str]] | None = None
     """(call id, description, prompt) -> a read-only sub-agent's final answer (`task`); None: no sub-agents here
     (inside a sub-agent)."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a handler may use, as a few capabilities: the jail (the only way to a path), the limits, the person on
+    the other side (the client port, wire/client.py), the network, the session's scratch state, undo's hooks, what
+    the running turn lends (notices, secret masking, a nested model call, sub-agents), and which call this is."""
+
+    jail: Jail
+    limits: Limits = Limits()
+    client: Client = HEADLESS
+    """Whom a tool asks (`ask_user`, code intelligence, learn_api's tags), through the engine's time limits."""
+    network: Network | None = None
+    """The user's host rules, the caps, the session's page cache; None: no network tools."""
+    scratch: Scratch | None = None
+    """The session's key-value store and plan (kv_set, kv_get, update_plan); None: a context with no session."""
+    undo: UndoHooks = UndoHooks()
+    turn: TurnServices = TurnServices()
+    call: CallIdentity = CallIdentity()
+
+    # Shorthands the handlers read (tools/handlers/): the limits, and the call's secrets and recovery key.
+    @property
+    def max_output_bytes(self) -> int:
+        return self.limits.max_output_bytes
+
+    @property
+    def tool_timeout(self) -> float:
+        return self.limits.tool_timeout
+
+    @property
+    def search(self) -> SearchSettings:
+        return self.limits.search
+
+    @property
+    def commands(self) -> CommandSettings:
+        return self.limits.commands
+
+    @property
+    def secrets(self) -> EnvSecrets | None:
+        return self.turn.secrets
+
+    @property
+    def recovery(self) -> str:
+        return self.call.recovery
+
+    def calling(self, call_id: str, recovery: str | None = None) -> ToolContext:
+        """This context for the call `call_id` (with `recovery`, its key for after a crash)."""
+        call = replace(self.call, id=call_id, recovery=self.call.recovery if recovery is None else recovery)
+        return replace(self, call=call)
+
+    def lending(self, **services: Any) -> ToolContext:
+        """This context with some of the turn's services replaced (a sub-agent's: its own notices, none of its own)."""
+        return replace(self, turn=replace(self.turn, **services))
 
     def own_deadline(self) -> float:
         """Seconds that end a little before the user's limit: a tool that waits on something (a search, the editor)
@@ -151,7 +201,7 @@ class StagedEffects(Protocol):
     `apply`s or not, and always `discard`s it (the staged copy is gone after that)."""
 
     async def preview(self) -> dict[str, Any]:
-        """PROTOCOL.md `effects` preview: what it ran, its output, what it would change."""
+        """The `effects` preview (docs/sidecar.md "EffectsPreview"): what it ran, its output, what it would change."""
         ...
 
     async def apply(self) -> str:
@@ -167,7 +217,8 @@ M = TypeVar("M", bound=ToolArguments)
 Raw = dict[str, Any]
 
 Preview = Callable[[A, ToolContext], "dict[str, Any] | Awaitable[dict[str, Any]]"]
-"""What an approval shows before a risky call runs: PROTOCOL.md `preview` (`diff`, `command`, `fetch`...)."""
+"""What an approval shows before a risky call runs: its `preview` (`diff`, `command`, `fetch`...; docs/sidecar.md
+"ApprovalRequest")."""
 Stage = Callable[[A, ToolContext], Awaitable[StagedEffects]]
 CutOff = Callable[[A, ToolContext], Awaitable["str | None"]]
 """A call's arguments, and a context with its `call_id` and `recovery` -> a note for the user and the model, or None."""
@@ -187,8 +238,8 @@ class Tool(Generic[A]):
     read_only: bool = True
     """Read-only calls of one response may run concurrently; the others run in order."""
     harmless: bool = False
-    """It changes nothing and reaches no network (PROTOCOL.md "Read-only": reads, listings, the plan, the time,
-    arithmetic, kv_get): `--dry-run=risky` runs it for real. False for any tool that does not say so."""
+    """It changes nothing and reaches no network (reads, listings, the plan, the time, arithmetic, kv_get):
+    `--dry-run=risky` runs it for real (docs/cli.md "sunwell run"). False for any tool that does not say so."""
     expendable: bool = False
     """A convenience the agent can do without (the plan, the time, arithmetic, the key-value store): fitting
     leaves it out before anything else when the context window is small."""

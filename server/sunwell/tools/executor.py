@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import TypeVar
 
 from sunwell.hidden_text import reveal
@@ -45,7 +44,7 @@ async def attempt(tool: Tool, ctx: ToolContext, step: Callable[[], Awaitable[T]]
 
 
 async def execute(tool: Tool[A], call: ToolCall, arguments: A, ctx: ToolContext) -> ToolResultMessage:
-    own = replace(ctx, call_id=call.id)  # a question or a sub-agent names the call it belongs to
+    own = ctx.calling(call.id)  # a question or a sub-agent names the call it belongs to
     output = await attempt(tool, ctx, lambda: tool.handler(arguments, own))
     return failed(call, output) if isinstance(output, ToolError) else answered(call, output, ctx)
 

@@ -12,8 +12,9 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, computed_field, model_validator
+from pydantic import AfterValidator, BaseModel, Field, computed_field, model_validator
 
+from sunwell.clipping import MESSAGE_LIMIT, clip
 from sunwell.vocabulary import ErrorCode, MentionKind
 from sunwell.wire.base import TextPart, WireModel
 from sunwell.wire.results import ResultData, ResultPart, part_text
@@ -23,11 +24,15 @@ __all__ = ["ATTACHMENTS_HEADER", "AssistantMessage", "AssistantPart", "Attachmen
            "Usage", "UserMessage", "WireModel", "parts_of"]
 
 
+ShortText = Annotated[str, AfterValidator(lambda text: clip(text, MESSAGE_LIMIT))]
+"""A message (an error, a notice): whatever it quotes, a few lines at most (sunwell.clipping)."""
+
+
 class ToolError(WireModel):
-    """A structured failure: a PROTOCOL.md error code, a message the model can act on, and maybe a fix."""
+    """A structured failure: an error code (docs/codes.md), a message the model can act on, and maybe a fix."""
 
     code: ErrorCode
-    message: str
+    message: ShortText
     suggestion: str | None = None
 
 
@@ -186,10 +191,10 @@ def parts_of(*, text: str | None = "", thinking: str | None = "", thinking_signa
 
 
 class ToolResultMessage(WireModel):
-    """A call's result. A tool gives back parts (wire/results.py); `output` is their text, what PROTOCOL.md's
-    `toolResult.output` shows and what a model that reads only text reads. A result of one text part (almost every
-    one, and every result logged before parts) has no `parts`: `output` is that part, so such a result reads, logs
-    and goes to each provider as it always did."""
+    """A call's result. A tool gives back parts (wire/results.py); `output` is their text, what the `toolResult`
+    event's `output` shows (docs/events.md "toolResult") and what a model that reads only text reads. A result of
+    one text part (almost every one, and every result logged before parts) has no `parts`: `output` is that part, so
+    such a result reads, logs and goes to each provider as it always did."""
 
     role: Literal["tool_result"] = "tool_result"
     call_id: str

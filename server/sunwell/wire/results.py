@@ -40,7 +40,9 @@ class ImagePart(WireModel):
 
     kind: Literal["image"] = "image"
     media_type: str
+    """Its MIME type (`image/png`, `image/jpeg`...)."""
     data: str
+    """The image's bytes, in base64."""
 
     def as_text(self) -> str:
         """The note a model that takes no image in a tool result reads in its place."""
@@ -53,8 +55,11 @@ class ResourceLinkPart(WireModel):
 
     kind: Literal["resource_link"] = "resource_link"
     uri: str
+    """Where the resource is, as the server named it."""
     name: str | None = None
+    """Its name, when the server gave one."""
     media_type: str | None = None
+    """Its MIME type, when the server gave one."""
 
     def as_text(self) -> str:
         return f"[resource link: {self.uri}" + (f" ({self.name})" if self.name else "") + "]"
@@ -113,16 +118,24 @@ class WebPage(WireModel):
 
     kind: Literal["webPage"] = "webPage"
     url: str
+    """The URL the page was read from, after any redirects."""
     host: str
+    """That URL's host, IDNA-normalised, without the port."""
     title: str | None = None
+    """The page's title; null when it has none."""
 
 
 class SearchHit(WireModel):
+    """One result of a search."""
+
     title: str
+    """The result's title, as the search service gave it."""
     url: str
+    """The result's URL."""
     host: str
     """The URL's host, IDNA-normalised, without the port; "" when the URL is not http(s)."""
     snippet: str = ""
+    """A few words of the page around what was searched for; "" when the service gave none."""
 
 
 class SearchHits(WireModel):
@@ -130,7 +143,9 @@ class SearchHits(WireModel):
 
     kind: Literal["webSearch"] = "webSearch"
     query: str
+    """What was searched for."""
     hits: list[SearchHit]
+    """The results, best first."""
 
 
 class ApiAnswer(WireModel):
@@ -138,10 +153,15 @@ class ApiAnswer(WireModel):
 
     kind: Literal["apiAnswer"] = "apiAnswer"
     api: str
+    """The learned API's name."""
     method: str
+    """The HTTP method of the request."""
     url: str
+    """The URL the request went to, credentials masked."""
     status: int
+    """The HTTP status of the answer."""
     content_type: str
+    """The answer's media type."""
 
 
 class SubagentAnswer(WireModel):
@@ -149,7 +169,9 @@ class SubagentAnswer(WireModel):
 
     kind: Literal["subagent"] = "subagent"
     description: str
+    """What the sub-agent was asked to do, in a few words."""
     answer: str
+    """Its final answer, as markdown."""
 
 
 ResultData = Annotated[WebPage | SearchHits | ApiAnswer | SubagentAnswer, Field(discriminator="kind")]

@@ -7,7 +7,7 @@ a call of `final_answer` (`constrained.py`); a server that cannot is sent the re
 Where the model may answer, it first chooses between answering and calling free, and only a call is held to the
 schema (`choice.py`).
 `RecoveringProvider` is for native-but-unreliable models (local servers): it keeps native tool events as they are
-and recovers a call the model wrote as text instead (PROTOCOL.md "Model strings").
+and recovers a call the model wrote as text instead (docs/config.md "Model strings").
 """
 
 from __future__ import annotations

@@ -164,7 +164,7 @@ class OpenAIChat:
         if request.cache_key and self.name == "openai":  # derived: the session's own id stays on this machine
             key = hashlib.blake2b(request.cache_key.encode(), digest_size=12).hexdigest()
             params["prompt_cache_key"] = f"sunwell-{key}"
-        # "none" sends no tools at all: the history's tool messages stay valid without them (PROTOCOL.md).
+        # "none" sends no tools at all: the history's tool messages stay valid without them (docs/events.md).
         if request.tools and request.tool_choice != "none":
             params["tools"] = [
                 {"type": "function",

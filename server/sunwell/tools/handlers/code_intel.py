@@ -20,7 +20,7 @@ from pydantic import Field, ValidationError
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import M, Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.subject import Subject
-from sunwell.wire.protocol import CodeLocation
+from sunwell.wire.user_requests import CodeIntelParams, CodeLocation
 
 MAX_ITEMS = 200
 LINE_CHARS = 200
@@ -83,13 +83,13 @@ def _line_of(real: Path, line: int, cache: dict[Path, list[str] | None]) -> str:
 
 
 async def _ask(ctx: ToolContext, params: dict[str, Any], what: str) -> str:
-    if ctx.code_intel is None:
+    if not ctx.client.answers("codeIntel"):
         raise ToolFailure("unsupported", "code intelligence needs the editor (VS Code), which is not connected here",
                           "use search_files and read_file instead")
     wait = min(EDITOR_WAIT, ctx.own_deadline())
     try:
         async with asyncio.timeout(wait):
-            answer = await ctx.code_intel({key: value for key, value in params.items() if value is not None})
+            answer = await ctx.client.code_intel(CodeIntelParams.model_validate(params))
     except TimeoutError:
         raise ToolFailure("timeout", f"the editor did not answer about the {what} within {wait:g} s (its "
                           "language features may still be starting or busy)", "use search_files and read_file "

@@ -1,6 +1,6 @@
 """ask_user: a question for the person at the keyboard, when the model cannot go on without them.
 
-The front end answers it (ToolContext.ask): VS Code with a question card (`sunwell/ask`), the terminal at its prompt.
+The front end answers it (`ask` of the client port, wire/client.py): VS Code with a question card (`sunwell/ask`), the terminal at its prompt.
 With no one to ask (headless, `--approve deny`) the call fails `unsupported` at once, so the model goes on on its
 own. An answer comes back quoted, as the user's words, never as Sunwell's instructions.
 """
@@ -13,6 +13,7 @@ from pydantic import Field
 
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.wire.user_requests import AskParams
 
 MAX_OPTIONS = 10
 MAX_ANSWER = 4_000
@@ -28,16 +29,23 @@ class AskUserArguments(ToolArguments):
 
 
 async def ask_user(arguments: AskUserArguments, ctx: ToolContext) -> str:
-    if ctx.ask is None:
+    if not ctx.client.answers("ask"):
         raise ToolFailure("unsupported", "there is no one to ask here (a headless run, or approvals set to deny)",
                           "decide yourself and say what you assumed, or stop and explain what you need to know")
     options = list(dict.fromkeys(option.strip() for option in arguments.options or () if option.strip()))
-    answer = await ctx.ask(ctx.call_id, arguments.question.strip(), [option[:200] for option in options])
+    answer = await ask_person(ctx, arguments.question.strip(), [option[:200] for option in options])
     if answer is None or not answer.strip():
         return NO_ANSWER
     answer = answer.strip()
     cut = len(answer) > MAX_ANSWER
     return f"The user answered: {json.dumps(answer[:MAX_ANSWER], ensure_ascii=False)}" + (" (cut)" if cut else "")
+
+
+async def ask_person(ctx: ToolContext, question: str, options: list[str]) -> str | None:
+    """The person's answer to a question of the call `ctx` runs (ask_user's, learn_api's tags), None for none."""
+    call = ctx.call
+    request = AskParams(session=call.session, turn=call.turn, call_id=call.id, question=question, options=options)
+    return (await ctx.client.ask(request)).answer
 
 
 ASK_USER = Tool.of(

@@ -22,10 +22,10 @@ class TaskArguments(ToolArguments):
 
 
 async def task(arguments: TaskArguments, ctx: ToolContext) -> Output:
-    if ctx.subagent is None:
+    if ctx.turn.subagent is None:
         raise ToolFailure("unsupported", "a sub-agent cannot start another one", "do the work with your own tools")
     description = arguments.description.strip()
-    answer = await ctx.subagent(ctx.call_id, description, arguments.prompt)
+    answer = await ctx.turn.subagent(ctx.call.id, description, arguments.prompt)
     return ToolReturn.text(answer, SubagentAnswer(description=description, answer=answer))
 
 

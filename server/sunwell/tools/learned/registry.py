@@ -23,7 +23,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx2
 from pydantic import Field
 
 from sunwell.config import Settings, user_config_path
@@ -31,7 +30,16 @@ from sunwell.config.learned_entries import remember
 from sunwell.hidden_text import removed_message
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Output, Tool, ToolContext, ToolFailure, ToolReturn, Trust
-from sunwell.tools.learned.calls import RateLimit, credentials_for, render, send, target
+from sunwell.tools.handlers.questions import ask_person
+from sunwell.tools.learned.calls import (
+    Exchange,
+    RateLimit,
+    client_credentials,
+    credentials_for,
+    render,
+    send,
+    target,
+)
 from sunwell.tools.learned.credentials import Credentials
 from sunwell.tools.learned.document import Operation, Scheme
 from sunwell.tools.learned.learning import (
@@ -44,9 +52,7 @@ from sunwell.tools.learned.learning import (
 )
 from sunwell.tools.learned.store import DEFAULT_RATE, LearnedApi, LearnedStore
 from sunwell.tools.mcp.naming import server_prefix
-from sunwell.tools.network.hosts import resolve
 from sunwell.tools.network.urls import UrlRefused, parse_url
-from sunwell.tools.policy.environment import remember_secret
 from sunwell.tools.subject import Subject
 from sunwell.wire.results import ApiAnswer
 
@@ -156,13 +162,12 @@ class LearnedApis:
         return ToolReturn.text(text, ApiAnswer(api=api.name, method=op.method, url=mask(url), status=status,
                                                content_type=kind))
 
-    def _oauth(self, api: LearnedApi, ctx: ToolContext) -> Callable[[Scheme, str], Any]:
-        async def token(scheme: Scheme, value: str) -> str:
+    def _oauth(self, api: LearnedApi, ctx: ToolContext) -> Callable[[Scheme, str, Exchange], Any]:
+        async def token(scheme: Scheme, value: str, exchange: Exchange) -> str:
             kept = self._tokens.get((api.name, scheme.name))
             if kept:
                 return kept
-            client_id, _, secret = value.partition(":")
-            fetched = await _client_credentials(scheme, client_id, secret, api, ctx)
+            fetched = await client_credentials(scheme, value, api.name, api.hosts, ctx.network, exchange)
             self._tokens[(api.name, scheme.name)] = fetched
             return fetched
         return token
@@ -194,11 +199,11 @@ class LearnedApis:
                               suggestion="fetch the document with web_fetch first (the user is asked for its host, "
                                          "and may allow it for the session), then call learn_api again")
         text, origin = await read_source(arguments.source, ctx.network, read_workspace_file(ctx.jail))
-        ask = partial(ctx.ask, ctx.call_id) if ctx.ask is not None else None  # which tags, for a large API
+        ask = partial(ask_person, ctx) if ctx.client.answers("ask") else None  # which tags, for a large API
         api = await learn(text, arguments.name, arguments.source, origin, ctx.network, arguments.tags,
                           self.rates.get(arguments.name, DEFAULT_RATE), ask)
-        if api.hidden and ctx.notify is not None:
-            ctx.notify("warning", "hidden_characters", removed_message(f"learned API {api.name}", api.hidden))
+        if api.hidden and ctx.turn.notify is not None:
+            ctx.turn.notify("warning", "hidden_characters", removed_message(f"learned API {api.name}", api.hidden))
         self._pending[key] = api
         return api
 
@@ -241,32 +246,9 @@ def _key(arguments: LearnApiArguments) -> str:
     return json.dumps(arguments.model_dump(exclude_unset=True), sort_keys=True)
 
 
-async def _client_credentials(scheme: Scheme, client_id: str, secret: str, api: LearnedApi,
-                              ctx: ToolContext) -> str:
-    """An OAuth2 access token by the client credentials grant, from the token URL (one of the API's hosts)."""
-
-
-    where = parse_url(scheme.token_url)
-    if where.host not in api.hosts or ctx.network.refusal(where):
-        raise ToolFailure("permission", f"the token URL of {api.name} is not on its hosts; not asked")
-    address = await resolve(where, ctx.network.rules, ctx.network.resolver)
-    async with httpx2.AsyncClient(trust_env=False, timeout=ctx.network.timeout) as client:
-        response = await client.post(str(httpx2.URL(where.url).copy_with(host=str(address))),
-                                     data={"grant_type": "client_credentials"}, auth=(client_id, secret),
-                                     headers={"Host": where.authority},
-                                     extensions={"sni_hostname": where.host} if where.address is None else {})
-    try:
-        token = response.json()["access_token"]
-    except (ValueError, KeyError, TypeError):
-        raise ToolFailure("permission", f"the token URL of {api.name} answered HTTP {response.status_code} "
-                          "without a token; the client credentials may be wrong") from None
-    remember_secret(str(token))  # masked like the credentials it was traded for
-    return str(token)
-
-
 def remember_learned(api: LearnedApi) -> None:
-    """Name a newly learned API in the user config (`learned_apis`), as PROTOCOL.md says `sunwell tools learn`
-    does; a file that cannot be edited safely is left alone (the API is learned all the same)."""
+    """Name a newly learned API in the user config (`learned_apis`), as `sunwell tools learn` does (docs/cli.md
+    "sunwell tools learn"); a file that cannot be edited safely is left alone (the API is learned all the same)."""
 
     try:
         remember(user_config_path(), api.name, api.source, api.rate_per_min)

@@ -1,5 +1,5 @@
-"""The audit log: one JSON line per tool call in `<data>/audit/tools-YYYY-MM-DD.jsonl` (PROTOCOL.md "Files and
-places"; the UTC day of the call), read back by `sunwell audit [--since]`.
+"""The audit log: one JSON line per tool call in `<data>/audit/tools-YYYY-MM-DD.jsonl` (docs/config.md
+"Files and places"; the UTC day of the call), read back by `sunwell audit [--since]`.
 
 A line holds `time` (ISO 8601, UTC), `session`, `turn`, `tool`, `call_id`, `arguments`, `decision` (`allow`, `deny`,
 `allowSession`, `auto` when no approval was needed, null when none was reached), `by` (`user`, `policy`, null),
@@ -22,11 +22,14 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from sunwell.clipping import CappedLogRecords, cut
 from sunwell.tools.policy.environment import EnvSecrets
 from sunwell.tools.workspace import open_flags
 
 log = logging.getLogger(__name__)
 REDACTED = "[REDACTED]"
+MAX_STRING = 65_536
+"""Characters of one string a redacted value keeps (an audit line's argument, a URL checked for a secret)."""
 FILE_NAME = re.compile(r"tools-(\d{4}-\d{2}-\d{2})\.jsonl")
 
 _TOKEN_SHAPES: list[tuple[re.Pattern[str], str]] = [  # a shape added here needs its literal in _ANY_SHAPE
@@ -51,46 +54,43 @@ class Redactor:
     """Masks credentials in strings, and in the strings inside dicts, lists and tuples.
 
     `environ` is read once, here: the values of every variable a command may not see (tools/policy/environment.py) are
-    removed wherever they appear; token-shaped strings are masked whatever their source."""
+    removed wherever they appear; token-shaped strings are masked whatever their source. A string longer than
+    `limit` keeps its first `limit` characters and its size (sunwell.clipping), so the work is bounded whatever the
+    input: it is masked in twice that much first, so that a secret the cut falls in goes whole."""
 
-    def __init__(self, environ: Mapping[str, str] | None = None, passthrough: Iterable[str] = ()) -> None:
+    def __init__(self, environ: Mapping[str, str] | None = None, passthrough: Iterable[str] = (),
+                 limit: int = MAX_STRING) -> None:
         self.env = EnvSecrets(os.environ if environ is None else environ, passthrough, REDACTED)
+        self.limit = limit
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, str):
-            value = self.env.mask(value)
-            if not _ANY_SHAPE.search(value):
-                return value
-            for pattern, replacement in _TOKEN_SHAPES:
-                value = pattern.sub(replacement, value)
-            return value
+            return self.text(value, self.limit)
         if isinstance(value, Mapping):
             return {self(k): self(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self(v) for v in value]
         return value
 
+    def text(self, value: str, limit: int) -> str:
+        masked = self.env.mask(value[:2 * limit])
+        if _ANY_SHAPE.search(masked):
+            for pattern, replacement in _TOKEN_SHAPES:
+                masked = pattern.sub(replacement, masked)
+        return masked if len(value) <= limit else cut(masked[:limit], value)
 
-class MaskedLogRecords(logging.Filter):
+
+class MaskedLogRecords(CappedLogRecords):
     """A log handler's filter that masks credentials in every record it writes, a library's too: an HTTP client logs
-    each request's URL, which carries a learned API's query key (tools/learned/calls.py adds it to the request)."""
+    each request's URL, which carries a learned API's query key (tools/learned/calls.py adds it to the request).
+    Capped as `CappedLogRecords` caps, the masking within the cap."""
 
     def __init__(self) -> None:
         super().__init__()
         self.redact = Redactor()
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a record that cannot be formatted is logging's to report, as it does
-            return True
-        if (masked := self.redact(message)) != message:
-            record.msg, record.args = masked, None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = self.redact(record.exc_text)
-        return True
+    def shorten(self, text: str, limit: int) -> str:
+        return self.redact.text(text, limit)
 
 
 def redact(value: Any, environ: Mapping[str, str] | None = None) -> Any:
