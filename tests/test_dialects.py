@@ -14,7 +14,7 @@ import pytest
 from dialects.corpus import Case, cases, collapsed, leaks, tools
 from sunwell.models.arguments import load_json, parse_arguments, typed_value
 from sunwell.models.base import Notice, TextDelta, ThinkingDelta, ToolCallDone
-from sunwell.models.emulation.call_detector import CUT_OFF_NOTICE, CallDetector
+from sunwell.models.emulation.call_detector import CUT_OFF_NOTICE, UNKNOWN_NOTICE, CallDetector
 from sunwell.wire.messages import ToolSpec
 from text_calls import extract_tool_calls
 
@@ -128,11 +128,15 @@ def test_a_call_the_reply_was_cut_off_in_is_never_run_and_the_user_is_told():
     assert extract_tool_calls(text, TOOLS, cut_off=True).cut_off == ["write_file"]
 
 
-def test_a_reply_that_stopped_normally_after_a_slip_still_calls():
-    """Not cut off: the model left out a closing brace; the call is complete and repaired."""
+def test_a_call_whose_json_never_closed_is_no_call_however_the_reply_ended():
+    """Issue 47 (vLLM's Hermes test): a closing brace left out at the end of a reply is a call cut short, not a slip
+    to mend; the user gets a notice that quotes it, and nothing runs."""
     text = '{"name": "read_file", "arguments": {"path": "a.txt"}'
-    assert stream(text, [9], cut_off=False)[0] == [("read_file", {"path": "a.txt"})]
-    assert stream(text, [9], cut_off=True)[0] == []
+    for cut_off in (False, True):
+        calls, shown, _, events = stream(text, [9], cut_off=cut_off)
+        assert (calls, shown) == ([], "")
+        [notice] = [e for e in events if isinstance(e, Notice)]
+        assert notice.code == CUT_OFF_NOTICE and text in notice.message
 
 
 def test_a_truncated_name_never_becomes_the_longer_tool():
@@ -142,7 +146,13 @@ def test_a_truncated_name_never_becomes_the_longer_tool():
         "<|tool_call_start|>[read_fi(path='a')]<|tool_call_end|>",
         '<|channel|>commentary to=functions.read_fi <|constrain|>json<|message|>{"path": "a"}<|call|>',
     ):
-        assert [c.name for c in extract_tool_calls(text, TOOLS).calls] == ["read_fi"], text
+        detector = CallDetector(TOOLS)
+        events = detector.feed(text) + detector.finish()
+        assert not [e for e in events if isinstance(e, ToolCallDone)], text  # issue 47: not offered, no call
+        assert [e.code for e in events if isinstance(e, Notice)][-1:] == [UNKNOWN_NOTICE], text
+        # Emulating, the loop still gets it, runs nothing and answers unknown_tool (the model can correct itself)
+        detector = CallDetector(TOOLS, unknown_as_calls=True)
+        assert [e.name for e in detector.feed(text) + detector.finish() if isinstance(e, ToolCallDone)] == ["read_fi"]
     assert extract_tool_calls('read_fi(path="a")', TOOLS).calls == []  # bare Python: only offered tools
 
 
@@ -167,7 +177,10 @@ def test_a_repair_never_invents_a_value():
         ("yes", {"type": "boolean"}, "yes"),  # not a boolean: left for the schema check to report
         ("12a", {"type": "integer"}, "12a"),
         ("null", {"type": ["string", "null"]}, None),
-        ("null", {"type": "string"}, "null"),
+        ("null", {"type": "string"}, None),  # Ollama and vLLM read `null` as null whatever the type (issue 47)
+        ("42.5", {"type": ["string", "number"]}, 42.5),  # a union: the most specific type the text is
+        ("hello", {"type": ["number", "string"]}, "hello"),
+        ("   ", {"type": "string"}, "   "),
         ("{'a': (1, 2)}", {"type": "object"}, {"a": [1, 2]}),
         ('["x"]', {"anyOf": [{"type": "array"}, {"type": "null"}]}, ["x"]),
         (

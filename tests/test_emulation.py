@@ -284,7 +284,8 @@ async def test_parallel_emulation_keeps_every_call_and_the_text_around_them():
 
 async def test_a_call_completed_by_the_end_of_the_stream_keeps_the_inner_finish():
     usage = Usage(input_tokens=5, output_tokens=7)
-    model = ScriptedModel(*deltas('{"name": "read_file", "arguments": {"path": "a.txt"}'), Finished(usage=usage))
+    # the closing tag never comes, so the call is whole only when the stream ends
+    model = ScriptedModel(*deltas('<tool_call>{"name": "read_file", "arguments": {"path": "a.txt"}}'), Finished(usage=usage))
     events = await collect(EmulatedProvider(model), request())
     assert summary(events)[1] == [("emu_3", "read_file", {"path": "a.txt"})]
     assert events[-1] == Finished(usage=usage)

@@ -55,6 +55,8 @@ export type NoticeCode =
   | 'tool_call_from_text'
   | 'tool_call_repaired'
   | 'tool_call_cut_off'
+  | 'tool_call_unreadable'
+  | 'tool_call_unknown'
   | 'resumed'
   | 'call_interrupted'
   | 'hook'
@@ -537,6 +539,8 @@ export interface NoticeEvent {
     | 'tool_call_from_text'
     | 'tool_call_repaired'
     | 'tool_call_cut_off'
+    | 'tool_call_unreadable'
+    | 'tool_call_unknown'
     | 'resumed'
     | 'call_interrupted'
     | 'hook'
@@ -957,7 +961,7 @@ export const Vocabulary = {
   DecidedBy: ['user', 'policy'] as readonly DecidedBy[],
   Decision: ['allow', 'deny', 'allowSession'] as readonly Decision[],
   ErrorCode: ['validation', 'unknown_tool', 'permission', 'not_found', 'unsupported', 'denied', 'dry_run', 'timeout', 'rate_limit', 'execution', 'network', 'interrupted'] as readonly ErrorCode[],
-  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'resumed', 'call_interrupted', 'hook', 'mcp_auth', 'hidden_characters'] as readonly NoticeCode[],
+  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'tool_call_unreadable', 'tool_call_unknown', 'resumed', 'call_interrupted', 'hook', 'mcp_auth', 'hidden_characters'] as readonly NoticeCode[],
   NoticeLevel: ['info', 'warning', 'error'] as readonly NoticeLevel[],
   Risk: ['write', 'shell', 'network', 'mcp'] as readonly Risk[],
   TrustName: ['discovery', 'read_only', 'workspace', 'shell', 'full'] as readonly TrustName[],

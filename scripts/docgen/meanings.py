@@ -287,6 +287,9 @@ NOTICES: dict[str, str] = {
     "tool_call_from_text": "the model wrote a call as text instead of a native call; it was recovered",
     "tool_call_repaired": "an emulated call written as text was repaired to be read",
     "tool_call_cut_off": "the answer was cut off inside a call, which was not run",
+    "tool_call_unreadable": "text between a dialect's call markers read as no call: it was left out of the answer, "
+                            "and the notice quotes it",
+    "tool_call_unknown": "the model wrote a call to a tool that was not offered: nothing ran, the notice names it",
     "resumed": "an interrupted turn is taken up where its log ends",
     "call_interrupted": "a call was running when the process ended and is not run again; check what it did",
     "hook": "a hook denied a call, failed, or waits for the user's approval",

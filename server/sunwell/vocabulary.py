@@ -48,7 +48,8 @@ NoticeCode = Literal[
     "result_cut", "tools_fitted", "sandbox_off", "sandbox_unavailable", "effects_unavailable", "loop_guard",
     "empty_answer", "answer_from_results", "repeated_call", "repaired_arguments", "repaired_tool_name", "coerced_arguments",
     "emulation_fallback", "constrained_decoding_refused", "tool_call_from_text", "tool_call_repaired",
-    "tool_call_cut_off", "resumed", "call_interrupted", "hook", "mcp_auth", "hidden_characters",
+    "tool_call_cut_off", "tool_call_unreadable", "tool_call_unknown", "resumed", "call_interrupted", "hook", "mcp_auth",
+    "hidden_characters",
 ]
 """A `notice` event's `code`: the first five have fixed meanings (docs/codes.md "Notice codes"); the others say what the
 engine repaired, retried or fell back on, so a client may style or count them."""

@@ -8,6 +8,7 @@ imported with models/factory.py when a turn first needs one (the one import insi
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sunwell.agent.live import LiveSessions
@@ -16,7 +17,8 @@ from sunwell.config import Settings
 from sunwell.errors import SetupError
 from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.base import Provider
-from sunwell.models.capabilities import Capabilities, capabilities_for
+from sunwell.models.capabilities import Capabilities
+from sunwell.models.model_facts import ModelFacts
 
 if TYPE_CHECKING:
     from sunwell.models.factory import Adapters, ProviderStack
@@ -47,17 +49,25 @@ class Models:
 
     def stack(self, spec: ModelSpec, session: str, window: int) -> ProviderStack:
         """What a turn of `session` streams from (models/factory.py `provider_for`); a server that refuses native
-        tools is remembered for the session."""
+        tools is remembered for the session, and what worked is kept for the next ones (models/model_facts.py)."""
         from sunwell.models.factory import provider_for
 
-        live = self._live.get(session)
-        return provider_for(spec, self.capabilities(spec), adapter=self.provider(spec), window=window,
-                            estimate=calibrated_estimate(live.context), attempts=self._settings().provider_attempts,
-                            emulating=live.emulating, on_fallback=lambda: setattr(live, "emulating", True))
+        live, caps = self._live.get(session), self.capabilities(spec)
+        learner = self.facts().learner(str(spec), self.endpoint(spec))  # kept across sessions
+        return learner.watching(provider_for(
+            spec, caps, adapter=self.provider(spec), window=window, estimate=calibrated_estimate(live.context),
+            attempts=self._settings().provider_attempts, emulating=live.emulating,
+            on_fallback=lambda: learner.fell_back(caps.emulation, lambda: setattr(live, "emulating", True))))
 
     def capabilities(self, spec: ModelSpec) -> Capabilities:
+        """The registry's, with what a model taught Sunwell on this endpoint (models/model_facts.py) and the user's
+        `models:` overrides over both."""
         overrides = {key: value.model_dump(exclude_none=True) for key, value in self._settings().models.items()}
-        return capabilities_for(spec.model, spec.provider, overrides)
+        return self.facts().capabilities(spec, self.endpoint(spec), overrides)
+
+    def facts(self) -> ModelFacts:
+        """What models taught Sunwell, kept in the data dir (`sunwell models MODEL [--forget]`)."""
+        return ModelFacts(Path(self._settings().data_dir or "."))
 
     async def window(self, spec: ModelSpec, session: str | None = None) -> tuple[int, str]:
         """The window a turn of `spec` budgets against, and where it came from (agent/windows.py): what a refusal

@@ -88,3 +88,13 @@ class ModelCatalog:
     current: str | None
     """The configured model's id; None when there is none, or it is no valid model string."""
     models: list[CatalogModel]
+
+
+def learned_facts(engine: Engine, model: str) -> dict[str, dict[str, Any]]:
+    """What the servers running `model` (`PROVIDER:MODEL`) taught Sunwell about it, by server (models/model_facts.py)."""
+    return engine.models.facts().all_for(model)
+
+
+def forget_learned(engine: Engine, model: str) -> int:
+    """Forget what servers taught about `model`; how many servers' facts were dropped."""
+    return engine.models.facts().forget(model)

@@ -86,6 +86,8 @@ def build_parser() -> Parser:
     models = sub.add_parser("models", help="parsed spec and capabilities of model ids")
     models.add_argument("ids", nargs="*")
     models.add_argument("--json", action="store_true", help="one JSON object per model")
+    models.add_argument("--forget", action="store_true",
+                        help="clear what earlier sessions learned of these models (emulation format, repairs)")
     about = sub.add_parser("version", help="versions of Sunwell, Python, the sandbox and ripgrep (for a bug report)")
     about.add_argument("--json", action="store_true", help="as one JSON object")
     return parser

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sunwell.agent.engine import Engine
 from sunwell.agent.exports import AuditLog, UndoError, format_entry, parse_since
-from sunwell.agent.model_catalog import model_catalog
+from sunwell.agent.model_catalog import forget_learned, learned_facts, model_catalog
 from sunwell.agent.tool_names import known_tools
 from sunwell.cli.client import TerminalClient
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_OK, UsageError
@@ -22,6 +22,7 @@ from sunwell.cli.visible import visible
 from sunwell.config import ConfigError, load_settings
 from sunwell.errors import SetupError
 from sunwell.lens.check import check_files
+from sunwell.model_strings import parse_model_string
 from sunwell.vocabulary import Trust
 from sunwell.wire.client import Headless
 
@@ -74,15 +75,22 @@ def cmd_models(args: argparse.Namespace) -> int:
     names = args.ids or ([settings.model] if settings.model else [])
     if not names:
         raise UsageError("no model given: sunwell models PROVIDER:MODEL ...")
+    engine = Engine(settings, workspace)
+    if args.forget:
+        for name in names:
+            gone = forget_learned(engine, _model_key(name))
+            print(f"{name}: forgot what {gone} server(s) taught" if gone else f"{name}: nothing learned to forget")
+        return EXIT_OK
     try:
-        catalog = model_catalog(Engine(settings, workspace), names, ask_servers=True)
+        catalog = model_catalog(engine, names, ask_servers=True)
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     for model in catalog.models:
+        learned = learned_facts(engine, model.id)
         if args.json:
             print(json.dumps({"id": model.model, "provider": model.provider, "parsed": model.parsed,
                               "capabilities": model.capabilities, "window": model.window,
-                              "windowSource": model.window_source}))
+                              "windowSource": model.window_source, "learned": learned}))
             continue
         caps, parsed = model.capabilities, model.parsed
         mode = "native" if caps["nativeTools"] else f"emulated ({caps['emulation']})"
@@ -93,7 +101,27 @@ def cmd_models(args: argparse.Namespace) -> int:
               f"\n  tools {mode} · parallel {caps['parallelCalls']} · reasoning {caps['reasoning']}"
               f" · small {caps['small']} · temperature {temperature}"
               f"\n  context window {model.window:,} tokens, from {visible(model.window_source)}")
+        for server, facts in learned.items():
+            print(f"  learned at {visible(server)}: {_learned_line(facts)}")
     return EXIT_OK
+
+
+def _model_key(name: str) -> str:
+    """The key what a model taught is kept under: the model string as a turn parses it."""
+    try:
+        return str(parse_model_string(name))
+    except ValueError:
+        return name
+
+
+def _learned_line(facts: dict) -> str:
+    parts = []
+    if facts.get("toolsRejected"):
+        parts.append(f"the server refused tools, so turns start emulated ({facts.get('emulation', 'json')})")
+    if repairs := facts.get("repairs"):
+        parts.append("repairs " + ", ".join(f"{visible(k)} ×{n}" for k, n in repairs.items()))
+    when = facts.get("updatedAt", "")
+    return "; ".join(parts or ["nothing yet"]) + (f" (last {when}; `--forget` clears it)" if when else "")
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

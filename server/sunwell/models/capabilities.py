@@ -308,8 +308,10 @@ def validate_override(where: str, values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def capabilities_for(model_id: str, provider: str,
-                     overrides: Mapping[str, Mapping[str, Any]] = {}) -> Capabilities:
+def capabilities_for(model_id: str, provider: str, overrides: Mapping[str, Mapping[str, Any]] = {},
+                     learned: Mapping[str, Any] = {}) -> Capabilities:
+    """`learned`: what earlier sessions learned of this model on this server (models/model_facts.py), over the
+    registry's rules and under the user's overrides."""
     mid = parse_model_id(model_id)
     values: dict[str, Any] = _caps(_BASE, **_PROVIDER_DEFAULTS.get(provider, _LOCAL_DEFAULT))
     notes = [f"defaults for {provider}"]
@@ -327,6 +329,9 @@ def capabilities_for(model_id: str, provider: str,
         values["temperature"] = 0.0
     if mid.custom:
         notes.append(f"custom model: inherits {mid.family}")
+    if learned:
+        values.update(learned)
+        notes.append("learned: " + ", ".join(f"{k}={v}" for k, v in learned.items()))
     for key in (model_id, f"{provider}:{model_id}"):  # the full model string is the more specific
         if key in overrides:
             values.update(validate_override(key, overrides[key]))

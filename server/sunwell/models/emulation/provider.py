@@ -88,7 +88,7 @@ class EmulatedProvider:
                 messages[-1] = UserMessage(text=f"{messages[-1].text}\n\n{next_step(asked, answer and answer.name)}")
         sent = replace(request, system=system.strip(), tools=[], tool_choice="auto", messages=messages)
         first_id = next_emulated_id(request.messages)
-        detector: CallDetector | ConstrainedReply = CallDetector(tools, first_id=first_id)
+        detector: CallDetector | ConstrainedReply = CallDetector(tools, first_id=first_id, unknown_as_calls=True)
         if constrained:  # with `answer`, the adapter lets the model choose free before a call is held (choice.py)
             sent = ConstrainedRequest(**{**vars(sent), "reply_schema": reply_schema(tools, request.tool_choice),
                                          "answer": answer and answer.name})  # fmt: skip
