@@ -38,6 +38,7 @@ SOURCES: list[tuple[str, str]] = [
     ("sunwell.wire.messages", "Message"),
     ("sunwell.wire.messages", "Usage"),
     ("sunwell.wire.messages", "ToolError"),
+    ("sunwell.wire.results", "ResultData"),
     ("sunwell.wire.options", "*"),
     ("sunwell.wire.protocol", "*"),
     ("sunwell.wire.user_requests", "*"),

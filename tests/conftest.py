@@ -89,6 +89,12 @@ def check_stream_rules(events: list[dict]) -> None:
     assert events[-1]["toolCalls"] == len(calls)
 
 
+async def call_tool(tool, arguments: dict, ctx):
+    """`tool`'s handler on `arguments` as the orchestrator hands them over: validated once and read into what the
+    tool takes (`Tool.bind`: its arguments model), so an invalid call fails there, as in a turn."""
+    return await tool.handler(tool.bind(arguments), ctx)
+
+
 @pytest.fixture
 def engine(tmp_path: Path, workspace: Path, fake: FakeProvider, monkeypatch: pytest.MonkeyPatch):
     """An engine in `workspace` on openai:gpt-4o at the fake server, approving automatically (no user config)."""

@@ -283,6 +283,92 @@ def test_every_code_the_engine_writes_is_in_the_vocabulary():
     assert len(used) > 25 and sorted(used - known) == []
 
 
+# ---- tools are declared from their arguments model (issue 43, item 3) ------------------------------------------
+
+def typed_tools() -> list:
+    """Every tool whose arguments Sunwell defines: the core ones, web_search and learn_api."""
+    from sunwell.tools.handlers.web import WEB_SEARCH
+    from sunwell.tools.learned.registry import LearnedApis
+    from sunwell.tools.registry import CORE_TOOLS
+
+    return [*CORE_TOOLS, WEB_SEARCH, LearnedApis(Path(os.devnull)).learn_tool()]
+
+
+def calls_named(path: Path, name: str) -> list[int]:
+    """The lines of `path` that call something named `name` (`name(...)` or `x.name(...)`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and (getattr(node.func, "id", None) == name or getattr(node.func, "attr", None) == name)]
+
+
+RAW = {"args", "arguments"}
+
+
+def raw_reads(path: Path) -> list[int]:
+    """Lines of `path` that read a call's arguments out of a dict: `string_arg(...)`, `X.model_validate(args)`,
+    `args.get(...)`, `args[...]`."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            owner = getattr(getattr(node.func, "value", None), "id", None)
+            given = [getattr(arg, "id", None) for arg in node.args]
+            if (name == "string_arg" or (name == "model_validate" and RAW & set(given))
+                    or (name == "get" and owner in RAW)):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Subscript) and getattr(node.value, "id", None) in RAW:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_checker_sees_a_raw_argument_read(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("def f(args, ctx):\n    a = string_arg(args, 'x')\n    b = M.model_validate(args)\n"
+                      "    c = args.get('y')\n    d = args['z']\n    return M.model_validate(answer), ctx.get('w')\n")
+    assert raw_reads(source) == [2, 3, 4, 5]
+
+
+def test_a_tool_is_declared_from_its_arguments_model_and_says_its_schema_once():
+    """`Tool.of(Args, ...)` takes `parameters` and the subject from the model: no definition repeats
+    `schema_for_tool()`; a tool is built `Tool.of` or, its schema known only at run time, `Tool.dynamic`, never by
+    hand."""
+    repeated = sorted(f"{path.relative_to(PACKAGE)}:{line}" for path in PACKAGE.rglob("*.py")
+                      if path.relative_to(PACKAGE) != Path("tools/base.py")
+                      for line in calls_named(path, "schema_for_tool"))
+    assert repeated == []
+    by_hand = sorted(f"{path.relative_to(PACKAGE)}:{line}" for path in PACKAGE.rglob("*.py")
+                     if path.relative_to(PACKAGE) != Path("tools/base.py") for line in calls_named(path, "Tool"))
+    assert by_hand == []
+    assert [tool.name for tool in typed_tools() if tool.arguments is None] == []
+
+
+def test_core_handlers_take_their_arguments_model_never_the_raw_dict():
+    """The orchestrator validates a call once and hands the handler (and its preview, stage and cut-off) an instance
+    of the tool's arguments model; a handler module reads no argument out of a dict."""
+    import typing
+
+    for tool in typed_tools():
+        for name in ("handler", "preview", "stage", "cut_off"):
+            function = getattr(tool, name)
+            if function is None:
+                continue
+            first = next(iter(typing.get_type_hints(function).values()))
+            assert first is tool.arguments, f"{tool.name}.{name} takes {first}, not {tool.arguments.__name__}"
+    raw = sorted(f"{path.relative_to(PACKAGE)}:{line}" for path in (PACKAGE / "tools" / "handlers").glob("*.py")
+                 for line in raw_reads(path))
+    assert raw == []
+
+
+@pytest.mark.parametrize(("function", "where"), [("canonical_tool_name", "sunwell.agent"),
+                                                  ("parse_command", "sunwell.agent"),
+                                                  ("coerce_arguments", "sunwell.agent"),
+                                                  ("validate_arguments", "sunwell.agent")])
+def test_a_call_is_respelled_validated_and_a_command_parsed_in_one_place(function, where):
+    sites = sorted(f"{path.relative_to(PACKAGE)}:{line}" for path in PACKAGE.rglob("*.py")
+                   if within(module_name(path), where) for line in calls_named(path, function))
+    assert len(sites) <= 1, sites
+
+
 MAX_CONTEXT_FIELDS = 8
 """A tool gets a few capabilities (STYLE.md 16): a new kind of request to the user is a method of the client port
 (wire/client.py), never another field of ToolContext."""

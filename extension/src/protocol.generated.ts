@@ -65,6 +65,7 @@ export type NoticeCode =
 export type NoticeLevel = 'info' | 'warning' | 'error';
 export type Preview =
   DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview | LearnPreview;
+export type ResultData = WebPage | SearchHits | ApiAnswer | SubagentAnswer;
 export type Risk = 'write' | 'shell' | 'network' | 'mcp';
 export type SessionEvent =
   | UserMessageEvent
@@ -134,6 +135,7 @@ export interface SunwellProtocol {
   Params?: Params;
   Preview?: Preview;
   ResourceInfo?: ResourceInfo;
+  ResultData?: ResultData;
   ResumeParams?: ResumeParams;
   Risk?: Risk;
   SecretParams?: SecretParams;
@@ -440,6 +442,7 @@ export interface ToolResultEvent {
   output: string;
   error: ToolError | null;
   durationMs: number;
+  data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer) | null;
 }
 /**
  * A structured failure: an error code (docs/codes.md), a message the model can act on, and maybe a fix.
@@ -460,6 +463,51 @@ export interface ToolError {
     | 'interrupted';
   message: string;
   suggestion?: string | null;
+}
+/**
+ * The page web_fetch read: its final URL, that URL's host (IDNA-normalised, no port) and its title.
+ */
+export interface WebPage {
+  kind: 'webPage';
+  url: string;
+  host: string;
+  title?: string | null;
+}
+/**
+ * What web_search found.
+ */
+export interface SearchHits {
+  kind: 'webSearch';
+  query: string;
+  hits: SearchHit[];
+}
+/**
+ * One result of a search.
+ */
+export interface SearchHit {
+  title: string;
+  url: string;
+  host: string;
+  snippet: string;
+}
+/**
+ * A learned API operation's answer: which call, to where (credentials masked), and what came back.
+ */
+export interface ApiAnswer {
+  kind: 'apiAnswer';
+  api: string;
+  method: string;
+  url: string;
+  status: number;
+  contentType: string;
+}
+/**
+ * What a `task` sub-agent was asked to do, and its final answer.
+ */
+export interface SubagentAnswer {
+  kind: 'subagent';
+  description: string;
+  answer: string;
 }
 export interface NoticeEvent {
   session: string;
@@ -700,6 +748,12 @@ export interface ToolCall {
   };
   raw?: string | null;
 }
+/**
+ * A call's result. A tool gives back parts (wire/results.py); `output` is their text, what the `toolResult`
+ * event's `output` shows (docs/events.md "toolResult") and what a model that reads only text reads. A result of
+ * one text part (almost every one, and every result logged before parts) has no `parts`: `output` is that part, so
+ * such a result reads, logs and goes to each provider as it always did.
+ */
 export interface ToolResultMessage {
   role: 'tool_result';
   callId: string;
@@ -707,6 +761,32 @@ export interface ToolResultMessage {
   output: string;
   ok: boolean;
   error?: ToolError | null;
+  parts?: (TextPart | DataPart | ImagePart | ResourceLinkPart)[] | null;
+  data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer) | null;
+}
+/**
+ * JSON data a model reads (an MCP server's structured content), rendered as indented JSON where only text goes.
+ */
+export interface DataPart {
+  kind: 'data';
+  data: unknown;
+}
+/**
+ * An image: its media type and its bytes in base64.
+ */
+export interface ImagePart {
+  kind: 'image';
+  mediaType: string;
+  data: string;
+}
+/**
+ * A link to a resource the model may read another way (an MCP server's `resource_link`).
+ */
+export interface ResourceLinkPart {
+  kind: 'resource_link';
+  uri: string;
+  name?: string | null;
+  mediaType?: string | null;
 }
 export interface ModelInfo {
   id: string;

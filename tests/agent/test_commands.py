@@ -74,17 +74,16 @@ def state(session):
 
 
 async def say(engine, state, line) -> str:
-    return (await run_command(engine, state, line)).output
+    return (await run_command(engine, state, parse_command(line))).output
 
 
 async def test_unknown_commands_and_terminal_only_ones(engine, state):
     assert await say(engine, state, "::nope") == "Unknown command: ::nope. Try ::help"
     assert await say(engine, state, "::HELP-ME now") == "Unknown command: ::help-me. Try ::help"
     assert "terminal" in await say(engine, state, "::exit")  # the sidecar's chat has no ::exit
-    assert not (await run_command(engine, state, "::exit")).exit
-    assert (await run_command(engine, ChatState(terminal=True), "::exit")).exit
-    with pytest.raises(ValueError):
-        await run_command(engine, state, "std::vector")
+    assert not (await run_command(engine, state, parse_command("::exit"))).exit
+    assert (await run_command(engine, ChatState(terminal=True), parse_command("::exit"))).exit
+    assert parse_command("std::vector") is None  # not a command: a line for the model
 
 
 async def test_help_lists_the_commands_and_explains_one(engine, state):
@@ -102,7 +101,7 @@ async def test_a_command_is_answered_as_command_output_and_done(engine, session,
     assert events[0].command == "model" and "openai:gpt-4o" in events[0].output
     assert events[1].status == "completed" and events[1].tool_calls == 0 and not result.exit
     assert len({e.turn for e in events}) == 1 and fake.requests == []  # no model call
-    done = (await Session(engine, "s1").command("::help", events.append)).done
+    done = (await Session(engine, "s1").command(parse_command("::help"), events.append)).done
     assert done.session == "s1" and events[-1].wire()["type"] == "done" and events[-2].command == "help"
 
 
@@ -205,7 +204,7 @@ async def test_lenses_skills_and_run(engine, session, state, fake, workspace):
     assert "'path' is a required property" in await say(engine, state, "::run review_file focus=bugs")
     assert "is not one of" in await say(engine, state, "::run review_file path=a.py focus=looks")
 
-    result = await run_command(engine, state, '::run review_file {"path": "src/app.py"}')
+    result = await run_command(engine, state, parse_command('::run review_file {"path": "src/app.py"}'))
     assert result.output == "" and "`review_file`" in result.prompt and '{"path": "src/app.py"}' in result.prompt
     await say(engine, state, "::trust full")
     assert "(the lens caps it at **shell**)" in await say(engine, state, "::trust")
@@ -226,7 +225,7 @@ async def test_a_skill_with_only_instructions_becomes_the_request(engine, state,
         "name: notes\ndescription: Note taking.\nskills:\n"
         "  - name: summarize\n    description: Summarize the chat.\n    instructions: Write three bullet points.\n")
     await say(engine, state, "::lens notes.lens")
-    result = await run_command(engine, state, "::run summarize topic=today")
+    result = await run_command(engine, state, parse_command("::run summarize topic=today"))
     assert "Write three bullet points." in result.prompt and '"topic": "today"' in result.prompt
 
 

@@ -19,6 +19,7 @@ from sunwell.agent.commands import run_command
 from sunwell.agent.engine import Engine
 from sunwell.agent.prompts import COMPACT_SYSTEM, SUMMARY_HEADING
 from sunwell.agent.session import Session
+from sunwell.commands_spec import parse_command
 from sunwell.config import ModelOverride, Settings
 from sunwell.models.base import ModelRequest
 from sunwell.models.providers.openai_chat import map_messages
@@ -140,7 +141,7 @@ async def test_an_unknown_window_is_learned_from_the_first_refusal_and_kept(fake
     assert engine.live.get(session.id).window == 8192
     usage = [e for e in events if e.type == "contextUsage"]
     assert usage[-1].window_tokens == 8192
-    assert "8,192 tokens (refusal)" in (await run_command(engine, session.state, "::context")).output
+    assert "8,192 tokens (refusal)" in (await run_command(engine, session.state, parse_command("::context"))).output
 
 
 async def test_usage_calibrates_the_estimate_and_without_it_the_figure_is_an_estimate(fake, files, make_engine):
@@ -282,7 +283,8 @@ async def test_compact_on_demand_keeps_what_is_asked_and_the_last_turn(fake, fil
     assert any(e.type == "contextUsage" for e in events)
     summariser = next(r.body for r in reversed(fake.requests) if is_summariser(r.body))
     assert "the function names" in json.dumps(summariser)
-    assert (await run_command(engine, session.state, "::compact")).output.startswith("Nothing to compact")
+    compact = parse_command("::compact")
+    assert (await run_command(engine, session.state, compact)).output.startswith("Nothing to compact")
 
     fake.script(Reply(text="ok"))
     await turn(session, "next")
@@ -290,7 +292,7 @@ async def test_compact_on_demand_keeps_what_is_asked_and_the_last_turn(fake, fil
     assert SUMMARY_HEADING in messages[1]["content"]
     assert [m["role"] for m in messages[2:]] == ["user", "assistant", "tool", "assistant", "user"]  # turn 1 kept
 
-    saved = (await run_command(engine, session.state, "::save chat.md")).output
+    saved = (await run_command(engine, session.state, parse_command("::save chat.md"))).output
     assert saved.startswith("Saved")
     transcript = (files / "chat.md").read_text()
     assert "## You\n\nturn 0" in transcript and "Conversation compacted" in transcript
@@ -302,7 +304,7 @@ async def test_a_summariser_that_fails_leaves_a_digest_and_never_stops_the_sessi
     fake.script(Reply(text="one"), Reply(text="two"), Fail(400, "the summariser is down"), Reply(text="three"))
     for line in ("first question", "second question"):
         await turn(session, line)
-    output = (await run_command(engine, session.state, "::compact")).output
+    output = (await run_command(engine, session.state, parse_command("::compact"))).output
     assert output.startswith("Compacted 2 messages") and "the summariser is down" in output
     assert (await turn(session, "third question")).status == "completed"
     summary = fake.requests[-1].body["messages"][1]["content"]
@@ -315,7 +317,7 @@ async def test_context_shows_the_window_what_is_in_it_and_how_full(fake, files, 
     session = Session(engine)
     Model(fake, [["f0.py"]])
     await turn(session, "read one")
-    text = (await run_command(engine, session.state, "::context")).output
+    text = (await run_command(engine, session.state, parse_command("::context"))).output
     assert "16,384 tokens (config)" in text
     assert "AGENTS.md" in text and "instructions" in text and "tools" in text
     assert 'read_file(path="f0.py")' in text  # the largest result

@@ -53,6 +53,8 @@ async def test_a_sub_agent_explores_and_only_its_answer_reaches_the_parent(engin
     assert all("parentCallId" not in e for e in events if e not in nested)
     task = next(e for e in events if e["type"] == "toolResult" and e["callId"] == "call_task")
     assert task["ok"] and task["output"] == "src/retry.py:2, backoff(n) returns 2 ** n."
+    assert task["data"] == {"kind": "subagent", "description": "Find the retry delay",  # what its card draws
+                            "answer": "src/retry.py:2, backoff(n) returns 2 ** n."}
     # the sub-agent starts from nothing: its instructions and the prompt, never the parent's conversation
     first_sub = fake.requests[1].body
     assert is_subagent(first_sub) and first_sub["messages"][1]["content"].startswith("Where is the retry delay")
@@ -67,6 +69,8 @@ async def test_a_sub_agent_explores_and_only_its_answer_reaches_the_parent(engin
     replayed = Session(engine, events[0]["session"]).replay()
     assert [e.name for e in replayed if e.type == "toolCall" and e.parent_call_id == "call_task"] == \
         ["search_files", "read_file"]
+    assert next(e for e in replayed if e.type == "toolResult" and e.call_id == "call_task").data.answer.startswith(
+        "src/retry.py:2")  # replayed with its data
 
 
 async def test_a_sub_agent_cannot_write_nor_start_another(engine, fake, workspace):

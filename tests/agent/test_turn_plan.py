@@ -18,6 +18,7 @@ from sunwell.agent.commands import run_command
 from sunwell.agent.context import Budget, SessionContext
 from sunwell.agent.engine import Engine
 from sunwell.agent.session import Session
+from sunwell.commands_spec import parse_command
 from sunwell.config import Settings
 from sunwell.models.tokens import text_tokens, tools_tokens
 from sunwell.wire.messages import ToolSpec
@@ -56,7 +57,7 @@ def as_counted(raw: int) -> int:
 
 async def context_then_turn(engine: Engine, fake, line: str) -> tuple[str, dict]:
     session = Session(engine)
-    shown = (await run_command(engine, session.state, "::context")).output
+    shown = (await run_command(engine, session.state, parse_command("::context"))).output
     fake.script(Reply(text="Hello."))
     done = (await session.submit(UserInput(line), lambda event: None)).done
     assert done.status == "completed", done.error

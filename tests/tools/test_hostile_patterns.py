@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import call_tool
 from sunwell.tools.base import Limits, SearchSettings, ToolContext, ToolFailure
-from sunwell.tools.handlers.files import compile_glob, list_files
-from sunwell.tools.handlers.search import search_files
+from sunwell.tools.handlers.files import LIST_FILES, compile_glob
+from sunwell.tools.handlers.search import SEARCH_FILES
 from sunwell.tools.workspace.jail import Jail
 
 RG = shutil.which("rg")
@@ -70,14 +71,14 @@ def children_running(module: str) -> list[int]:
 
 @pytest.mark.parametrize("glob", EVIL_GLOBS)
 async def test_an_evil_glob_lists_promptly(ws: Path, glob: str) -> None:
-    out = await asyncio.wait_for(list_files({"pattern": glob}, context(ws)), GUARD)
+    out = await asyncio.wait_for(call_tool(LIST_FILES, {"pattern": glob}, context(ws)), GUARD)
     assert out.splitlines() == ["ax", f"deep/{'b' * 40}/{'c' * 60}x"]  # every one of them recurses
 
 
 @pytest.mark.parametrize("rg", ENGINES)
 @pytest.mark.parametrize("glob", EVIL_GLOBS)
 async def test_an_evil_glob_filters_search_hits_promptly(ws: Path, rg: str | None, glob: str) -> None:
-    out = await asyncio.wait_for(search_files({"pattern": "needle", "glob": glob}, context(ws, rg)), GUARD)
+    out = await asyncio.wait_for(call_tool(SEARCH_FILES, {"pattern": "needle", "glob": glob}, context(ws, rg)), GUARD)
     assert out.splitlines() == ["ax:1:needle", f"deep/{'b' * 40}/{'c' * 60}x:1:needle"]
 
 
@@ -105,11 +106,11 @@ def test_glob_matching_is_unchanged_on_ordinary_globs() -> None:
 
 async def test_malformed_and_oversized_globs_are_validation_errors(ws: Path) -> None:
     for glob in ("[abc", "{a,b", "[z-a]", "*" * 20_000):
-        error = (await failure(list_files({"pattern": glob}, context(ws)))).error
+        error = (await failure(call_tool(LIST_FILES, {"pattern": glob}, context(ws)))).error
         assert error.code == "validation" and "pattern" in error.message, glob
-        error = (await failure(search_files({"pattern": "x", "glob": glob}, context(ws)))).error
+        error = (await failure(call_tool(SEARCH_FILES, {"pattern": "x", "glob": glob}, context(ws)))).error
         assert error.code == "validation" and "glob" in error.message, glob
-    error = (await failure(list_files({"pattern": "*" * 20_000}, context(ws)))).error
+    error = (await failure(call_tool(LIST_FILES, {"pattern": "*" * 20_000}, context(ws)))).error
     assert "1,000" in error.message
 
 
@@ -117,7 +118,7 @@ async def test_malformed_and_oversized_globs_are_validation_errors(ws: Path) -> 
 
 
 async def test_a_runaway_regex_in_the_python_engine_ends_with_a_timeout(ws: Path) -> None:
-    error = (await failure(search_files({"pattern": RUNAWAY}, context(ws, "", timeout=2)))).error
+    error = (await failure(call_tool(SEARCH_FILES, {"pattern": RUNAWAY}, context(ws, "", timeout=2)))).error
     assert error.code == "timeout" and "2 s" in error.message
     assert error.suggestion and "(a+)+" in error.suggestion
     if sys.platform == "linux":
@@ -135,7 +136,7 @@ async def test_the_event_loop_keeps_running_during_a_runaway_regex(ws: Path) -> 
 
     clock = asyncio.create_task(ticker())
     try:
-        await failure(search_files({"pattern": RUNAWAY}, context(ws, "", timeout=3)))
+        await failure(call_tool(SEARCH_FILES, {"pattern": RUNAWAY}, context(ws, "", timeout=3)))
     finally:
         clock.cancel()
     assert ticks >= 10  # about 60 in 3 s; a loop held by the regex would see none
@@ -143,7 +144,7 @@ async def test_the_event_loop_keeps_running_during_a_runaway_regex(ws: Path) -> 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="looks for the child in /proc")
 async def test_cancelling_a_python_search_kills_its_child(ws: Path) -> None:
-    task = asyncio.create_task(search_files({"pattern": RUNAWAY}, context(ws, "")))
+    task = asyncio.create_task(call_tool(SEARCH_FILES, {"pattern": RUNAWAY}, context(ws, "")))
     for _ in range(500):
         if children_running("sunwell.tools.handlers.pygrep"):
             break
@@ -158,18 +159,18 @@ async def test_cancelling_a_python_search_kills_its_child(ws: Path) -> None:
 @pytest.mark.parametrize("rg", ENGINES)
 async def test_a_huge_pattern_is_refused_clearly(ws: Path, rg: str | None) -> None:
     for pattern in ("a" * 1_000_000, "a\n" * 500_000):
-        error = (await failure(search_files({"pattern": pattern}, context(ws, rg)))).error
+        error = (await failure(call_tool(SEARCH_FILES, {"pattern": pattern}, context(ws, rg)))).error
         assert error.code == "validation"
         assert "10,000" in error.message and "Traceback" not in error.message
     long_but_fine = "needle" + "|needle" * 1_400  # just under the limit
     assert len(long_but_fine) <= 10_000
-    out = await asyncio.wait_for(search_files({"pattern": long_but_fine}, context(ws, rg)), GUARD)
+    out = await asyncio.wait_for(call_tool(SEARCH_FILES, {"pattern": long_but_fine}, context(ws, rg)), GUARD)
     assert out.splitlines()[0] == f"{'a' * 60}:1:needle"
 
 
 @pytest.mark.parametrize("rg", ENGINES)
 async def test_ordinary_searches_still_agree_after_the_move(ws: Path, rg: str | None) -> None:
-    out = await asyncio.wait_for(search_files({"pattern": r"^a+!$"}, context(ws, rg)), GUARD)
+    out = await asyncio.wait_for(call_tool(SEARCH_FILES, {"pattern": r"^a+!$"}, context(ws, rg)), GUARD)
     assert out == f"runaway.txt:1:{'a' * 60}!"
 
 
@@ -181,7 +182,7 @@ async def test_a_pattern_found_everywhere_keeps_memory_bounded(tmp_path: Path, r
         (folder / f"f{n:04d}.txt").write_text("hit " + "x" * 100 + "\n" + "hit y\n" * 199)
     tracemalloc.start()
     try:
-        out = await asyncio.wait_for(search_files({"pattern": "hit"}, context(tmp_path, rg)), GUARD)
+        out = await asyncio.wait_for(call_tool(SEARCH_FILES, {"pattern": "hit"}, context(tmp_path, rg)), GUARD)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import call_tool
 from sunwell.tools.base import ToolContext, ToolFailure
 from sunwell.tools.handlers.arithmetic import MATH_EVAL, MAX_EXPRESSION
 from sunwell.tools.workspace.jail import Jail
@@ -20,7 +21,7 @@ from sunwell.tools.workspace.jail import Jail
 
 def evaluate(expression: str) -> str:
     ctx = ToolContext(jail=Jail(Path.cwd()))
-    return asyncio.run(MATH_EVAL.handler({"expression": expression}, ctx))
+    return asyncio.run(call_tool(MATH_EVAL, {"expression": expression}, ctx))
 
 
 def refused(expression: str) -> tuple[str, str]:

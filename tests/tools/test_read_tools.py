@@ -1,4 +1,4 @@
-"""list_files, read_file and search_files on a real tree in a temp dir (both search engines)."""
+"""LIST_FILES, read_file and search_files on a real tree in a temp dir (both search engines)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import call_tool
 from sunwell.tools.base import Limits, SearchSettings, Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.handlers.files import LIST_FILES, READ_FILE, compile_glob, list_files, read_file
-from sunwell.tools.handlers.search import SEARCH_FILES, search_files
+from sunwell.tools.handlers.files import LIST_FILES, READ_FILE, compile_glob
+from sunwell.tools.handlers.search import SEARCH_FILES
 from sunwell.tools.handlers.search_hits import MAX_MATCHES, Hits
 from sunwell.tools.output import truncate
 from sunwell.tools.workspace.jail import Jail
@@ -58,9 +59,9 @@ def context(root: Path, ripgrep: str | None = "", max_bytes: int = 100_000, bloc
     return ToolContext(jail=Jail(root, blocked), limits=Limits(max_output_bytes=max_bytes, search=SearchSettings(ripgrep_path=ripgrep)))
 
 
-async def failure(handler, args: dict, ctx: ToolContext) -> ToolFailure:
+async def failure(tool, args: dict, ctx: ToolContext) -> ToolFailure:
     with pytest.raises(ToolFailure) as info:
-        await handler(args, ctx)
+        await call_tool(tool, args, ctx)
     return info.value
 
 
@@ -94,20 +95,20 @@ def test_truncate_prefers_a_line_boundary() -> None:
 
 
 async def test_list_top_level_omits_blocked_and_escaping_entries(ws: Path) -> None:
-    out = await list_files({}, context(ws))
+    out = await call_tool(LIST_FILES, {}, context(ws))
     assert out.splitlines() == [
         ".gitignore", ".hidden/", "README.md", "data.bin", "docs/", "empty/", "src/", "srclink/",
     ]  # fmt: skip
 
 
 async def test_list_recursive_glob(ws: Path) -> None:
-    out = await list_files({"pattern": "**/*.py"}, context(ws))
+    out = await call_tool(LIST_FILES, {"pattern": "**/*.py"}, context(ws))
     assert out.splitlines() == ["src/app.py", "src/pkg/util.py"]  # srclink/ is not followed
-    out = await list_files({"path": "src", "pattern": "**"}, context(ws))
+    out = await call_tool(LIST_FILES, {"path": "src", "pattern": "**"}, context(ws))
     assert out.splitlines() == ["src/app.py", "src/pkg/", "src/pkg/util.py"]
-    out = await list_files({"pattern": "*/*.md"}, context(ws))
+    out = await call_tool(LIST_FILES, {"pattern": "*/*.md"}, context(ws))
     assert out.splitlines() == ["docs/guide.md"]
-    assert await list_files({"pattern": "*/"}, context(ws)) == ".hidden/\ndocs/\nempty/\nsrc/\nsrclink/"
+    assert await call_tool(LIST_FILES, {"pattern": "*/"}, context(ws)) == ".hidden/\ndocs/\nempty/\nsrc/\nsrclink/"
 
 
 async def test_list_never_enters_blocked_directories(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,7 +120,7 @@ async def test_list_never_enters_blocked_directories(ws: Path, monkeypatch: pyte
         return real_scandir(path)
 
     monkeypatch.setattr(os, "scandir", spy)
-    out = await list_files({"pattern": "**"}, context(ws))
+    out = await call_tool(LIST_FILES, {"pattern": "**"}, context(ws))
     assert not [line for line in out.splitlines() if line.startswith(("node_modules", ".git/", "secrets"))]
     assert scanned, "the spy saw no scandir call"
     entered = {Path(p).name for p in scanned}
@@ -127,21 +128,21 @@ async def test_list_never_enters_blocked_directories(ws: Path, monkeypatch: pyte
 
 
 async def test_list_errors_and_empty(ws: Path) -> None:
-    error = (await failure(list_files, {"path": "README.md"}, context(ws))).error
+    error = (await failure(LIST_FILES, {"path": "README.md"}, context(ws))).error
     assert (error.code, error.message) == ("unsupported", "not a directory: README.md")
     assert error.suggestion and "read_file" in error.suggestion
-    assert await list_files({"path": "empty"}, context(ws)) == "(no files match)"
-    assert await list_files({"pattern": "*.nothing"}, context(ws)) == "(no files match)"
-    assert (await failure(list_files, {"path": "node_modules"}, context(ws))).error.code == "permission"
-    assert (await failure(list_files, {"path": "escape"}, context(ws))).error.code == "permission"
-    assert (await failure(list_files, {"path": "nope"}, context(ws))).error.code == "not_found"
-    assert (await failure(list_files, {"pattern": "[abc"}, context(ws))).error.code == "validation"
+    assert await call_tool(LIST_FILES, {"path": "empty"}, context(ws)) == "(no files match)"
+    assert await call_tool(LIST_FILES, {"pattern": "*.nothing"}, context(ws)) == "(no files match)"
+    assert (await failure(LIST_FILES, {"path": "node_modules"}, context(ws))).error.code == "permission"
+    assert (await failure(LIST_FILES, {"path": "escape"}, context(ws))).error.code == "permission"
+    assert (await failure(LIST_FILES, {"path": "nope"}, context(ws))).error.code == "not_found"
+    assert (await failure(LIST_FILES, {"pattern": "[abc"}, context(ws))).error.code == "validation"
 
 
 async def test_list_caps_entries(tmp_path: Path) -> None:
     for i in range(2_100):
         (tmp_path / f"f{i:04d}.txt").write_text("")
-    lines = (await list_files({}, context(tmp_path))).splitlines()
+    lines = (await call_tool(LIST_FILES, {}, context(tmp_path))).splitlines()
     assert len(lines) == 2_001
     assert lines[0] == "f0000.txt" and lines[1_999] == "f1999.txt"
     assert lines[-1].startswith("[showing the first 2,000 entries")
@@ -150,7 +151,7 @@ async def test_list_caps_entries(tmp_path: Path) -> None:
 async def test_list_output_respects_the_byte_cap(tmp_path: Path) -> None:
     for i in range(300):
         (tmp_path / f"{'n' * 100}{i:03d}.txt").write_text("")
-    out = await list_files({}, context(tmp_path, max_bytes=2_000))
+    out = await call_tool(LIST_FILES, {}, context(tmp_path, max_bytes=2_000))
     assert len(out.encode()) <= 2_000
     assert out.splitlines()[-1].startswith("[output truncated: showed ")
 
@@ -168,29 +169,29 @@ def test_glob_translation() -> None:
 
 async def test_read_whole_small_file(ws: Path) -> None:
     assert (
-        await read_file({"path": "src/app.py"}, context(ws))
+        await call_tool(READ_FILE, {"path": "src/app.py"}, context(ws))
         == "import os\n\ndef main():\n    return 'needle'\n"
     )
     (ws / "noeol.txt").write_text("one\ntwo")
-    assert await read_file({"path": "noeol.txt"}, context(ws)) == "one\ntwo"
+    assert await call_tool(READ_FILE, {"path": "noeol.txt"}, context(ws)) == "one\ntwo"
     (ws / "bom.txt").write_bytes(b"\xef\xbb\xbfhello\n")
-    assert await read_file({"path": "bom.txt"}, context(ws)) == "hello\n"
+    assert await call_tool(READ_FILE, {"path": "bom.txt"}, context(ws)) == "hello\n"
     (ws / "empty.txt").write_text("")
-    assert await read_file({"path": "empty.txt"}, context(ws)) == "(empty file)"
+    assert await call_tool(READ_FILE, {"path": "empty.txt"}, context(ws)) == "(empty file)"
 
 
 async def test_read_pages_with_a_continuation_line(ws: Path) -> None:
     (ws / "big.txt").write_text("".join(f"line {i}\n" for i in range(1, 5_211)))
-    out = (await read_file({"path": "big.txt"}, context(ws))).splitlines()
+    out = (await call_tool(READ_FILE, {"path": "big.txt"}, context(ws))).splitlines()
     assert out[0] == "line 1" and out[1_999] == "line 2000" and len(out) == 2_001
     assert out[-1] == "[lines 1-2000 of 5210; call read_file with offset=2001 to continue]"
-    out = (await read_file({"path": "big.txt", "offset": 2001, "limit": 10}, context(ws))).splitlines()
+    out = (await call_tool(READ_FILE, {"path": "big.txt", "offset": 2001, "limit": 10}, context(ws))).splitlines()
     assert out == [f"line {i}" for i in range(2001, 2011)] + [
         "[lines 2001-2010 of 5210; call read_file with offset=2011 to continue]"
     ]
-    out = (await read_file({"path": "big.txt", "offset": 5201}, context(ws))).splitlines()
+    out = (await call_tool(READ_FILE, {"path": "big.txt", "offset": 5201}, context(ws))).splitlines()
     assert out[-1] == "[lines 5201-5210 of 5210; end of file]" and out[0] == "line 5201"
-    error = (await failure(read_file, {"path": "big.txt", "offset": 5211}, context(ws))).error
+    error = (await failure(READ_FILE, {"path": "big.txt", "offset": 5211}, context(ws))).error
     assert error.code == "validation" and "5210 lines" in error.message
 
 
@@ -200,7 +201,7 @@ async def test_read_stays_within_the_byte_cap_and_pages_cover_the_file(ws: Path)
     ctx = context(ws, max_bytes=4_096)
     pages, offset = [], 1
     while True:
-        out = await read_file({"path": "wide.txt", "offset": offset}, ctx)
+        out = await call_tool(READ_FILE, {"path": "wide.txt", "offset": offset}, ctx)
         assert len(out.encode()) <= 4_096
         body, _, notice = out.rpartition("\n")
         pages.append(body + "\n")
@@ -213,49 +214,49 @@ async def test_read_stays_within_the_byte_cap_and_pages_cover_the_file(ws: Path)
 
 async def test_read_one_huge_line(ws: Path) -> None:
     (ws / "min.js").write_text("ab" * 500_000 + "\nsecond\n")
-    out = await read_file({"path": "min.js"}, context(ws, max_bytes=4_096))
+    out = await call_tool(READ_FILE, {"path": "min.js"}, context(ws, max_bytes=4_096))
     assert len(out.encode()) <= 4_096
     assert out.startswith("abab")
     assert out.splitlines()[-1].startswith("[line 1 has 1,000,001 bytes")
     assert "offset=2" in out.splitlines()[-1]
-    assert await read_file({"path": "min.js", "offset": 2}, context(ws, max_bytes=4_096)) == (
+    assert await call_tool(READ_FILE, {"path": "min.js", "offset": 2}, context(ws, max_bytes=4_096)) == (
         "second\n[lines 2-2 of 2; end of file]"
     )
 
 
 async def test_read_refuses_what_is_not_utf8_text(ws: Path) -> None:
-    error = (await failure(read_file, {"path": "data.bin"}, context(ws))).error
+    error = (await failure(READ_FILE, {"path": "data.bin"}, context(ws))).error
     assert (error.code, error.message) == ("unsupported", "data.bin is a binary file")
-    error = (await failure(read_file, {"path": "src"}, context(ws))).error
+    error = (await failure(READ_FILE, {"path": "src"}, context(ws))).error
     assert error.code == "unsupported" and error.suggestion and "list_files" in error.suggestion
     (ws / "latin1.txt").write_bytes("ok\ncaf\xe9\n".encode("latin-1"))
-    error = (await failure(read_file, {"path": "latin1.txt"}, context(ws))).error
+    error = (await failure(READ_FILE, {"path": "latin1.txt"}, context(ws))).error
     assert error.code == "unsupported" and "UTF-8" in error.message and "line 2" in error.message
     (ws / "utf16.txt").write_text("hi\n", encoding="utf-16")
-    assert (await failure(read_file, {"path": "utf16.txt"}, context(ws))).error.code == "unsupported"
+    assert (await failure(READ_FILE, {"path": "utf16.txt"}, context(ws))).error.code == "unsupported"
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
 async def test_read_a_named_pipe_does_not_hang(ws: Path) -> None:
     os.mkfifo(ws / "pipe")
-    error = (await asyncio.wait_for(failure(read_file, {"path": "pipe"}, context(ws)), 5)).error
+    error = (await asyncio.wait_for(failure(READ_FILE, {"path": "pipe"}, context(ws)), 5)).error
     assert error.code == "unsupported"
 
 
 async def test_read_respects_the_jail_and_arguments(ws: Path) -> None:
     for path in (".env", "notes.txt", "secrets/token", ".git/config"):
-        assert (await failure(read_file, {"path": path}, context(ws))).error.code == "permission", path
+        assert (await failure(READ_FILE, {"path": path}, context(ws))).error.code == "permission", path
     for path in ("escape.txt", "../outside/leak.txt", "escape/leak.txt"):
-        assert (await failure(read_file, {"path": path}, context(ws))).error.code == "permission", path
-    assert (await failure(read_file, {"path": "nope.txt"}, context(ws))).error.code == "not_found"
-    assert (await failure(read_file, {}, context(ws))).error.code == "validation"
+        assert (await failure(READ_FILE, {"path": path}, context(ws))).error.code == "permission", path
+    assert (await failure(READ_FILE, {"path": "nope.txt"}, context(ws))).error.code == "not_found"
+    assert (await failure(READ_FILE, {}, context(ws))).error.code == "validation"
     assert (
-        await failure(read_file, {"path": "README.md", "offset": 0}, context(ws))
+        await failure(READ_FILE, {"path": "README.md", "offset": 0}, context(ws))
     ).error.code == "validation"
     assert (
-        await failure(read_file, {"path": "README.md", "limit": "5"}, context(ws))
+        await failure(READ_FILE, {"path": "README.md", "limit": "5"}, context(ws))
     ).error.code == "validation"
-    assert await read_file({"path": "srclink/app.py", "limit": 1}, context(ws)) == (
+    assert await call_tool(READ_FILE, {"path": "srclink/app.py", "limit": 1}, context(ws)) == (
         "import os\n[lines 1-1 of 4; call read_file with offset=2 to continue]"
     )
 
@@ -270,8 +271,8 @@ async def test_read_streams_a_large_file(ws: Path) -> None:
     write_large_files(ws)
     tracemalloc.start()
     try:
-        out = await read_file({"path": "large.log", "offset": 200_001, "limit": 3}, context(ws))
-        one = await read_file({"path": "oneline.txt"}, context(ws))
+        out = await call_tool(READ_FILE, {"path": "large.log", "offset": 200_001, "limit": 3}, context(ws))
+        one = await call_tool(READ_FILE, {"path": "oneline.txt"}, context(ws))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -288,7 +289,7 @@ async def test_read_streams_a_large_file(ws: Path) -> None:
 
 @pytest.mark.parametrize("rg", ENGINES)
 async def test_search_finds_lines_sorted(ws: Path, rg: str | None) -> None:
-    out = await search_files({"pattern": "needle"}, context(ws, rg))
+    out = await call_tool(SEARCH_FILES, {"pattern": "needle"}, context(ws, rg))
     assert out.splitlines() == [
         ".hidden/h.txt:1:needle hidden",
         "README.md:2:needle in readme",
@@ -305,7 +306,7 @@ async def test_search_never_shows_blocked_or_outside_files(ws: Path, rg: str | N
     (ws / "sub" / "config").mkdir(parents=True)
     (ws / "sub" / "config" / "prod.yaml").write_text("needle: fine\n")
     ctx = context(ws, rg, blocked=("config/prod.yaml",))
-    out = await search_files({"pattern": "needle|canary"}, ctx)
+    out = await call_tool(SEARCH_FILES, {"pattern": "needle|canary"}, ctx)
     for secret in (
         ".env",
         ".ENV",
@@ -320,33 +321,33 @@ async def test_search_never_shows_blocked_or_outside_files(ws: Path, rg: str | N
         assert secret not in out, secret
     assert "config/prod.yaml:1:needle: prod" not in out.splitlines()
     assert "sub/config/prod.yaml:1:needle: fine" in out.splitlines()
-    assert (await failure(search_files, {"pattern": "x", "path": "secrets"}, ctx)).error.code == "permission"
-    assert (await failure(search_files, {"pattern": "x", "path": ".env"}, ctx)).error.code == "permission"
-    assert (await failure(search_files, {"pattern": "x", "path": "escape"}, ctx)).error.code == "permission"
+    assert (await failure(SEARCH_FILES, {"pattern": "x", "path": "secrets"}, ctx)).error.code == "permission"
+    assert (await failure(SEARCH_FILES, {"pattern": "x", "path": ".env"}, ctx)).error.code == "permission"
+    assert (await failure(SEARCH_FILES, {"pattern": "x", "path": "escape"}, ctx)).error.code == "permission"
 
 
 @pytest.mark.parametrize("rg", ENGINES)
 async def test_search_globs_paths_and_no_match(ws: Path, rg: str | None) -> None:
     ctx = context(ws, rg)
-    out = await search_files({"pattern": "needle", "glob": "*.py"}, ctx)
+    out = await call_tool(SEARCH_FILES, {"pattern": "needle", "glob": "*.py"}, ctx)
     assert out.splitlines() == ["src/app.py:4:    return 'needle'", "src/pkg/util.py:2:needle = 2"]
-    out = await search_files({"pattern": "(?i)needle", "path": "src/pkg"}, ctx)
+    out = await call_tool(SEARCH_FILES, {"pattern": "(?i)needle", "path": "src/pkg"}, ctx)
     assert out.splitlines() == ["src/pkg/util.py:1:NEEDLE = 1", "src/pkg/util.py:2:needle = 2"]
     assert (
-        await search_files({"pattern": "needle", "path": "src/app.py"}, ctx)
+        await call_tool(SEARCH_FILES, {"pattern": "needle", "path": "src/app.py"}, ctx)
         == "src/app.py:4:    return 'needle'"
     )
-    out = await search_files({"pattern": "needle", "glob": "src/**/*.py"}, ctx)
+    out = await call_tool(SEARCH_FILES, {"pattern": "needle", "glob": "src/**/*.py"}, ctx)
     assert out.splitlines() == ["src/app.py:4:    return 'needle'", "src/pkg/util.py:2:needle = 2"]
-    out = await search_files({"pattern": "needle", "glob": "!*.{md,py}"}, ctx)
+    out = await call_tool(SEARCH_FILES, {"pattern": "needle", "glob": "!*.{md,py}"}, ctx)
     assert out.splitlines() == [".hidden/h.txt:1:needle hidden"]
-    assert await search_files({"pattern": "no such text anywhere"}, ctx) == "(no matches)"
+    assert await call_tool(SEARCH_FILES, {"pattern": "no such text anywhere"}, ctx) == "(no matches)"
 
 
 @pytest.mark.parametrize("rg", ENGINES)
 async def test_search_invalid_regex_is_validation(ws: Path, rg: str | None) -> None:
     for pattern in ("(", "[a-", "needle)"):
-        error = (await failure(search_files, {"pattern": pattern}, context(ws, rg))).error
+        error = (await failure(SEARCH_FILES, {"pattern": pattern}, context(ws, rg))).error
         assert error.code == "validation", pattern
         assert error.message.startswith(f"invalid regex {pattern!r}: ")
         assert len(error.message) > len(f"invalid regex {pattern!r}: ") + 5  # the engine's reason follows
@@ -357,15 +358,15 @@ async def test_search_caps_matches_and_line_length(tmp_path: Path, rg: str | Non
     (tmp_path / "a.txt").write_text("".join(f"hit {i}\n" for i in range(400)))
     (tmp_path / "b.txt").write_text("".join(f"hit {i}\n" for i in range(400)))
     (tmp_path / "long.txt").write_text("hit " + "z" * 1_000 + "\n")
-    lines = (await search_files({"pattern": "hit"}, context(tmp_path, rg))).splitlines()
+    lines = (await call_tool(SEARCH_FILES, {"pattern": "hit"}, context(tmp_path, rg))).splitlines()
     assert len(lines) == 501
     assert (
         lines[0] == "a.txt:1:hit 0" and lines[399] == "a.txt:400:hit 399" and lines[499] == "b.txt:100:hit 99"
     )
     assert lines[-1].startswith("[showing the first 500 matches;") and "glob" in lines[-1]
-    out = await search_files({"pattern": "hit z"}, context(tmp_path, rg))
+    out = await call_tool(SEARCH_FILES, {"pattern": "hit z"}, context(tmp_path, rg))
     assert out == "long.txt:1:hit " + "z" * 296 + " [...]"
-    out = await search_files({"pattern": "hit"}, context(tmp_path, rg, max_bytes=1_000))
+    out = await call_tool(SEARCH_FILES, {"pattern": "hit"}, context(tmp_path, rg, max_bytes=1_000))
     assert len(out.encode()) <= 1_000 and out.splitlines()[-1].startswith("[output truncated:")
 
 
@@ -373,7 +374,7 @@ async def test_search_caps_matches_and_line_length(tmp_path: Path, rg: str | Non
 async def test_search_skips_binary_files_even_when_the_nul_comes_late(tmp_path: Path, rg: str | None) -> None:
     (tmp_path / "late.bin").write_bytes(b"needle\n" * 30_000 + b"\x00needle\n")
     (tmp_path / "text.txt").write_text("needle\n")
-    assert await search_files({"pattern": "needle"}, context(tmp_path, rg)) == "text.txt:1:needle"
+    assert await call_tool(SEARCH_FILES, {"pattern": "needle"}, context(tmp_path, rg)) == "text.txt:1:needle"
 
 
 @pytest.mark.skipif(RG is None, reason="ripgrep not installed")
@@ -397,10 +398,10 @@ async def test_ripgrep_and_python_give_identical_results(ws: Path) -> None:
         {"pattern": r"\d+"},
     ]  # fmt: skip
     for args in cases:
-        with_rg = await search_files(dict(args), context(ws, RG))
-        without = await search_files(dict(args), context(ws, ""))
+        with_rg = await call_tool(SEARCH_FILES, dict(args), context(ws, RG))
+        without = await call_tool(SEARCH_FILES, dict(args), context(ws, ""))
         assert with_rg == without, args
-    assert "odd/bom.txt:1:needle bom" in await search_files({"pattern": "needle"}, context(ws, ""))
+    assert "odd/bom.txt:1:needle bom" in await call_tool(SEARCH_FILES, {"pattern": "needle"}, context(ws, ""))
 
 
 def spread_hits(root: Path, files: int, per_file: int) -> list[str]:
@@ -425,7 +426,7 @@ async def test_search_shows_the_first_matches_in_path_order_whatever_order_files
     # 600 hits stay under DENSE_MATCHES (ripgrep's unordered search only); 4,000 go over it (searched again in
     # path order): the same answer either way.
     every = spread_hits(tmp_path, files, per_file)
-    lines = (await search_files({"pattern": "hit"}, context(tmp_path, rg))).splitlines()
+    lines = (await call_tool(SEARCH_FILES, {"pattern": "hit"}, context(tmp_path, rg))).splitlines()
     assert lines[:-1] == every[:500]
     assert lines[-1].startswith("[showing the first 500 matches;")
 
@@ -481,7 +482,7 @@ async def test_cancelling_a_search_kills_ripgrep(tmp_path: Path) -> None:
     slow.chmod(0o755)
     root = tmp_path / "ws"
     root.mkdir()
-    task = asyncio.create_task(search_files({"pattern": "x"}, context(root, str(slow))))
+    task = asyncio.create_task(call_tool(SEARCH_FILES, {"pattern": "x"}, context(root, str(slow))))
     for _ in range(200):
         if pid_file.exists() and pid_file.read_text().strip():
             break

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SERVER
+from conftest import SERVER, call_tool
 from sunwell.tools.base import CommandSettings, Limits, ToolContext, ToolFailure
-from sunwell.tools.handlers.shell import RUN_COMMAND, run_command, sandbox_warning
+from sunwell.tools.handlers.shell import RUN_COMMAND, sandbox_warning
 from sunwell.tools.policy.environment import command_env
 from sunwell.tools.policy.guarded import guarded_entries
 from sunwell.tools.sandbox.bwrap import bwrap_available, probe_bwrap
@@ -58,7 +58,7 @@ def context(ws: Path, **settings) -> ToolContext:
 
 async def run(ws: Path, command: str, **kwargs) -> str:
     extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in ("cwd", "timeout")}
-    return await run_command({"command": command, **kwargs}, context(ws, **extra))
+    return await call_tool(RUN_COMMAND, {"command": command, **kwargs}, context(ws, **extra))
 
 
 async def failure(ws: Path, command: str, **kwargs) -> ToolFailure:
@@ -240,7 +240,7 @@ import asyncio, json, sys, time
 from pathlib import Path
 from sunwell.tools.base import CommandSettings, Limits, ToolContext, ToolFailure
 from sunwell.tools.workspace.jail import Jail
-from sunwell.tools.handlers.shell import run_command
+from sunwell.tools.handlers.shell import RunCommandArguments, run_command
 
 def hwm():
     line = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:"))
@@ -248,12 +248,12 @@ def hwm():
 
 async def main():
     ctx = ToolContext(jail=Jail(Path(sys.argv[1])), limits=Limits(commands=CommandSettings(sandbox=sys.argv[2])))
-    await run_command({"command": "echo warm"}, ctx)
+    await run_command(RunCommandArguments(command="echo warm"), ctx)
     before, started = hwm(), time.monotonic()
-    output = await run_command({"command": "yes | head -c 200000000"}, ctx)
+    output = await run_command(RunCommandArguments(command="yes | head -c 200000000"), ctx)
     elapsed = time.monotonic() - started
     try:
-        await run_command({"command": "yes", "timeout": 2}, ctx)
+        await run_command(RunCommandArguments(command="yes", timeout=2), ctx)
         endless = ""
     except ToolFailure as failure:
         endless = failure.error.message
@@ -368,7 +368,7 @@ async def test_cwd_must_be_a_directory_in_the_workspace(ws: Path, cwd: str, code
 )
 async def test_invalid_arguments(ws: Path, args: dict) -> None:
     with pytest.raises(ToolFailure) as info:
-        await run_command(args, context(ws))
+        await call_tool(RUN_COMMAND, args, context(ws))
     assert info.value.error.code == "validation"
 
 

@@ -9,12 +9,15 @@ the approval is a function.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import shutil
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 from mcp import types
+from pydantic import Field, field_validator
 
 from person import Person
 from sunwell.agent.gate import Gate
@@ -24,15 +27,17 @@ from sunwell.agent.skills import skill_tools
 from sunwell.agent.turn import TurnLog
 from sunwell.config import McpServerConfig, RateLimits
 from sunwell.lens.schema import Lens
+from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import CommandSettings, Limits, Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.handlers.shell import RUN_COMMAND
 from sunwell.tools.mcp.remote_tools import sunwell_tools
 from sunwell.tools.network.urls import parse_url
 from sunwell.tools.policy.approval import ApprovalPolicy
+from sunwell.tools.policy.audit import AuditLog
 from sunwell.tools.policy.ratelimit import RateLimiter
 from sunwell.tools.registry import CORE_TOOLS
 from sunwell.tools.sandbox.staging import staging_problem
-from sunwell.tools.subject import NOTHING, Command, McpCall, Subject, Write
+from sunwell.tools.subject import CONTENT, NOTHING, Command, McpCall, Subject, Write
 from sunwell.tools.workspace.jail import Jail
 from sunwell.wire.approval import ApprovalRequest, EffectsPreview
 from sunwell.wire.messages import ToolCall
@@ -61,18 +66,35 @@ def test_the_generated_schemas_are_the_ones_the_tools_always_sent():
      Subject(web=parse_url("https://docs.python.org/3/?q=1"))),
 ])
 def test_each_core_tool_declares_what_a_call_touches(name, arguments, subject):
-    assert CORE[name].declared(arguments) == subject
+    assert CORE[name].declared(CORE[name].bind(arguments)) == subject
+
+
+def declared(name: str, arguments: dict) -> Subject:
+    return CORE[name].declared(CORE[name].bind(arguments))
 
 
 def test_a_write_declares_the_bytes_it_brings_for_the_budget():
-    assert CORE["write_file"].declared({"path": "a", "content": "€" * 10}).bytes_written == 30
-    assert CORE["edit_file"].declared({"path": "a", "old_text": "x" * 99, "new_text": "yz"}).bytes_written == 2
+    assert declared("write_file", {"path": "a", "content": "€" * 10}).bytes_written == 30
+    assert declared("edit_file", {"path": "a", "old_text": "x" * 99, "new_text": "yz"}).bytes_written == 2
 
 
-def test_arguments_the_model_cannot_have_sent_declare_nothing_and_fail():
+def test_arguments_the_model_cannot_have_sent_are_refused_by_the_one_validation():
     with pytest.raises(ToolFailure) as info:
-        CORE["write_file"].declared({"path": "a"})
+        CORE["write_file"].bind({"path": "a"})
     assert info.value.error.code == "validation" and "content" in info.value.error.message
+    with pytest.raises(ToolFailure) as info:  # what a schema cannot say: the model refuses it, worded the same way
+        CORE["update_plan"].bind({"items": [{"step": "a", "status": "in_progress"}, {"step": "b",
+                                                                                      "status": "in_progress"}]})
+    assert info.value.error.message.startswith("parameter 'items': at most one step may be in_progress")
+
+
+def test_a_bound_call_is_an_instance_of_the_tools_model_and_a_dynamic_tools_dict():
+    bound = CORE["read_file"].bind({"path": "a.py", "limit": 3})
+    assert isinstance(bound, CORE["read_file"].arguments)
+    assert (bound.path, bound.offset, bound.limit) == ("a.py", None, 3)
+    remote = types.Tool(name="echo", description="d", inputSchema={"type": "object"})
+    [tool] = sunwell_tools("srv", McpServerConfig(command="x"), [remote], call=None)
+    assert tool.arguments is None and tool.bind({"anything": 1}) == {"anything": 1}
 
 
 def test_mcp_and_lens_tools_declare_their_server_and_their_rendered_command():
@@ -132,9 +154,57 @@ def _renamed_writer(ran: list) -> Tool:
         ran.append(args)
         return "written"
 
-    return Tool(name="save", description="d", handler=handler, approval="auto", risk="write", read_only=False,
-                parameters={"type": "object", "properties": {"target": {"type": "string"}, "body": {"type": "string"}}},
-                subject=lambda args: Subject(writes=(Write(args["target"], args["body"].encode()),)))
+    return Tool.dynamic({"type": "object", "properties": {"target": {"type": "string"}, "body": {"type": "string"}}},
+                        handler, name="save", description="d", approval="auto", risk="write", read_only=False,
+                        subject=lambda args: Subject(writes=(Write(args["target"], args["body"].encode()),)))
+
+
+class NoteArguments(ToolArguments):
+    title: str = Field(max_length=20)
+    body: Annotated[str, CONTENT]
+
+    @field_validator("title")
+    @classmethod
+    def _no_slash(cls, title: str) -> str:
+        if "/" in title:
+            raise ValueError("a title has no slash")
+        return title
+
+    def subject(self) -> Subject:
+        return Subject(writes=(Write(f"notes/{self.title}.md", self.body.encode()),))
+
+
+def _note_taker(ran: list) -> Tool:
+    async def take(args: NoteArguments, ctx: ToolContext) -> str:
+        ran.append(args)
+        return f"noted {args.title}"
+
+    return Tool.of(NoteArguments, take, name="note", description="d", approval="auto", risk="write", read_only=False)
+
+
+def test_a_typed_tool_gets_its_model_validated_once_and_its_subject_from_it(tmp_path):
+    ran: list = []
+    room = Room(tmp_path, [_note_taker(ran)], answers=["allow"], mode="auto")
+    assert room.run("note", {"title": "plan", "body": "x"}).ok
+    [given] = ran
+    assert isinstance(given, NoteArguments) and (given.title, given.body) == ("plan", "x")
+    refused = room.run("note", {"title": "a/b", "body": "x"})  # what the schema cannot say: the model refuses it
+    assert refused.error.code == "validation" and refused.error.message == "parameter 'title': a title has no slash"
+    assert refused.error.suggestion.startswith("expected arguments: {title: string, body: string}")
+    assert room.run("note", {"title": "t" * 21, "body": "x"}).error.code == "validation"  # the schema's own word
+    assert len(ran) == 1 and room.asked == []
+
+
+def test_the_audit_hashes_what_the_tools_model_marks_as_file_text(tmp_path):
+    room = Room(tmp_path, [_note_taker([]), _renamed_writer([])], answers=[], mode="auto")
+    room.orchestrator.audit = audit = AuditLog(tmp_path / "data", environ={})
+    room.run("note", {"title": "t", "body": "secret plan"})
+    room.run("note", {"title": 5, "body": "refused, hashed all the same"})
+    room.run("save", {"target": "a.txt", "body": "not marked by its tool"})
+    note, invalid, save = (entry["arguments"] for entry in audit.recent())
+    assert note == {"title": "t", "body": {"bytes": 11, "sha256": hashlib.sha256(b"secret plan").hexdigest()}}
+    assert set(invalid["body"]) == {"bytes", "sha256"}
+    assert save == {"target": "a.txt", "body": "not marked by its tool"}
 
 
 def test_a_protected_path_is_asked_by_what_the_tool_declares_not_by_its_argument_names(tmp_path):

@@ -25,7 +25,7 @@ from sunwell.agent.lens_commands import (
 from sunwell.agent.mcp_commands import prompt_docs, prompt_line
 from sunwell.agent.transcript_markdown import transcript_markdown
 from sunwell.clipping import clip
-from sunwell.commands_spec import COMMAND_DOCS, CommandDoc, parse_command
+from sunwell.commands_spec import COMMAND_DOCS, Command, CommandDoc
 from sunwell.errors import SetupError, SunwellError
 from sunwell.tools.base import ToolFailure, Trust
 from sunwell.tools.workspace.safe_write import prepare_write, write_target
@@ -73,11 +73,8 @@ def command(name: str) -> Callable[[Handler], Handler]:
     return register
 
 
-async def run_command(engine: Engine, state: ChatState, line: str) -> CommandResult:
-    """Answer one `::command` line (the caller checked `parse_command`); errors are answers too."""
-    parsed = parse_command(line)
-    if parsed is None:
-        raise ValueError(f"not a chat command: {line!r}")
+async def run_command(engine: Engine, state: ChatState, parsed: Command) -> CommandResult:
+    """Answer one `::command`, as `parse_command` read its line (once: agent/session.py); errors are answers too."""
     doc = _DOCS.get(parsed.name)
     if doc is None and ":" in parsed.name:  # an MCP prompt: its messages start the turn
         try:

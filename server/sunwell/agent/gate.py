@@ -64,12 +64,13 @@ class Gate:
                                                      + (f" (nor could it run in this session: {but})" if but else ""))
         return None
 
-    async def admit(self, tool: Tool, call: ToolCall, ctx: ToolContext, session: str, turn: str,
+    async def admit(self, tool: Tool, call: ToolCall, arguments: Any, ctx: ToolContext, session: str, turn: str,
                     emit: Emit) -> Verdict:
+        """The verdict on a valid `call`, whose `arguments` are as its tool took them (`Tool.bind`)."""
         if refusal := self.dry_run_refusal(tool):
             return Verdict(refusal)
         try:
-            subject = tool.declared(call.arguments)
+            subject = tool.declared(arguments)
         except ToolFailure as failure:
             return Verdict(failure.error)
         if self.limiter is not None:
@@ -106,7 +107,7 @@ class Gate:
                     "undo still puts back what they change")))
         try:
             own = ctx.calling(call.id)  # a question the preview asks (learn_api's tags) names the call
-            preview = tool.preview(call.arguments, own) if tool.preview else _tool_preview(tool, call)
+            preview = tool.preview(arguments, own) if tool.preview else _tool_preview(tool, call)
             if inspect.isawaitable(preview):  # learn_api reads the document it shows
                 preview = await preview
         except ToolFailure as failure:  # the call would fail anyway: answer it without bothering the user

@@ -38,8 +38,6 @@ from sunwell.models.base import ContextOverflow, ModelRequest, Provider, Provide
 from sunwell.tools.base import ToolContext
 from sunwell.tools.executor import failed
 from sunwell.tools.policy.audit import AuditLog
-from sunwell.tools.validation import coerce_arguments
-from sunwell.vocabulary import canonical_tool_name
 from sunwell.wire.events import (
     DoneEvent,
     NoticeEvent,
@@ -326,23 +324,8 @@ class Turn:
         return ToolCall(id=call_id, name=name, arguments=arguments)
 
     def _repair(self, call: ToolCall) -> ToolCall:
-        """`call` with a misspelt tool name and unambiguous argument type slips fixed, each fix told in a notice.
-
-        The `toolCall` event showed the call as the model made it; the history and the session keep the fixed one.
-        """
-        if self.calls.offered(call.name) is None:
-            name = canonical_tool_name(call.name, [t.name for t in self.plan.tools])
-            if name is not None:
-                self.log.emit(NoticeEvent(level="info", code="repaired_tool_name",
-                                          message=f"ran {name} for the call to '{call.name}'"))
-                call = call.model_copy(update={"name": name})
-        tool = self.calls.offered(call.name)
-        if tool is not None and call.raw is None:
-            arguments, notes = coerce_arguments(tool.parameters, call.arguments)
-            if notes:
-                self.log.emit(NoticeEvent(level="info", code="coerced_arguments",
-                                          message=f"{call.name}: {'; '.join(notes)}"))
-                call = call.model_copy(update={"arguments": arguments})
+        """`call` as the orchestrator repairs it (`Orchestrator.repaired`), awaiting its result."""
+        call = self.calls.repaired(call)
         self._unanswered[call.id] = call
         return call
 

@@ -88,3 +88,4 @@ class ModelCatalog:
     current: str | None
     """The configured model's id; None when there is none, or it is no valid model string."""
     models: list[CatalogModel]
+

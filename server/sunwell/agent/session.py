@@ -24,7 +24,7 @@ from sunwell.agent.sessions import SessionInfo, SessionNotFound, SessionStore
 from sunwell.agent.turn import Sink, new_turn_id
 from sunwell.agent.usage import session_usage, turn_line
 from sunwell.clipping import clip
-from sunwell.commands_spec import parse_command
+from sunwell.commands_spec import Command, parse_command
 from sunwell.errors import InvalidReplace, SessionBusy, SetupError, SunwellError
 from sunwell.model_strings import ModelSpec
 from sunwell.tools.workspace.safe_write import remove_orphans
@@ -73,13 +73,14 @@ class Session:
         mentions are not read), any other line is a turn. Raises what a turn raises before it starts (SetupError,
         SessionStoreError); a line that replaces a turn is refused while a line runs in the session (SessionBusy),
         and when it is a command or names no turn of the session's conversation (InvalidReplace)."""
-        if line.replace_turn is not None and parse_command(line.text) is not None:
+        command = parse_command(line.text)  # once per line: whatever answers it is given what was read here
+        if line.replace_turn is not None and command is not None:
             raise InvalidReplace("a ::command is not part of the conversation: it cannot replace a turn")
         async with self._one_line(line.replace_turn):
             self.apply(line.overrides)
-            if parse_command(line.text) is None:
+            if command is None:
                 return LineResult(await self._turn(line, sink))
-            return await self._command(line.text, sink)
+            return await self._command(command, sink)
 
     async def turn(self, line: UserInput, sink: Sink) -> DoneEvent:
         """`line` as a turn for the model, even when it looks like a `::command` (`sunwell run`'s prompt is one)."""
@@ -87,10 +88,10 @@ class Session:
             self.apply(line.overrides)
             return await self._turn(line, sink)
 
-    async def command(self, line: str, sink: Sink) -> LineResult:
-        """A `::command` line (raises ValueError for any other); `::run` answers with a turn."""
+    async def command(self, command: Command, sink: Sink) -> LineResult:
+        """A `::command`, as `parse_command` read its line; `::run` answers with a turn."""
         async with self._one_line():
-            return await self._command(line, sink)
+            return await self._command(command, sink)
 
     async def resume(self, sink: Sink, overrides: Overrides | None = None) -> DoneEvent:
         """Take up the session's last turn where its log ends, when it was interrupted (its process died) or ended
@@ -178,13 +179,11 @@ class Session:
         state.session = done.session or state.session
         return done
 
-    async def _command(self, line: str, sink: Sink) -> LineResult:
-        parsed = parse_command(line)
-        result = await run_command(self._engine, self.state, line)
+    async def _command(self, command: Command, sink: Sink) -> LineResult:
+        result = await run_command(self._engine, self.state, command)
         if result.prompt is not None:
             return LineResult(await self._turn(UserInput(result.prompt), sink))
-        assert parsed is not None  # run_command refused anything else
-        return LineResult(self._answer(sink, parsed.name, result.output, result.events), exit=result.exit)
+        return LineResult(self._answer(sink, command.name, result.output, result.events), exit=result.exit)
 
     def _answer(self, sink: Sink, command: str, output: str, events: tuple[Event, ...]) -> DoneEvent:
         """A command's answer as `commandOutput` and a `done` of its own, numbered like a turn's but not logged:

@@ -172,7 +172,7 @@ class TurnHooks:
             return result
         text = "\n\n".join(notes)
         if result.ok:
-            return result.model_copy(update={"output": f"{result.output.rstrip()}\n\n{text}"})
+            return result.with_note(after=text)
         assert result.error is not None
         return result.model_copy(update={"error": result.error.model_copy(
             update={"message": f"{result.error.message}\n\n{text}"})})

@@ -1,25 +1,58 @@
-"""The shape of a tool and of its failures, and what a call may use (`ToolContext`)."""
+"""The shape of a tool, of what it gives back and of its failures, and what a call may use (`ToolContext`).
+
+A tool comes in one of two kinds. Most are declared from their arguments model (`Tool.of(Args, handler, ...)`,
+tools/arguments.py): the model gives the schema the model is shown, the subject policy judges and the arguments
+that carry file text; a valid call's arguments become an instance of it, once (`bind`), and that instance is what
+the handler, the preview, the stage and the cut-off take. A tool whose schema is known only at run time (an MCP
+server's, a learned API operation's, a lens skill's) is `Tool.dynamic(parameters, handler, ...)`: its arguments,
+checked against that schema, stay the dict they are, and it says its subject with a function of that dict.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
 
+from pydantic import ValidationError
+
+from sunwell.errors import first_problem
+from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.failure import ToolFailure
 from sunwell.tools.scratch import Scratch
 from sunwell.tools.subject import NOTHING, Subject
+from sunwell.tools.validation import signature, validate_arguments
 from sunwell.vocabulary import Trust
 from sunwell.wire.client import HEADLESS, Client
-from sunwell.wire.messages import ToolSpec
+from sunwell.wire.messages import TextPart, ToolSpec
+from sunwell.wire.results import ResultData, ResultPart, map_text
 
 if TYPE_CHECKING:
     from sunwell.tools.network.policy import Network
     from sunwell.tools.policy.environment import EnvSecrets
     from sunwell.tools.workspace.jail import Jail
 
-__all__ = ["CallIdentity", "CommandSettings", "Limits", "SearchSettings", "StagedEffects", "Subject", "Tool",
-           "ToolContext", "ToolFailure", "Trust", "TurnServices", "UndoHooks"]
+__all__ = ["CallIdentity", "CommandSettings", "Limits", "Output", "SearchSettings", "StagedEffects", "Subject", "Tool",
+           "ToolContext", "ToolFailure", "ToolReturn", "Trust", "TurnServices", "UndoHooks"]
+
+@dataclass(frozen=True)
+class ToolReturn:
+    """What a handler gives back when it is more than a text (a handler may return just a `str`): the parts a model
+    reads, in order, and the data a front end draws the result from (wire/results.py)."""
+
+    parts: Sequence[ResultPart]
+    data: ResultData | None = None
+
+    @classmethod
+    def text(cls, text: str, data: ResultData | None = None) -> ToolReturn:
+        return cls([TextPart(text=text)], data)
+
+    def changed(self, change: Callable[[str], str]) -> ToolReturn:
+        """This return with `change` applied to each part's text (secrets masked); the data is the tool's own."""
+        return ToolReturn([map_text(part, change) for part in self.parts], self.data)
+
+
+Output = str | ToolReturn
 
 
 @dataclass(frozen=True)
@@ -178,23 +211,27 @@ class StagedEffects(Protocol):
     async def discard(self) -> None: ...
 
 
-Handler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
-Preview = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
-"""What an approval shows before a risky call runs: its `preview` (`diff` or `command`; docs/sidecar.md
+A = TypeVar("A")
+"""What a tool's handler takes: an instance of its arguments model, or a dynamic tool's dict."""
+M = TypeVar("M", bound=ToolArguments)
+Raw = dict[str, Any]
+
+Preview = Callable[[A, ToolContext], "dict[str, Any] | Awaitable[dict[str, Any]]"]
+"""What an approval shows before a risky call runs: its `preview` (`diff`, `command`, `fetch`...; docs/sidecar.md
 "ApprovalRequest")."""
-Declare = Callable[[dict[str, Any]], Subject]
-"""A call's arguments (valid by the tool's schema) -> what it touches; raises ToolFailure if they say nothing."""
-Stage = Callable[[dict[str, Any], ToolContext], Awaitable[StagedEffects]]
-CutOff = Callable[[dict[str, Any], ToolContext], Awaitable[str | None]]
+Stage = Callable[[A, ToolContext], Awaitable[StagedEffects]]
+CutOff = Callable[[A, ToolContext], Awaitable["str | None"]]
 """A call's arguments, and a context with its `call_id` and `recovery` -> a note for the user and the model, or None."""
 
 
 @dataclass(frozen=True)
-class Tool:
+class Tool(Generic[A]):
     name: str
     description: str
     parameters: dict[str, Any]
-    handler: Handler
+    handler: Callable[[A, ToolContext], Awaitable[Output]]
+    arguments: type[ToolArguments] | None = None
+    """The arguments model the tool was declared from (`Tool.of`); None: a dynamic tool (`Tool.dynamic`)."""
     min_trust: Trust = Trust.read_only
     approval: Literal["auto", "ask"] = "auto"
     risk: Literal["write", "shell", "network", "mcp"] | None = None
@@ -210,19 +247,57 @@ class Tool:
     timeout: float | None = None
     """Seconds a call may run; None: the user's `tool_timeout_sec`. A tool sets its own only when its time is
     bounded elsewhere (run_command's `timeout`, an MCP server's, the network's) or is a person's or a model's."""
-    preview: Preview | None = None
-    subject: Declare | None = None
+    preview: Preview[A] | None = None
+    subject: Callable[[A], Subject] | None = None
     """What a call touches, for policy (tools/subject.py); None: nothing policy looks at."""
-    stage: Stage | None = None
+    stage: Stage[A] | None = None
     """Runs a call whose subject is `staged` in a staging overlay and returns its effects held back, for the
     orchestrator to show, then apply or discard (the handler runs and applies in one go, unasked)."""
-    cut_off: CutOff | None = None
+    cut_off: CutOff[A] | None = None
     """Called in a resumed turn for a call of this tool the crash cut off while it ran (it is never run again):
     it may record for undo what the call did, from what it kept under ToolContext.recovery, and clear that."""
+
+    @classmethod
+    def of(cls, arguments: type[M], handler: Callable[[M, ToolContext], Awaitable[Output]], *, name: str,
+           description: str, preview: Preview[M] | None = None, stage: Stage[M] | None = None,
+           cut_off: CutOff[M] | None = None, **policy: Any) -> Tool[M]:
+        """A tool declared from its arguments model: its schema and its subject are the model's."""
+        return Tool(name=name, description=description, parameters=arguments.schema_for_tool(), handler=handler,
+                    arguments=arguments, subject=arguments.subject, preview=preview, stage=stage, cut_off=cut_off,
+                    **policy)
+
+    @classmethod
+    def dynamic(cls, parameters: dict[str, Any], handler: Callable[[Raw, ToolContext], Awaitable[Output]], *,
+                name: str, description: str, subject: Callable[[Raw], Subject] | None = None,
+                preview: Preview[Raw] | None = None, stage: Stage[Raw] | None = None,
+                cut_off: CutOff[Raw] | None = None, **policy: Any) -> Tool[Raw]:
+        """A tool whose schema is known only at run time (an MCP server's, a learned API's, a lens skill's)."""
+        return Tool(name=name, description=description, parameters=parameters, handler=handler, subject=subject,
+                    preview=preview, stage=stage, cut_off=cut_off, **policy)
 
     @property
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
 
-    def declared(self, arguments: dict[str, Any]) -> Subject:
+    @property
+    def content(self) -> frozenset[str]:
+        """The arguments that carry text into a file (`CONTENT`): the audit keeps their size and hash only."""
+        return self.arguments.content_fields() if self.arguments is not None else frozenset()
+
+    def bind(self, arguments: Raw) -> A:
+        """A call's arguments as the handler takes them, validated here, once: every problem the schema finds named
+        (tools/validation.py), then read into the arguments model, which may refuse what a schema cannot say
+        (update_plan's one step in progress). Raises ToolFailure `validation`."""
+        if (error := validate_arguments(self.parameters, arguments)) is not None:
+            raise ToolFailure(error.code, error.message, error.suggestion)
+        if self.arguments is None:
+            return cast(A, arguments)
+        try:
+            return cast(A, self.arguments.model_validate(arguments))
+        except ValidationError as exc:
+            where, problem = first_problem(exc)
+            raise ToolFailure("validation", f"parameter '{where}': {problem.removeprefix('Value error, ')}",
+                              signature(self.parameters)) from None
+
+    def declared(self, arguments: A) -> Subject:
         return self.subject(arguments) if self.subject is not None else NOTHING

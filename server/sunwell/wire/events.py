@@ -8,6 +8,7 @@ from pydantic import Field
 
 from sunwell.vocabulary import NoticeCode, TurnStatus
 from sunwell.wire.messages import ShortText, ToolError, Usage, WireModel
+from sunwell.wire.results import ResultData
 
 
 class _Event(WireModel):
@@ -63,6 +64,9 @@ class ToolResultEvent(_Event):
     output: str
     error: ToolError | None
     duration_ms: int
+    data: ResultData | None = Field(None, exclude_if=lambda data: data is None)
+    """What the tool gave back for a front end to draw (wire/results.py: a web page, search hits, a learned API's
+    answer, a sub-agent's); absent when it gave none. `output` stays the text the model read."""
 
 
 class NoticeEvent(_Event):

@@ -146,6 +146,8 @@ async def test_head_runs_without_asking_like_get(make_engine, fake, api):
 
     [status] = await calls(make_engine("ask", asker=asker), fake, "lim__status")
     assert status.ok and "HTTP 200 from HEAD" in status.output and asked == []
+    assert status.wire()["data"] == {"kind": "apiAnswer", "api": "lim", "method": "HEAD", "status": 200,
+                                     "url": api.url("/limits/status"), "contentType": status.data.content_type}
     assert api.requests[-1][:2] == ("HEAD", "/limits/status")
 
 

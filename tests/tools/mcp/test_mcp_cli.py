@@ -77,6 +77,31 @@ def test_a_scripted_model_calls_an_mcp_tool_end_to_end(sunwell, fake, config_hom
     assert line["arguments"] == {"a": 2, "b": 3} and line["ok"] and line["decision"] == "allow"
 
 
+PICTURE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+"""The toolbox's 1x1 PNG (tests/mcp_servers/toolbox.py), in base64."""
+
+
+@pytest.mark.parametrize("model", [OPENAI, "anthropic:claude-sonnet-4-5"])
+def test_an_image_an_mcp_tool_returns_is_an_image_block_for_anthropic_and_a_note_for_chat_completions(
+        sunwell, fake, config_home, model):
+    """The result's parts reach each provider in its own shape; `toolResult.output` is the same text for both."""
+    write_user_config(config_home, mcp_servers={"box": toolbox(sandbox="off")})
+    fake.script(Reply(tool_calls=[Call("box__picture", "{}")]), Reply(text="A red dot."))
+    run = sunwell("run", "what is the picture?", "--model", model, "--json", "--trust", "shell", "--yes")
+    assert run.code == 0, run.stderr
+    result = next(e for e in run.events if e["type"] == "toolResult")
+    note = "[image: image/png, about 72 bytes — not shown, tool results are text]"
+    assert result["ok"] and result["output"] == f"a tiny picture\n{note}" and "data" not in result
+    if model == OPENAI:
+        tool_message = next(m for m in fake.requests[1].body["messages"] if m["role"] == "tool")
+        assert tool_message["content"] == f"a tiny picture\n{note}"
+    else:
+        block = next(b for m in fake.requests[1].body["messages"] if m["role"] == "user" for b in m["content"]
+                     if b["type"] == "tool_result")
+        assert [(b["type"], b.get("text")) for b in block["content"]] == [("text", "a tiny picture"), ("image", None)]
+        assert block["content"][1]["source"] == {"type": "base64", "media_type": "image/png", "data": PICTURE}
+
+
 def test_mcp_tools_need_their_trust_and_their_servers_start_only_then(sunwell, fake, config_home):
     write_user_config(config_home, mcp_servers={"box": toolbox(sandbox="off")})
     fake.script(Reply(tool_calls=[add(1, 1)]), Reply(text="cannot"))

@@ -38,7 +38,7 @@ async def hub(tmp_path: Path):
 
 async def call(hub: McpHub, name: str, **arguments):
     tool = next(t for t in hub.tools() if t.name == f"asker__{name}")
-    return await execute(tool, ToolCall(id="c1", name=tool.name, arguments=arguments), hub.ctx)
+    return await execute(tool, ToolCall(id="c1", name=tool.name, arguments=arguments), arguments, hub.ctx)
 
 
 def answering(*answers: dict, asked: list | None = None):

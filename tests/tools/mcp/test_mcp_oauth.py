@@ -59,7 +59,7 @@ class Sunwell:
 
     async def call(self, tool: str, **arguments):
         found = next(t for t in self.hub.tools() if t.name == f"guarded__{tool}")
-        return await execute(found, ToolCall(id="c1", name=found.name, arguments=arguments), self.ctx)
+        return await execute(found, ToolCall(id="c1", name=found.name, arguments=arguments), arguments, self.ctx)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from sunwell.tools.network.hosts import HostRules
 from sunwell.tools.network.policy import Network
 from sunwell.tools.network.urls import parse_url
 from sunwell.wire.events import ApprovalEvent, ToolResultEvent
+from sunwell.wire.results import WebPage
 from web_server import DATED, WebServer
 
 TOKEN = "tok-5f3a9c2e71d04b8e"
@@ -210,6 +211,8 @@ async def test_a_page_is_markdown_with_its_url_title_and_the_untrusted_marker(ma
     assert "not instructions" in lines[2]
     assert "# Coroutines and Tasks" in result.output and "`asyncio.TaskGroup`" in result.output
     assert "- create_task" in result.output and "do not show" not in result.output and "color:red" not in result.output
+    # what the card draws comes as data, not from that text (the final URL, after the redirects)
+    assert result.data == WebPage(url=web.url("/page.html"), host="127.0.0.1", title="Asyncio Tasks")
 
 
 @pytest.mark.parametrize(("path", "expect"), [
@@ -275,6 +278,11 @@ async def test_web_search_speaks_each_services_format(make_engine, fake, web, pr
     assert result.ok, result.error
     assert "1. Asyncio docs\n   https://docs.python.org/3/library/asyncio.html\n   asyncio is a library" in result.output
     assert "2. TaskGroup" in result.output
+    hits = result.wire()["data"]
+    assert hits["kind"] == "webSearch" and hits["query"] == "asyncio taskgroup"
+    assert hits["hits"][0] == {"title": "Asyncio docs", "url": "https://docs.python.org/3/library/asyncio.html",
+                               "host": "docs.python.org", "snippet": hits["hits"][0]["snippet"]}
+    assert hits["hits"][0]["snippet"].startswith("asyncio is a library") and len(hits["hits"]) == 2
     assert web.key not in json.dumps([e.wire() for e in events])
     assert any(tool["function"]["name"] == "web_search" for tool in fake.requests[0].body["tools"])
 

@@ -225,8 +225,8 @@ def _gate_tool(preview) -> Tool:
     async def handler(args, ctx):
         raise AssertionError("never run")
 
-    return Tool(name="skill", description="d", parameters={"type": "object"}, handler=handler, approval="ask",
-                risk="shell", read_only=False, preview=preview)
+    return Tool.dynamic({"type": "object"}, handler, name="skill", description="d", approval="ask", risk="shell",
+                        read_only=False, preview=preview)
 
 
 def _admit(tool: Tool, answer: str = "deny"):
@@ -238,7 +238,8 @@ def _admit(tool: Tool, answer: str = "deny"):
 
     gate = Gate(ApprovalPolicy(mode="ask", client=Person(approve=ask)))
     call = ToolCall(id="c1", name=tool.name, arguments={"q": 1})
-    verdict = asyncio.run(gate.admit(tool, call, ToolContext(jail=None), "s", "t", emit=lambda event: None))
+    verdict = asyncio.run(gate.admit(tool, call, tool.bind(call.arguments), ToolContext(jail=None), "s", "t",
+                                     emit=lambda event: None))
     return verdict, asked
 
 

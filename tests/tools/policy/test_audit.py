@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from sunwell.tools.handlers.edits import EDIT_FILE, WRITE_FILE
 from sunwell.tools.policy.audit import AuditLog, format_entry, parse_since, redact
 
 CANARY = "canary-9f8e7d6c5b"
@@ -47,8 +48,10 @@ def test_no_secret_ever_reaches_the_audit_dir(tmp_path, monkeypatch):
     call(log, arguments={"command": f"curl -H 'Authorization: Bearer {API_KEY}' https://example.com"})
     call(log, arguments={"command": f"echo {CANARY} | tee -a log.txt", "cwd": "."})
     call(log, arguments={"command": f"export API_TOKEN={DOTENV_CANARY}"})
-    call(log, "write_file", {"path": "leak.txt", "content": f"token {CANARY}\n{dotenv_text}"})
-    call(log, "edit_file", {"path": "a.py", "old_text": CANARY, "new_text": dotenv_text, "replace_all": False})
+    call(log, "write_file", {"path": "leak.txt", "content": f"token {CANARY}\n{dotenv_text}"},
+         content=WRITE_FILE.content)
+    call(log, "edit_file", {"path": "a.py", "old_text": CANARY, "new_text": dotenv_text, "replace_all": False},
+         content=EDIT_FILE.content)
     call(log, "run_command", {"command": "x", "nested": {"list": [CANARY, {"deep": API_KEY}]}}, decision="deny",
          by="policy", ok=False, error="denied")
     call(log, "read_file", {"path": ".env"}, decision="auto", by=None, ok=False, error="permission")
@@ -64,7 +67,8 @@ def test_no_secret_ever_reaches_the_audit_dir(tmp_path, monkeypatch):
 def test_contents_become_size_and_sha256(tmp_path):
     log = AuditLog(tmp_path, clock=Clock(datetime(2026, 11, 22, 5, 12, 3, 250000, tzinfo=UTC)), environ={})
     content = "héllo\n" * 1000
-    entry = call(log, "write_file", {"path": "notes.txt", "content": content}, duration_ms=12.6)
+    entry = call(log, "write_file", {"path": "notes.txt", "content": content}, duration_ms=12.6,
+                 content=WRITE_FILE.content)
     [line] = (tmp_path / "audit" / "tools-2026-11-22.jsonl").read_text().splitlines()
     assert json.loads(line) == entry == {
         "time": "2026-11-22T05:12:03.250Z", "session": "s1", "turn": "t1", "tool": "write_file", "call_id": "c1",
@@ -72,10 +76,27 @@ def test_contents_become_size_and_sha256(tmp_path):
                                                        "sha256": hashlib.sha256(content.encode()).hexdigest()}},
         "decision": "allow", "by": "user", "ok": True, "error": None, "duration_ms": 13,
     }  # fmt: skip
-    edit = call(log, "edit_file", {"path": "a", "old_text": "x", "new_text": "", "replace_all": True})
+    edit = call(log, "edit_file", {"path": "a", "old_text": "x", "new_text": "", "replace_all": True},
+                content=EDIT_FILE.content)
     assert edit["arguments"] == {"path": "a", "old_text": {"bytes": 1, "sha256": hashlib.sha256(b"x").hexdigest()},
                                  "new_text": {"bytes": 0, "sha256": hashlib.sha256(b"").hexdigest()},
                                  "replace_all": True}  # fmt: skip
+
+
+def test_what_is_hashed_is_what_the_tools_model_marks_as_file_text_whatever_its_name():
+    """The audit names no argument: write_file and edit_file mark theirs `CONTENT`; an argument called `content` of
+    a tool that marks nothing (an MCP server's, whose schema says nothing of files) is logged as it is."""
+    assert WRITE_FILE.content == {"content"} and EDIT_FILE.content == {"old_text", "new_text"}
+    from sunwell.tools.registry import CORE_TOOLS
+
+    assert {tool.name for tool in CORE_TOOLS if tool.content} == {"write_file", "edit_file"}
+
+
+def test_the_arguments_named_as_content_are_hashed_and_no_others(tmp_path):
+    log = AuditLog(tmp_path, environ={})
+    entry = call(log, "notes__save", {"body": "the text", "content": "a title"}, content={"body"})
+    assert entry["arguments"] == {"body": {"bytes": 8, "sha256": hashlib.sha256(b"the text").hexdigest()},
+                                  "content": "a title"}
 
 
 def test_one_file_per_utc_day(tmp_path):

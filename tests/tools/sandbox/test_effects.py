@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import call_tool
 from fake_provider import Call, Reply
 from sunwell.tools.base import CommandSettings, Limits, ToolContext, ToolFailure, UndoHooks
-from sunwell.tools.handlers.shell import RUN_COMMAND, run_command, staging_problem
+from sunwell.tools.handlers.shell import RUN_COMMAND, staging_problem
 from sunwell.tools.workspace.checkpoints import Checkpoints
 from sunwell.tools.workspace.jail import Jail
 
@@ -128,7 +129,7 @@ def test_blocked_and_protected_paths_are_reported_and_never_applied(sunwell, fak
 async def allowed(args: dict, ctx: ToolContext, while_asked: Callable[[], None] | None = None) -> tuple[str, dict]:
     """A staged command the user allows, as the orchestrator runs it: staged, its effects shown (while the card is
     open, `while_asked` runs), then applied; (the result, the effects preview)."""
-    staged = await RUN_COMMAND.stage(args, ctx)
+    staged = await RUN_COMMAND.stage(RUN_COMMAND.bind(args), ctx)
     try:
         shown = await staged.preview()
         if while_asked is not None:
@@ -148,8 +149,8 @@ def test_a_command_past_the_staging_cap_is_stopped_and_nothing_is_applied(ws, tm
     ctx = context(ws, tmp_path / "data", staging_max_bytes=50_000_000)
     before = tree(ws)
     with pytest.raises(ToolFailure) as info:  # 1 GB: stopped while it writes, not after
-        asyncio.run(run_command({"command": "echo x > small.txt; head -c 1G /dev/zero > big.bin", "timeout": 120},
-                                ctx))
+        asyncio.run(call_tool(RUN_COMMAND, {"command": "echo x > small.txt; head -c 1G /dev/zero > big.bin",
+                                            "timeout": 120}, ctx))
     assert info.value.error.code == "execution" and "staging.max_bytes" in info.value.error.suggestion
     assert "nothing was applied" in info.value.error.message
     assert tree(ws) == before
@@ -157,7 +158,7 @@ def test_a_command_past_the_staging_cap_is_stopped_and_nothing_is_applied(ws, tm
 
     many = context(ws, tmp_path / "data", staging_max_files=100)
     with pytest.raises(ToolFailure) as info:
-        asyncio.run(run_command({"command": "mkdir out && touch out/f{1..500}"}, many))
+        asyncio.run(call_tool(RUN_COMMAND, {"command": "mkdir out && touch out/f{1..500}"}, many))
     assert info.value.error.code == "execution" and "files" in info.value.error.message
     assert tree(ws) == before
 
@@ -168,7 +169,8 @@ def test_a_cancelled_command_applies_nothing(ws, tmp_path):
     ctx = context(ws, tmp_path / "data")
 
     async def main() -> None:
-        task = asyncio.ensure_future(run_command({"command": "echo changed > a.txt; touch made.txt; sleep 30"}, ctx))
+        command = {"command": "echo changed > a.txt; touch made.txt; sleep 30"}
+        task = asyncio.ensure_future(call_tool(RUN_COMMAND, command, ctx))
         staging = tmp_path / "data" / "staging"
         for _ in range(200):  # until the command has written into its stage
             await asyncio.sleep(0.05)

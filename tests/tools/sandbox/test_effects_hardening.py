@@ -35,7 +35,7 @@ def staged(ws: Path, data: Path, command: str) -> tuple[str, list[dict]]:
     ctx = ToolContext(jail=Jail(ws), undo=UndoHooks(before_changes=lambda files: checkpoints.save_changes("s", "t", files)), limits=Limits(max_output_bytes=50_000, commands=CommandSettings(staging_dir=data / "staging")))
 
     async def allow() -> tuple[str, dict]:  # as the orchestrator does once the user allows what it shows
-        staged = await RUN_COMMAND.stage({"command": command, "timeout": 60}, ctx)
+        staged = await RUN_COMMAND.stage(RUN_COMMAND.bind({"command": command, "timeout": 60}), ctx)
         try:
             shown = await staged.preview()
             return await staged.apply(), shown

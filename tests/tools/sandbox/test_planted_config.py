@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import call_tool
 from fake_provider import Call, Reply
 from sunwell.config import load_settings
 from sunwell.tools.base import CommandSettings, Limits, ToolContext
-from sunwell.tools.handlers.shell import run_command
+from sunwell.tools.handlers.shell import RUN_COMMAND
 from sunwell.tools.workspace.jail import Jail
 
 OPENAI = "openai:gpt-4o"
@@ -24,7 +25,7 @@ def command(ws: Path, text: str, tmp_path: Path, **extra) -> str:
     ctx = ToolContext(jail=Jail(ws), limits=Limits(commands=CommandSettings(quarantine_dir=tmp_path / "quarantine", **extra)))
     import asyncio
 
-    return asyncio.run(run_command({"command": text}, ctx))
+    return asyncio.run(call_tool(RUN_COMMAND, {"command": text}, ctx))
 
 
 # ---- a command plants configuration ------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from sunwell.tools.base import CallIdentity, CommandSettings, Limits, ToolContext, UndoHooks
-from sunwell.tools.handlers.shell import command_cut_off
+from sunwell.tools.handlers.shell import RunCommandArguments, command_cut_off
 from sunwell.tools.sandbox.snapshot import KEPT_FOR, Snapshot
 from sunwell.tools.workspace.checkpoints import Checkpoints
 from sunwell.tools.workspace.jail import Jail
@@ -41,8 +41,8 @@ def test_a_command_cut_off_is_recorded_for_undo_from_its_kept_snapshot(workspace
     Snapshot.take(ctx.jail, tmp_path / "staging", key=ctx.recovery)  # what run_command took; then the crash
     (workspace / "a.txt").write_text("changed by the command\n")
     (workspace / "made.txt").write_text("new\n")
-    note = asyncio.run(command_cut_off({"command": "…"}, ctx))
+    note = asyncio.run(command_cut_off(RunCommandArguments(command="…"), ctx))
     assert note is not None and "undo puts back the 2 workspace file(s) changed since it started (a.txt, made.txt)" in note
     assert sorted(checkpoints.files("s", "t")) == ["a.txt", "made.txt"]
     assert not list((tmp_path / "staging").iterdir())
-    assert asyncio.run(command_cut_off({"command": "…"}, ctx)) is None  # settled once
+    assert asyncio.run(command_cut_off(RunCommandArguments(command="…"), ctx)) is None  # settled once

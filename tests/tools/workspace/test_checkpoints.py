@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import call_tool
 from sunwell.tools.base import ToolContext, ToolFailure, UndoHooks
-from sunwell.tools.handlers.edits import edit_file, write_file
+from sunwell.tools.handlers.edits import EDIT_FILE, WRITE_FILE
 from sunwell.tools.workspace.checkpoints import Checkpoints, UndoConflict, UndoError
 from sunwell.tools.workspace.jail import Jail
 
@@ -48,10 +49,10 @@ def state(root: Path) -> dict[str, tuple[bytes, int] | None]:
 
 async def first_turn(ws: Path, cps: Checkpoints) -> None:
     ctx = turn_ctx(ws, cps, "s1", "t1")
-    await write_file({"path": "blob.bin", "content": "now text\n"}, ctx)
-    await edit_file({"path": "src/app.py", "old_text": "42", "new_text": "43"}, ctx)
-    await edit_file({"path": "src/app.py", "old_text": "43", "new_text": "44"}, ctx)  # saved once per turn
-    await write_file({"path": "new/dir/created.txt", "content": "fresh\n"}, ctx)
+    await call_tool(WRITE_FILE, {"path": "blob.bin", "content": "now text\n"}, ctx)
+    await call_tool(EDIT_FILE, {"path": "src/app.py", "old_text": "42", "new_text": "43"}, ctx)
+    await call_tool(EDIT_FILE, {"path": "src/app.py", "old_text": "43", "new_text": "44"}, ctx)  # saved once per turn
+    await call_tool(WRITE_FILE, {"path": "new/dir/created.txt", "content": "fresh\n"}, ctx)
 
 
 async def test_undo_restores_bytes_and_mode_and_deletes_created_files(ws: Path, cps: Checkpoints) -> None:
@@ -86,9 +87,10 @@ async def test_undo_refuses_a_file_changed_since_and_changes_nothing(ws: Path, c
 
 
 async def test_two_turns_undone_one_after_the_other(ws: Path, cps: Checkpoints) -> None:
-    await write_file({"path": "a.txt", "content": "beta\n"}, turn_ctx(ws, cps, "s1", "t1"))
-    await write_file({"path": "b.txt", "content": "b\n"}, turn_ctx(ws, cps, "s1", "t1"))
-    await edit_file({"path": "a.txt", "old_text": "beta", "new_text": "gamma"}, turn_ctx(ws, cps, "s1", "t2"))
+    await call_tool(WRITE_FILE, {"path": "a.txt", "content": "beta\n"}, turn_ctx(ws, cps, "s1", "t1"))
+    await call_tool(WRITE_FILE, {"path": "b.txt", "content": "b\n"}, turn_ctx(ws, cps, "s1", "t1"))
+    await call_tool(EDIT_FILE, {"path": "a.txt", "old_text": "beta", "new_text": "gamma"},
+                    turn_ctx(ws, cps, "s1", "t2"))
     assert cps.turns("s1") == ["t1", "t2"]
     assert cps.undo("s1", ws, Jail(ws)).turn == "t2"
     assert (ws / "a.txt").read_text() == "beta\n" and (ws / "b.txt").exists()
@@ -102,7 +104,7 @@ async def test_two_turns_undone_one_after_the_other(ws: Path, cps: Checkpoints) 
 
 
 async def test_a_file_already_back_is_left_alone(ws: Path, cps: Checkpoints) -> None:
-    await write_file({"path": "a.txt", "content": "beta\n"}, turn_ctx(ws, cps, "s1", "t1"))
+    await call_tool(WRITE_FILE, {"path": "a.txt", "content": "beta\n"}, turn_ctx(ws, cps, "s1", "t1"))
     (ws / "a.txt").write_text("alpha\n")  # the user reverted it by hand
     result = cps.undo("s1", ws, Jail(ws))
     assert result.unchanged == ["a.txt"] and result.restored == [] and result.conflicts == []
@@ -113,7 +115,7 @@ async def test_a_failed_write_is_not_a_conflict(ws: Path, cps: Checkpoints) -> N
     ctx = turn_ctx(ws, cps, "s1", "t1")
     cps.save("s1", "t1", Jail(ws).root / "a.txt", "a.txt")  # checkpoint taken, then the write never happens
     with pytest.raises(ToolFailure):
-        await edit_file({"path": "a.txt", "old_text": "x = 1", "new_text": "y"}, ctx)
+        await call_tool(EDIT_FILE, {"path": "a.txt", "old_text": "x = 1", "new_text": "y"}, ctx)
     assert cps.undo("s1", ws, Jail(ws)).unchanged == ["a.txt"]
 
 
@@ -156,8 +158,8 @@ def tamper(cps: Checkpoints, session: str, change) -> None:
     ],
 )
 async def test_tampered_metadata_never_writes_outside(ws: Path, cps: Checkpoints, tmp_path: Path, change) -> None:
-    await write_file({"path": "a.txt", "content": "beta\n"}, turn_ctx(ws, cps, "s1", "t1"))
-    await write_file({"path": "b.txt", "content": "b\n"}, turn_ctx(ws, cps, "s1", "t1"))
+    await call_tool(WRITE_FILE, {"path": "a.txt", "content": "beta\n"}, turn_ctx(ws, cps, "s1", "t1"))
+    await call_tool(WRITE_FILE, {"path": "b.txt", "content": "b\n"}, turn_ctx(ws, cps, "s1", "t1"))
     tamper(cps, "s1", lambda f: change(f) or f.update(rel=f["rel"].replace("OUTSIDE", str(tmp_path))))
     before = state(tmp_path)
     with pytest.raises(UndoError, match="refusing|invalid"):
@@ -167,7 +169,7 @@ async def test_tampered_metadata_never_writes_outside(ws: Path, cps: Checkpoints
 
 
 async def test_a_damaged_copy_is_refused(ws: Path, cps: Checkpoints) -> None:
-    await write_file({"path": "a.txt", "content": "beta\n"}, turn_ctx(ws, cps, "s1", "t1"))
+    await call_tool(WRITE_FILE, {"path": "a.txt", "content": "beta\n"}, turn_ctx(ws, cps, "s1", "t1"))
     meta = json.loads((cps.root / "s1" / "meta.json").read_text())
     (cps.root / "s1" / "blobs" / meta["turns"][0]["files"][0]["sha256"]).write_bytes(b"evil\n")
     with pytest.raises(UndoError, match="damaged"):

@@ -11,8 +11,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from conftest import call_tool
 from sunwell.tools.base import ToolContext, ToolFailure, Trust, UndoHooks
-from sunwell.tools.handlers.edits import EDIT_FILE, MAX_CONTENT_BYTES, WRITE_FILE, edit_file, write_file
+from sunwell.tools.handlers.edits import EDIT_FILE, MAX_CONTENT_BYTES, WRITE_FILE
 from sunwell.tools.workspace.jail import Jail
 from sunwell.tools.workspace.safe_write import dir_is_inside, prepare_write, remove_orphans, write_target
 
@@ -67,9 +68,9 @@ def ctx(root: Path, **hooks) -> ToolContext:
     return ToolContext(jail=Jail(root), undo=UndoHooks(**hooks))
 
 
-async def fails(handler, args: dict, context: ToolContext) -> ToolFailure:
+async def fails(tool, args: dict, context: ToolContext) -> ToolFailure:
     with pytest.raises(ToolFailure) as info:
-        await handler(args, context)
+        await call_tool(tool, args, context)
     return info.value
 
 
@@ -98,13 +99,12 @@ def snapshot(*dirs: Path) -> dict[str, bytes | None]:
 async def test_write_outside_or_blocked_is_refused(ws: Path, outside: Path, path: str) -> None:
     path = path.replace("OUTSIDE", str(outside))
     before = snapshot(ws, outside)
-    for handler, args in ((write_file, {"path": path, "content": "pwned"}),
-                          (edit_file, {"path": path, "old_text": "TOKEN", "new_text": "pwned"})):  # fmt: skip
+    for handler, args in ((WRITE_FILE, {"path": path, "content": "pwned"}),
+                          (EDIT_FILE, {"path": path, "old_text": "TOKEN", "new_text": "pwned"})):  # fmt: skip
         failure = await fails(handler, args, ctx(ws))
         assert failure.error.code == "permission", failure.error
         with pytest.raises(ToolFailure, match="escapes|blocked"):
-            handler_tool = WRITE_FILE if handler is write_file else EDIT_FILE
-            handler_tool.preview(args, ctx(ws))
+            handler.preview(handler.bind(args), ctx(ws))
     assert snapshot(ws, outside) == before
     assert not (ws.parent / "x.txt").exists()
 
@@ -116,9 +116,9 @@ async def test_symlink_as_final_component_is_refused(ws: Path, outside: Path) ->
     (ws / "loop").symlink_to(ws / "loop")
     before = snapshot(ws, outside)
     for name in ("to_outside.txt", "dangling.txt", "alias.txt", "loop"):
-        failure = await fails(write_file, {"path": name, "content": "pwned"}, ctx(ws))
+        failure = await fails(WRITE_FILE, {"path": name, "content": "pwned"}, ctx(ws))
         assert failure.error.code in ("permission", "validation"), (name, failure.error)
-    failure = await fails(edit_file, {"path": "alias.txt", "old_text": "hello", "new_text": "x"}, ctx(ws))
+    failure = await fails(EDIT_FILE, {"path": "alias.txt", "old_text": "hello", "new_text": "x"}, ctx(ws))
     assert failure.error.code == "permission" and "symbolic link" in failure.error.message
     assert snapshot(ws, outside) == before
     assert not (outside / "new.txt").exists()
@@ -128,14 +128,14 @@ async def test_symlinked_parent_leaving_the_workspace_is_refused(ws: Path, outsi
     (ws / "out").symlink_to(outside)
     before = snapshot(outside)
     for path in ("out/new.txt", "out/secret.txt", "out/deeper/new.txt"):
-        failure = await fails(write_file, {"path": path, "content": "pwned"}, ctx(ws))
+        failure = await fails(WRITE_FILE, {"path": path, "content": "pwned"}, ctx(ws))
         assert failure.error.code == "permission"
     assert snapshot(outside) == before
 
 
 async def test_symlinked_parent_inside_the_workspace_writes_the_real_file(ws: Path) -> None:
     (ws / "srclink").symlink_to(ws / "src")
-    out = await write_file({"path": "srclink/new.py", "content": "x = 1\n"}, ctx(ws))
+    out = await call_tool(WRITE_FILE, {"path": "srclink/new.py", "content": "x = 1\n"}, ctx(ws))
     assert out == "wrote 6 bytes to src/new.py (created)"
     assert (ws / "src" / "new.py").read_text() == "x = 1\n"
 
@@ -183,7 +183,7 @@ async def test_a_folder_moved_out_between_opening_it_and_the_rename_stops_the_wr
         (ws / "sub").symlink_to(outside / "sub")
 
     when_the_temp_file_opens(swap)
-    failure = await fails(write_file, {"path": "sub/x.txt", "content": "pwned"}, ctx(ws))
+    failure = await fails(WRITE_FILE, {"path": "sub/x.txt", "content": "pwned"}, ctx(ws))
     assert failure.error.code == "permission" and "moved out of the workspace" in failure.error.message
     assert (ws / "sub").is_symlink()  # the swap really happened mid-write
     assert list((outside / "sub").iterdir()) == []  # neither the file nor the temp file landed outside
@@ -192,15 +192,15 @@ async def test_a_folder_moved_out_between_opening_it_and_the_rename_stops_the_wr
 async def test_a_write_that_fails_after_the_temp_file_leaves_no_temp_file(
         ws: Path, when_the_temp_file_opens) -> None:
     when_the_temp_file_opens(lambda: (ws / "sub" / "x.txt").mkdir())  # the destination becomes a folder
-    failure = await fails(write_file, {"path": "sub/x.txt", "content": "new"}, ctx(ws))
+    failure = await fails(WRITE_FILE, {"path": "sub/x.txt", "content": "new"}, ctx(ws))
     assert failure.error.code == "unsupported" and "is a directory" in failure.error.message
     assert os.listdir(ws / "sub") == ["x.txt"] and (ws / "sub" / "x.txt").is_dir()
 
 
 async def test_hard_link_to_an_outside_file_is_refused(ws: Path, outside: Path) -> None:
     os.link(outside / "secret.txt", ws / "hard.txt")
-    for handler, args in ((write_file, {"path": "hard.txt", "content": "pwned"}),
-                          (edit_file, {"path": "hard.txt", "old_text": "outside", "new_text": "pwned"})):  # fmt: skip
+    for handler, args in ((WRITE_FILE, {"path": "hard.txt", "content": "pwned"}),
+                          (EDIT_FILE, {"path": "hard.txt", "old_text": "outside", "new_text": "pwned"})):  # fmt: skip
         failure = await fails(handler, args, ctx(ws))
         assert failure.error.code == "permission" and "hard links" in failure.error.message
     assert (outside / "secret.txt").read_bytes() == SECRET
@@ -209,19 +209,19 @@ async def test_hard_link_to_an_outside_file_is_refused(ws: Path, outside: Path) 
 
 @pytest.mark.parametrize("path", ["src", "src/", ".", "sub/.."])
 async def test_a_directory_is_unsupported(ws: Path, path: str) -> None:
-    failure = await fails(write_file, {"path": path, "content": "x"}, ctx(ws))
+    failure = await fails(WRITE_FILE, {"path": path, "content": "x"}, ctx(ws))
     assert failure.error.code == "unsupported"
     assert (ws / "src" / "app.py").exists()
 
 
 async def test_a_file_used_as_a_folder_is_unsupported(ws: Path) -> None:
-    failure = await fails(write_file, {"path": "a.txt/b.txt", "content": "x"}, ctx(ws))
+    failure = await fails(WRITE_FILE, {"path": "a.txt/b.txt", "content": "x"}, ctx(ws))
     assert failure.error.code == "unsupported"
 
 
 async def test_fifo_is_not_written(ws: Path) -> None:
     os.mkfifo(ws / "pipe")
-    failure = await fails(write_file, {"path": "pipe", "content": "x"}, ctx(ws))
+    failure = await fails(WRITE_FILE, {"path": "pipe", "content": "x"}, ctx(ws))
     assert failure.error.code == "unsupported"
 
 
@@ -229,27 +229,27 @@ async def test_fifo_is_not_written(ws: Path) -> None:
 
 
 async def test_write_creates_parents_and_replaces(ws: Path) -> None:
-    out = await write_file({"path": "docs/guide/intro.md", "content": "# Intro\n"}, ctx(ws))
+    out = await call_tool(WRITE_FILE, {"path": "docs/guide/intro.md", "content": "# Intro\n"}, ctx(ws))
     assert out == "wrote 8 bytes to docs/guide/intro.md (created)"
     assert (ws / "docs" / "guide" / "intro.md").read_text() == "# Intro\n"
-    out = await write_file({"path": "a.txt", "content": "héllo\n"}, ctx(ws))
+    out = await call_tool(WRITE_FILE, {"path": "a.txt", "content": "héllo\n"}, ctx(ws))
     assert out == "wrote 7 bytes to a.txt (replaced)"
     assert (ws / "a.txt").read_bytes() == "héllo\n".encode()
     assert not [p for p in ws.rglob("*.tmp")]  # no temp file left behind
 
 
 async def test_absolute_path_inside_the_workspace_is_allowed(ws: Path) -> None:
-    out = await write_file({"path": str(ws / "abs.txt"), "content": ""}, ctx(ws))
+    out = await call_tool(WRITE_FILE, {"path": str(ws / "abs.txt"), "content": ""}, ctx(ws))
     assert out == "wrote 0 bytes to abs.txt (created)"
 
 
 async def test_write_keeps_the_mode_and_new_files_respect_the_umask(ws: Path) -> None:
     os.chmod(ws / "a.txt", 0o751)
-    await write_file({"path": "a.txt", "content": "#!/bin/sh\n"}, ctx(ws))
+    await call_tool(WRITE_FILE, {"path": "a.txt", "content": "#!/bin/sh\n"}, ctx(ws))
     assert stat.S_IMODE(os.stat(ws / "a.txt").st_mode) == 0o751
     old = os.umask(0o027)
     try:
-        await write_file({"path": "new.txt", "content": "x"}, ctx(ws))
+        await call_tool(WRITE_FILE, {"path": "new.txt", "content": "x"}, ctx(ws))
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(ws / "new.txt").st_mode) == 0o640
@@ -257,18 +257,18 @@ async def test_write_keeps_the_mode_and_new_files_respect_the_umask(ws: Path) ->
 
 async def test_write_validation(ws: Path) -> None:
     big = "x" * (MAX_CONTENT_BYTES + 1)
-    assert (await fails(write_file, {"path": "big.txt", "content": big}, ctx(ws))).error.code == "validation"
-    assert (await fails(write_file, {"path": "a.txt"}, ctx(ws))).error.code == "validation"
-    assert (await fails(write_file, {"path": "a.txt", "content": 3}, ctx(ws))).error.code == "validation"
+    assert (await fails(WRITE_FILE, {"path": "big.txt", "content": big}, ctx(ws))).error.code == "validation"
+    assert (await fails(WRITE_FILE, {"path": "a.txt"}, ctx(ws))).error.code == "validation"
+    assert (await fails(WRITE_FILE, {"path": "a.txt", "content": 3}, ctx(ws))).error.code == "validation"
     bad = {"path": "a.txt", "content": "\ud800"}
-    assert (await fails(write_file, bad, ctx(ws))).error.code == "validation"
+    assert (await fails(WRITE_FILE, bad, ctx(ws))).error.code == "validation"
     assert not (ws / "big.txt").exists() and (ws / "a.txt").read_text() == "hello\nworld\n"
 
 
 def test_write_preview(ws: Path) -> None:
-    new = WRITE_FILE.preview({"path": "./docs/new.md", "content": "hi"}, ctx(ws))
+    new = WRITE_FILE.preview(WRITE_FILE.bind({"path": "./docs/new.md", "content": "hi"}), ctx(ws))
     assert new == {"kind": "diff", "path": "docs/new.md", "before": None, "after": "hi", "remoteSchema": None}
-    old = WRITE_FILE.preview({"path": "a.txt", "content": "bye"}, ctx(ws))
+    old = WRITE_FILE.preview(WRITE_FILE.bind({"path": "a.txt", "content": "bye"}), ctx(ws))
     assert old == {"kind": "diff", "path": "a.txt", "before": "hello\nworld\n", "after": "bye", "remoteSchema": None}
     assert not (ws / "docs").exists()  # a preview changes nothing
 
@@ -283,15 +283,15 @@ async def test_hooks_run_around_the_write(ws: Path) -> None:
         calls.append(("after", path, rel, data))
 
     context = ctx(ws, before_write=checkpoint, after_write=after_write)
-    await write_file({"path": "a.txt", "content": "new"}, context)
+    await call_tool(WRITE_FILE, {"path": "a.txt", "content": "new"}, context)
     real = Jail(ws).root / "a.txt"
     assert calls == [("checkpoint", real, "a.txt", "hello\nworld\n"), ("after", real, "a.txt", b"new")]
     calls.clear()
-    await edit_file({"path": "a.txt", "old_text": "new", "new_text": "newer"}, context)
+    await call_tool(EDIT_FILE, {"path": "a.txt", "old_text": "new", "new_text": "newer"}, context)
     assert calls == [("checkpoint", real, "a.txt", "new"), ("after", real, "a.txt", b"newer")]
     calls.clear()
-    await fails(edit_file, {"path": "a.txt", "old_text": "absent", "new_text": "x"}, context)
-    await fails(write_file, {"path": ".env", "content": "x"}, context)
+    await fails(EDIT_FILE, {"path": "a.txt", "old_text": "absent", "new_text": "x"}, context)
+    await fails(WRITE_FILE, {"path": ".env", "content": "x"}, context)
     assert calls == []  # invalid calls never reach the hooks
 
 
@@ -299,13 +299,13 @@ async def test_a_failing_checkpoint_stops_the_write(ws: Path) -> None:
     def checkpoint(path: Path, rel: str) -> None:
         raise OSError("disk full")
 
-    failure = await fails(write_file, {"path": "a.txt", "content": "new"}, ctx(ws, before_write=checkpoint))
+    failure = await fails(WRITE_FILE, {"path": "a.txt", "content": "new"}, ctx(ws, before_write=checkpoint))
     assert failure.error.code == "execution" and "nothing was written" in failure.error.message
 
     def limited(path: Path, rel: str) -> None:
         raise ToolFailure("rate_limit", "too many writes")
 
-    failure = await fails(write_file, {"path": "b/new.txt", "content": "new"}, ctx(ws, before_write=limited))
+    failure = await fails(WRITE_FILE, {"path": "b/new.txt", "content": "new"}, ctx(ws, before_write=limited))
     assert failure.error.code == "rate_limit"
     assert (ws / "a.txt").read_text() == "hello\nworld\n" and not (ws / "b").exists()
 
@@ -314,7 +314,7 @@ async def test_a_failing_after_write_hook_does_not_hide_the_write(ws: Path) -> N
     def after_write(path: Path, rel: str, data: bytes) -> None:
         raise RuntimeError("accounting broke")
 
-    out = await write_file({"path": "a.txt", "content": "new"}, ctx(ws, after_write=after_write))
+    out = await call_tool(WRITE_FILE, {"path": "a.txt", "content": "new"}, ctx(ws, after_write=after_write))
     assert out == "wrote 3 bytes to a.txt (replaced)" and (ws / "a.txt").read_text() == "new"
 
 
@@ -323,7 +323,7 @@ async def test_a_failing_after_write_hook_does_not_hide_the_write(ws: Path) -> N
 
 async def test_edit_replaces_one_match_and_shows_a_diff(ws: Path) -> None:
     os.chmod(ws / "src" / "app.py", 0o700)
-    out = await edit_file({"path": "src/app.py", "old_text": "return 42", "new_text": "return 43"}, ctx(ws))
+    out = await call_tool(EDIT_FILE, {"path": "src/app.py", "old_text": "return 42", "new_text": "return 43"}, ctx(ws))
     assert out.startswith("replaced 1 occurrence in src/app.py\n")
     assert "-    return 42" in out and "+    return 43" in out
     assert (ws / "src" / "app.py").read_text() == "def main():\n    return 43\n"
@@ -336,37 +336,37 @@ async def test_edit_without_a_match_shows_the_closest_lines(ws: Path) -> None:
     lines[31] = "    return total / count"
     (ws / "m.py").write_text("\n".join(lines) + "\n")
     args = {"path": "m.py", "old_text": "def compute(total, n):\n    return total / n", "new_text": "x"}
-    failure = await fails(edit_file, args, ctx(ws))
+    failure = await fails(EDIT_FILE, args, ctx(ws))
     assert failure.error.code == "validation"
     message = failure.error.message
     assert "not found" in message and "lines 31-32" in message
     assert "    31 | def compute(total, count):" in message and "    32 |     return total / count" in message
     assert failure.error.suggestion and "exactly" in failure.error.suggestion
     with pytest.raises(ToolFailure) as info:  # the preview fails the same way, so nobody is asked
-        EDIT_FILE.preview(args, ctx(ws))
+        EDIT_FILE.preview(EDIT_FILE.bind(args), ctx(ws))
     assert info.value.error == failure.error
 
 
 async def test_edit_without_anything_similar_says_so(ws: Path) -> None:
     args = {"path": "src/app.py", "old_text": "class Totally:\n    unrelated = True", "new_text": "x"}
-    failure = await fails(edit_file, args, ctx(ws))
+    failure = await fails(EDIT_FILE, args, ctx(ws))
     assert "No similar lines were found" in failure.error.message and "|" not in failure.error.message
 
 
 async def test_edit_names_a_whitespace_only_difference(ws: Path) -> None:
     args = {"path": "src/app.py", "old_text": "def main():\n  return 42", "new_text": "x"}
-    failure = await fails(edit_file, args, ctx(ws))
+    failure = await fails(EDIT_FILE, args, ctx(ws))
     assert "differs only in whitespace" in failure.error.message and "lines 1-2" in failure.error.message
 
 
 async def test_edit_counts_several_matches_and_replace_all(ws: Path) -> None:
     (ws / "n.txt").write_text("x = 1\ny = 2\nx = 1\n\nx = 1\n")
     args = {"path": "n.txt", "old_text": "x = 1", "new_text": "x = 9"}
-    failure = await fails(edit_file, args, ctx(ws))
+    failure = await fails(EDIT_FILE, args, ctx(ws))
     assert failure.error.code == "validation"
     assert "matches 3 places" in failure.error.message and "lines 1, 3, 5" in failure.error.message
     assert "replace_all" in (failure.error.suggestion or "")
-    out = await edit_file({**args, "replace_all": True}, ctx(ws))
+    out = await call_tool(EDIT_FILE, {**args, "replace_all": True}, ctx(ws))
     assert out.startswith("replaced 3 occurrences in n.txt")
     assert (ws / "n.txt").read_text() == "x = 9\ny = 2\nx = 9\n\nx = 9\n"
 
@@ -385,18 +385,18 @@ async def test_edit_validation(ws: Path) -> None:
         ({"path": "empty.txt", "old_text": "a", "new_text": "b"}, "validation"),
     ]
     for args, code in cases:
-        assert (await fails(edit_file, args, ctx(ws))).error.code == code, args
+        assert (await fails(EDIT_FILE, args, ctx(ws))).error.code == code, args
     assert not (ws / "missing.txt").exists()
 
 
 async def test_edit_matches_a_crlf_file_written_with_lf(ws: Path) -> None:
     (ws / "w.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
-    await edit_file({"path": "w.txt", "old_text": "one\ntwo", "new_text": "1\n2"}, ctx(ws))
+    await call_tool(EDIT_FILE, {"path": "w.txt", "old_text": "one\ntwo", "new_text": "1\n2"}, ctx(ws))
     assert (ws / "w.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
 
 
 def test_edit_preview(ws: Path) -> None:
-    preview = EDIT_FILE.preview({"path": "a.txt", "old_text": "world", "new_text": "there"}, ctx(ws))
+    preview = EDIT_FILE.preview(EDIT_FILE.bind({"path": "a.txt", "old_text": "world", "new_text": "there"}), ctx(ws))
     assert preview == {"kind": "diff", "path": "a.txt", "before": "hello\nworld\n", "after": "hello\nthere\n",
                        "remoteSchema": None}
     assert (ws / "a.txt").read_text() == "hello\nworld\n"

@@ -71,6 +71,7 @@ export function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
       const fields = {
         status: (ev.ok ? 'ok' : 'error') as ToolStatus,
         output: ev.output,
+        ...(ev.data ? { data: ev.data } : {}),
         error: ev.error,
         durationMs: ev.durationMs,
       };

@@ -8,7 +8,6 @@ own. An answer comes back quoted, as the user's words, never as Sunwell's instru
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from pydantic import Field
 
@@ -29,8 +28,7 @@ class AskUserArguments(ToolArguments):
                                       description="Likely answers to offer as choices (the user may type another).")
 
 
-async def ask_user(args: dict[str, Any], ctx: ToolContext) -> str:
-    arguments = AskUserArguments.model_validate(args)
+async def ask_user(arguments: AskUserArguments, ctx: ToolContext) -> str:
     if not ctx.client.answers("ask"):
         raise ToolFailure("unsupported", "there is no one to ask here (a headless run, or approvals set to deny)",
                           "decide yourself and say what you assumed, or stop and explain what you need to know")
@@ -50,15 +48,14 @@ async def ask_person(ctx: ToolContext, question: str, options: list[str]) -> str
     return (await ctx.client.ask(request)).answer
 
 
-ASK_USER = Tool(
+ASK_USER = Tool.of(
+    AskUserArguments, ask_user,
     name="ask_user",
     description=(
         "Ask the user a question and wait for the answer: only for a decision or a fact only they have, never for "
         "what the workspace tells you. Offer likely answers as `options`. Where no one can answer it fails at "
         'once: then decide yourself. Example: {"question": "Which database?", "options": ["PostgreSQL", "SQLite"]}.'
     ),
-    parameters=AskUserArguments.schema_for_tool(),
-    handler=ask_user,
     min_trust=Trust.discovery,
     read_only=False,  # one question at a time, in the order they were asked
     expendable=True,  # the agent can do without (it can read, or decide, itself): a small window drops it first

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from sunwell import __version__
 from sunwell.config import McpServerConfig
-from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.base import Tool, ToolContext, ToolFailure, ToolReturn, Trust
 from sunwell.tools.mcp.elicitation import Elicit, elicitation_callback
 from sunwell.tools.mcp.http_transport import http_transport
 from sunwell.tools.mcp.launch import Launch, LaunchError, stdio_launch
@@ -317,7 +317,7 @@ class McpServer:
     def _hidden(self, message: str) -> None:
         self._notices.append(("warning", "hidden_characters", message))
 
-    async def call(self, tool: str, args: dict[str, Any], ctx: ToolContext) -> str:
+    async def call(self, tool: str, args: dict[str, Any], ctx: ToolContext) -> ToolReturn:
         """One `tools/call`; every way it can fail is a ToolFailure the model reads."""
         try:
             await self.ensure(ctx.turn.notify)
@@ -341,7 +341,7 @@ class McpServer:
             self._quarantine()
             self.flush(ctx.turn.notify)
         try:
-            return self._secrets.mask(render_result(result))
+            return render_result(result).changed(self._secrets.mask)
         except ToolFailure as failure:
             failure.error = failure.error.model_copy(update={"message": self._secrets.mask(failure.error.message)})
             raise
