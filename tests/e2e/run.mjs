@@ -1396,7 +1396,7 @@ async function agentToolScenarios() {
     await subagent.waitFor({ state: 'visible', timeout: 5000 });
     const tools = await subagent.locator(':scope > [data-testid="tool-card"]').evaluateAll((els) => els.map((e) => `${e.dataset.tool}:${e.dataset.status}`));
     check(tools.join(',') === 'search_files:ok,read_file:ok', `nested cards ${tools.join(',')}`);
-    const output = await card.locator(':scope > .tool-body [data-testid="tool-output"]').innerText();
+    const output = await card.locator(':scope > .tool-body [data-testid="subagent-answer"]').innerText();
     check(output.includes('src/app.py, line 1'), `task output ${output}`);
     await shot('subagent-card');
   });
