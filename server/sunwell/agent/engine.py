@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from sunwell.lens.schema import Lens
     from sunwell.models.factory import Adapters, ProviderStack
     from sunwell.tools.learned.registry import LearnedApis
+    from sunwell.tools.processes import ProcessTable
 
 
 class Engine:
@@ -72,16 +74,16 @@ class Engine:
         self.windows = ServerWindows()
         self.approval = ApprovalPolicy(mode=settings.approval or "deny", ask=asker,
                                        timeout=settings.approval_timeout_sec)
-        self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
-                                 on_release=lambda session: self.approval.forget([session]))
-        self.host_rules = _host_rules(settings)
+        self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits), on_release=lambda session: (
+            self.approval.forget([session]), self.processes.end_session(session)))
+        self.host_rules = HostRules.configured(settings.network)
         self.mcp = McpHub(self._mcp_surroundings(settings))
         self.hooks = Hooks(settings, self.workspace)
         self.reconfigure(settings)
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings for the next turn; allow-for-session rules and rate-limit windows are kept."""
-        self.host_rules = _host_rules(settings)
+        self.host_rules = HostRules.configured(settings.network)
         self.settings = settings
         self.mcp.configure(settings.mcp_servers, settings.proposed_mcp_servers, self._mcp_surroundings(settings))
         if self._learned is not None:
@@ -106,6 +108,12 @@ class Engine:
             learned = LearnedApis(Path(self.settings.data_dir or "."), on_learned=remember_learned)
             self._learned = learned.configure(self.settings)
         return self._learned
+
+    @cached_property
+    def processes(self) -> ProcessTable:  # the sessions' background processes (tools/processes/)
+        from sunwell.tools.processes import ProcessTable
+
+        return ProcessTable(self.data_dir / "processes", lambda: self.settings.background)
 
     @property
     def data_dir(self) -> Path:
@@ -334,8 +342,9 @@ class Engine:
         return await (turn.resume(resume) if resume else turn.run(line))
 
     async def aclose(self) -> None:
-        """Stop what the engine started (MCP servers); front ends call it before their event loop ends."""
+        """Stop what the engine started (MCP servers, background processes) before the front end's loop ends."""
         await self.mcp.close()
+        await self.processes.close()
 
     def _mcp_surroundings(self, settings: Settings) -> Surroundings:
         return Surroundings(self.workspace, Path(settings.data_dir or "."), tuple(settings.blocked_paths),
@@ -363,7 +372,7 @@ class Engine:
                       model: str) -> ToolContext:
         from sunwell.tools.network.policy import network_for
 
-        checkpoints, turn = self.checkpoints, log.turn
+        checkpoints, turn, processes = self.checkpoints, log.turn, self.processes.attach(session, log)
 
         async def complete(system: str, user: str) -> str:  # a skill's nested call: one answer, no tools
             request = ModelRequest(model=model, system=system, messages=[UserMessage(text=user)],
@@ -382,19 +391,10 @@ class Engine:
             undo=UndoHooks(
                 before_write=lambda path, rel: checkpoints.save(session, turn, path, rel),
                 after_write=lambda path, rel, data: checkpoints.record_after(session, turn, rel, data),
-                before_changes=lambda files: checkpoints.save_changes(session, turn, files),
-            ),
+                before_changes=lambda files: checkpoints.save_changes(session, turn, files)),
             complete=complete, secrets=log.secrets,
             network=network_for(self.settings, self.host_rules, lambda: self.approval.session_hosts(session),
-                                self.live.get(session).pages),
+                                self.live.get(session).pages, processes.endpoints), processes=processes,
             notify=lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message)),
             scratch=Scratch(self.live.get(session).scratch, show_plan=log.emit),
-            ask=question_asker(self.questioner, self.settings, session, turn), code_intel=self.code_intel,
-        )
-
-
-def _host_rules(settings: Settings) -> HostRules:
-    try:
-        return HostRules(settings.network.allow, settings.network.deny)
-    except ValueError as exc:
-        raise SetupError(f"invalid setting network: {exc}") from None
+            ask=question_asker(self.questioner, self.settings, session, turn), code_intel=self.code_intel)

@@ -105,6 +105,8 @@ class ToolContext:
     subagent: Callable[[str, str, str], Awaitable[str]] | None = None
     """(call id, description, prompt) -> a read-only sub-agent's final answer (`task`); None: no sub-agents here
     (inside a sub-agent)."""
+    processes: Any = None
+    """The session's background processes (tools/processes/table.py SessionProcesses); None: none here."""
 
     def own_deadline(self) -> float:
         """Seconds that end a little before the user's limit: a tool that waits on something (a search, the editor)

@@ -11,14 +11,16 @@ from sunwell.tools.handlers.code_intel import CODE_INTEL_TOOLS
 from sunwell.tools.handlers.edits import EDIT_FILE, WRITE_FILE
 from sunwell.tools.handlers.files import LIST_FILES, READ_FILE
 from sunwell.tools.handlers.plan import UPDATE_PLAN
+from sunwell.tools.handlers.processes import PROCESS_TOOLS
 from sunwell.tools.handlers.questions import ASK_USER
 from sunwell.tools.handlers.search import SEARCH_FILES
 from sunwell.tools.handlers.shell import RUN_COMMAND
 from sunwell.tools.handlers.subagent import TASK
 from sunwell.tools.handlers.web import WEB_FETCH
 
-CORE_TOOLS: tuple[Tool, ...] = (LIST_FILES, SEARCH_FILES, READ_FILE, WRITE_FILE, EDIT_FILE, RUN_COMMAND, WEB_FETCH,
-                                UPDATE_PLAN, ASK_USER, TASK, GET_TIME, MATH_EVAL, KV_SET, KV_GET, *CODE_INTEL_TOOLS)
+CORE_TOOLS: tuple[Tool, ...] = (LIST_FILES, SEARCH_FILES, READ_FILE, WRITE_FILE, EDIT_FILE, RUN_COMMAND, *PROCESS_TOOLS,
+                                WEB_FETCH, UPDATE_PLAN, ASK_USER, TASK, GET_TIME, MATH_EVAL, KV_SET, KV_GET,
+                                *CODE_INTEL_TOOLS)
 """Every core tool; the code intelligence ones are offered only where an editor answers them (Engine.catalogue)."""
 
 __all__ = ["CODE_INTEL_TOOLS", "CORE_TOOLS", "select_tools"]

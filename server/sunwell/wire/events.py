@@ -101,6 +101,20 @@ class PlanEvent(_Event):
     explanation: str | None = None
 
 
+class ProcessEvent(_Event):
+    """A background process of the session changed: it started, its listening ports changed, it exited, was
+    stopped, or was found running after Sunwell died (`orphaned`, and stopped then). Outside a turn (a process ends
+    while none runs) the sidecar sends it with `turn` "" and `seq` 0."""
+
+    type: Literal["process"] = "process"
+    process_id: int
+    command: ShortText
+    state: Literal["running", "exited", "stopped", "orphaned"]
+    exit_code: int | None = None
+    ports: list[int] = Field(default_factory=list)
+    """The loopback ports it listens on that web_fetch and a browser on this machine reach."""
+
+
 class DoneEvent(_Event):
     type: Literal["done"] = "done"
     status: TurnStatus
@@ -121,7 +135,7 @@ class DoneEvent(_Event):
 
 Event = Annotated[
     TextEvent | ThinkingEvent | ToolCallStartEvent | ToolCallDeltaEvent | ToolCallEvent | ApprovalEvent
-    | ToolResultEvent | NoticeEvent | CommandOutputEvent | ContextUsageEvent | PlanEvent | DoneEvent,
+    | ToolResultEvent | NoticeEvent | CommandOutputEvent | ContextUsageEvent | PlanEvent | ProcessEvent | DoneEvent,
     Field(discriminator="type"),
 ]
 

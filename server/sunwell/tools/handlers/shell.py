@@ -25,8 +25,10 @@ from pydantic import Field
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.handlers.files import string_arg
+from sunwell.tools.handlers.processes import processes_of, start_background, wait_pattern, writable_folders
 from sunwell.tools.policy.environment import command_env
 from sunwell.tools.policy.guarded import GuardedEntry, guarded_entries, quarantine_planted
+from sunwell.tools.processes import Launch
 from sunwell.tools.sandbox.backend import backend_for, find_sandbox, shell_argv
 from sunwell.tools.sandbox.bwrap import BwrapProbe, bwrap_argv, bwrap_available, probe_bwrap
 from sunwell.tools.sandbox.copy_stage import CopyStage
@@ -76,7 +78,7 @@ class _Job:
     """Why it cannot run staged, or None."""
 
 
-async def _prepare(args: dict[str, Any], ctx: ToolContext) -> _Job:
+async def _prepare(args: dict[str, Any], ctx: ToolContext, writable: list[Path] | None = None) -> _Job:
     command = string_arg(args, "command")
     if not command or not command.strip():
         hint = 'e.g. {"command": "pytest -q tests/test_app.py"}'
@@ -104,11 +106,14 @@ async def _prepare(args: dict[str, Any], ctx: ToolContext) -> _Job:
     prefix = await asyncio.to_thread(
         bwrap_argv, ctx.jail.root, cwd, ctx.jail, network=ctx.commands.network, bwrap=bwrap,
         home=env.get("HOME"), ro_paths=ctx.commands.ro_paths, userns_flags=probe.userns_flags, entries=entries,
+        writable=writable,
     )  # fmt: skip
     return _Job(command, cwd, timeout, env, prefix + argv, entries, await staging_problem(ctx))
 
 
 async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
+    if args.get("background") is True:
+        return await _background(args, ctx)
     job = await _prepare(args, ctx)
     if job.staging is None:
         staged = await _run_staged(job, ctx)
@@ -143,6 +148,28 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
             "servers and watchers that never exit cannot run here",
         )
     return render(out, err, f"[exit code: {code}]", ctx.max_output_bytes) + notes
+
+
+async def _background(args: dict[str, Any], ctx: ToolContext) -> str:
+    """A process that keeps running (tools/handlers/processes.py): sandboxed as any command, but on the workspace
+    read-only (no staging, nothing to review when it stops) except the folders the user listed in
+    `background.writable` (build caches); asked before it starts, like a command that cannot be staged."""
+    wait_for = wait_pattern(args.get("wait_for"))
+    sandboxed = ctx.commands.sandbox != "off"
+    if sandboxed and backend_for(sys.platform) != "bubblewrap":
+        raise ToolFailure("unsupported", "background processes run only in the bubblewrap sandbox (Linux), or with "
+                          "sandbox: off", "run the command without background, with a timeout")
+    writable = await asyncio.to_thread(writable_folders, ctx.jail, processes_of(ctx).limits.writable)
+    job = await _prepare(args, ctx, writable=writable if sandboxed else None)
+    guarded = {e.rel for e in job.entries}
+
+    def planted() -> str:  # what it made under a blocked or protected name where it could write
+        return _planted_words(*quarantine_planted(ctx.jail, guarded, ctx.commands.quarantine_dir))
+
+    launch = Launch(job.command, job.argv, str(job.cwd), job.env, sandboxed=sandboxed,
+                    isolated=sandboxed and not ctx.commands.network,
+                    on_end=planted if writable or not sandboxed else None)
+    return await start_background(launch, wait_for, job.timeout, ctx)
 
 
 async def command_cut_off(args: dict[str, Any], ctx: ToolContext) -> str | None:
@@ -272,12 +299,16 @@ def _lost_note(lost: list[str]) -> str:
 
 
 def _planted_note(moved: list[str], folder: object) -> str:
+    return f"\n[Sunwell: {words}]" if (words := _planted_words(moved, folder)) else ""
+
+
+def _planted_words(moved: list[str], folder: object) -> str:
     if not moved:
         return ""
     log.info("a command created %s; moved to %s", ", ".join(moved), folder)  # the result says it; stderr stays clean
-    return (f"\n[Sunwell: the command created {', '.join(moved)}, which commands may not create (configuration the "
-            f"host runs: .git, .sunwell, .vscode, *.code-workspace, .env files, keys). It was moved out of the "
-            f"workspace to {folder}; ask the user to create such files themselves if they are needed.]")
+    return (f"the command created {', '.join(moved)}, which commands may not create (configuration the host runs: "
+            f".git, .sunwell, .vscode, *.code-workspace, .env files, keys). It was moved out of the workspace to "
+            f"{folder}; ask the user to create such files themselves if they are needed.")
 
 
 def _seconds(value: object) -> float | None:
@@ -300,15 +331,19 @@ class RunCommandArguments(ToolArguments):
     command: str = Field(description="The bash command line to run.")
     cwd: str = Field(".", description="Folder relative to the workspace root")
     timeout: float = Field(30, gt=0, description="Seconds")
+    background: bool = Field(False, description="Keep it running (a server, a watcher) and return at once")
+    wait_for: str | None = Field(None, description="With background: a regex; return once an output line matches")
 
     def subject(self) -> Subject:
-        return Subject(command=Command(self.command, self.cwd), staged=True)
+        # a background process is asked before it starts: it has no end at which to review what it changed
+        return Subject(command=Command(self.command, self.cwd), staged=not self.background)
 
 
 def command_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    """What an approval shows: the exact command and its jailed working directory."""
+    """What an approval shows: the exact command and its jailed working directory, and that it keeps running."""
     cwd = ctx.jail.resolve(args.get("cwd") or ".")
-    return {"kind": "command", "command": args["command"], "cwd": ctx.jail.relative(cwd)}
+    return {"kind": "command", "command": args["command"], "cwd": ctx.jail.relative(cwd),
+            **({"background": True} if args.get("background") is True else {})}
 
 
 RUN_COMMAND = Tool(
@@ -319,7 +354,11 @@ RUN_COMMAND = Tool(
         "`timeout` is in seconds (default 30). The command gets no input, cannot see secrets (.env files, keys), "
         ".git, node_modules or files outside the workspace, and has no network unless the user allowed it. "
         "A non-zero exit code is reported in the result, it is not an error. "
-        'Example: {"command": "pytest -q tests/test_app.py", "timeout": 120}.'
+        'Example: {"command": "pytest -q tests/test_app.py", "timeout": 120}. '
+        "For a server or a watcher that keeps running, pass `background: true` (with `wait_for`, a regex for the "
+        "line that says it is ready, e.g. \"Serving|listening\"): it returns its process id and first output; "
+        "then use process_output, process_stop and process_list, and web_fetch http://127.0.0.1:PORT for its own "
+        "ports. A background process sees the workspace read-only."
     ),
     parameters=RunCommandArguments.schema_for_tool(),
     handler=run_command,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from ipaddress import ip_address
 from typing import TYPE_CHECKING
 
 from sunwell.tools.network.cache import PageCache
@@ -21,6 +22,8 @@ from sunwell.tools.policy.audit import Redactor
 
 if TYPE_CHECKING:
     from sunwell.config import Settings
+
+_LOOPBACK = ip_address("127.0.0.1")
 
 @dataclass
 class Network:
@@ -49,17 +52,21 @@ class Network:
         return None
 
     def allowed(self, target: Target) -> bool:
-        """Whether `target` is fetched without asking."""
-        return self.rules.allowed(target) or target.host in self.session_hosts()
+        """Whether `target` is fetched without asking: also the session's own server (the connection is checked
+        against exactly where it listens, hosts.py `own`)."""
+        own = target.address if target.address is not None else (_LOOPBACK if target.host == "localhost" else None)
+        return (self.rules.allowed(target) or target.host in self.session_hosts()
+                or (own is not None and self.rules.own(target, own)))
 
 
 def network_for(settings: Settings, rules: HostRules, session_hosts: Callable[[], set[str]],
-                cache: PageCache) -> Network:
+                cache: PageCache, own: Callable[[], set[tuple[str, int]]] = set) -> Network:
     """The network a turn's tools get from the user's settings: `rules` (built from them once, when they were
-    loaded), the hosts allowed for the session, its page cache, the search service if one is configured."""
+    loaded), the hosts allowed for the session, its page cache, the search service if one is configured, and where
+    the session's background processes listen (`own`: reachable on loopback while they run)."""
     redactor, search = Redactor(passthrough=settings.env_passthrough), settings.web_search
     service = search and SearchService.configured(search.provider, search.base_url, search.api_key_env,
                                                   settings.network.timeout)
-    return Network(rules, settings.network.max_bytes, settings.network.timeout,
+    return Network(rules.with_own(own), settings.network.max_bytes, settings.network.timeout,
                    is_secret=lambda text: redactor(text) != text, session_hosts=session_hosts, cache=cache,
                    search=service)
