@@ -153,6 +153,9 @@ class Tool:
     harmless: bool = False
     """It changes nothing and reaches no network (PROTOCOL.md "Read-only": reads, listings, the plan, the time,
     arithmetic, kv_get): `--dry-run=risky` runs it for real. False for any tool that does not say so."""
+    volatile: bool = False
+    """What it reads changes by itself (a running process's output): a repeated call is run again, never answered
+    from the turn's memory of the earlier one (agent/call_memory.py)."""
     expendable: bool = False
     """A convenience the agent can do without (the plan, the time, arithmetic, the key-value store): fitting
     leaves it out before anything else when the context window is small."""

@@ -79,9 +79,10 @@ async def start_background(launch: Launch, wait_for: str | None, timeout: float,
     elif await _matched(process, wait_for, timeout):
         said = f"a line matched wait_for {wait_for!r}; "
     else:
-        said = (f"no line matched wait_for {wait_for!r} within {timeout:g} s; " if process.running else
+        said = (f"no line matched wait_for {wait_for!r} within {timeout:g} s (a program may hold back its output "
+                "when it does not write to a terminal: look for an option to flush it); " if process.running else
                 f"it ended before a line matched wait_for {wait_for!r}; ")
-    await asyncio.sleep(0)
+    await asyncio.to_thread(process.look)
     head = (f"[Sunwell: background process {process.id} started: {launch.command}. It keeps running after this "
             f"result: read what it prints with process_output {{\"process_id\": {process.id}}}, end it with "
             "process_stop.]\n")
@@ -230,7 +231,7 @@ PROCESS_OUTPUT = Tool(
         f"seconds (at most {MAX_WAIT}) for new output. The result ends with the process's state and the offset to "
         "read from next. " + _ID_HINT + "."),
     parameters=ProcessOutputArguments.schema_for_tool(),
-    handler=process_output, min_trust=Trust.discovery, harmless=True, timeout=MAX_WAIT + 10,
+    handler=process_output, min_trust=Trust.discovery, harmless=True, volatile=True, timeout=MAX_WAIT + 10,
 )
 PROCESS_STOP = Tool(
     name="process_stop",
@@ -245,6 +246,6 @@ PROCESS_LIST = Tool(
     description="List this session's background processes: id, state (running, exited, stopped), the ports each "
                 "listens on, when it started and its command.",
     parameters=NoArguments.schema_for_tool(),
-    handler=process_list, min_trust=Trust.discovery, harmless=True,
+    handler=process_list, min_trust=Trust.discovery, harmless=True, volatile=True,
 )
 PROCESS_TOOLS = (PROCESS_OUTPUT, PROCESS_STOP, PROCESS_LIST)

@@ -166,7 +166,9 @@ async def _background(args: dict[str, Any], ctx: ToolContext) -> str:
     def planted() -> str:  # what it made under a blocked or protected name where it could write
         return _planted_words(*quarantine_planted(ctx.jail, guarded, ctx.commands.quarantine_dir))
 
-    launch = Launch(job.command, job.argv, str(job.cwd), job.env, sandboxed=sandboxed,
+    # read as it is printed: Python buffers a pipe, and a `wait_for` line would wait in its buffer
+    env = {**job.env, "PYTHONUNBUFFERED": "1"}
+    launch = Launch(job.command, job.argv, str(job.cwd), env, sandboxed=sandboxed,
                     isolated=sandboxed and not ctx.commands.network,
                     on_end=planted if writable or not sandboxed else None)
     return await start_background(launch, wait_for, job.timeout, ctx)

@@ -54,9 +54,8 @@ class Network:
     def allowed(self, target: Target) -> bool:
         """Whether `target` is fetched without asking: also the session's own server (the connection is checked
         against exactly where it listens, hosts.py `own`)."""
-        own = target.address if target.address is not None else (_LOOPBACK if target.host == "localhost" else None)
-        return (self.rules.allowed(target) or target.host in self.session_hosts()
-                or (own is not None and self.rules.own(target, own)))
+        own = target.local and self.rules.own(target, target.address or _LOOPBACK)
+        return self.rules.allowed(target) or target.host in self.session_hosts() or own
 
 
 def network_for(settings: Settings, rules: HostRules, session_hosts: Callable[[], set[str]],

@@ -68,6 +68,7 @@ class BackgroundProcess:
     _proc: subprocess.Popen[bytes] | None = None
     _publisher: Publisher | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _watching: threading.Lock = field(default_factory=threading.Lock)
     _ended: threading.Event = field(default_factory=threading.Event)
     _stopping: bool = False
     _reaped: bool = False
@@ -145,8 +146,10 @@ class BackgroundProcess:
         self._ended.set()
         self.on_change(self)
 
-    def _watch(self) -> None:
-        while not self._ended.wait(WATCH_EVERY):
+    def look(self) -> None:
+        """Read its ports now (and publish new ones); an event if they changed. The watcher does it every
+        WATCH_EVERY s; a start does it once before it answers, so the ports it reports are reachable already."""
+        with self._watching:
             with self._lock:
                 if self._reaped:
                     return
@@ -157,6 +160,10 @@ class BackgroundProcess:
             if found != self._ports and not self._ended.is_set():
                 self._ports = found
                 self.on_change(self)
+
+    def _watch(self) -> None:
+        while not self._ended.wait(WATCH_EVERY):
+            self.look()
 
     def _publish(self, found: set[tuple[str, int]], pids: list[int]) -> set[tuple[str, int]]:
         """The ports of `found` now listened on for it on the host (the others are noted once)."""

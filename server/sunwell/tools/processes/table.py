@@ -139,11 +139,18 @@ class ProcessTable:
             processes = self._sessions.setdefault(record.session, {})
             if record.id in processes:  # this Sunwell numbered a process the same meanwhile: keep both visible
                 continue
-            orphan = BackgroundProcess(record.id, record.session, Launch(record.command, [], "", {}, False, False),
-                                       OutputRing(1), self._changed, state="orphaned", pid=record.pid)
-            processes[record.id] = orphan
-            self._changed(orphan)
+            processes[record.id] = _orphan(record.id, record.session, record.command, record.pid, self._changed)
+            self._changed(processes[record.id])
         return found
+
+    def lost(self, session: str, logged: dict[int, str]) -> list[tuple[int, str]]:
+        """Of the processes a session's log saw running last (id -> command), those not running here: listed in the
+        session as `orphaned` from now on (a resumed turn reports them, agent/session.py)."""
+        processes = self._sessions.setdefault(session, {})
+        gone = [(pid, command) for pid, command in logged.items() if not (pid in processes and processes[pid].running)]
+        for pid, command in gone:
+            processes.setdefault(pid, _orphan(pid, session, command, 0, self._changed))
+        return gone
 
     # ---- events
 
@@ -165,6 +172,13 @@ class ProcessTable:
             stream.emit(event)
         elif self.outside is not None:
             self.outside(event.model_copy(update={"session": session}))
+
+
+def _orphan(process_id: int, session: str, command: str, pid: int,
+            on_change: Callable[[BackgroundProcess], None]) -> BackgroundProcess:
+    """A process found running after Sunwell died (and stopped then), or logged running and gone: a row, no more."""
+    return BackgroundProcess(process_id, session, Launch(command, [], "", {}, False, False), OutputRing(1), on_change,
+                             state="orphaned", pid=pid)
 
 
 class SessionProcesses:
