@@ -127,6 +127,7 @@ DEFERRED = {
     "sunwell.lsp.learned": ENGINE_FLOOR,
     "sunwell.lsp.lens_features": ("sunwell.lens",),
     "sunwell.lsp.mcp": ENGINE_FLOOR,
+    "sunwell.lsp.processes": ENGINE_FLOOR,
     "sunwell.lsp.sessions": ENGINE_FLOOR,
     "sunwell.models.providers.anthropic_messages": ("anthropic",),
     "sunwell.models.providers.openai_chat": ("openai",),

@@ -30,6 +30,7 @@ export type Event =
   | CommandOutputEvent
   | ContextUsageEvent
   | PlanEvent
+  | ProcessEvent
   | DoneEvent;
 export type Message = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage;
 export type NoticeCode =
@@ -77,6 +78,7 @@ export type SessionEvent =
   | CommandOutputEvent
   | ContextUsageEvent
   | PlanEvent
+  | ProcessEvent
   | DoneEvent;
 export type TrustName = 'discovery' | 'read_only' | 'workspace' | 'shell' | 'full';
 export type TurnStatus = 'completed' | 'cancelled' | 'limitReached' | 'error' | 'interrupted';
@@ -129,6 +131,11 @@ export interface SunwellProtocol {
   NoticeLevel?: NoticeLevel;
   Params?: Params;
   Preview?: Preview;
+  ProcessInfo?: ProcessInfo;
+  ProcessStopParams?: ProcessStopParams;
+  ProcessStopResult?: ProcessStopResult;
+  ProcessesParams?: ProcessesParams;
+  ProcessesResult?: ProcessesResult;
   ResourceInfo?: ResourceInfo;
   ResumeParams?: ResumeParams;
   Risk?: Risk;
@@ -186,6 +193,7 @@ export interface CommandPreview {
   kind: 'command';
   command: string;
   cwd: string;
+  background?: boolean | null;
 }
 /**
  * A command that already ran in a staging overlay: nothing reaches the workspace unless the answer is allow.
@@ -515,6 +523,23 @@ export interface PlanItem {
   step: string;
   status: 'pending' | 'in_progress' | 'done';
 }
+/**
+ * A background process of the session changed: it started, its listening ports changed, it exited, was
+ * stopped, or was found running after Sunwell died (`orphaned`, and stopped then). Outside a turn (a process ends
+ * while none runs) the sidecar sends it with `turn` "" and `seq` 0.
+ */
+export interface ProcessEvent {
+  session: string;
+  turn: string;
+  seq: number;
+  parentCallId?: string | null;
+  type: 'process';
+  processId: number;
+  command: string;
+  state: 'running' | 'exited' | 'stopped' | 'orphaned';
+  exitCode: number | null;
+  ports: number[];
+}
 export interface DoneEvent {
   session: string;
   turn: string;
@@ -697,6 +722,27 @@ export interface ModelsResult {
   models: ModelInfo[];
 }
 export interface Params {}
+export interface ProcessInfo {
+  processId: number;
+  command: string;
+  state: 'running' | 'exited' | 'stopped' | 'orphaned';
+  exitCode: number | null;
+  ports: number[];
+  started: string;
+}
+export interface ProcessStopParams {
+  session: string;
+  processId: number;
+}
+export interface ProcessStopResult {
+  process: ProcessInfo;
+}
+export interface ProcessesParams {
+  session: string;
+}
+export interface ProcessesResult {
+  processes: ProcessInfo[];
+}
 export interface ResumeParams {
   session: string;
   model?: string | null;
@@ -751,6 +797,7 @@ export interface SessionResult {
     | CommandOutputEvent
     | ContextUsageEvent
     | PlanEvent
+    | ProcessEvent
     | DoneEvent
   )[];
 }
@@ -820,6 +867,8 @@ export const Method = {
   mcpRestart: 'sunwell/mcpRestart',
   mcpSignOut: 'sunwell/mcpSignOut',
   models: 'sunwell/models',
+  processes: 'sunwell/processes',
+  processStop: 'sunwell/processStop',
   resume: 'sunwell/resume',
   secret: 'sunwell/secret',
   session: 'sunwell/session',
@@ -842,6 +891,8 @@ export interface Requests {
   'sunwell/mcpRestart': { params: McpRestartParams; result: McpRestartResult };
   'sunwell/mcpSignOut': { params: McpSignOutParams; result: McpSignOutResult };
   'sunwell/models': { params: EmptyParams; result: ModelsResult };
+  'sunwell/processStop': { params: ProcessStopParams; result: ProcessStopResult };
+  'sunwell/processes': { params: ProcessesParams; result: ProcessesResult };
   'sunwell/resume': { params: ResumeParams; result: ChatResult };
   'sunwell/secret': { params: SecretParams; result: SecretResult };
   'sunwell/session': { params: SessionParams; result: SessionResult };

@@ -152,7 +152,8 @@ class Turn:
         self._request, self.tool_calls = point.request, point.tool_calls
         self.log.emit(NoticeEvent(level="info", code="resumed", message=_resumed(point)))
         for process_id, command in point.lost:
-            self.log.emit(ProcessEvent(process_id=process_id, command=command, state="orphaned"))
+            self.log.emit(ProcessEvent(process_id=process_id, command=command, state="orphaned", exit_code=None,
+                                       ports=[]))
         for notice in self.config.notices:
             self.log.emit(notice)
         for call_id, name in point.broken:  # shown from a reply the process died streaming: never run

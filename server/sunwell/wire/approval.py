@@ -51,8 +51,8 @@ class CommandPreview(WireModel):
     command: str
     cwd: str
     """Workspace-relative."""
-    background: bool = Field(False, exclude_if=lambda value: not value)
-    """It keeps running after the call (run_command's `background`): a background process. Absent when false."""
+    background: bool | None = Field(None, exclude_if=lambda value: not value)
+    """True: it keeps running after the call (run_command's `background`), a background process; else absent."""
 
 
 class FileChange(WireModel):

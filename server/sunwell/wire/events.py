@@ -110,8 +110,8 @@ class ProcessEvent(_Event):
     process_id: int
     command: ShortText
     state: Literal["running", "exited", "stopped", "orphaned"]
-    exit_code: int | None = None
-    ports: list[int] = Field(default_factory=list)
+    exit_code: int | None
+    ports: list[int]
     """The loopback ports it listens on that web_fetch and a browser on this machine reach."""
 
 

@@ -7,7 +7,7 @@ import { endTurn } from './turns';
 
 const EVENT_TYPES = new Set<string>([
   'text', 'thinking', 'toolCallStart', 'toolCallDelta', 'toolCall', 'approval', 'toolResult', 'notice',
-  'commandOutput', 'contextUsage', 'plan', 'done',
+  'commandOutput', 'contextUsage', 'plan', 'process', 'done',
 ]);
 
 export function isChatEvent(action: ChatAction): action is ChatEvent {
@@ -100,6 +100,8 @@ export function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
       return { ...next, context: { used: ev.usedTokens, window: ev.windowTokens, estimated: ev.estimated } };
     case 'plan':
       return { ...next, plan: { items: ev.items, explanation: ev.explanation ?? null } };
+    case 'process':  // a background process's state: `sunwell/processes` lists them; the chat shows no card for it
+      return next;
     case 'done':
       return endTurn(next, ev.turn, { status: ev.status, toolCalls: ev.toolCalls, usage: ev.usage, error: ev.error ?? null,
         ...(ev.resumable ? { resumable: true } : {}) });

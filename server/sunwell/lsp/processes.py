@@ -1,0 +1,64 @@
+"""`sunwell/processes` and `sunwell/processStop`: a session's background processes as VS Code's processes strip
+shows them, and its Stop; and the `process` events that come while no turn of the session runs (a server that
+exits between turns, what a dead sidecar left running, stopped when this one starts), sent as `sunwell/chatEvent`
+with no turn.
+
+Its imports of the engine floor are in the handlers: the sidecar answers `initialize` before it loads the engine
+(lsp/server.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+
+from sunwell.lsp.sessions import engine_or_fail, iso_time
+from sunwell.wire.processes import (
+    PROCESS_STOP,
+    PROCESSES,
+    ProcessesParams,
+    ProcessesResult,
+    ProcessInfo,
+    ProcessStopParams,
+    ProcessStopResult,
+)
+
+if TYPE_CHECKING:
+    from sunwell.lsp.server import SunwellServer
+    from sunwell.tools.processes import BackgroundProcess
+
+
+def setup(server: SunwellServer) -> None:
+    @server.feature(PROCESSES)
+    def processes(ls: SunwellServer, params: Any) -> dict[str, Any]:
+        request = ls.parse(ProcessesParams, params, PROCESSES)
+        rows = engine_or_fail(ls).processes.of(request.session)
+        return ProcessesResult(processes=[info(process) for process in rows]).wire()
+
+    @server.feature(PROCESS_STOP)
+    async def stop(ls: SunwellServer, params: Any) -> dict[str, Any]:
+        from sunwell.tools.base import ToolFailure
+
+        request = ls.parse(ProcessStopParams, params, PROCESS_STOP)
+        table = engine_or_fail(ls).processes
+        try:
+            process = table.get(request.session, request.process_id)
+        except ToolFailure as exc:
+            raise JsonRpcInvalidParams(f"{PROCESS_STOP}: {exc.error.message}") from None
+        if process.running:
+            await table.stop(request.session, request.process_id)
+        return ProcessStopResult(process=info(process)).wire()
+
+    async def outside_turns() -> None:
+        """Each new engine's events outside turns go to the client; what a dead sidecar left running is stopped."""
+        table = engine_or_fail(server).processes
+        table.outside = lambda event: server.send_event(event.model_dump_json(by_alias=True))
+        await table.reap()
+
+    server.on_engine(outside_turns)
+
+
+def info(process: BackgroundProcess) -> ProcessInfo:
+    return ProcessInfo(process_id=process.id, command=process.command, state=process.state,  # type: ignore[arg-type]
+                       exit_code=process.exit_code, ports=process.ports, started=iso_time(process.started))
