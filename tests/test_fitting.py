@@ -94,7 +94,8 @@ def test_the_agents_own_tools_are_left_out_before_any_file_tool_loses_a_word():
     every = [tool.spec for tool in CORE_TOOLS if tool.risk != "network"]
     expendable = {tool.name for tool in CORE_TOOLS if tool.expendable}
     assert expendable == {"update_plan", "ask_user", "task", "get_time", "math_eval", "kv_set", "kv_get", "diagnostics",
-                          "find_symbol", "find_definition", "find_references"}
+                          "find_symbol", "find_definition", "find_references", "process_output", "process_stop",
+                          "process_list"}
     # room for the file tools whole, not for the rest: the conveniences go, the file tools keep every word
     tools, notes = fit_tools(every, context_window=(FULL + 20) * 4, user_text="plan the fix, step by step",
                              expendable=expendable)

@@ -18,8 +18,8 @@ from sunwell.tools.handlers.shell import RUN_COMMAND
 from sunwell.tools.handlers.subagent import TASK
 from sunwell.tools.handlers.web import WEB_FETCH
 
-CORE_TOOLS: tuple[Tool, ...] = (LIST_FILES, SEARCH_FILES, READ_FILE, WRITE_FILE, EDIT_FILE, RUN_COMMAND, *PROCESS_TOOLS,
-                                WEB_FETCH, UPDATE_PLAN, ASK_USER, TASK, GET_TIME, MATH_EVAL, KV_SET, KV_GET,
+CORE_TOOLS: tuple[Tool, ...] = (LIST_FILES, SEARCH_FILES, READ_FILE, WRITE_FILE, EDIT_FILE, RUN_COMMAND, WEB_FETCH,
+                                UPDATE_PLAN, ASK_USER, TASK, GET_TIME, MATH_EVAL, KV_SET, KV_GET, *PROCESS_TOOLS,
                                 *CODE_INTEL_TOOLS)
 """Every core tool; the code intelligence ones are offered only where an editor answers them (Engine.catalogue)."""
 

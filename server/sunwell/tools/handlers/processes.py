@@ -227,25 +227,32 @@ PROCESS_OUTPUT = Tool(
     name="process_output",
     description=(
         "Read what a background process (started by run_command with background: true) printed since your last "
-        "read, and whether it still runs. `since` reads from a byte offset instead; `wait` waits up to that many "
-        f"seconds (at most {MAX_WAIT}) for new output. The result ends with the process's state and the offset to "
-        "read from next. " + _ID_HINT + "."),
+        "read, and whether it still runs. Use it to check a server's log or a watcher's latest run. `since` reads "
+        f"from a byte offset instead; `wait` waits up to that many seconds (at most {MAX_WAIT}) for new output. Only "
+        "the newest output is kept (the result says how much was dropped); it ends with the process's state and the "
+        "offset to read from next. " + _ID_HINT + "."),
     parameters=ProcessOutputArguments.schema_for_tool(),
-    handler=process_output, min_trust=Trust.discovery, harmless=True, volatile=True, timeout=MAX_WAIT + 10,
+    handler=process_output, min_trust=Trust.discovery, harmless=True, volatile=True, expendable=True,
+    timeout=MAX_WAIT + 10,
 )
 PROCESS_STOP = Tool(
     name="process_stop",
     description=(
-        "Stop a background process and everything it started (SIGTERM, then SIGKILL after a few seconds). The "
-        "result has its exit code and its last output. " + _ID_HINT + "."),
+        "Stop a background process and everything it started (SIGTERM, then SIGKILL after a few seconds). Use it "
+        "when you no longer need a server or watcher you started. The result has its exit code and its last output. "
+        + _ID_HINT + "."),
     parameters=ProcessIdArguments.schema_for_tool(),
-    handler=process_stop, min_trust=Trust.discovery, read_only=False, timeout=30,
+    handler=process_stop, min_trust=Trust.discovery, read_only=False, expendable=True, timeout=30,
 )
 PROCESS_LIST = Tool(
     name="process_list",
-    description="List this session's background processes: id, state (running, exited, stopped), the ports each "
-                "listens on, when it started and its command.",
+    description=("List this session's background processes: id, state (running, exited, stopped), the ports each "
+                 "listens on, when it started and its command. Use it to find a process id for process_output or "
+                 "process_stop, or to see whether a server still runs. It lists only the processes this session "
+                 "started. Example: {}."),
     parameters=NoArguments.schema_for_tool(),
-    handler=process_list, min_trust=Trust.discovery, harmless=True, volatile=True,
+    handler=process_list, min_trust=Trust.discovery, harmless=True, volatile=True, expendable=True,
 )
 PROCESS_TOOLS = (PROCESS_OUTPUT, PROCESS_STOP, PROCESS_LIST)
+"""Expendable: in a context window too small for every tool they go first (what a session started still ends with
+it, and `::ps` and `::stop` still reach it)."""
