@@ -100,11 +100,17 @@ def test_a_background_start_is_asked_for_as_one_that_keeps_running(sunwell, fake
     assert not [e for e in run.events if e["type"] == "process"]
 
 
-def test_below_trust_shell_there_is_no_background_start_but_the_readers_are_there(sunwell, fake, workspace):
+def test_below_trust_shell_neither_a_background_start_nor_the_process_tools_are_offered(sunwell, fake, workspace):
     fake.script(call("run_command", command="sleep 300", background=True), call("process_list"), Reply(text="ok"))
     run = sunwell("run", "start it", "--json", "--approve", "auto", *MODEL, "--trust", "read_only", timeout=60)
     refused, listed = results(run.events)
     assert refused["error"]["code"] == "permission" and "shell" in refused["error"]["message"]
+    assert listed["error"]["code"] == "permission"
+    offered = {t["function"]["name"] for t in fake.requests[0].body["tools"]}
+    assert not offered & {"run_command", "process_output", "process_stop", "process_list"}
+    fake.script(call("process_list"), Reply(text="none"))
+    run = sunwell("run", "list them", "--json", "--approve", "auto", *MODEL, "--trust", "shell", timeout=60)
+    [listed] = results(run.events)
     assert listed["ok"] and listed["output"] == "No background processes in this session."
 
 

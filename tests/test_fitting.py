@@ -124,8 +124,9 @@ def test_sunwell_run_offers_the_conveniences_only_when_the_window_allows(sunwell
                                                                         offered):
     from fake_provider import Reply
 
-    conveniences = {tool.name for tool in CORE_TOOLS if tool.expendable} - {
+    conveniences = {tool.name for tool in CORE_TOOLS if tool.expendable and tool.companion is None} - {
         "diagnostics", "find_symbol", "find_definition", "find_references"}  # the editor's: never in a terminal
+    # (the process tools come with run_command only: not at this trust)
     folder = tmp_path / "config" / "sunwell"
     folder.mkdir(parents=True)
     (folder / "config.yaml").write_text(f'models:\n  "openai:gpt-4o": {{context_window: {window}}}\n')

@@ -160,6 +160,9 @@ class Tool:
     """A convenience the agent can do without (the plan, the time, arithmetic, the key-value store): fitting
     leaves it out before anything else when the context window is small."""
     source: str = "core"
+    companion: str | None = None
+    """Offered only in a turn that offers this tool too (the process tools go with run_command: without it no
+    process starts, and their definitions would cost every request for nothing)."""
     timeout: float | None = None
     """Seconds a call may run; None: the user's `tool_timeout_sec`. A tool sets its own only when its time is
     bounded elsewhere (run_command's `timeout`, an MCP server's, the network's) or is a person's or a model's."""

@@ -27,8 +27,8 @@ __all__ = ["CODE_INTEL_TOOLS", "CORE_TOOLS", "select_tools"]
 
 
 def select_tools(tools: Sequence[Tool], trust: Trust, names: Sequence[str] | None = None) -> list[Tool]:
-    """The tools allowed at `trust`, narrowed to `names` when given (an empty list means no tools)."""
-    allowed = [tool for tool in tools if tool.min_trust <= trust]
-    if names is None:
-        return allowed
-    return [tool for tool in allowed if tool.name in set(names)]
+    """The tools allowed at `trust`, narrowed to `names` when given (an empty list means no tools), without the
+    companions of a tool left out."""
+    allowed = [tool for tool in tools if tool.min_trust <= trust and (names is None or tool.name in set(names))]
+    offered = {tool.name for tool in allowed}
+    return [tool for tool in allowed if tool.companion is None or tool.companion in offered]

@@ -233,7 +233,7 @@ PROCESS_OUTPUT = Tool(
         "offset to read from next. " + _ID_HINT + "."),
     parameters=ProcessOutputArguments.schema_for_tool(),
     handler=process_output, min_trust=Trust.discovery, harmless=True, volatile=True, expendable=True,
-    timeout=MAX_WAIT + 10,
+    companion="run_command", timeout=MAX_WAIT + 10,
 )
 PROCESS_STOP = Tool(
     name="process_stop",
@@ -242,7 +242,8 @@ PROCESS_STOP = Tool(
         "when you no longer need a server or watcher you started. The result has its exit code and its last output. "
         + _ID_HINT + "."),
     parameters=ProcessIdArguments.schema_for_tool(),
-    handler=process_stop, min_trust=Trust.discovery, read_only=False, expendable=True, timeout=30,
+    handler=process_stop, min_trust=Trust.discovery, read_only=False, expendable=True, companion="run_command",
+    timeout=30,
 )
 PROCESS_LIST = Tool(
     name="process_list",
@@ -252,7 +253,8 @@ PROCESS_LIST = Tool(
                  "started. Example: {}."),
     parameters=NoArguments.schema_for_tool(),
     handler=process_list, min_trust=Trust.discovery, harmless=True, volatile=True, expendable=True,
+    companion="run_command",
 )
 PROCESS_TOOLS = (PROCESS_OUTPUT, PROCESS_STOP, PROCESS_LIST)
-"""Expendable: in a context window too small for every tool they go first (what a session started still ends with
-it, and `::ps` and `::stop` still reach it)."""
+"""Offered with run_command only; expendable: in a context window too small for every tool they go first (what a
+session started still ends with it, and `::ps` and `::stop` still reach it)."""

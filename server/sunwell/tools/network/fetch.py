@@ -42,9 +42,10 @@ class Elsewhere:
 
 async def fetch(target: Target, network: Network) -> Fetched | Elsewhere:
     """GET `target` (already judged and, if it needed it, approved); raises ToolFailure (`network`, `permission`)."""
-    # a server on this machine (a background process's) is asked each time: it changes as it is worked on, and a
+    # the session's own server (a background process's) is asked each time: it changes as it is worked on, and a
     # kept page would outlive the process
-    kept = None if target.local else network.cache.get(target.url)
+    own = network.own(target)
+    kept = None if own else network.cache.get(target.url)
     if kept is not None and kept[1]:
         return kept[0]
     cached = kept[0] if kept is not None else None
@@ -62,7 +63,7 @@ async def fetch(target: Target, network: Network) -> Fetched | Elsewhere:
                           suggestion="try again later, or fetch a smaller page") from None
     except httpx2.HTTPError as exc:
         raise ToolFailure("network", f"could not fetch {target.url}: {_reason(exc)}") from None
-    if isinstance(result, Fetched) and not target.local:
+    if isinstance(result, Fetched) and not own:
         network.cache.put(target.url, result)
     return result
 

@@ -54,8 +54,11 @@ class Network:
     def allowed(self, target: Target) -> bool:
         """Whether `target` is fetched without asking: also the session's own server (the connection is checked
         against exactly where it listens, hosts.py `own`)."""
-        own = target.local and self.rules.own(target, target.address or _LOOPBACK)
-        return self.rules.allowed(target) or target.host in self.session_hosts() or own
+        return self.rules.allowed(target) or target.host in self.session_hosts() or self.own(target)
+
+    def own(self, target: Target) -> bool:
+        """Whether `target` is where one of the session's background processes listens now."""
+        return target.local and self.rules.own(target, target.address or _LOOPBACK)
 
 
 def network_for(settings: Settings, rules: HostRules, session_hosts: Callable[[], set[str]],

@@ -13,7 +13,6 @@ while no event loop runs (`sunwell chat` waiting at its prompt).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import socket
@@ -24,6 +23,11 @@ import threading
 from pathlib import Path
 
 from sunwell.tools.processes import relay
+
+try:
+    import fcntl
+except ImportError:  # Windows: no namespaces, nothing to publish (background processes need bubblewrap or no sandbox)
+    fcntl = None  # type: ignore[assignment]
 
 NS_GET_USERNS = 0xB701  # _IO(0xb7, 0x1), linux/nsfs.h: the user namespace that owns a namespace
 
@@ -106,7 +110,7 @@ class Publisher:
 
 def _start_relay(inside_pid: int, path: str) -> subprocess.Popen[bytes]:
     """relay.py in the user and network namespaces of `inside_pid`; raises OSError when it does not start."""
-    if shutil.which("nsenter") is None:
+    if shutil.which("nsenter") is None or fcntl is None:
         raise OSError("nsenter (util-linux) is missing")
     net = os.open(f"/proc/{inside_pid}/ns/net", os.O_RDONLY)
     try:

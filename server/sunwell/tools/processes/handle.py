@@ -105,9 +105,6 @@ class BackgroundProcess:
         for name, target in (("read", self._read), ("wait", self._wait), ("watch", self._watch)):
             threading.Thread(target=target, daemon=True, name=f"sunwell-process-{self.id}-{name}").start()
 
-    def wait_ended(self, timeout: float | None = None) -> bool:
-        return self._ended.wait(timeout)
-
     def stop(self) -> None:
         """SIGTERM to its tree and group, SIGKILL after the grace; returns once it ended. Blocking: a thread's."""
         for sig in (signal.SIGTERM, signal.SIGKILL):

@@ -31,8 +31,6 @@ class OutputRing:
         self._buf = bytearray(self.capacity)
         self._total = 0
         self._lock = threading.Lock()
-        self.changed = threading.Condition(self._lock)
-        """Notified on every write: what a reader waiting for more output waits on."""
 
     @property
     def total(self) -> int:
@@ -54,7 +52,6 @@ class OutputRing:
             self._buf[at:at + first] = data[:first]
             self._buf[:len(data) - first] = data[first:]
             self._total += len(data)
-            self.changed.notify_all()
 
     def read(self, since: int, limit: int) -> Slice:
         """At most `limit` bytes from offset `since` (clamped to what the ring still holds and what was written)."""
