@@ -344,18 +344,38 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-async def test_a_sandboxed_server_is_published_on_the_host_and_nothing_else_is_its_own(tmp_path, ws, table):
-    import urllib.request
+async def test_a_sandboxed_server_is_reached_through_its_relay_and_never_on_this_machines_port(tmp_path, ws, table):
+    """Opening its port on this machine would let a model squat a port the host trusts (a database's, Ollama's
+    11434) before that service starts; so its relay is a unix socket only Sunwell reaches."""
+    import socket
 
     turn = Turn(tmp_path, ws, table)
     port = free_port()
     await turn.start(f"python3 -m http.server {port} --bind 127.0.0.1", wait_for="Serving")
     process = turn.processes()[0]
-    assert await until(lambda: process.ports == [port])
-    assert ("127.0.0.1", port) in turn.ctx.processes.endpoints()
-    page = await asyncio.to_thread(lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read())
-    assert b"notes.txt" in page
+    assert process.ports == [port] and turn.ctx.processes.endpoints() == set()
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0  # nothing listens here for it
+    route = turn.ctx.processes.route(port)
+    assert route is not None and Path(route).parent.stat().st_mode & 0o077 == 0  # a folder of Sunwell's alone
+
+    def get() -> bytes:
+        with socket.socket(socket.AF_UNIX) as conn:
+            conn.connect(route)
+            conn.sendall(f"GET / HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            return b"".join(iter(lambda: conn.recv(65536), b""))
+
+    assert b"notes.txt" in await asyncio.to_thread(get)
     assert [e.ports for e in turn.events if e.type == "process"][-1] == [port]
+    assert turn.ctx.processes.route(port + 1) is None
+    await process_stop({"process_id": 1}, turn.ctx)
+    assert turn.ctx.processes.route(port) is None and not Path(route).exists()
+
+
+async def test_an_unsandboxed_server_is_its_own_on_this_machine_while_it_runs(tmp_path, ws, table):
+    turn = Turn(tmp_path, ws, table, sandbox="off")
+    port = free_port()
+    await turn.start(f"python3 -m http.server {port} --bind 127.0.0.1", wait_for="Serving")
+    assert turn.ctx.processes.endpoints() == {("127.0.0.1", port)} and turn.ctx.processes.route(port) is None
     await process_stop({"process_id": 1}, turn.ctx)
     assert turn.ctx.processes.endpoints() == set()
-    assert procfs.listening([os.getpid()]) == set()

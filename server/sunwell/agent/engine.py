@@ -394,7 +394,7 @@ class Engine:
                 before_changes=lambda files: checkpoints.save_changes(session, turn, files)),
             complete=complete, secrets=log.secrets,
             network=network_for(self.settings, self.host_rules, lambda: self.approval.session_hosts(session),
-                                self.live.get(session).pages, processes.endpoints), processes=processes,
+                                self.live.get(session).pages, processes), processes=processes,
             notify=lambda level, code, message: log.emit(NoticeEvent(level=level, code=code, message=message)),
             scratch=Scratch(self.live.get(session).scratch, show_plan=log.emit),
             ask=question_asker(self.questioner, self.settings, session, turn), code_intel=self.code_intel)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from ipaddress import ip_address
 from typing import TYPE_CHECKING
 
 import httpx2
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from sunwell.tools.network.policy import Network
 
 MAX_REDIRECTS = 5
+LOOPBACK = ip_address("127.0.0.1")
 USER_AGENT = "Sunwell/0.1 (web_fetch; +https://github.com/sunwell)"
 
 
@@ -49,10 +51,13 @@ async def fetch(target: Target, network: Network) -> Fetched | Elsewhere:
     if kept is not None and kept[1]:
         return kept[0]
     cached = kept[0] if kept is not None else None
+    via = network.routed(target)  # its own sandboxed server: through the relay's socket, never this machine's TCP
+    transport = httpx2.AsyncHTTPTransport(uds=via) if via is not None else None
     try:
-        async with httpx2.AsyncClient(trust_env=False, follow_redirects=False, timeout=network.timeout) as client:
+        async with httpx2.AsyncClient(trust_env=False, follow_redirects=False, timeout=network.timeout,
+                                      transport=transport) as client:
             async with asyncio.timeout(network.timeout):
-                result = await _follow(client, target, network, cached)
+                result = await _follow(client, target, network, cached, pinned=via is not None)
     except UrlRefused as exc:
         raise ToolFailure("permission", f"web_fetch refused it: {exc}",
                           suggestion="do not try this URL again; tell the user what you wanted") from None
@@ -68,11 +73,13 @@ async def fetch(target: Target, network: Network) -> Fetched | Elsewhere:
     return result
 
 
-async def _follow(client: httpx2.AsyncClient, target: Target, network: Network,
-                  cached: Fetched | None) -> Fetched | Elsewhere:
+async def _follow(client: httpx2.AsyncClient, target: Target, network: Network, cached: Fetched | None,
+                  pinned: bool = False) -> Fetched | Elsewhere:
+    """The hops of one fetch; `pinned`: the client reaches one server only (a relay's socket), so a redirect
+    anywhere else is reported, not followed."""
     first = target
     for _hop in range(MAX_REDIRECTS + 1):
-        address = await resolve(target, network.rules, network.resolver)
+        address = (target.address or LOOPBACK) if pinned else await resolve(target, network.rules, network.resolver)
         request = client.build_request("GET", _address_url(target, address), headers=_headers(target, cached),
                                        extensions={"sni_hostname": target.host} if target.address is None else {})
         response = await client.send(request, stream=True)
@@ -82,7 +89,9 @@ async def _follow(client: httpx2.AsyncClient, target: Target, network: Network,
                 if refusal := network.refusal(location):
                     raise ToolFailure("permission", f"{target.url} redirects to {location.host}, which is refused: "
                                       f"{refusal}")
-                if location.host != first.host and not network.allowed(location):
+                elsewhere = (location.host, location.port) != (first.host, first.port) if pinned else (
+                    location.host != first.host and not network.allowed(location))
+                if elsewhere:
                     return Elsewhere(target.url, location.url)
                 target, cached = location, None
                 continue

@@ -1,13 +1,16 @@
-"""Publishing a sandboxed background process's ports on the host's 127.0.0.1, like `docker run -p 127.0.0.1:P:P`.
+"""Reaching a sandboxed background process's ports from Sunwell, and from nothing else on this machine.
 
 A process sandboxed without network listens in a network namespace of its own (tools/sandbox/bwrap.py), where
-neither web_fetch nor the user's browser can reach it. So, once it listens on a port, Sunwell starts the relay in
-its namespace (relay.py, entered with `nsenter` into the user namespace that owns that network namespace, found
-with the NS_GET_USERNS ioctl: bwrap's `--disable-userns` puts the process one user namespace deeper) and listens on
-the same port on the host's 127.0.0.1, passing each connection through. Nothing goes the other way: the process
-still cannot connect anywhere. A port already taken on the host is not published (and so never counted as the
-process's own: fetching it would reach whoever holds it). All of it runs on threads, so a connection is served
-while no event loop runs (`sunwell chat` waiting at its prompt).
+web_fetch cannot reach it. So, once it listens on a port, Sunwell starts the relay in its namespace (relay.py,
+entered with `nsenter` into the user namespace that owns that network namespace, found with the NS_GET_USERNS
+ioctl: bwrap's `--disable-userns` puts the process one user namespace deeper) and opens, for each port, a unix
+socket in a private folder (0700) that passes each connection through; web_fetch connects there
+(tools/network/fetch.py). Nothing goes the other way: the process still cannot connect anywhere.
+
+Nothing is opened on this machine's TCP ports: a model could otherwise start a "server" on a port that something
+on the host trusts (a database's, a local model server's such as Ollama's 11434, before that service runs) and
+answer whoever connects in its place. All of it runs on threads, so a connection is served while no event loop
+runs (`sunwell chat` waiting at its prompt).
 """
 
 from __future__ import annotations
@@ -33,45 +36,29 @@ NS_GET_USERNS = 0xB701  # _IO(0xb7, 0x1), linux/nsfs.h: the user namespace that 
 
 
 class Publisher:
-    """The relay of one process and the host ports it publishes; `close` ends both."""
+    """The relay of one process and a unix socket per port it listens on; `close` ends them."""
 
     def __init__(self, inside_pid: int) -> None:
         self._folder = Path(tempfile.mkdtemp(prefix="sunwell-relay-"))
         self._socket = str(self._folder / "relay")
         self._listeners: list[socket.socket] = []
-        self._ports: set[int] = set()
-        self.endpoints: set[tuple[str, int]] = set()
-        """(address, port) listened on for the process."""
+        self.paths: dict[int, str] = {}
+        """Port -> the unix socket that reaches it."""
         self._closed = False
         self._relay = _start_relay(inside_pid, self._socket)
 
-    def publish(self, port: int) -> str | None:
-        """Listen on the host's 127.0.0.1:`port` (and [::1]:`port` where it can) for the process; why it cannot, or
-        None."""
-        if port in self._ports:
-            return None
-        for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
-            listener = socket.socket(family, socket.SOCK_STREAM)
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                listener.bind((host, port))
-                listener.listen(64)
-            except OSError as exc:
-                listener.close()
-                if family == socket.AF_INET:
-                    return (f"port {port} is taken on this machine ({exc.strerror or exc}), so it is not reachable "
-                            "from outside the sandbox")
-                continue  # no IPv6 here, or the port is taken there only: 127.0.0.1 serves
-            self._listeners.append(listener)
-            self.endpoints.add((host, port))
-            threading.Thread(target=self._accept, args=(listener, port), daemon=True,
-                             name=f"sunwell-publish-{port}").start()
-        self._ports.add(port)
-        return None
-
-    @property
-    def ports(self) -> set[int]:
-        return set(self._ports)
+    def publish(self, port: int) -> None:
+        """A unix socket that reaches `port` in the process's namespace (once per port)."""
+        if port in self.paths:
+            return
+        path = str(self._folder / f"port-{port}")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(64)
+        self._listeners.append(listener)
+        self.paths[port] = path
+        threading.Thread(target=self._accept, args=(listener, port), daemon=True,
+                         name=f"sunwell-relay-{port}").start()
 
     def _accept(self, listener: socket.socket, port: int) -> None:
         while True:
@@ -96,7 +83,7 @@ class Publisher:
         if self._closed:
             return
         self._closed = True
-        self.endpoints = set()
+        self.paths = {}
         for listener in self._listeners:
             with contextlib.suppress(OSError):
                 listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread

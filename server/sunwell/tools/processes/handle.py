@@ -43,7 +43,7 @@ class Launch:
     sandboxed: bool
     """Run in bwrap (its first two processes are bwrap's)."""
     isolated: bool
-    """Sandboxed without network: its ports are published on the host through a relay (forward.py)."""
+    """Sandboxed without network: its ports are reached through a relay (forward.py), never on the host's TCP."""
     on_end: Callable[[], str] | None = None
     """Run in a thread once it ended (the workspace scanned for what it planted); a note for the model, or ""."""
 
@@ -86,12 +86,10 @@ class BackgroundProcess:
         return sorted({port for _, port in self._ports})
 
     def endpoints(self) -> set[tuple[str, int]]:
-        """(loopback address, port) on the host that reach this process while it runs: its published ports when it
-        is isolated, else the ports its tree listens on now (read again: a port it closed is not its any more)."""
-        if not self.running:
+        """(loopback address, port) of this machine where this process listens while it runs, read now (a port it
+        closed is not its any more); none when it is isolated: its ports are reached through `route` only."""
+        if not self.running or self.launch.isolated:
             return set()
-        if self.launch.isolated:
-            return set(self._ports)
         return procfs.listening(procfs.tree(self.pid))
 
     def start(self) -> None:
@@ -163,7 +161,8 @@ class BackgroundProcess:
             self.look()
 
     def _publish(self, found: set[tuple[str, int]], pids: list[int]) -> set[tuple[str, int]]:
-        """The ports of `found` now listened on for it on the host (the others are noted once)."""
+        """The ports of `found` reachable through the relay from now on, as the loopback addresses a URL names them
+        by (the relay tries 127.0.0.1, then ::1, in the namespace)."""
         wanted = {port for _, port in found}
         if not wanted:
             return set()
@@ -176,10 +175,16 @@ class BackgroundProcess:
             except OSError as exc:
                 self._note(f"its ports cannot be reached from outside the sandbox: {exc}")
                 return set()
-        for port in sorted(wanted):
-            if (problem := self._publisher.publish(port)) is not None:
-                self._note(problem)
-        return {(host, port) for host, port in self._publisher.endpoints if port in wanted}
+        for port in wanted:
+            self._publisher.publish(port)
+        return {(host, port) for port in wanted for host in ("127.0.0.1", "::1")}
+
+    def route(self, port: int) -> str | None:
+        """The unix socket that reaches `port` of an isolated process while it runs, else None."""
+        publisher = self._publisher
+        if not self.running or publisher is None or ("127.0.0.1", port) not in self._ports:
+            return None
+        return publisher.paths.get(port)
 
     def _note(self, note: str) -> None:
         if note not in self.notes:

@@ -205,3 +205,8 @@ class SessionProcesses:
 
     def endpoints(self) -> set[tuple[str, int]]:
         return self.table.endpoints(self.session)
+
+    def route(self, port: int) -> str | None:
+        """Where a connection to `port` of one of the session's sandboxed servers goes (its relay's unix socket);
+        None: to the port itself (a process with the network of this machine), or nowhere."""
+        return next((path for p in self.all() if (path := p.route(port)) is not None), None)
