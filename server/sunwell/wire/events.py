@@ -112,7 +112,7 @@ class ProcessEvent(_Event):
     state: Literal["running", "exited", "stopped", "orphaned"]
     exit_code: int | None
     ports: list[int]
-    """The loopback ports it listens on that web_fetch and a browser on this machine reach."""
+    """The loopback ports it listens on (in its sandbox, or on this machine), which web_fetch reaches while it runs."""
 
 
 class DoneEvent(_Event):

@@ -28,7 +28,7 @@ class ProcessInfo(WireModel):
     state: Literal["running", "exited", "stopped", "orphaned"]
     exit_code: int | None
     ports: list[int]
-    """The loopback ports it listens on that a browser on this machine reaches (`http://127.0.0.1:PORT`)."""
+    """The loopback ports it listens on (in its sandbox, or on this machine), which web_fetch reaches while it runs."""
     started: str
     """ISO 8601, UTC."""
 
