@@ -23,7 +23,7 @@ from sunwell.config.settings import Background
 from sunwell.tools.base import CommandSettings, ToolContext, ToolFailure
 from sunwell.tools.handlers.processes import process_list, process_output, process_stop
 from sunwell.tools.handlers.shell import run_command
-from sunwell.tools.processes import ProcessTable, procfs
+from sunwell.tools.processes import ProcessTable
 from sunwell.tools.workspace.jail import Jail
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap and /proc: Linux")
@@ -216,7 +216,8 @@ asyncio.run(main())
 async def test_after_sunwell_died_the_next_one_stops_what_it_left_and_reports_it_orphaned(tmp_path, ws, sandbox):
     folder, marker = tmp_path / "data" / "processes", f"marker-orphan-{sandbox}"
     code = OWNER.format(server=str(SERVER), folder=str(folder), ws=str(ws), sandbox=sandbox, command=hold(marker))
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    done = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", code], capture_output=True, text=True,
+                                   timeout=60, check=False)
     assert "started" in done.stdout, done.stderr
     assert list(folder.glob("*.json"))  # written down while it ran
     if sandbox == "off":

@@ -42,7 +42,8 @@ def wait_pattern(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value:
-        raise ToolFailure("validation", "parameter 'wait_for' must be a regular expression, e.g. \"ready on|listening\"")
+        raise ToolFailure("validation", "parameter 'wait_for' must be a regular expression, "
+                          'e.g. "ready on|listening"')
     try:
         re.compile(value)
     except re.error as exc:

@@ -27,7 +27,7 @@ from sunwell.tools.processes import procfs, stopping
 from sunwell.tools.processes.forward import Publisher
 from sunwell.tools.processes.ring import OutputRing
 
-WATCH_EVERY = 0.5
+WATCH_EVERY = 1.0
 CHUNK = 1 << 16
 
 
@@ -130,8 +130,10 @@ class BackgroundProcess:
             stopping.signal_all(self.pid, signal.SIGKILL)
             code = self._proc.wait()
             self._reaped = True
-        if self._publisher is not None:
-            self._publisher.close()
+        stopping.await_group_gone(self.pid)
+        with self._watching:  # a look under way finishes first; any later one finds it reaped and makes no relay
+            if self._publisher is not None:
+                self._publisher.close()
         note = self.launch.on_end() if self.launch.on_end is not None else ""
         if note:
             self.notes.append(note)

@@ -52,6 +52,18 @@ def end(pid: int, gone: Callable[[], bool], grace: float = GRACE) -> bool:
     return False
 
 
+def await_group_gone(pgid: int, seconds: float = 1.0) -> None:
+    """Wait (a little) until no process is left in group `pgid`: a process sent SIGKILL is still there, its command
+    line readable, until the kernel has finished it. Called right after the group's leader was reaped."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except OSError:  # ESRCH: nobody left (EPERM: the id is someone else's by now)
+            return
+        time.sleep(POLL / 5)
+
+
 def alive(pid: int, started: int | None) -> bool:
     """Whether `pid` is still the process that started at `started` (and not a zombie)."""
     stat = procfs.start_time(pid)

@@ -158,7 +158,8 @@ class ProcessTable:
         """From any thread: the process's state now, as an event, on the loop."""
         if not process.running and (record := self._records.pop(id(process), None)) is not None:
             self.records.remove(record)
-        event = ProcessEvent(process_id=process.id, command=process.command, state=process.state,  # type: ignore[arg-type]
+        state: Any = process.state  # one of the event's four: BackgroundProcess.state says so
+        event = ProcessEvent(process_id=process.id, command=process.command, state=state,
                              exit_code=process.exit_code, ports=process.ports)
         loop = self._loop
         if loop is None or loop.is_closed():
