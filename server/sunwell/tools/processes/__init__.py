@@ -4,7 +4,7 @@
 - ring.py: the output ring (the newest bytes, absolute offsets, what was dropped);
 - handle.py: one process: started, read, watched for its ports and its end, stopped (stopping.py: tree and group);
 - procfs.py: process trees, start times and listening sockets from /proc;
-- forward.py and relay.py: a sandboxed process's ports published on the host's 127.0.0.1;
+- forward.py and relay.py: a sandboxed process's ports reached through a relay, never on the host's TCP;
 - records.py: the running processes written down in the data dir, so a dead Sunwell's are stopped by the next;
 - table.py: every session's processes, the cap, their events, their end; matcher.py: `wait_for`'s regex, apart.
 """

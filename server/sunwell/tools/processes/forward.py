@@ -29,7 +29,7 @@ from sunwell.tools.processes import relay
 
 try:
     import fcntl
-except ImportError:  # Windows: no namespaces, nothing to publish (background processes need bubblewrap or no sandbox)
+except ImportError:  # Windows: no namespaces, nothing to relay (background processes: bubblewrap, or no sandbox)
     fcntl = None  # type: ignore[assignment]
 
 NS_GET_USERNS = 0xB701  # _IO(0xb7, 0x1), linux/nsfs.h: the user namespace that owns a namespace

@@ -63,7 +63,7 @@ class BackgroundProcess:
     read_to: int = 0
     """Where the model's last process_output read ended: the next one goes on from there."""
     notes: list[str] = field(default_factory=list)
-    """What Sunwell says of it beside its output (a port it could not publish, what it planted)."""
+    """What Sunwell says of it beside its output (its ports unreachable, what it planted)."""
     _ports: set[tuple[str, int]] = field(default_factory=set)
     _proc: subprocess.Popen[bytes] | None = None
     _publisher: Publisher | None = None
@@ -144,7 +144,7 @@ class BackgroundProcess:
         self.on_change(self)
 
     def look(self) -> None:
-        """Read its ports now (and publish new ones); an event if they changed. The watcher does it every
+        """Read its ports now (and open a way to new ones); an event if they changed. The watcher does it every
         WATCH_EVERY s; a start does it once before it answers, so the ports it reports are reachable already."""
         with self._watching:
             with self._lock:

@@ -117,8 +117,10 @@ class ProcessTable:
             threading.Thread(target=lambda: [p.stop() for p in running], daemon=True).start()
 
     async def close(self) -> None:
-        """Stop every process the engine started (the engine is closing)."""
+        """Stop every process the engine started (the engine is closing), and finish reaping if it is under way."""
         await self._stop_all([p for session in list(self._sessions) for p in self.of(session)])
+        if self._reaping is not None:
+            await asyncio.gather(self._reaping, return_exceptions=True)
 
     async def _stop_all(self, processes: list[BackgroundProcess]) -> None:
         await asyncio.gather(*(asyncio.to_thread(p.stop) for p in processes if p.running))
