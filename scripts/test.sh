@@ -35,7 +35,7 @@ if [ "${SUNWELL_SLOW:-1}" != 0 ]; then
   fi
 fi
 
-# The MCP servers from npm that tests/test_mcp_npm.py runs (sandboxed); without npm or the registry those tests are
+# The MCP servers from npm that tests/tools/mcp/test_mcp_npm.py runs (sandboxed); without npm or the registry those tests are
 # skipped with the reason.
 export SUNWELL_MCP_SERVERS_DIR=${SUNWELL_MCP_SERVERS_DIR:-$HOME/.cache/sunwell-mcp-servers}
 mcp_bin="$SUNWELL_MCP_SERVERS_DIR/node_modules/.bin"

@@ -3,12 +3,12 @@
 // (a server's default is never offered), Escape cancels. The sidecar checks the answer against the schema.
 import * as vscode from 'vscode';
 import { RequestBroker } from './common/requestBroker';
+import type { ElicitParams, ElicitResult } from './protocol';
 
-export interface ElicitParams {
-  session: string;
-  server: string;
-  message: string;
-  schema: { properties?: Record<string, FieldSchema>; required?: string[] };
+/** What of the server's schema the form reads (a flat object of strings, numbers, booleans and enums). */
+interface FormSchema {
+  properties?: Record<string, FieldSchema>;
+  required?: string[];
 }
 
 interface FieldSchema {
@@ -18,7 +18,7 @@ interface FieldSchema {
   enum?: unknown[];
 }
 
-export type ElicitAnswer = { action: 'accept'; content: Record<string, unknown> } | { action: 'decline' | 'cancel' };
+export type ElicitAnswer = ElicitResult;
 
 /** An MCP server's question, keyed like every request to the user: `sunwell/elicit` carries no id of its own. */
 interface Elicitation {
@@ -50,9 +50,10 @@ export async function elicitForm(params: ElicitParams, token?: vscode.Cancellati
   }, token);
   if (choice === undefined) return { action: 'cancel' };
   if (choice === 'Decline') return { action: 'decline' };
-  const required = new Set(params.schema.required ?? []);
+  const schema = params.schema as FormSchema;
+  const required = new Set(schema.required ?? []);
   const content: Record<string, unknown> = {};
-  for (const [name, field] of Object.entries(params.schema.properties ?? {})) {
+  for (const [name, field] of Object.entries(schema.properties ?? {})) {
     const value = await askField(title, name, field, required.has(name), token);
     if (value === CANCELLED) return { action: 'cancel' };
     if (value !== undefined) content[name] = value;

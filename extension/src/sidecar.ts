@@ -4,7 +4,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { Elicitations, type ElicitParams } from './elicit';
+import { Elicitations } from './elicit';
 import {
   CloseAction, DidChangeConfigurationNotification, ErrorAction, LanguageClient, State,
   type LanguageClientOptions, type ServerOptions,
@@ -16,7 +16,7 @@ import {
 import type { SidecarStatus } from './common/state';
 import {
   Method, type ApprovalRequest, type ApproveResult, type AskParams, type AskResult, type ChatEvent, type CodeIntelParams,
-  type CodeIntelResult, type Requests, type SecretParams,
+  type CodeIntelResult, type ElicitParams, type Requests, type SecretParams,
 } from './protocol';
 import type { Launch, PythonEnvironments, Resolution } from './python';
 import type { ApiKeyStore } from './secrets';

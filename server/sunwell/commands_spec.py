@@ -1,4 +1,4 @@
-"""The `::command` syntax (PROTOCOL.md "Chat commands") and the docs of every command, free of the engine.
+"""The `::command` syntax (docs/cli.md "Chat commands") and the docs of every command, free of the engine.
 
 Both the command registry (`sunwell.agent.commands`) and the lens language features (`sunwell.lens`) read this
 module, which is why it imports nothing of Sunwell's: `lens` must never import `agent`.

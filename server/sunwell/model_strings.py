@@ -1,4 +1,4 @@
-"""Model strings: `PROVIDER:MODEL` (PROTOCOL.md "Model strings"), or a bare id whose provider is obvious."""
+"""Model strings: `PROVIDER:MODEL` (docs/config.md "Model strings"), or a bare id whose provider is obvious."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-// The chat input's `::commands` (PROTOCOL.md "Chat commands"): a line that starts with `::name` is a command.
+// The chat input's `::commands` (docs/cli.md "Chat commands"): a line that starts with `::name` is a command.
 // Pure helpers for the highlighting overlay and the completion list. The grammar is the engine's
 // (commands_spec.py), read from commands.generated.ts.
 import { COMMAND_NAME, PROMPT_NAME, type CommandName } from '../commands.generated';

@@ -5,12 +5,12 @@
 import { diffStat, formatDuration, toolTarget, toolTitle } from '../common/format';
 import type { ApprovalCard, Item, ToolItem } from '../common/state';
 import { chipText } from '../common/mentions';
-import { fetchedPage, searchHits } from '../common/webResults';
 import { h, icon } from './dom';
 import type { RenderMarkdown } from './markdown';
 import { renderEffects, renderFetch, renderLearn, unknownPreview } from './previews';
 import { renderQuestion } from './questionCard';
 import { renderTurnEnd } from './turnEnd';
+import { renderResultLine, renderSubagentAnswer } from './resultCards';
 
 export interface RenderContext {
   markdown: RenderMarkdown;
@@ -106,11 +106,12 @@ function renderTool(tool: ToolItem, ctx: RenderContext): HTMLElement {
     h('span', { className: 'tool-spacer' }),
     tool.durationMs !== null ? h('span', { className: 'tool-duration', 'data-testid': 'tool-duration' }, formatDuration(tool.durationMs)) : null,
     icon(open ? 'chevron-down' : 'chevron-right', 'tool-chevron'));
+  const answer = tool.status === 'ok' ? renderSubagentAnswer(tool, ctx.markdown) : null;
   const body = h('div', { className: 'tool-body', hidden: !open },
     h('div', { className: 'section-label' }, tool.raw !== null ? 'Arguments (unparsable)' : 'Arguments'),
     h('pre', { className: 'tool-args', 'data-testid': 'tool-args' }, tool.argsText || '…'),
-    tool.output !== null ? h('div', { className: 'section-label' }, 'Output') : null,
-    tool.output !== null ? h('pre', { className: 'tool-output', 'data-testid': 'tool-output' }, tool.output || '(no output)') : null);
+    tool.output !== null ? h('div', { className: 'section-label' }, answer ? 'Answer' : 'Output') : null,
+    answer ?? (tool.output !== null ? h('pre', { className: 'tool-output', 'data-testid': 'tool-output' }, tool.output || '(no output)') : null));
   const error = tool.error
     ? h('div', { className: 'tool-error', 'data-testid': 'tool-error', 'data-code': tool.error.code },
       h('span', { className: 'error-code' }, tool.error.code), ` ${tool.error.message}`,
@@ -120,7 +121,7 @@ function renderTool(tool: ToolItem, ctx: RenderContext): HTMLElement {
     className: `tool-card status-${tool.status}${awaiting ? ' awaiting' : ''}`,
     'data-testid': 'tool-card', 'data-id': tool.id, 'data-call-id': tool.callId, 'data-tool': tool.name,
     'data-status': awaiting ? 'awaitingApproval' : tool.status,
-  }, head, tool.status === 'ok' ? renderWebResult(tool) : null, tool.question ? renderQuestion(tool.question) : null,
+  }, head, tool.status === 'ok' ? renderResultLine(tool) : null, tool.question ? renderQuestion(tool.question) : null,
   tool.name === 'task' ? renderSubagent(tool, ctx, open) : null, body, error,
   tool.approval ? renderApproval(tool, tool.approval)
     : tool.decision?.by === 'user' ? renderAnswered('answered', tool.decision.decision, 'user', null) : null);
@@ -143,34 +144,6 @@ function renderSubagent(tool: ToolItem, ctx: RenderContext, open: boolean): HTML
   const working = tool.status === 'running' || tool.status === 'streaming';
   return h('div', { className: 'subagent', 'data-testid': 'subagent', hidden: !(open || working),
     role: 'group', 'aria-label': 'Sub-agent tool calls' }, ...children.map((child) => renderItem(child as Item, ctx)));
-}
-
-
-/**
- * What web_fetch read (the page's title, its host, a link to it) and what web_search found, under the card's head.
- * The links are plain anchors: the view's click handler sends them to the extension, which opens them with
- * `vscode.env.openExternal` (VS Code asks the user first); the webview itself never navigates.
- */
-function renderWebResult(tool: ToolItem): HTMLElement | null {
-  // Styled as an answered approval's line: the footer of a card.
-  const line = (...children: (HTMLElement | string)[]) =>
-    h('div', { className: 'approval approval-answered', 'data-testid': 'web-result' }, ...children);
-  if (tool.name === 'web_fetch') {
-    const page = fetchedPage(tool.output);
-    if (!page) return null;
-    return line(icon('globe'), ' ',
-      h('a', { href: page.url, title: page.url, 'data-testid': 'page-link' }, page.title ?? page.url),
-      ' ', h('span', { className: 'tool-duration', 'data-testid': 'page-host' }, page.host));
-  }
-  if (tool.name === 'web_search') {
-    const hits = searchHits(tool.output);
-    if (!hits.length) return null;
-    return line(h('ul', { className: 'effect-changes', 'data-testid': 'search-hits' }, ...hits.map((hit) =>
-      h('li', { className: 'effect-change', 'data-testid': 'search-hit' }, icon('globe'),
-        h('a', { href: hit.url, title: hit.url }, hit.title || hit.url),
-        h('span', { className: 'tool-duration' }, hit.host)))));
-  }
-  return null;
 }
 
 const DECISION_TEXT: Record<string, string> = {

@@ -25,7 +25,7 @@ from sunwell.agent.lens_commands import (
 from sunwell.agent.mcp_commands import prompt_docs, prompt_line
 from sunwell.agent.transcript_markdown import transcript_markdown
 from sunwell.clipping import clip
-from sunwell.commands_spec import COMMAND_DOCS, CommandDoc, parse_command
+from sunwell.commands_spec import COMMAND_DOCS, Command, CommandDoc
 from sunwell.errors import SetupError, SunwellError
 from sunwell.tools.base import ToolFailure, Trust
 from sunwell.tools.handlers.processes import describe, state_words
@@ -74,11 +74,8 @@ def command(name: str) -> Callable[[Handler], Handler]:
     return register
 
 
-async def run_command(engine: Engine, state: ChatState, line: str) -> CommandResult:
-    """Answer one `::command` line (the caller checked `parse_command`); errors are answers too."""
-    parsed = parse_command(line)
-    if parsed is None:
-        raise ValueError(f"not a chat command: {line!r}")
+async def run_command(engine: Engine, state: ChatState, parsed: Command) -> CommandResult:
+    """Answer one `::command`, as `parse_command` read its line (once: agent/session.py); errors are answers too."""
     doc = _DOCS.get(parsed.name)
     if doc is None and ":" in parsed.name:  # an MCP prompt: its messages start the turn
         try:
@@ -209,13 +206,13 @@ async def _tools(engine: Engine, state: ChatState, args: str) -> str:
 @command("model")
 async def _model(engine: Engine, state: ChatState, args: str) -> str:
     if not args:
-        spec = engine.model_spec(state.model)
-        caps = engine.capabilities(spec)
+        spec = engine.models.spec(state.model)
+        caps = engine.models.capabilities(spec)
         calls = "native tool calls" if caps.native_tools else f"emulated tool calls ({caps.emulation})"
         return (f"Model: **{spec}** — {calls}, context window {caps.context_window:,} tokens."
                 "\n\nSwitch with `::model PROVIDER:MODEL`.")
-    spec = engine.model_spec(_one_argument(args, "::model [id]"))
-    await asyncio.to_thread(engine.provider, spec)  # a missing key is said now; the SDK import takes a second
+    spec = engine.models.spec(_one_argument(args, "::model [id]"))
+    await asyncio.to_thread(engine.models.provider, spec)  # a missing key is said now; the SDK import takes a second
     state.model = str(spec)
     return f"Model: **{spec}** from the next turn on."
 

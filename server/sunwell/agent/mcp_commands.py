@@ -1,4 +1,4 @@
-"""MCP prompts as chat commands, `::SERVER:PROMPT [name=value ...]` (PROTOCOL.md "CLI"): what `::help` and
+"""MCP prompts as chat commands, `::SERVER:PROMPT [name=value ...]` (docs/cli.md "Chat commands"): what `::help` and
 completion list (the prompts of the servers started so far), and the line a prompt's messages make, which the session
 runs as the turn (tools/mcp/offerings.py). A server the workspace proposed runs its prompts only once approved, like
 its tools."""

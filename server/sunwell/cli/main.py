@@ -41,10 +41,10 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     import logging
 
+    from sunwell.agent.logs import MaskedLogRecords
     from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_USAGE, UsageError
     from sunwell.cli.visible import visible
     from sunwell.errors import ConfigError
-    from sunwell.tools.policy.audit import MaskedLogRecords
 
     command = _command(args.command)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,

@@ -27,7 +27,7 @@ CEILINGS = ("max_tool_turns", "max_output_bytes", "max_tokens", "provider_attemp
 LIMIT_GROUPS = ("rate_limits", "staging", "subagent", "background")
 RAISED_NARROWS = ("background.stop_at_session_end",)
 """Limits of the groups that narrow when raised (on is the careful setting); a list narrows to a subset."""
-# Where each provider's endpoint or key is set (PROTOCOL.md "Model strings"): a user who set one chose that provider.
+# Where each provider's endpoint or key is set (docs/config.md "Model strings"): a user who set one chose that provider.
 PROVIDER_VARIABLES = {
     "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
     "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),

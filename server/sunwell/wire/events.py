@@ -1,4 +1,4 @@
-"""The event stream of PROTOCOL.md "Events": one schema for `sunwell run --json` and `sunwell/chatEvent`."""
+"""The event stream (docs/events.md): one schema for `sunwell run --json` and `sunwell/chatEvent`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pydantic import Field
 
 from sunwell.vocabulary import NoticeCode, TurnStatus
 from sunwell.wire.messages import ShortText, ToolError, Usage, WireModel
+from sunwell.wire.results import ResultData
 
 
 class _Event(WireModel):
@@ -63,6 +64,9 @@ class ToolResultEvent(_Event):
     output: str
     error: ToolError | None
     duration_ms: int
+    data: ResultData | None = Field(None, exclude_if=lambda data: data is None)
+    """What the tool gave back for a front end to draw (wire/results.py: a web page, search hits, a learned API's
+    answer, a sub-agent's); absent when it gave none. `output` stays the text the model read."""
 
 
 class NoticeEvent(_Event):
@@ -129,7 +133,7 @@ class DoneEvent(_Event):
     def wire(self) -> dict[str, Any]:
         data = super().wire()
         if self.error is None:
-            del data["error"]  # PROTOCOL.md: "error (string or absent)"
+            del data["error"]  # docs/events.md "done": absent unless the status is `error`
         return data
 
 

@@ -1,4 +1,4 @@
-"""The sidecar's JSON-RPC contract (PROTOCOL.md "Sidecar methods"), declared once.
+"""The sidecar's JSON-RPC contract (docs/sidecar.md), declared once.
 
 Every custom method name and the params/result model of each live here and nowhere else; handlers parse params
 with `parse` and answer with `model.wire()`. Wire keys are camelCase (WireModel). Unknown params keys are
@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from sunwell.errors import first_problem
-from sunwell.vocabulary import Decision, MentionKind, TrustName, TurnStatus
+from sunwell.vocabulary import MentionKind, TrustName, TurnStatus
 from sunwell.wire.approval import ApprovalRequest
 from sunwell.wire.events import SessionEvent
 from sunwell.wire.messages import Message, ShortText, Usage, WireModel
@@ -21,12 +21,24 @@ from sunwell.wire.options import (  # re-exported: the contract's names stay in 
     Params,
 )
 from sunwell.wire.usage import SessionUsage
+from sunwell.wire.user_requests import (  # what the sidecar asks its client: named here in REQUESTS too
+    ApproveResult,
+    AskParams,
+    AskResult,
+    CodeIntelParams,
+    CodeIntelResult,
+    ElicitParams,
+    ElicitResult,
+    SecretParams,
+    SecretResult,
+)
 
 CHAT = "sunwell/chat"
 RESUME = "sunwell/resume"
-"""Takes up a session's interrupted or failed last turn; answered like `sunwell/chat` (PROTOCOL.md "Durable turns")."""
+"""Takes up a session's interrupted or failed last turn; answered like `sunwell/chat` (docs/events.md
+"Durable turns")."""
 CHAT_EVENT = "sunwell/chatEvent"
-"""Server -> client notification; its params are the event object itself (PROTOCOL.md "Events")."""
+"""Server -> client notification; its params are the event object itself (docs/events.md)."""
 SESSIONS = "sunwell/sessions"
 SESSION = "sunwell/session"
 UNDO = "sunwell/undo"
@@ -220,73 +232,6 @@ class CommandsResult(WireModel):
     """The resources of the MCP servers started, for the `@` picker."""
 
 
-class ApproveResult(WireModel):
-    decision: Decision
-    note: str | None = None
-    """With `deny`: a few words from the user for the model (why, or what to do instead). Optional: a client that
-    sends none, or a sidecar that reads none, still agree on the decision."""
-
-
-class AskParams(WireModel):
-    """`sunwell/ask`: a question of the model's `ask_user` call, for the person."""
-
-    session: str
-    turn: str
-    call_id: str
-    question: str
-    options: list[str] = Field(default_factory=list)
-    """Answers to offer as buttons; the person may always type another."""
-
-
-class AskResult(WireModel):
-    answer: str | None
-    """The person's answer; null: they declined to answer."""
-
-
-class SecretParams(WireModel):
-    """`sunwell/secret`: one secret of the sidecar's own in the client's secret storage. The client keeps it under a
-    prefix of its own, so no key the sidecar names reaches another secret (an API key)."""
-
-    action: Literal["get", "store", "delete"]
-    key: str = Field(min_length=1, max_length=2000)
-    value: str | None = None
-    """`store` only."""
-
-
-class SecretResult(WireModel):
-    value: str | None
-    """`get`: the value, null when none is kept; `store`, `delete`: null."""
-
-
-CodeIntelKind = Literal["diagnostics", "symbols", "definition", "references"]
-
-
-class CodeIntelParams(WireModel):
-    """`sunwell/codeIntel`: what the code intelligence tools ask the editor."""
-
-    kind: CodeIntelKind
-    path: str | None = None
-    """Workspace-relative: the file (diagnostics; where `symbol` is, for definition and references)."""
-    symbol: str | None = None
-    query: str | None = None
-    """Workspace symbols: the name or part of it."""
-
-
-class CodeLocation(WireModel):
-    path: str
-    """As the client gives it: absolute, a `file:` URI, or workspace-relative; the sidecar puts it through the jail."""
-    line: int
-    """1-based."""
-    column: int = 1
-    """1-based."""
-    text: str = ""
-    """A diagnostic's message, a symbol's name and kind; the sidecar replaces it by the line's text."""
-
-
-class CodeIntelResult(WireModel):
-    items: list[CodeLocation]
-
-
 class EmptyParams(Params):
     pass
 
@@ -371,6 +316,7 @@ REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     ASK: (AskParams, AskResult),
     CODE_INTEL: (CodeIntelParams, CodeIntelResult),
     SECRET: (SecretParams, SecretResult),
+    ELICIT: (ElicitParams, ElicitResult),
 }
 """Every custom request: method -> (params, result)."""
 

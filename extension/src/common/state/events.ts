@@ -1,4 +1,4 @@
-// The sidecar's events of a running turn (PROTOCOL.md "Events"): streams, tool calls and their results, notices,
+// The sidecar's events of a running turn (docs/events.md "Events"): streams, tool calls and their results, notices,
 // the context meter, the plan, the turn's end. A sub-agent's events go inside its `task` call's card.
 import type { ChatEvent } from '../../protocol';
 import { appendTool, assertNever, closeStreams, findTool, pretty, replaceItem, unanswered } from './items';
@@ -71,6 +71,7 @@ export function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
       const fields = {
         status: (ev.ok ? 'ok' : 'error') as ToolStatus,
         output: ev.output,
+        ...(ev.data ? { data: ev.data } : {}),
         error: ev.error,
         durationMs: ev.durationMs,
       };

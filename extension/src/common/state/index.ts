@@ -1,4 +1,4 @@
-// The chat's view model: a pure reducer from sidecar events (PROTOCOL.md "Events") and a few local actions to the
+// The chat's view model: a pure reducer from sidecar events (docs/events.md "Events") and a few local actions to the
 // state the webview draws. The extension host runs it to keep the transcript of the open session; the webview runs
 // the same reducer on the same actions, so both agree without sending the whole state on every delta. A stored
 // session is rebuilt the same way, by replaying its events (`sunwell/session`) through this reducer. Unchanged

@@ -11,6 +11,7 @@ import type {
   NoticeLevel,
   PlanItem,
   Preview,
+  ResultData,
   SessionEvent,
   SessionInfo,
   SessionUsage,
@@ -83,6 +84,8 @@ export interface ToolItem {
   /** How the call was approved, from the `approval` event (also when a policy decided and nobody was asked). */
   decision: { decision: Decision; by: DecidedBy } | null;
   output: string | null;
+  /** What the tool gave back for its card (a page, search hits, an API's answer, a sub-agent's), when it gave any. */
+  data?: ResultData | null;
   error: ToolError | null;
   durationMs: number | null;
   /** `ask_user`: the question card. */

@@ -51,7 +51,8 @@ export function forStorage(state: ChatState, maxOutput = 8000): ChatState {
       const approval = item.approval?.state === 'pending' ? { ...item.approval, state: 'expired' as const } : item.approval;
       const question = item.question?.state === 'pending' ? { question: { ...item.question, state: 'expired' as const } } : {};
       const children = item.children?.map((child) => ({ ...child, output: cut(child.output) }));
-      return { ...item, output: cut(item.output), approval, ...question, ...(children ? { children } : {}) };
+      const data = item.data?.kind === 'subagent' ? { data: { ...item.data, answer: cut(item.data.answer) ?? '' } } : {};
+      return { ...item, output: cut(item.output), ...data, approval, ...question, ...(children ? { children } : {}) };
     }),
   };
 }

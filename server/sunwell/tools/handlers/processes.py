@@ -31,10 +31,10 @@ NOTICE_ROOM = 600
 
 
 def processes_of(ctx: ToolContext) -> SessionProcesses:
-    if ctx.processes is None:
+    if ctx.turn.processes is None:
         raise ToolFailure("unsupported", "background processes cannot be started or read here (a sub-agent, or no "
                           "session)", "run the command without background, with a timeout")
-    return ctx.processes  # type: ignore[no-any-return]
+    return ctx.turn.processes
 
 
 def wait_pattern(value: object) -> str | None:

@@ -15,17 +15,17 @@ import asyncio
 import logging
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from sunwell.tools.arguments import ToolArguments
-from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.handlers.files import string_arg
-from sunwell.tools.handlers.processes import processes_of, start_background, wait_pattern, writable_folders
+from sunwell.tools.base import Output, Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.handlers.processes import processes_of, start_background, writable_folders
 from sunwell.tools.policy.environment import command_env
 from sunwell.tools.policy.guarded import GuardedEntry, guarded_entries, quarantine_planted
 from sunwell.tools.processes import Launch
@@ -42,8 +42,8 @@ from sunwell.tools.sandbox.snapshot import Snapshot
 from sunwell.tools.sandbox.staging import staging_parent, staging_problem
 from sunwell.tools.subject import Command, Subject
 
-__all__ = ["RUN_COMMAND", "command_cut_off", "command_preview", "run_command", "sandbox_warning", "stage_command",
-           "staging_problem"]
+__all__ = ["RUN_COMMAND", "RunCommandArguments", "command_cut_off", "command_preview", "run_command", "sandbox_warning",
+           "stage_command", "staging_problem"]
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_TIMEOUT = 600.0
 TIMEOUT_CEILING = 3600.0
@@ -78,16 +78,16 @@ class _Job:
     """Why it cannot run staged, or None."""
 
 
-async def _prepare(args: dict[str, Any], ctx: ToolContext, writable: list[Path] | None = None) -> _Job:
-    command = string_arg(args, "command")
-    if not command or not command.strip():
+async def _prepare(args: RunCommandArguments, ctx: ToolContext, writable: list[Path] | None = None) -> _Job:
+    command = args.command
+    if not command.strip():
         hint = 'e.g. {"command": "pytest -q tests/test_app.py"}'
         raise ToolFailure("validation", "parameter 'command' is required (a bash command line)", hint)
-    cwd_arg = string_arg(args, "cwd", ".") or "."
+    cwd_arg = args.cwd or "."
     cwd = ctx.jail.resolve(cwd_arg)
     if not cwd.is_dir():
         raise ToolFailure("unsupported", f"cwd is not a directory: {cwd_arg}", "pass a folder as cwd")
-    timeout = _timeout(args.get("timeout"), ctx)
+    timeout = _timeout(args.timeout, ctx)
     env = command_env(os.environ, ctx.commands.env_passthrough)
     argv = shell_argv(command)
     entries = await asyncio.to_thread(guarded_entries, ctx.jail)
@@ -111,8 +111,8 @@ async def _prepare(args: dict[str, Any], ctx: ToolContext, writable: list[Path] 
     return _Job(command, cwd, timeout, env, prefix + argv, entries, await staging_problem(ctx))
 
 
-async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
-    if args.get("background") is True:
+async def run_command(args: RunCommandArguments, ctx: ToolContext) -> Output:
+    if args.background:
         return await _background(args, ctx)
     job = await _prepare(args, ctx)
     if job.staging is None:
@@ -150,11 +150,10 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
     return render(out, err, f"[exit code: {code}]", ctx.max_output_bytes) + notes
 
 
-async def _background(args: dict[str, Any], ctx: ToolContext) -> str:
+async def _background(args: RunCommandArguments, ctx: ToolContext) -> Output:
     """A process that keeps running (tools/handlers/processes.py): sandboxed as any command, but on the workspace
     read-only (no staging, nothing to review when it stops) except the folders the user listed in
     `background.writable` (build caches); asked before it starts, like a command that cannot be staged."""
-    wait_for = wait_pattern(args.get("wait_for"))
     sandboxed = ctx.commands.sandbox != "off"
     if sandboxed and backend_for(sys.platform) != "bubblewrap":
         raise ToolFailure("unsupported", "background processes run only in the bubblewrap sandbox (Linux), or with "
@@ -171,10 +170,10 @@ async def _background(args: dict[str, Any], ctx: ToolContext) -> str:
     launch = Launch(job.command, job.argv, str(job.cwd), env, sandboxed=sandboxed,
                     isolated=sandboxed and not ctx.commands.network,
                     on_end=planted if writable or not sandboxed else None)
-    return await start_background(launch, wait_for, job.timeout, ctx)
+    return await start_background(launch, args.wait_for, job.timeout, ctx)
 
 
-async def command_cut_off(args: dict[str, Any], ctx: ToolContext) -> str | None:
+async def command_cut_off(args: RunCommandArguments, ctx: ToolContext) -> str | None:
     """A command the crash cut off while it ran unstaged (RUN_COMMAND.cut_off): what it planted is moved out, what
     changed since its snapshot is recorded into the turn's checkpoints, and the snapshot goes; None when it left
     none (it ran staged, or never started)."""
@@ -195,7 +194,7 @@ async def command_cut_off(args: dict[str, Any], ctx: ToolContext) -> str | None:
             "; undo cannot restore what it did outside the workspace" + _lost_note(lost) + _planted_note(moved, folder))
 
 
-async def stage_command(args: dict[str, Any], ctx: ToolContext) -> StagedCommand:
+async def stage_command(args: RunCommandArguments, ctx: ToolContext) -> StagedCommand:
     """Run the command staged and hold back what it changed (RUN_COMMAND.stage); refused where it cannot be staged."""
     job = await _prepare(args, ctx)
     if job.staging is not None:
@@ -336,19 +335,32 @@ class RunCommandArguments(ToolArguments):
     background: bool = Field(False, description="Keep it running (a server, a watcher) and return at once")
     wait_for: str | None = Field(None, description="With background: a regex; return once an output line matches")
 
+    @field_validator("wait_for")
+    @classmethod
+    def _a_regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            if not value:
+                raise ValueError('a regular expression, e.g. "ready on|listening"')
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
+
     def subject(self) -> Subject:
         # a background process is asked before it starts: it has no end at which to review what it changed
         return Subject(command=Command(self.command, self.cwd), staged=not self.background)
 
 
-def command_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+def command_preview(args: RunCommandArguments, ctx: ToolContext) -> dict[str, Any]:
     """What an approval shows: the exact command and its jailed working directory, and that it keeps running."""
-    cwd = ctx.jail.resolve(args.get("cwd") or ".")
-    return {"kind": "command", "command": args["command"], "cwd": ctx.jail.relative(cwd),
-            **({"background": True} if args.get("background") is True else {})}
+    cwd = ctx.jail.resolve(args.cwd or ".")
+    return {"kind": "command", "command": args.command, "cwd": ctx.jail.relative(cwd),
+            **({"background": True} if args.background else {})}
 
 
-RUN_COMMAND = Tool(
+RUN_COMMAND = Tool.of(
+    RunCommandArguments, run_command,
     name="run_command",
     description=(
         "Run a shell command (bash) in the workspace and get its output and exit code. Use it to run tests, "
@@ -362,10 +374,7 @@ RUN_COMMAND = Tool(
         "then use process_output, process_stop and process_list, and web_fetch http://127.0.0.1:PORT for its own "
         "ports. A background process sees the workspace read-only."
     ),
-    parameters=RunCommandArguments.schema_for_tool(),
-    handler=run_command,
     preview=command_preview,
-    subject=RunCommandArguments.subject_of,
     stage=stage_command,
     cut_off=command_cut_off,
     min_trust=Trust.shell,

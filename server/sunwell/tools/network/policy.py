@@ -10,11 +10,12 @@ host first (agent/gate.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from ipaddress import ip_address
 from typing import TYPE_CHECKING, Protocol
 
 from sunwell.tools.network.cache import PageCache
+from sunwell.tools.network.client import Edge
 from sunwell.tools.network.hosts import HostRules, Resolver
 from sunwell.tools.network.search import SearchService
 from sunwell.tools.network.urls import Target, secret_in_url
@@ -42,6 +43,15 @@ class Network:
     cache: PageCache = field(default_factory=PageCache)
     search: SearchService | None = None
     """The search service the user configured for web_search, or None."""
+
+    @property
+    def edge(self) -> Edge:
+        """The way out under these rules, this cap and this deadline (tools/network/client.py)."""
+        return Edge(self.rules, self.timeout, self.max_bytes, self.resolver)
+
+    def edge_for(self, target: Target) -> Edge:
+        """The way out for `target`: through its relay's socket when it is the session's own sandboxed server."""
+        return replace(self.edge, via=self.routed(target))
 
     def refusal(self, target: Target) -> str | None:
         """Why `target` is never fetched, or None."""

@@ -1,11 +1,12 @@
-"""The audit log: one JSON line per tool call in `<data>/audit/tools-YYYY-MM-DD.jsonl` (PROTOCOL.md "Files and
-places"; the UTC day of the call), read back by `sunwell audit [--since]`.
+"""The audit log: one JSON line per tool call in `<data>/audit/tools-YYYY-MM-DD.jsonl` (docs/config.md
+"Files and places"; the UTC day of the call), read back by `sunwell audit [--since]`.
 
 A line holds `time` (ISO 8601, UTC), `session`, `turn`, `tool`, `call_id`, `arguments`, `decision` (`allow`, `deny`,
 `allowSession`, `auto` when no approval was needed, null when none was reached), `by` (`user`, `policy`, null),
-`ok`, `error` (the error code or null) and `duration_ms`. File contents never enter the log: `content`, `old_text`,
-`new_text` and `raw` (unparsable arguments, which may hold a file) become `{"bytes": n, "sha256": ...}`. Every string
-of the line goes through `redact` first. The directory is 0700 and the files 0600; a line is one `write` on an
+`ok`, `error` (the error code or null) and `duration_ms`. File contents never enter the log: the arguments a tool's
+arguments model marks as file text (`CONTENT`, tools/subject.py: write_file's content, edit_file's old and new text),
+given as `content`, become `{"bytes": n, "sha256": ...}`; this module names no tool's arguments. Every string of
+the line goes through `redact` first. The directory is 0700 and the files 0600; a line is one `write` on an
 O_APPEND descriptor, so several processes can share a day file.
 """
 
@@ -16,7 +17,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,6 @@ log = logging.getLogger(__name__)
 REDACTED = "[REDACTED]"
 MAX_STRING = 65_536
 """Characters of one string a redacted value keeps (an audit line's argument, a URL checked for a secret)."""
-HASHED_ARGUMENTS = frozenset({"content", "old_text", "new_text", "raw"})
 FILE_NAME = re.compile(r"tools-(\d{4}-\d{2}-\d{2})\.jsonl")
 
 _TOKEN_SHAPES: list[tuple[re.Pattern[str], str]] = [  # a shape added here needs its literal in _ANY_SHAPE
@@ -98,9 +98,9 @@ def redact(value: Any, environ: Mapping[str, str] | None = None) -> Any:
     return Redactor(environ)(value)
 
 
-def digest_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The arguments with file contents replaced by their size and sha256."""
-    return {k: _digest(v) if k in HASHED_ARGUMENTS else v for k, v in arguments.items()}
+def digest_arguments(arguments: Mapping[str, Any], content: Collection[str]) -> dict[str, Any]:
+    """The arguments with those named in `content` (file text) replaced by their size and sha256."""
+    return {k: _digest(v) if k in content else v for k, v in arguments.items()}
 
 
 def _digest(value: Any) -> dict[str, Any]:
@@ -127,13 +127,13 @@ class AuditLog:
 
     def record(self, *, session: str, turn: str, tool: str, call_id: str, arguments: Mapping[str, Any] | None,
                decision: str | None, by: str | None, ok: bool, error: str | None,
-               duration_ms: float) -> dict[str, Any]:  # fmt: skip
-        """Append one call's line and return it (as written). A failing write is logged, never raised: the call it
-        describes has already happened."""
+               duration_ms: float, content: Collection[str] = ()) -> dict[str, Any]:  # fmt: skip
+        """Append one call's line and return it (as written); `content` names the arguments that carry file text
+        (`Tool.content`). A failing write is logged, never raised: the call it describes has already happened."""
         now = _as_utc(self.clock())
         entry = self.redact({
             "time": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"), "session": session,
-            "turn": turn, "tool": tool, "call_id": call_id, "arguments": digest_arguments(arguments or {}),
+            "turn": turn, "tool": tool, "call_id": call_id, "arguments": digest_arguments(arguments or {}, content),
             "decision": decision, "by": by, "ok": ok, "error": error, "duration_ms": round(duration_ms),
         })  # fmt: skip
         line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"

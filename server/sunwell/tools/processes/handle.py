@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sunwell.tools.base import ToolFailure
+from sunwell.tools.failure import ToolFailure
 from sunwell.tools.processes import procfs, stopping
 from sunwell.tools.processes.forward import Publisher
 from sunwell.tools.processes.ring import OutputRing

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from sunwell.tools.base import ToolFailure
+from sunwell.tools.failure import ToolFailure
 from sunwell.tools.processes.handle import BackgroundProcess, Launch
 from sunwell.tools.processes.records import Record, Records
 from sunwell.tools.processes.ring import OutputRing
