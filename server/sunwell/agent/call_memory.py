@@ -120,7 +120,7 @@ def _volatile(tool: Tool, call: ToolCall) -> bool:
     if tool.volatile:
         return True
     try:
-        web = tool.declared(call.arguments).web
+        web = tool.declared(tool.bind(call.arguments)).web
     except ToolFailure:
         return False
     return web is not None and web.local

@@ -13,20 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from sunwell.lsp.sessions import engine_or_fail, iso_time
-from sunwell.wire.processes import (
+from sunwell.lsp.sessions import engine_or_fail
+from sunwell.wire.protocol import (
     PROCESS_STOP,
     PROCESSES,
     ProcessesParams,
     ProcessesResult,
-    ProcessInfo,
     ProcessStopParams,
     ProcessStopResult,
 )
 
 if TYPE_CHECKING:
     from sunwell.lsp.server import SunwellServer
-    from sunwell.tools.processes import BackgroundProcess
 
 
 def setup(server: SunwellServer) -> None:
@@ -34,7 +32,7 @@ def setup(server: SunwellServer) -> None:
     def processes(ls: SunwellServer, params: Any) -> dict[str, Any]:
         request = ls.parse(ProcessesParams, params, PROCESSES)
         rows = engine_or_fail(ls).processes.of(request.session)
-        return ProcessesResult(processes=[info(process) for process in rows]).wire()
+        return ProcessesResult(processes=[process.info() for process in rows]).wire()
 
     @server.feature(PROCESS_STOP)
     async def stop(ls: SunwellServer, params: Any) -> dict[str, Any]:
@@ -48,7 +46,7 @@ def setup(server: SunwellServer) -> None:
             raise JsonRpcInvalidParams(f"{PROCESS_STOP}: {exc.error.message}") from None
         if process.running:
             await table.stop(request.session, request.process_id)
-        return ProcessStopResult(process=info(process)).wire()
+        return ProcessStopResult(process=process.info()).wire()
 
     async def outside_turns() -> None:
         """Each new engine's events outside turns go to the client; what a dead sidecar left running is stopped."""
@@ -57,8 +55,3 @@ def setup(server: SunwellServer) -> None:
         await table.reap()
 
     server.on_engine(outside_turns)
-
-
-def info(process: BackgroundProcess) -> ProcessInfo:
-    return ProcessInfo(process_id=process.id, command=process.command, state=process.state,  # type: ignore[arg-type]
-                       exit_code=process.exit_code, ports=process.ports, started=iso_time(process.started))

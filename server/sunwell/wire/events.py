@@ -8,6 +8,7 @@ from pydantic import Field
 
 from sunwell.vocabulary import NoticeCode, TurnStatus
 from sunwell.wire.messages import ShortText, ToolError, Usage, WireModel
+from sunwell.wire.processes import ProcessState
 from sunwell.wire.results import ResultData
 
 
@@ -112,9 +113,13 @@ class ProcessEvent(_Event):
 
     type: Literal["process"] = "process"
     process_id: int
+    """Its id in its session (1, 2, …), as the process tools and `::stop` take it."""
     command: ShortText
-    state: Literal["running", "exited", "stopped", "orphaned"]
+    """The command line it runs."""
+    state: ProcessState
+    """What it is now (docs/sidecar.md "ProcessInfo" says what each state means)."""
     exit_code: int | None
+    """Its exit code once it ended; null while it runs (or when it was orphaned)."""
     ports: list[int]
     """The loopback ports it listens on (in its sandbox, or on this machine), which web_fetch reaches while it runs."""
 

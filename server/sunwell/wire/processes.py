@@ -1,53 +1,31 @@
-"""The sidecar's background-process methods (PROTOCOL.md "Added with the fourth batch"): the session's processes as
-VS Code's processes strip lists them, and its Stop. Their changes arrive as `process` events (wire/events.py)."""
+"""A session's background processes on the wire: a row of VS Code's processes strip, the tools' results (as
+`toolResult.data`, wire/results.py) and the sidecar's `sunwell/processes` and `sunwell/processStop` (declared in
+wire/protocol.py). Their changes arrive as `process` events (wire/events.py)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
 from sunwell.wire.messages import WireModel
-from sunwell.wire.options import Params
-from sunwell.wire.protocol import Name
 
-__all__ = ["ProcessInfo", "ProcessStopParams", "ProcessStopResult", "ProcessesParams", "ProcessesResult"]
+__all__ = ["ProcessInfo", "ProcessState"]
 
-PROCESSES = "sunwell/processes"
-PROCESS_STOP = "sunwell/processStop"
-"""Stops a background process of a session (SIGTERM, then SIGKILL after a grace) and answers once it ended."""
-
-
-class ProcessesParams(Params):
-    session: Name
+ProcessState = Literal["running", "exited", "stopped", "orphaned"]
 
 
 class ProcessInfo(WireModel):
+    """One background process of a session, as it is now."""
+
     process_id: int
+    """Its id in its session (1, 2, …), as the process tools and `::stop` take it."""
     command: str
-    state: Literal["running", "exited", "stopped", "orphaned"]
+    """The command line it runs."""
+    state: ProcessState
+    """`running`; `exited` by itself; `stopped` by process_stop, `::stop`, its session's end; `orphaned`: found
+    running after the Sunwell that started it died, and stopped then."""
     exit_code: int | None
+    """Its exit code once it ended; null while it runs (or when it was orphaned)."""
     ports: list[int]
     """The loopback ports it listens on (in its sandbox, or on this machine), which web_fetch reaches while it runs."""
     started: str
-    """ISO 8601, UTC."""
-
-
-class ProcessesResult(WireModel):
-    processes: list[ProcessInfo]
-
-
-class ProcessStopParams(Params):
-    session: Name
-    process_id: int = Field(ge=1)
-
-
-class ProcessStopResult(WireModel):
-    process: ProcessInfo
-    """As it is once stopped (or as it was, when it was not running)."""
-
-
-REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
-    PROCESSES: (ProcessesParams, ProcessesResult),
-    PROCESS_STOP: (ProcessStopParams, ProcessStopResult),
-}
+    """When it started: ISO 8601, UTC."""

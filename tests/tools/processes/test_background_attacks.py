@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SERVER
+from conftest import SERVER, call_tool
 from sunwell.agent.sessions import SessionStore
 from sunwell.agent.turn import TurnLog
 from sunwell.config.settings import Background
-from sunwell.tools.base import CommandSettings, ToolContext, ToolFailure
-from sunwell.tools.handlers.processes import process_list, process_output, process_stop
-from sunwell.tools.handlers.shell import run_command
+from sunwell.tools.base import CommandSettings, Limits, ToolContext, ToolFailure, ToolReturn, TurnServices
+from sunwell.tools.handlers.processes import PROCESS_LIST, PROCESS_OUTPUT, PROCESS_STOP
+from sunwell.tools.handlers.shell import RUN_COMMAND
+from sunwell.wire.results import ProcessList, ProcessOutput, part_text
 from sunwell.tools.processes import ProcessTable
 from sunwell.tools.workspace.jail import Jail
 
@@ -45,15 +46,21 @@ class Turn:
         store = SessionStore(tmp_path / "sessions.db")
         self.session = store.create("t")
         self.log = TurnLog(store, self.session, self.events.append)
-        self.ctx = ToolContext(jail=Jail(ws), max_output_bytes=20_000,
-                               commands=CommandSettings(quarantine_dir=tmp_path / "quarantine", **settings))
-        self.ctx.processes = table.attach(self.session, self.log)
+        self.ctx = ToolContext(jail=Jail(ws), limits=Limits(max_output_bytes=20_000, commands=CommandSettings(
+            quarantine_dir=tmp_path / "quarantine", **settings)),
+            turn=TurnServices(processes=table.attach(self.session, self.log)))
+        self.results: list[ToolReturn] = []
+        """What each call returned, its data too; the calls below answer its text, as the model reads it."""
+
+    async def call(self, tool, **args: object) -> str:
+        self.results.append(result := await call_tool(tool, args, self.ctx))
+        return "".join(part_text(part) for part in result.parts)
 
     async def start(self, command: str, **args: object) -> str:
-        return await run_command({"command": command, "background": True, **args}, self.ctx)
+        return await self.call(RUN_COMMAND, command=command, background=True, **args)
 
     def processes(self):
-        return self.ctx.processes.all()
+        return self.ctx.turn.processes.all()
 
 
 def table_for(tmp_path: Path, **limits: object) -> ProcessTable:
@@ -106,7 +113,29 @@ async def test_a_background_command_returns_at_once_and_keeps_running(tmp_path, 
     assert "background process 1 started" in result and "up" in result and "process 1: running" in result
     assert marked("marker-keeps-running")
     assert [e.state for e in turn.events if e.type == "process"] == ["running"]
-    assert "1: running" in await process_list({}, turn.ctx)
+    assert "1: running" in await turn.call(PROCESS_LIST)
+
+
+async def test_each_result_carries_the_process_and_what_was_read_as_data(tmp_path, ws, table):
+    """For the front ends (toolResult.data): the process as it is, and the output read with its offsets."""
+    turn = Turn(tmp_path, ws, table)
+    await turn.start("echo up; echo more; sleep 300", wait_for="more")
+    started = turn.results[-1].data
+    assert isinstance(started, ProcessOutput) and started.process.process_id == 1
+    assert (started.process.state, started.process.exit_code, started.process.command) == (
+        "running", None, "echo up; echo more; sleep 300")
+    assert started.output == "up\nmore\n" and (started.offset, started.next_offset) == (0, 8)
+    assert (started.skipped, started.dropped, started.waiting) == (0, 0, 0)
+    await turn.call(PROCESS_LIST)
+    listed = turn.results[-1].data
+    assert isinstance(listed, ProcessList) and [(p.process_id, p.state) for p in listed.processes] == [(1, "running")]
+    await turn.call(PROCESS_STOP, process_id=1)
+    stopped = turn.results[-1].data
+    assert isinstance(stopped, ProcessOutput) and stopped.process.state == "stopped"
+    assert stopped.process.exit_code is not None and stopped.output == ""
+    wire = stopped.wire()
+    assert wire["kind"] == "processOutput" and wire["process"]["exitCode"] == stopped.process.exit_code
+    assert set(wire) >= {"output", "offset", "nextOffset", "skipped", "dropped", "waiting"}
 
 
 # ---- what it may change ---------------------------------------------------------------------------------------------
@@ -118,7 +147,7 @@ async def test_it_cannot_plant_a_git_directory_or_vscode_config(tmp_path, ws, ta
         "mkdir -p .vscode sub/.git/hooks && echo evil > .vscode/tasks.json; git init -q planted; "
         "echo '[core]' > .git/config; echo done; sleep 300", wait_for="done")
     assert "Read-only file system" in result
-    await process_stop({"process_id": 1}, turn.ctx)
+    await turn.call(PROCESS_STOP, process_id=1)
     assert not (ws / ".vscode").exists() and not (ws / "sub").exists() and not (ws / "planted").exists()
     assert not (ws / ".git" / "config").exists()
 
@@ -127,7 +156,7 @@ async def test_it_writes_neither_outside_the_workspace_nor_in_it(tmp_path, ws, t
     turn = Turn(tmp_path, ws, table)
     result = await turn.start(f"touch {tmp_path}/outside; echo x > notes.txt; echo made > new.txt; echo done; "
                               "sleep 300", wait_for="done")
-    await process_stop({"process_id": 1}, turn.ctx)
+    await turn.call(PROCESS_STOP, process_id=1)
     assert not (tmp_path / "outside").exists() and not (ws / "new.txt").exists()
     assert (ws / "notes.txt").read_text() == "hello\n"
     assert result.count("Read-only file system") >= 2
@@ -140,7 +169,7 @@ async def test_the_folders_the_user_listed_are_writable_and_what_it_plants_there
         await turn.start("echo built > cache/out.txt; mkdir -p cache/.vscode; echo x > cache/.vscode/tasks.json; "
                          "echo x > elsewhere.txt; echo done; sleep 300", wait_for="done")
         assert (ws / "cache" / "out.txt").read_text() == "built\n" and not (ws / "elsewhere.txt").exists()
-        result = await process_stop({"process_id": 1}, turn.ctx)
+        result = await turn.call(PROCESS_STOP, process_id=1)
         assert not (ws / "cache" / ".vscode").exists() and "cache/.vscode" in result
     finally:
         await table.close()
@@ -191,8 +220,8 @@ import asyncio, os, sys
 sys.path.insert(0, {server!r})
 from pathlib import Path
 from sunwell.config.settings import Background
-from sunwell.tools.base import CommandSettings, ToolContext
-from sunwell.tools.handlers.shell import run_command
+from sunwell.tools.base import CommandSettings, Limits, ToolContext, TurnServices
+from sunwell.tools.handlers.shell import RUN_COMMAND
 from sunwell.tools.processes import ProcessTable
 from sunwell.tools.workspace.jail import Jail
 
@@ -202,9 +231,9 @@ class Stream:
 
 async def main():
     table = ProcessTable(Path({folder!r}), lambda: Background())
-    ctx = ToolContext(jail=Jail(Path({ws!r})), commands=CommandSettings(sandbox={sandbox!r}))
-    ctx.processes = table.attach("s-owner", Stream())
-    await run_command({{"command": {command!r}, "background": True}}, ctx)
+    ctx = ToolContext(jail=Jail(Path({ws!r})), limits=Limits(commands=CommandSettings(sandbox={sandbox!r})),
+                      turn=TurnServices(processes=table.attach("s-owner", Stream())))
+    await RUN_COMMAND.handler(RUN_COMMAND.bind({{"command": {command!r}, "background": True}}), ctx)
     print("started", flush=True)
     os._exit(0)  # killed: nothing is stopped, no record removed
 
@@ -249,7 +278,7 @@ async def test_a_daemon_that_leaves_its_group_is_still_stopped_in_the_sandbox(tm
     await turn.start(f"(setsid bash -c '{hold('marker-daemon')}' &) ; echo go; {hold('marker-leader')}",
                      wait_for="go")
     assert await until(lambda: len(marked("marker-daemon")) == 1)
-    await process_stop({"process_id": 1}, turn.ctx)
+    await turn.call(PROCESS_STOP, process_id=1)
     assert not marked("marker-daemon") and not marked("marker-leader")
 
 
@@ -263,7 +292,7 @@ async def test_without_the_sandbox_the_group_is_stopped_and_a_double_forked_sets
     try:
         assert await until(lambda: len(marked("marker-escaped")) == 1)
         escaped = marked("marker-escaped")
-        await process_stop({"process_id": 1}, turn.ctx)
+        await turn.call(PROCESS_STOP, process_id=1)
         assert not marked("marker-grp") and not marked("marker-grp-child") and marked("marker-escaped") == escaped
     finally:
         for pid in escaped:
@@ -274,7 +303,7 @@ async def test_a_process_that_ignores_sigterm_is_killed_after_the_grace(tmp_path
     turn = Turn(tmp_path, ws, table)
     await turn.start("trap '' TERM; echo go; while true; do sleep 0.2; done # marker-stubborn", wait_for="go")
     started = time.monotonic()
-    result = await process_stop({"process_id": 1}, turn.ctx)
+    result = await turn.call(PROCESS_STOP, process_id=1)
     assert time.monotonic() - started < 10
     assert not marked("marker-stubborn") and "stopped (exit code" in result
 
@@ -291,12 +320,17 @@ async def test_a_flood_of_output_keeps_the_newest_bytes_and_counts_the_rest(tmp_
         assert await until(lambda: not process.running, 60)
         assert process.ring.total == 30_000_000 + len("\nTHE-END\n")
         assert process.ring.dropped == process.ring.total - 100_000 and len(process.ring._buf) == 100_000
-        result = await process_output({"process_id": 1, "since": 0}, turn.ctx)
+        result = await turn.call(PROCESS_OUTPUT, process_id=1, since=0)
         assert "were dropped from the ring" in result and "exited with code 0" in result
+        first = turn.results[-1].data
+        assert isinstance(first, ProcessOutput) and first.process.exit_code == 0
+        assert first.skipped == first.dropped == process.ring.dropped and first.offset >= process.ring.dropped
         more = result
         while "more output waits" in more:
-            more = await process_output({"process_id": 1}, turn.ctx)
+            more = await turn.call(PROCESS_OUTPUT, process_id=1)
         assert "THE-END" in more
+        last = turn.results[-1].data
+        assert "THE-END" in last.output and last.waiting == 0 and last.next_offset == process.ring.total
     finally:
         await table.close()
 
@@ -328,7 +362,7 @@ async def test_no_more_than_max_processes_run_at_once(tmp_path, ws):
         with pytest.raises(ToolFailure) as info:
             await turn.start("sleep 300")
         assert info.value.error.code == "rate_limit" and "background.max_processes" in info.value.error.message
-        await process_stop({"process_id": 1}, turn.ctx)
+        await turn.call(PROCESS_STOP, process_id=1)
         assert "process 3: running" in await turn.start("sleep 300")
     finally:
         await table.close()
@@ -354,10 +388,10 @@ async def test_a_sandboxed_server_is_reached_through_its_relay_and_never_on_this
     port = free_port()
     await turn.start(f"python3 -m http.server {port} --bind 127.0.0.1", wait_for="Serving")
     process = turn.processes()[0]
-    assert process.ports == [port] and turn.ctx.processes.endpoints() == set()
+    assert process.ports == [port] and turn.ctx.turn.processes.endpoints() == set()
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0  # nothing listens here for it
-    route = turn.ctx.processes.route(port)
+    route = turn.ctx.turn.processes.route(port)
     assert route is not None and Path(route).parent.stat().st_mode & 0o077 == 0  # a folder of Sunwell's alone
 
     def get() -> bytes:
@@ -368,15 +402,15 @@ async def test_a_sandboxed_server_is_reached_through_its_relay_and_never_on_this
 
     assert b"notes.txt" in await asyncio.to_thread(get)
     assert [e.ports for e in turn.events if e.type == "process"][-1] == [port]
-    assert turn.ctx.processes.route(port + 1) is None
-    await process_stop({"process_id": 1}, turn.ctx)
-    assert turn.ctx.processes.route(port) is None and not Path(route).exists()
+    assert turn.ctx.turn.processes.route(port + 1) is None
+    await turn.call(PROCESS_STOP, process_id=1)
+    assert turn.ctx.turn.processes.route(port) is None and not Path(route).exists()
 
 
 async def test_an_unsandboxed_server_is_its_own_on_this_machine_while_it_runs(tmp_path, ws, table):
     turn = Turn(tmp_path, ws, table, sandbox="off")
     port = free_port()
     await turn.start(f"python3 -m http.server {port} --bind 127.0.0.1", wait_for="Serving")
-    assert turn.ctx.processes.endpoints() == {("127.0.0.1", port)} and turn.ctx.processes.route(port) is None
-    await process_stop({"process_id": 1}, turn.ctx)
-    assert turn.ctx.processes.endpoints() == set()
+    assert turn.ctx.turn.processes.endpoints() == {("127.0.0.1", port)} and turn.ctx.turn.processes.route(port) is None
+    await turn.call(PROCESS_STOP, process_id=1)
+    assert turn.ctx.turn.processes.endpoints() == set()

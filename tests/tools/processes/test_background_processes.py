@@ -71,6 +71,11 @@ def test_the_agent_starts_a_server_fetches_its_own_port_only_and_stops_it(sunwel
     assert refused["error"]["code"] == "permission" and not other.requests
     assert f"1: running, listening on port {port}" in listed["output"]
     assert stopped["ok"] and "stopped (exit code" in stopped["output"]
+    # what the front ends draw from: the process and what was read, never the text written for the model
+    assert started["data"]["kind"] == "processOutput" and started["data"]["process"]["processId"] == 1
+    assert started["data"]["process"]["state"] == "running" and "Serving HTTP" in started["data"]["output"]
+    assert [(p["processId"], p["state"], p["ports"]) for p in listed["data"]["processes"]] == [(1, "running", [port])]
+    assert stopped["data"]["process"]["state"] == "stopped" and stopped["data"]["process"]["exitCode"] is not None
     assert after["error"] and after["error"]["code"] == "permission", json.dumps(after)
     states = [(e["state"], e["ports"]) for e in run.events if e["type"] == "process"]
     assert states[0] == ("running", []) and ("running", [port]) in states and states[-1][0] == "stopped"

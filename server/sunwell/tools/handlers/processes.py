@@ -1,15 +1,15 @@
 """The background process tools: run_command's `background` start (called from tools/handlers/shell.py, which
 prepares and sandboxes the command as for any other), process_output, process_stop and process_list.
 
-A background process is the session's (ToolContext.processes, tools/processes/table.py); what the model reads of
-it is its ring (tools/processes/ring.py) from an offset: each read goes on where the last one ended unless `since`
-says otherwise, and says how many bytes the ring dropped before it.
+A background process is the session's (ToolContext.turn.processes, tools/processes/table.py); what the model reads
+of it is its ring (tools/processes/ring.py) from an offset: each read goes on where the last one ended unless `since`
+says otherwise, and says how many bytes the ring dropped before it. Each result is the text the model reads and, for
+the front ends, the process and what was read as `toolResult.data` (wire/results.py ProcessOutput, ProcessList).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import sys
 import time
 from pathlib import Path
@@ -18,9 +18,10 @@ from typing import Any
 from pydantic import Field
 
 from sunwell.tools.arguments import ToolArguments
-from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.base import Tool, ToolContext, ToolFailure, ToolReturn, Trust
 from sunwell.tools.output import char_boundary
 from sunwell.tools.processes import BackgroundProcess, Launch, SessionProcesses, matcher
+from sunwell.wire.results import ProcessList, ProcessOutput
 
 FIRST_OUTPUT = 2.0
 """Seconds a start without `wait_for` waits for the first output (or the end) before it answers."""
@@ -35,20 +36,6 @@ def processes_of(ctx: ToolContext) -> SessionProcesses:
         raise ToolFailure("unsupported", "background processes cannot be started or read here (a sub-agent, or no "
                           "session)", "run the command without background, with a timeout")
     return ctx.turn.processes
-
-
-def wait_pattern(value: object) -> str | None:
-    """`wait_for`, checked: a regular expression Python compiles, or None."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise ToolFailure("validation", "parameter 'wait_for' must be a regular expression, "
-                          'e.g. "ready on|listening"')
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise ToolFailure("validation", f"parameter 'wait_for' is not a valid regular expression: {exc}") from None
-    return value
 
 
 def writable_folders(jail: Any, names: Any) -> list[Path]:
@@ -71,7 +58,7 @@ def writable_folders(jail: Any, names: Any) -> list[Path]:
     return folders
 
 
-async def start_background(launch: Launch, wait_for: str | None, timeout: float, ctx: ToolContext) -> str:
+async def start_background(launch: Launch, wait_for: str | None, timeout: float, ctx: ToolContext) -> ToolReturn:
     """Start it, wait for its first output (or the line `wait_for` matches, within `timeout`), and say what it is."""
     process = processes_of(ctx).start(launch)
     if wait_for is None:
@@ -87,12 +74,12 @@ async def start_background(launch: Launch, wait_for: str | None, timeout: float,
     head = (f"[Sunwell: background process {process.id} started: {launch.command}. It keeps running after this "
             f"result: read what it prints with process_output {{\"process_id\": {process.id}}}, end it with "
             "process_stop.]\n")
-    return head + read(process, 0, ctx.max_output_bytes - len(head), said=said)
+    return read(process, 0, ctx.max_output_bytes - len(head), said=said, head=head)
 
 
-def read(process: BackgroundProcess, since: int, budget: int, said: str = "") -> str:
-    """Its output from `since` (at most `budget` bytes of result), then a line with its state; the next read goes on
-    from where this one ended."""
+def read(process: BackgroundProcess, since: int, budget: int, said: str = "", head: str = "") -> ToolReturn:
+    """Its output from `since` (at most `budget` bytes of result), then a line with its state, as the model reads it
+    (after `head`) and as `toolResult.data` (ProcessOutput); the next read goes on from where this one ended."""
     room = max(budget - NOTICE_ROOM, 1_000)
     part = process.ring.read(since, room)
     data, start = part.data, part.start
@@ -103,19 +90,21 @@ def read(process: BackgroundProcess, since: int, budget: int, said: str = "") ->
     text = data[skip:cut].decode("utf-8", "replace")
     end = start + cut
     process.read_to = end
+    waiting = process.ring.total - end
     lines = []
     if part.skipped:
         lines.append(f"[{part.skipped:,} bytes before offset {start:,} were dropped from the ring (it keeps the "
                      "newest output only)]")
     if text:
         lines.append(text.rstrip("\n"))
-    if end < process.ring.total:
-        lines.append(f"[more output waits: {process.ring.total - end:,} bytes; call process_output again with "
-                     f"since={end}]")
+    if waiting > 0:
+        lines.append(f"[more output waits: {waiting:,} bytes; call process_output again with since={end}]")
     lines += [f"[Sunwell: {note}]" for note in process.notes]
     lines.append(f"[{said}process {process.id}: {state_words(process)}; next output from since={end}; "
                  f"{process.ring.dropped:,} bytes dropped from the ring in all]")
-    return "\n".join(lines)
+    shown = ProcessOutput(process=process.info(), output=text, offset=start + skip, next_offset=end,
+                          skipped=part.skipped, dropped=process.ring.dropped, waiting=max(waiting, 0))
+    return ToolReturn.text(head + "\n".join(lines), shown)
 
 
 def state_words(process: BackgroundProcess) -> str:
@@ -180,12 +169,11 @@ class ProcessOutputArguments(ToolArguments):
     wait: float = Field(0, ge=0, le=MAX_WAIT, description="Seconds to wait for new output (0-30)")
 
 
-async def process_output(args: dict[str, Any], ctx: ToolContext) -> str:
-    arguments = ProcessOutputArguments.model_validate(args)
-    process = processes_of(ctx).get(arguments.process_id)
-    since = process.read_to if arguments.since is None else arguments.since
-    if arguments.wait:
-        await _until(lambda: process.ring.total > since or not process.running, arguments.wait)
+async def process_output(args: ProcessOutputArguments, ctx: ToolContext) -> ToolReturn:
+    process = processes_of(ctx).get(args.process_id)
+    since = process.read_to if args.since is None else args.since
+    if args.wait:
+        await _until(lambda: process.ring.total > since or not process.running, args.wait)
     return read(process, since, ctx.max_output_bytes)
 
 
@@ -193,23 +181,24 @@ class ProcessIdArguments(ToolArguments):
     process_id: int = Field(ge=1, description="The background process, as run_command or process_list named it.")
 
 
-async def process_stop(args: dict[str, Any], ctx: ToolContext) -> str:
+async def process_stop(args: ProcessIdArguments, ctx: ToolContext) -> ToolReturn:
     processes = processes_of(ctx)
-    process = processes.get(ProcessIdArguments.model_validate(args).process_id)
+    process = processes.get(args.process_id)
     was = process.state
     if process.running:
         await processes.stop(process.id)
     head = "" if was == "running" else f"[it was not running: {state_words(process)}]\n"
     tail = max(process.ring.total - 4_000, process.read_to)
-    return head + read(process, tail, ctx.max_output_bytes)
+    return read(process, tail, ctx.max_output_bytes - len(head), head=head)
 
 
 class NoArguments(ToolArguments):
     pass
 
 
-async def process_list(args: dict[str, Any], ctx: ToolContext) -> str:
-    return describe(processes_of(ctx).all())
+async def process_list(args: NoArguments, ctx: ToolContext) -> ToolReturn:
+    processes = processes_of(ctx).all()
+    return ToolReturn.text(describe(processes), ProcessList(processes=[process.info() for process in processes]))
 
 
 def describe(processes: list[BackgroundProcess]) -> str:
@@ -224,7 +213,8 @@ def describe(processes: list[BackgroundProcess]) -> str:
 
 
 _ID_HINT = 'e.g. {"process_id": 1}; process_list names the session\'s processes'
-PROCESS_OUTPUT = Tool(
+PROCESS_OUTPUT = Tool.of(
+    ProcessOutputArguments, process_output,
     name="process_output",
     description=(
         "Read what a background process (started by run_command with background: true) printed since your last "
@@ -232,28 +222,27 @@ PROCESS_OUTPUT = Tool(
         f"from a byte offset instead; `wait` waits up to that many seconds (at most {MAX_WAIT}) for new output. Only "
         "the newest output is kept (the result says how much was dropped); it ends with the process's state and the "
         "offset to read from next. " + _ID_HINT + "."),
-    parameters=ProcessOutputArguments.schema_for_tool(),
-    handler=process_output, min_trust=Trust.discovery, harmless=True, volatile=True, expendable=True,
+    min_trust=Trust.discovery, harmless=True, volatile=True, expendable=True,
     companion="run_command", timeout=MAX_WAIT + 10,
 )
-PROCESS_STOP = Tool(
+PROCESS_STOP = Tool.of(
+    ProcessIdArguments, process_stop,
     name="process_stop",
     description=(
         "Stop a background process and everything it started (SIGTERM, then SIGKILL after a few seconds). Use it "
         "when you no longer need a server or watcher you started. The result has its exit code and its last output. "
         + _ID_HINT + "."),
-    parameters=ProcessIdArguments.schema_for_tool(),
-    handler=process_stop, min_trust=Trust.discovery, read_only=False, expendable=True, companion="run_command",
+    min_trust=Trust.discovery, read_only=False, expendable=True, companion="run_command",
     timeout=30,
 )
-PROCESS_LIST = Tool(
+PROCESS_LIST = Tool.of(
+    NoArguments, process_list,
     name="process_list",
     description=("List this session's background processes: id, state (running, exited, stopped), the ports each "
                  "listens on, when it started and its command. Use it to find a process id for process_output or "
                  "process_stop, or to see whether a server still runs. It lists only the processes this session "
                  "started. Example: {}."),
-    parameters=NoArguments.schema_for_tool(),
-    handler=process_list, min_trust=Trust.discovery, harmless=True, volatile=True, expendable=True,
+    min_trust=Trust.discovery, harmless=True, volatile=True, expendable=True,
     companion="run_command",
 )
 PROCESS_TOOLS = (PROCESS_OUTPUT, PROCESS_STOP, PROCESS_LIST)

@@ -21,11 +21,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from sunwell.tools.failure import ToolFailure
 from sunwell.tools.processes import procfs, stopping
 from sunwell.tools.processes.forward import Publisher
 from sunwell.tools.processes.ring import OutputRing
+from sunwell.wire.processes import ProcessInfo
 
 WATCH_EVERY = 1.0
 CHUNK = 1 << 16
@@ -84,6 +86,12 @@ class BackgroundProcess:
     @property
     def ports(self) -> list[int]:
         return sorted({port for _, port in self._ports})
+
+    def info(self) -> ProcessInfo:
+        """It as it is now, on the wire (a processes strip's row, the tools' `toolResult.data`)."""
+        started = datetime.fromtimestamp(self.started, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        return ProcessInfo(process_id=self.id, command=self.command, state=self.state,  # type: ignore[arg-type]
+                           exit_code=self.exit_code, ports=self.ports, started=started)
 
     def endpoints(self) -> set[tuple[str, int]]:
         """(loopback address, port) of this machine where this process listens while it runs, read now (a port it
