@@ -66,7 +66,8 @@ export type NoticeCode =
 export type NoticeLevel = 'info' | 'warning' | 'error';
 export type Preview =
   DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview | LearnPreview;
-export type ResultData = WebPage | SearchHits | ApiAnswer | SubagentAnswer;
+export type ProcessState = 'running' | 'exited' | 'stopped' | 'orphaned';
+export type ResultData = WebPage | SearchHits | ApiAnswer | SubagentAnswer | ProcessOutput | ProcessList;
 export type Risk = 'write' | 'shell' | 'network' | 'mcp';
 export type SessionEvent =
   | UserMessageEvent
@@ -137,6 +138,7 @@ export interface SunwellProtocol {
   Params?: Params;
   Preview?: Preview;
   ProcessInfo?: ProcessInfo;
+  ProcessState?: ProcessState;
   ProcessStopParams?: ProcessStopParams;
   ProcessStopResult?: ProcessStopResult;
   ProcessesParams?: ProcessesParams;
@@ -450,7 +452,7 @@ export interface ToolResultEvent {
   output: string;
   error: ToolError | null;
   durationMs: number;
-  data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer) | null;
+  data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer | ProcessOutput | ProcessList) | null;
 }
 /**
  * A structured failure: an error code (docs/codes.md), a message the model can act on, and maybe a fix.
@@ -516,6 +518,38 @@ export interface SubagentAnswer {
   kind: 'subagent';
   description: string;
   answer: string;
+}
+/**
+ * A background process and what one call read of its output: run_command's `background` start, process_output,
+ * process_stop. Offsets count every byte it printed since it started.
+ */
+export interface ProcessOutput {
+  kind: 'processOutput';
+  process: ProcessInfo;
+  output: string;
+  offset: number;
+  nextOffset: number;
+  skipped: number;
+  dropped: number;
+  waiting: number;
+}
+/**
+ * One background process of a session, as it is now.
+ */
+export interface ProcessInfo {
+  processId: number;
+  command: string;
+  state: 'running' | 'exited' | 'stopped' | 'orphaned';
+  exitCode: number | null;
+  ports: number[];
+  started: string;
+}
+/**
+ * The session's background processes (process_list).
+ */
+export interface ProcessList {
+  kind: 'processList';
+  processes: ProcessInfo[];
 }
 export interface NoticeEvent {
   session: string;
@@ -787,7 +821,7 @@ export interface ToolResultMessage {
   ok: boolean;
   error?: ToolError | null;
   parts?: (TextPart | DataPart | ImagePart | ResourceLinkPart)[] | null;
-  data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer) | null;
+  data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer | ProcessOutput | ProcessList) | null;
 }
 /**
  * JSON data a model reads (an MCP server's structured content), rendered as indented JSON where only text goes.
@@ -825,14 +859,6 @@ export interface ModelsResult {
   models: ModelInfo[];
 }
 export interface Params {}
-export interface ProcessInfo {
-  processId: number;
-  command: string;
-  state: 'running' | 'exited' | 'stopped' | 'orphaned';
-  exitCode: number | null;
-  ports: number[];
-  started: string;
-}
 export interface ProcessStopParams {
   session: string;
   processId: number;
@@ -1014,6 +1040,7 @@ export const Vocabulary = {
   ErrorCode: ['validation', 'unknown_tool', 'permission', 'not_found', 'unsupported', 'denied', 'dry_run', 'timeout', 'rate_limit', 'execution', 'network', 'interrupted'] as readonly ErrorCode[],
   NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'tool_call_unreadable', 'tool_call_unknown', 'resumed', 'call_interrupted', 'hook', 'mcp_auth', 'hidden_characters'] as readonly NoticeCode[],
   NoticeLevel: ['info', 'warning', 'error'] as readonly NoticeLevel[],
+  ProcessState: ['running', 'exited', 'stopped', 'orphaned'] as readonly ProcessState[],
   Risk: ['write', 'shell', 'network', 'mcp'] as readonly Risk[],
   TrustName: ['discovery', 'read_only', 'workspace', 'shell', 'full'] as readonly TrustName[],
   TurnStatus: ['completed', 'cancelled', 'limitReached', 'error', 'interrupted'] as readonly TurnStatus[],

@@ -67,7 +67,8 @@ class ToolResultEvent(_Event):
     duration_ms: int
     data: ResultData | None = Field(None, exclude_if=lambda data: data is None)
     """What the tool gave back for a front end to draw (wire/results.py: a web page, search hits, a learned API's
-    answer, a sub-agent's); absent when it gave none. `output` stays the text the model read."""
+    answer, a sub-agent's, a background process and its output, the session's processes); absent when it gave none.
+    `output` stays the text the model read."""
 
 
 class NoticeEvent(_Event):
@@ -117,7 +118,8 @@ class ProcessEvent(_Event):
     command: ShortText
     """The command line it runs."""
     state: ProcessState
-    """What it is now (docs/sidecar.md "ProcessInfo" says what each state means)."""
+    """`running`; `exited` by itself; `stopped` by Sunwell (process_stop, `::stop`, its session's end); `orphaned`:
+    found running after the Sunwell that started it died, and stopped then."""
     exit_code: int | None
     """Its exit code once it ended; null while it runs (or when it was orphaned)."""
     ports: list[int]
