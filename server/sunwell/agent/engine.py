@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from sunwell.models.factory import Adapters
     from sunwell.models.model_facts import ModelFacts
     from sunwell.tools.learned.registry import LearnedApis
+    from sunwell.agent.background import BackgroundProcesses
     from sunwell.tools.processes import ProcessTable
 
 
@@ -108,6 +109,13 @@ class Engine:
         from sunwell.tools.processes import ProcessTable
 
         return ProcessTable(self.data_dir / "processes", lambda: self.settings.background)
+
+    @property
+    def background(self) -> BackgroundProcesses:
+        """The background processes as a front end manages them (agent/background.py)."""
+        from sunwell.agent.background import BackgroundProcesses
+
+        return BackgroundProcesses(self.processes)
 
     @property
     def apis(self) -> ApiCatalog:

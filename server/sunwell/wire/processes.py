@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sunwell.wire.messages import WireModel
+from sunwell.wire.base import WireModel
 
 __all__ = ["ProcessInfo", "ProcessState"]
 
