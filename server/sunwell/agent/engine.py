@@ -42,6 +42,7 @@ from sunwell.wire.events import DoneEvent
 
 if TYPE_CHECKING:
     from sunwell.agent.api_catalog import ApiCatalog
+    from sunwell.agent.background import BackgroundProcesses
     from sunwell.agent.mcp_servers import McpServers
     from sunwell.agent.plan import Grant, TurnPlan
     from sunwell.agent.resume import ResumePoint
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
     from sunwell.models.factory import Adapters
     from sunwell.models.model_facts import ModelFacts
     from sunwell.tools.learned.registry import LearnedApis
-    from sunwell.agent.background import BackgroundProcesses
     from sunwell.tools.processes import ProcessTable
 
 

@@ -17,10 +17,10 @@ from sunwell.vocabulary import MentionKind, TrustName, TurnStatus
 from sunwell.wire.approval import ApprovalRequest
 from sunwell.wire.events import SessionEvent
 from sunwell.wire.messages import Message, ShortText, Usage, WireModel
-from sunwell.wire.processes import ProcessInfo
 from sunwell.wire.options import (  # re-exported: the contract's names stay in one place
     Params,
 )
+from sunwell.wire.processes import ProcessInfo
 from sunwell.wire.usage import SessionUsage
 from sunwell.wire.user_requests import (  # what the sidecar asks its client: named here in REQUESTS too
     ApproveResult,

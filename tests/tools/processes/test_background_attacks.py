@@ -23,9 +23,9 @@ from sunwell.config.settings import Background
 from sunwell.tools.base import CommandSettings, Limits, ToolContext, ToolFailure, ToolReturn, TurnServices
 from sunwell.tools.handlers.processes import PROCESS_LIST, PROCESS_OUTPUT, PROCESS_STOP
 from sunwell.tools.handlers.shell import RUN_COMMAND
-from sunwell.wire.results import ProcessList, ProcessOutput, part_text
 from sunwell.tools.processes import ProcessTable
 from sunwell.tools.workspace.jail import Jail
+from sunwell.wire.results import ProcessList, ProcessOutput, part_text
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap and /proc: Linux")
 
