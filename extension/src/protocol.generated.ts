@@ -138,6 +138,7 @@ export interface SunwellProtocol {
   Params?: Params;
   Preview?: Preview;
   ProcessInfo?: ProcessInfo;
+  ProcessRow?: ProcessRow;
   ProcessState?: ProcessState;
   ProcessStopParams?: ProcessStopParams;
   ProcessStopResult?: ProcessStopResult;
@@ -859,6 +860,19 @@ export interface ModelsResult {
   models: ModelInfo[];
 }
 export interface Params {}
+/**
+ * A process as `sunwell/processes` lists it for the strip: what the tools see, and what a front end needs besides.
+ */
+export interface ProcessRow {
+  processId: number;
+  command: string;
+  state: 'running' | 'exited' | 'stopped' | 'orphaned';
+  exitCode: number | null;
+  ports: number[];
+  started: string;
+  tail?: string | null;
+  isolated: boolean;
+}
 export interface ProcessStopParams {
   session: string;
   processId: number;
@@ -868,9 +882,10 @@ export interface ProcessStopResult {
 }
 export interface ProcessesParams {
   session: string;
+  tail?: number;
 }
 export interface ProcessesResult {
-  processes: ProcessInfo[];
+  processes: ProcessRow[];
 }
 export interface ResumeParams {
   session: string;

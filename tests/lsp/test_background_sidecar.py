@@ -90,3 +90,22 @@ async def test_a_killed_sidecars_processes_are_stopped_and_shown_orphaned_by_the
     assert await until(lambda: not marked("marker-killed"))  # ...not the next one's start
     [row] = (await again.request(PROCESSES, {"session": result["session"]}))["processes"]
     assert row["state"] == "orphaned"
+
+
+async def test_the_strips_tail_is_each_processs_last_whole_lines_and_says_a_browser_here_cannot_reach_it(
+        sidecar_factory, fake, tmp_path):
+    sidecar = await sidecar_factory(options(tmp_path))
+    lines = "; ".join(f"echo line-{n}" for n in range(1, 41))
+    fake.script(start(f"{lines}; echo ready; sleep 30", wait_for="ready"), Reply(text="started"))
+    result, _ = await sidecar.chat("start it")
+    session = result["session"]
+    [bare] = (await sidecar.request(PROCESSES, {"session": session}))["processes"]
+    assert bare.get("tail") is None  # only when asked: the list stays small
+    [row] = (await sidecar.request(PROCESSES, {"session": session, "tail": 26}))["processes"]
+    assert row["tail"] == "line-39\nline-40\nready\n"  # 26 bytes reach into line-38: only whole lines
+    assert row["isolated"] is True  # trust shell: no network, its ports live in a namespace of its own
+    [row] = (await sidecar.request(PROCESSES, {"session": session, "tail": 4000}))["processes"]
+    assert row["tail"].startswith("line-1\n") and row["tail"].endswith("line-40\nready\n")
+    with pytest.raises(JsonRpcInvalidParams, match="tail"):
+        await sidecar.request(PROCESSES, {"session": session, "tail": -1})
+    await sidecar.request(PROCESS_STOP, {"session": session, "processId": 1})

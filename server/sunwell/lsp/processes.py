@@ -31,7 +31,7 @@ def setup(server: SunwellServer) -> None:
     @server.feature(PROCESSES)
     def processes(ls: SunwellServer, params: Any) -> dict[str, Any]:
         request = ls.parse(ProcessesParams, params, PROCESSES)
-        return ProcessesResult(processes=engine_or_fail(ls).background.of(request.session)).wire()
+        return ProcessesResult(processes=engine_or_fail(ls).background.of(request.session, request.tail)).wire()
 
     @server.feature(PROCESS_STOP)
     async def stop(ls: SunwellServer, params: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from sunwell.wire.base import WireModel
 
-__all__ = ["ProcessInfo", "ProcessState"]
+__all__ = ["ProcessInfo", "ProcessRow", "ProcessState"]
 
 ProcessState = Literal["running", "exited", "stopped", "orphaned"]
 
@@ -29,3 +29,13 @@ class ProcessInfo(WireModel):
     """The loopback ports it listens on (in its sandbox, or on this machine), which web_fetch reaches while it runs."""
     started: str
     """When it started: ISO 8601, UTC."""
+
+
+class ProcessRow(ProcessInfo):
+    """A process as `sunwell/processes` lists it for the strip: what the tools see, and what a front end needs besides."""
+
+    tail: str | None = None
+    """Its latest output, whole lines, at most the `tail` bytes asked for; null when none were asked for."""
+    isolated: bool = False
+    """Sandboxed without network: its ports are in a network namespace of its own, which web_fetch reaches through a
+    relay and nothing else on this machine can (a browser here cannot open them)."""

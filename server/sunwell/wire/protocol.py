@@ -20,7 +20,7 @@ from sunwell.wire.messages import Message, ShortText, Usage, WireModel
 from sunwell.wire.options import (  # re-exported: the contract's names stay in one place
     Params,
 )
-from sunwell.wire.processes import ProcessInfo
+from sunwell.wire.processes import ProcessInfo, ProcessRow
 from sunwell.wire.usage import SessionUsage
 from sunwell.wire.user_requests import (  # what the sidecar asks its client: named here in REQUESTS too
     ApproveResult,
@@ -80,6 +80,8 @@ and the longest path (Linux's). Refused longer at the door, with the key named: 
 on into every message about it."""
 Name = Annotated[str, Field(max_length=NAME_LIMIT)]
 PathText = Annotated[str, Field(max_length=PATH_LIMIT)]
+TAIL_LIMIT = 65_536
+"""The most of a process's output `sunwell/processes` hands back per process: a strip's tail, not a reader."""
 
 INVALID_PARAMS = -32602
 REQUEST_FAILED = -32803
@@ -305,10 +307,12 @@ class LearnedForgetResult(WireModel):
 class ProcessesParams(Params):
     session: Name
     """The session whose processes are listed."""
+    tail: int = Field(default=0, ge=0, le=TAIL_LIMIT)
+    """Bytes of each process's latest output to include as its `tail` (whole lines); 0: none."""
 
 
 class ProcessesResult(WireModel):
-    processes: list[ProcessInfo]
+    processes: list[ProcessRow]
     """The session's background processes, by id, the ended ones too."""
 
 
