@@ -3,6 +3,7 @@
 import type { ChatEvent } from '../../protocol';
 import { appendTool, assertNever, closeStreams, findTool, pretty, replaceItem, unanswered } from './items';
 import type { ApprovalCard, AssistantItem, ChatAction, ChatState, CommandItem, NoticeItem, NotesItem, Plan, ThinkingItem, ToolItem, ToolStatus } from './model';
+import { reduceProcess } from './processes';
 import { endTurn } from './turns';
 
 const EVENT_TYPES = new Set<string>([
@@ -15,6 +16,8 @@ export function isChatEvent(action: ChatAction): action is ChatEvent {
 }
 
 export function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
+  // A process's change comes in a turn and between turns alike (with no turn): it goes to the strip, not the transcript.
+  if (ev.type === 'process') return reduceProcess(state, ev);
   // Only a turn of this chat adds to it: not a turn it left (New Session, another session opened), nor one of
   // another session.
   if (!state.turn) return state;
@@ -101,8 +104,6 @@ export function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
       return { ...next, context: { used: ev.usedTokens, window: ev.windowTokens, estimated: ev.estimated } };
     case 'plan':
       return { ...next, plan: { items: ev.items, explanation: ev.explanation ?? null } };
-    case 'process':  // a background process's state: `sunwell/processes` lists them; the chat shows no card for it
-      return next;
     case 'done':
       return endTurn(next, ev.turn, { status: ev.status, toolCalls: ev.toolCalls, usage: ev.usage, error: ev.error ?? null,
         ...(ev.resumable ? { resumable: true } : {}) });
