@@ -67,7 +67,6 @@ export function openablePort(state: ChatState, processId: number, port: number):
 /** The last `count` lines of a tail as a terminal would show them: colours dropped, a line redrawn after `\r` as
  *  its last drawing (a progress bar). */
 export function lastLines(tail: string | null, count = 3): string[] {
-  // eslint-disable-next-line no-control-regex
   const text = (tail ?? '').replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\s+$/, '');
   return text ? text.split('\n').slice(-count).map((line) => line.split('\r').filter(Boolean).at(-1) ?? '') : [];
 }
