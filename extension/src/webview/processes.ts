@@ -4,7 +4,7 @@
 import { lastLines, type ProcessView } from '../common/state';
 import { h, icon } from './dom';
 
-const STATE_ICONS = { running: 'circle-filled', exited: 'pass', stopped: 'debug-stop', orphaned: 'warning' } as const;
+const STATE_ICONS = { running: 'circle-filled', exited: 'pass', stopped: 'circle-slash', orphaned: 'warning' } as const;
 
 export function createProcessStrip(): HTMLElement {
   return h('section', { className: 'processes', 'data-testid': 'processes-strip', 'aria-label': 'Background processes', hidden: true });
@@ -24,7 +24,7 @@ function drawRow(p: ProcessView): HTMLElement {
     icon(failed ? 'error' : STATE_ICONS[p.state], `process-icon ${p.state}${failed ? ' failed' : ''}`),
     h('code', { className: 'process-command', title: p.command }, p.command),
     p.state === 'running'
-      ? h('button', { className: 'icon-button', 'data-action': 'processStop', 'data-testid': 'process-stop',
+      ? h('button', { className: 'icon-button stop', 'data-action': 'processStop', 'data-testid': 'process-stop',
         title: `Stop process ${p.processId} (and what it started)`, 'aria-label': `Stop process ${p.processId}` }, icon('debug-stop'))
       : h('button', { className: 'icon-button', 'data-action': 'processDismiss', 'data-testid': 'process-dismiss',
         title: 'Dismiss', 'aria-label': `Dismiss process ${p.processId}` }, icon('close')));
