@@ -16,6 +16,8 @@ export function drawProcesses(strip: HTMLElement, rows: readonly ProcessView[]):
   const title = h('div', { className: 'processes-title' }, icon('server-process'),
     h('span', {}, running ? `Background processes · ${running} running` : 'Background processes'));
   strip.replaceChildren(...(rows.length ? [title, ...rows.map(drawRow)] : []));
+  // the newest line in view when a long tail wraps past the box
+  for (const tail of strip.querySelectorAll<HTMLElement>('.process-tail')) tail.scrollTop = tail.scrollHeight;
 }
 
 function drawRow(p: ProcessView): HTMLElement {
