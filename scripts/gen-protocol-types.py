@@ -45,6 +45,7 @@ SOURCES: list[tuple[str, str]] = [
     ("sunwell.wire.events", "SessionEvent"),
     ("sunwell.wire.events", "UserMessageEvent"),
     ("sunwell.wire.usage", "SessionUsage"),
+    ("sunwell.wire.processes", "*"),
 ]
 
 

@@ -127,6 +127,7 @@ DEFERRED = {
     "sunwell.lsp.configuration": (*ENGINE_FLOOR, "sunwell.lsp.client"),
     "sunwell.lsp.lens_features": ("sunwell.lens",),
     "sunwell.lsp.mcp": ENGINE_FLOOR,
+    "sunwell.lsp.processes": ENGINE_FLOOR,
     "sunwell.lsp.sessions": ENGINE_FLOOR,
     "sunwell.models.providers.anthropic_messages": ("anthropic",),
     "sunwell.models.providers.openai_chat": ("openai",),
@@ -407,10 +408,11 @@ def test_no_front_end_imports_tools():
 
 
 ENGINE_API = {"settings", "workspace", "data_dir", "reconfigure", "aclose", "undo", "lens", "lenses", "grant", "tools",
-              "servers", "apis", "model_facts"}
+              "servers", "apis", "background", "model_facts"}
 """What a front end may use of an Engine besides handing it to a `Session` (agent/session.py): its settings and
 workspace, the lenses, what tools a trust level and lens give, undo, and the facades of the MCP servers
-(agent/mcp_servers.py) and the learned APIs (agent/api_catalog.py), what models taught (models/model_facts.py)."""
+(agent/mcp_servers.py), the learned APIs (agent/api_catalog.py) and the background processes
+(agent/background.py), what models taught (models/model_facts.py)."""
 
 
 def engine_reaches(path: Path) -> list[str]:

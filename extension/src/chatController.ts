@@ -4,6 +4,7 @@
 // hands it and reports what the user did.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { ChatProcesses } from './chatProcesses';
 import { ChatRequests } from './chatRequests';
 import type { ApprovalBroker } from './common/approvals';
 import { isCommandLine } from './common/commandline';
@@ -34,6 +35,8 @@ export class ChatController implements vscode.Disposable {
   private loads = 0;
   /** Approvals and `ask_user`'s questions: cards in the transcript, waiting for the person. */
   private readonly requests: ChatRequests;
+  /** The session's background processes: the processes strip's rows and buttons. */
+  readonly processes: ChatProcesses;
 
   constructor(
     private readonly sidecar: Sidecar,
@@ -53,10 +56,12 @@ export class ChatController implements vscode.Disposable {
       dispatch: (action) => this.dispatch(action),
       view: () => this.view,
     });
+    this.processes = new ChatProcesses(sidecar, { state: () => this.state, dispatch: (a) => this.dispatch(a), view: () => this.view }, log);
     sidecar.approvalHandler = (params, token) => this.requests.approve(params, token);
     sidecar.questionHandler = (params, token) => this.requests.ask(params, token);
     this.disposables.push(
       this.requests,
+      this.processes,
       sidecar.onEvent((event) => this.onEvent(event)),
       sidecar.onStatus(({ status, message }) => this.dispatch({ type: 'sidecarStatus', status, message })),
       sidecar.onCrash(() => this.onCrash()),
@@ -303,7 +308,9 @@ export class ChatController implements vscode.Disposable {
   }
 
   private onEvent(event: ChatEvent): void {
-    if (this.turns.listening) this.dispatch(event);
+    // A process's change comes between turns too; the reducer keeps those of the open session.
+    if (this.turns.listening || event.type === 'process') this.dispatch(event);
+    if (event.type === 'process') this.processes.soon();
   }
 
   private onCrash(): void {
@@ -312,6 +319,7 @@ export class ChatController implements vscode.Disposable {
 
   private async onSidecarReady(afterCrash: boolean): Promise<void> {
     await this.refreshLists();
+    void this.processes.refresh(); // what a dead engine left running shows as orphaned
     // After a crash the log is the truth: what the turn got to do before the sidecar died. So it is after any start
     // whose stored transcript ends in a turn that did not finish (the window reloaded mid-turn): it shows Resume.
     const last = this.state.items[this.state.items.length - 1];
@@ -329,6 +337,7 @@ export class ChatController implements vscode.Disposable {
       this.dispatch({ type: 'sessionLoaded', session, events });
       this.persist();
       void this.refreshUsage();
+      void this.processes.refresh();
     } catch (err) {
       if (load !== this.loads) return;
       this.dispatch({ type: 'problem', code: 'session', message: `Could not load session ${session}: ${(err as Error).message ?? err}` });
@@ -369,6 +378,7 @@ export class ChatController implements vscode.Disposable {
     if (isBusy(before) && !isBusy(this.state)) this.persist(); // a turn ended: stored at once
     else if (this.state.items !== before.items || this.state.session !== before.session) this.persistSoon();
     this.view?.post({ type: 'action', action });
+    if (this.state.processes !== before.processes) this.processes.track();
   }
 
   dispose(): void {

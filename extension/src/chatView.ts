@@ -102,6 +102,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
       case 'openSetting':
         void vscode.commands.executeCommand('workbench.action.openSettings', message.key);
         break;
+      case 'processStop':
+        void this.controller.processes.stop(message.processId);
+        break;
+      case 'processOpen':
+        void this.controller.processes.open(message.processId, message.port);
+        break;
+      case 'processDismiss':
+        this.controller.processes.dismiss(message.processId);
+        break;
     }
   }
 

@@ -111,6 +111,18 @@ export const COMMAND_DOCS = [
     terminalOnly: false,
   },
   {
+    name: 'ps',
+    usage: '::ps',
+    description: 'List this conversation\'s background processes: id, state, ports, when each started, its command.',
+    terminalOnly: false,
+  },
+  {
+    name: 'stop',
+    usage: '::stop <id>',
+    description: 'Stop a background process of this conversation (and all it started).',
+    terminalOnly: false,
+  },
+  {
     name: 'exit',
     usage: '::exit',
     description: 'Leave the chat.',

@@ -30,6 +30,7 @@ export type Event =
   | CommandOutputEvent
   | ContextUsageEvent
   | PlanEvent
+  | ProcessEvent
   | DoneEvent;
 export type Message = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage;
 export type NoticeCode =
@@ -65,7 +66,8 @@ export type NoticeCode =
 export type NoticeLevel = 'info' | 'warning' | 'error';
 export type Preview =
   DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview | LearnPreview;
-export type ResultData = WebPage | SearchHits | ApiAnswer | SubagentAnswer;
+export type ProcessState = 'running' | 'exited' | 'stopped' | 'orphaned';
+export type ResultData = WebPage | SearchHits | ApiAnswer | SubagentAnswer | ProcessOutput | ProcessList;
 export type Risk = 'write' | 'shell' | 'network' | 'mcp';
 export type SessionEvent =
   | UserMessageEvent
@@ -80,6 +82,7 @@ export type SessionEvent =
   | CommandOutputEvent
   | ContextUsageEvent
   | PlanEvent
+  | ProcessEvent
   | DoneEvent;
 export type TrustName = 'discovery' | 'read_only' | 'workspace' | 'shell' | 'full';
 export type TurnStatus = 'completed' | 'cancelled' | 'limitReached' | 'error' | 'interrupted';
@@ -134,6 +137,13 @@ export interface SunwellProtocol {
   NoticeLevel?: NoticeLevel;
   Params?: Params;
   Preview?: Preview;
+  ProcessInfo?: ProcessInfo;
+  ProcessRow?: ProcessRow;
+  ProcessState?: ProcessState;
+  ProcessStopParams?: ProcessStopParams;
+  ProcessStopResult?: ProcessStopResult;
+  ProcessesParams?: ProcessesParams;
+  ProcessesResult?: ProcessesResult;
   ResourceInfo?: ResourceInfo;
   ResultData?: ResultData;
   ResumeParams?: ResumeParams;
@@ -192,6 +202,7 @@ export interface CommandPreview {
   kind: 'command';
   command: string;
   cwd: string;
+  background?: boolean | null;
 }
 /**
  * A command that already ran in a staging overlay: nothing reaches the workspace unless the answer is allow.
@@ -442,7 +453,7 @@ export interface ToolResultEvent {
   output: string;
   error: ToolError | null;
   durationMs: number;
-  data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer) | null;
+  data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer | ProcessOutput | ProcessList) | null;
 }
 /**
  * A structured failure: an error code (docs/codes.md), a message the model can act on, and maybe a fix.
@@ -508,6 +519,38 @@ export interface SubagentAnswer {
   kind: 'subagent';
   description: string;
   answer: string;
+}
+/**
+ * A background process and what one call read of its output: run_command's `background` start, process_output,
+ * process_stop. Offsets count every byte it printed since it started.
+ */
+export interface ProcessOutput {
+  kind: 'processOutput';
+  process: ProcessInfo;
+  output: string;
+  offset: number;
+  nextOffset: number;
+  skipped: number;
+  dropped: number;
+  waiting: number;
+}
+/**
+ * One background process of a session, as it is now.
+ */
+export interface ProcessInfo {
+  processId: number;
+  command: string;
+  state: 'running' | 'exited' | 'stopped' | 'orphaned';
+  exitCode: number | null;
+  ports: number[];
+  started: string;
+}
+/**
+ * The session's background processes (process_list).
+ */
+export interface ProcessList {
+  kind: 'processList';
+  processes: ProcessInfo[];
 }
 export interface NoticeEvent {
   session: string;
@@ -585,6 +628,23 @@ export interface PlanEvent {
 export interface PlanItem {
   step: string;
   status: 'pending' | 'in_progress' | 'done';
+}
+/**
+ * A background process of the session changed: it started, its listening ports changed, it exited, was
+ * stopped, or was found running after Sunwell died (`orphaned`, and stopped then). Outside a turn (a process ends
+ * while none runs) the sidecar sends it with `turn` "" and `seq` 0.
+ */
+export interface ProcessEvent {
+  session: string;
+  turn: string;
+  seq: number;
+  parentCallId?: string | null;
+  type: 'process';
+  processId: number;
+  command: string;
+  state: 'running' | 'exited' | 'stopped' | 'orphaned';
+  exitCode: number | null;
+  ports: number[];
 }
 export interface DoneEvent {
   session: string;
@@ -762,7 +822,7 @@ export interface ToolResultMessage {
   ok: boolean;
   error?: ToolError | null;
   parts?: (TextPart | DataPart | ImagePart | ResourceLinkPart)[] | null;
-  data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer) | null;
+  data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer | ProcessOutput | ProcessList) | null;
 }
 /**
  * JSON data a model reads (an MCP server's structured content), rendered as indented JSON where only text goes.
@@ -800,6 +860,33 @@ export interface ModelsResult {
   models: ModelInfo[];
 }
 export interface Params {}
+/**
+ * A process as `sunwell/processes` lists it for the strip: what the tools see, and what a front end needs besides.
+ */
+export interface ProcessRow {
+  processId: number;
+  command: string;
+  state: 'running' | 'exited' | 'stopped' | 'orphaned';
+  exitCode: number | null;
+  ports: number[];
+  started: string;
+  tail?: string | null;
+  isolated: boolean;
+}
+export interface ProcessStopParams {
+  session: string;
+  processId: number;
+}
+export interface ProcessStopResult {
+  process: ProcessInfo;
+}
+export interface ProcessesParams {
+  session: string;
+  tail?: number;
+}
+export interface ProcessesResult {
+  processes: ProcessRow[];
+}
 export interface ResumeParams {
   session: string;
   model?: string | null;
@@ -854,6 +941,7 @@ export interface SessionResult {
     | CommandOutputEvent
     | ContextUsageEvent
     | PlanEvent
+    | ProcessEvent
     | DoneEvent
   )[];
 }
@@ -923,6 +1011,8 @@ export const Method = {
   mcpRestart: 'sunwell/mcpRestart',
   mcpSignOut: 'sunwell/mcpSignOut',
   models: 'sunwell/models',
+  processes: 'sunwell/processes',
+  processStop: 'sunwell/processStop',
   resume: 'sunwell/resume',
   secret: 'sunwell/secret',
   session: 'sunwell/session',
@@ -946,6 +1036,8 @@ export interface Requests {
   'sunwell/mcpRestart': { params: McpRestartParams; result: McpRestartResult };
   'sunwell/mcpSignOut': { params: McpSignOutParams; result: McpSignOutResult };
   'sunwell/models': { params: EmptyParams; result: ModelsResult };
+  'sunwell/processStop': { params: ProcessStopParams; result: ProcessStopResult };
+  'sunwell/processes': { params: ProcessesParams; result: ProcessesResult };
   'sunwell/resume': { params: ResumeParams; result: ChatResult };
   'sunwell/secret': { params: SecretParams; result: SecretResult };
   'sunwell/session': { params: SessionParams; result: SessionResult };
@@ -963,6 +1055,7 @@ export const Vocabulary = {
   ErrorCode: ['validation', 'unknown_tool', 'permission', 'not_found', 'unsupported', 'denied', 'dry_run', 'timeout', 'rate_limit', 'execution', 'network', 'interrupted'] as readonly ErrorCode[],
   NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'tool_call_unreadable', 'tool_call_unknown', 'resumed', 'call_interrupted', 'hook', 'mcp_auth', 'hidden_characters'] as readonly NoticeCode[],
   NoticeLevel: ['info', 'warning', 'error'] as readonly NoticeLevel[],
+  ProcessState: ['running', 'exited', 'stopped', 'orphaned'] as readonly ProcessState[],
   Risk: ['write', 'shell', 'network', 'mcp'] as readonly Risk[],
   TrustName: ['discovery', 'read_only', 'workspace', 'shell', 'full'] as readonly TrustName[],
   TurnStatus: ['completed', 'cancelled', 'limitReached', 'error', 'interrupted'] as readonly TurnStatus[],

@@ -174,6 +174,9 @@ FIELDS: dict[str, str] = {
     "Settings.command_allowlist": "Commands run without asking: an exact command line each, never a prefix.",
     "Settings.rate_limits": "Per-session limits on tool calls.",
     "Settings.staging": "What one command may change before its staged changes are refused.",
+    "Settings.background": "Background processes (`run_command` with `background`): how many run at once, the "
+                           "output kept of each, whether they end with their session, the folders they may write. "
+                           "A workspace config may only narrow it.",
     "Settings.models": "Per-model overrides, keyed by model string or bare model id.",
     "Settings.network": "The web tools' host rules and limits.",
     "Settings.web_search": "The search service `web_search` uses; without it the tool is not offered.",

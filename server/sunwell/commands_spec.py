@@ -79,6 +79,9 @@ COMMAND_DOCS: tuple[CommandDoc, ...] = (
                "List the MCP servers, their state (stopped, running, failed and why, awaiting approval) and tools."),
     CommandDoc("plan", "::plan",
                "Show the model's plan for the task at hand, as `update_plan` last set it in this conversation."),
+    CommandDoc("ps", "::ps",
+               "List this conversation's background processes: id, state, ports, when each started, its command."),
+    CommandDoc("stop", "::stop <id>", "Stop a background process of this conversation (and all it started)."),
     CommandDoc("exit", "::exit", "Leave the chat.", terminal_only=True),
 )
 

@@ -56,7 +56,7 @@ def test_every_documented_command_has_a_handler_and_the_catalogs_agree():
     assert set(_HANDLERS) == {doc.name for doc in COMMAND_DOCS}
     names = [doc.name for doc in commands_catalog()]
     assert names == ["help", "skills", "lens", "focus", "context", "compact", "save", "clear", "tools", "model",
-                     "trust", "undo", "run", "mcp", "plan"]
+                     "trust", "undo", "run", "mcp", "plan", "ps", "stop"]
     assert [doc.name for doc in commands_catalog(terminal=True)] == [*names, "exit"]
     assert vocabulary.CHAT_COMMANDS == tuple(commands_catalog())  # what lens completion offers
     assert all(doc.usage.startswith(f"::{doc.name}") and doc.description for doc in COMMAND_DOCS)

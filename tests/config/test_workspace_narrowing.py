@@ -72,7 +72,7 @@ LEAVES = dict(leaves(Settings))
 # timeout, a window, the compaction threshold); dry run loosens when turned off, constrained decoding when turned
 # on; a model's other overrides stand where the user set them; prices and MCP servers are the user's alone (a
 # workspace only proposes servers).
-LOOSER_WHEN_OFF = {("dry_run",)}
+LOOSER_WHEN_OFF = {("dry_run",), ("background", "stop_at_session_end")}
 LOOSER_WHEN_ON = {("models", "*", "constrained")}
 USERS_WHERE_SET = {("models", "*", "native_tools"), ("models", "*", "parallel_calls"), ("models", "*", "temperature")}
 USERS_ALONE = {"prices", "mcp_servers", "learned_apis"}
@@ -237,6 +237,20 @@ def test_a_models_entry_cannot_outdo_the_users_by_being_more_specific_or_spelled
     assert settings.models[BARE].temperature == 0.5  # what the user left unset, the workspace may add
     assert settings.ignored_workspace_keys == ["models.openai:gpt-4o.context_window",
                                                "models.openai:gpt-4o.constrained", "models.gpt-4o.context_window"]
+
+
+def test_a_workspace_may_only_take_writable_folders_back_from_background_processes(tmp_path):
+    env = write(tmp_path, "background: {writable: [dist, .next]}\n",
+                "background: {writable: [.next, src], max_processes: 9, stop_at_session_end: false}\n")
+    settings = load_settings(tmp_path / "ws", env=env)
+    assert settings.background.writable == ["dist", ".next"] and settings.background.max_processes == 4
+    assert settings.background.stop_at_session_end is True
+    assert settings.ignored_workspace_keys == ["background.max_processes", "background.stop_at_session_end",
+                                               "background.writable"]
+    env = write(tmp_path, "background: {writable: [dist, .next], stop_at_session_end: false}\n",
+                "background: {writable: [.next], max_processes: 1, stop_at_session_end: true}\n")
+    narrowed = load_settings(tmp_path / "ws", env=env).background
+    assert (narrowed.writable, narrowed.max_processes, narrowed.stop_at_session_end) == ([".next"], 1, True)
 
 
 def test_prices_are_the_users_alone(tmp_path):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -244,6 +245,16 @@ def main() -> int:
     SCENARIOS["learned-call"] = [
         Reply(tool_calls=[Call("pokeapi__pokemon_retrieve", json.dumps({"id": "pikachu"}))], chunk=16),
         Reply(text="Pikachu is an **electric** type.", chunk=8),
+    ]
+    # issue 44: a web server the agent starts in the background (a port free now, for it to listen on)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    SCENARIOS["background-server"] = [
+        Reply(tool_calls=[Call("run_command", json.dumps({
+            "command": f"python3 -m http.server {free} --bind 127.0.0.1", "background": True,
+            "wait_for": "Serving HTTP"}))], chunk=16),
+        Reply(text=f"The server runs: http://127.0.0.1:{free}/ serves the workspace.", chunk=8),
     ]
     print(json.dumps({"url": fake.url, "control": f"http://{host}:{port}"}), flush=True)
 

@@ -1058,6 +1058,7 @@ async function main() {
   await polishScenarios();
   // (g) a lens file: a diagnostic on the misspelt key, and completion of a trust level
   await agentToolScenarios();
+  await backgroundScenarios();
 
   await scenario('lens', 60_000, async () => {
     await openFile(page, 'review.lens');
@@ -1593,6 +1594,99 @@ async function agentToolScenarios() {
     check(last.role === 'tool' && String(last.content).includes('hello from the demo'),
       `the resumed request does not end in the read_file result: ${JSON.stringify(last).slice(0, 300)}`);
     await shot('kill-resumed');
+  });
+}
+
+/** Issue 44: a server the agent starts in the background, in the processes strip: its port opened, then stopped.
+ *  Registered last: it leaves the trust level at full. */
+async function backgroundScenarios() {
+  await scenario('background-server', 150_000, async () => {
+    await runCommand(page, 'Sunwell: Set Trust Level');
+    // full: the process has the network, so it listens on this machine's loopback, where a browser reaches it
+    await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'full' }).first().click();
+    await sleep(1000); // the setting reaches the engine
+    await runCommand(page, 'Sunwell: Open Chat');
+    await clickViewAction('New Session');
+    await byTest('welcome').waitFor({ state: 'visible', timeout: 5000 });
+    await script('background-server');
+    const ends = await count('turn-end');
+    await send('Start a web server for the workspace and keep it running');
+    const approval = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await approval.waitFor({ timeout: 30_000 });
+    const port = Number(/http\.server (\d+)/.exec(await approval.locator('[data-testid="approval-command"]').innerText())?.[1]);
+    check(port > 0, 'the card does not show the command');
+    check(/keeps running/.test(await approval.locator('[data-testid="approval-background"]').innerText()),
+      'the card does not say the command keeps running');
+    await clearNotifications(page);
+    await shot('background-approval');
+    await approval.locator('[data-testid="approval-allow"]').click();
+    await waitTurnEnd(ends, 'completed');
+
+    const strip = byTest('processes-strip');
+    const row = strip.locator('[data-testid="process-row"]').first();
+    await row.waitFor({ timeout: 10_000 });
+    check(await row.getAttribute('data-state') === 'running', `the row says ${await row.getAttribute('data-state')}`);
+    const open = row.locator(`[data-testid="process-open"][data-port="${port}"]`);
+    await open.waitFor({ timeout: 15_000 }).catch(async () => {
+      throw new Error(`no Open for port ${port} in the row: ${nbsp(await row.innerText())}`);
+    });
+    check(!(await open.isDisabled()), `Open is disabled: ${await open.getAttribute('title')}`);
+    await until(async () => /Serving HTTP/.test(await row.locator('[data-testid="process-tail"]').innerText().catch(() => '')),
+      { timeoutMs: 10_000, message: 'the row shows no live tail' });
+    const served = await fetch(`http://127.0.0.1:${port}/a.txt`).then((r) => r.text());
+    check(served.includes('hello from the demo'), `the server answered ${served.slice(0, 100)}`);
+    await until(async () => /GET \/a\.txt/.test(await row.locator('[data-testid="process-tail"]').innerText()),
+      { timeoutMs: 10_000, message: 'the tail does not follow the server\'s log' });
+    log(`  row: ${nbsp(await row.innerText()).replace(/\s+/g, ' ')}`);
+    await shot('background-strip');
+
+    const popup = browser.waitForEvent('page', { timeout: 8000 }).catch(() => null);
+    await open.click();
+    const dialog = page.locator('.monaco-dialog-box');
+    const opened = await Promise.race([
+      dialog.waitFor({ state: 'visible', timeout: 8000 }).then(() => 'dialog', () => null),
+      popup.then((p) => (p ? p : null)),
+    ]);
+    check(opened, 'Open in browser did nothing');
+    if (opened === 'dialog') {
+      log(`  open: VS Code asks: ${nbsp(await dialog.innerText()).replace(/\s+/g, ' ').slice(0, 200)}`);
+      await shot('background-open-confirm');
+      await dialog.locator('.monaco-button').filter({ hasText: 'Cancel' }).first().click();
+    } else {
+      await opened.waitForLoadState('domcontentloaded').catch(() => undefined);
+      log(`  open: a new tab at ${opened.url()}`);
+      check(opened.url().includes(`127.0.0.1:${port}/`) || opened.url().includes(`/proxy/${port}/`), `the new tab is ${opened.url()}`);
+      await opened.close();
+      await page.bringToFront();
+    }
+
+    const userSettings = readFileSync(path.join(DATA, 'User', 'settings.json'), 'utf8');
+    const wide = (await page.locator('.part.sidebar').first().boundingBox()).width;
+    await setTheme('Default Light Modern');
+    await dragSidebarTo(280);
+    try {
+      const overflow = () => chat().locator('footer.composer, .processes').evaluateAll((els) =>
+        els.filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => `${el.className}: ${el.scrollWidth} > ${el.clientWidth}`));
+      check((await overflow()).length === 0, `the strip overflows sideways at 280 px: ${(await overflow()).join('; ')}`);
+      const stopBox = await row.locator('[data-testid="process-stop"]').boundingBox();
+      const stripBox = await strip.boundingBox();
+      check(stopBox && stopBox.x + stopBox.width <= stripBox.x + stripBox.width + 1, 'Stop is cut off at 280 px');
+      await shot('background-strip-light-narrow');
+      await row.locator('[data-testid="process-stop"]').click();
+      await until(async () => (await row.getAttribute('data-state')) === 'stopped',
+        { timeoutMs: 15_000, message: 'the row does not say stopped after Stop' });
+      check(await row.locator('[data-testid="process-open"]').count() === 0, 'Open is still offered for a stopped server');
+      const gone = await fetch(`http://127.0.0.1:${port}/`).then(() => false, () => true);
+      check(gone, 'the server still answers after Stop');
+      log(`  stopped: ${nbsp(await row.innerText()).replace(/\s+/g, ' ')}`);
+      await shot('background-stopped-light-narrow');
+      await row.locator('[data-testid="process-dismiss"]').click();
+      await strip.waitFor({ state: 'hidden', timeout: 5000 });
+    } finally {
+      await dragSidebarTo(wide).catch((err) => log(`  (sidebar not restored: ${err.message})`));
+      await setTheme('Default Dark Modern').catch((err) => log(`  (${err.message})`));
+      writeFileSync(path.join(DATA, 'User', 'settings.json'), userSettings);
+    }
   });
 }
 

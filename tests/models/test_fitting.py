@@ -94,7 +94,8 @@ def test_the_agents_own_tools_are_left_out_before_any_file_tool_loses_a_word():
     every = [tool.spec for tool in CORE_TOOLS if tool.risk != "network"]
     expendable = {tool.name for tool in CORE_TOOLS if tool.expendable}
     assert expendable == {"update_plan", "ask_user", "task", "get_time", "math_eval", "kv_set", "kv_get", "diagnostics",
-                          "find_symbol", "find_definition", "find_references"}
+                          "find_symbol", "find_definition", "find_references", "process_output", "process_stop",
+                          "process_list"}
     # room for the file tools whole, not for the rest: the conveniences go, the file tools keep every word
     tools, notes = fit_tools(every, context_window=(FULL + 20) * 4, user_text="plan the fix, step by step",
                              expendable=expendable)
@@ -123,8 +124,9 @@ def test_sunwell_run_offers_the_conveniences_only_when_the_window_allows(sunwell
                                                                         offered):
     from fake_provider import Reply
 
-    conveniences = {tool.name for tool in CORE_TOOLS if tool.expendable} - {
+    conveniences = {tool.name for tool in CORE_TOOLS if tool.expendable and tool.companion is None} - {
         "diagnostics", "find_symbol", "find_definition", "find_references"}  # the editor's: never in a terminal
+    # (the process tools come with run_command only: not at this trust)
     folder = tmp_path / "config" / "sunwell"
     folder.mkdir(parents=True)
     (folder / "config.yaml").write_text(f'models:\n  "openai:gpt-4o": {{context_window: {window}}}\n')

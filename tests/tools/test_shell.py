@@ -435,5 +435,5 @@ async def test_too_many_blocked_entries_is_refused_not_run_unmasked(ws: Path) ->
 def test_tool_definition() -> None:
     assert RUN_COMMAND.name == "run_command" and RUN_COMMAND.approval == "ask" and RUN_COMMAND.risk == "shell"
     assert RUN_COMMAND.min_trust.name == "shell" and not RUN_COMMAND.read_only
-    assert set(RUN_COMMAND.parameters["properties"]) == {"command", "cwd", "timeout"}
+    assert set(RUN_COMMAND.parameters["properties"]) == {"command", "cwd", "timeout", "background", "wait_for"}
     assert RUN_COMMAND.timeout > 3600  # the handler enforces the limit the model asked for

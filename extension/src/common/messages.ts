@@ -37,7 +37,11 @@ export type WebviewToHost =
   | { type: 'undoTurn'; turn: string }
   | { type: 'setApiKey' }
   | { type: 'openSetting'; key: string }
-  | { type: 'listFiles' };
+  | { type: 'listFiles' }
+  /** The processes strip: Stop, Open in browser (one of the process's ports), Dismiss (an ended one). */
+  | { type: 'processStop'; processId: number }
+  | { type: 'processOpen'; processId: number; port: number }
+  | { type: 'processDismiss'; processId: number };
 
 /** The string fields each message must carry (the webview is a browser page: check what it sends). */
 const REQUIRED: Record<WebviewToHost['type'], readonly string[]> = {
@@ -61,7 +65,19 @@ const REQUIRED: Record<WebviewToHost['type'], readonly string[]> = {
   setApiKey: [],
   openSetting: ['key'],
   listFiles: [],
+  processStop: [],
+  processOpen: [],
+  processDismiss: [],
 };
+
+/** The whole-number fields each message must carry, with their ranges. */
+const NUMBERS: Partial<Record<WebviewToHost['type'], Record<string, [number, number]>>> = {
+  processStop: { processId: [1, 2 ** 31] },
+  processOpen: { processId: [1, 2 ** 31], port: [1, 65535] },
+  processDismiss: { processId: [1, 2 ** 31] },
+};
+const inRange = (value: unknown, [low, high]: [number, number]) => Number.isInteger(value) && (value as number) >= low
+  && (value as number) <= high;
 
 const MENTION_KINDS = new Set(['file', 'selection', 'problems', 'terminal', 'resource']);
 const optionalString = (value: unknown) => value === undefined || typeof value === 'string';
@@ -81,6 +97,8 @@ export function isWebviewMessage(value: unknown): value is WebviewToHost {
   const fields = REQUIRED[message.type as WebviewToHost['type']];
   if (!fields || !Object.hasOwn(REQUIRED, message.type as string)) return false;
   if (!fields.every((f) => typeof message[f] === 'string')) return false;
+  const numbers = NUMBERS[message.type as WebviewToHost['type']] ?? {};
+  if (!Object.entries(numbers).every(([f, range]) => inRange(message[f], range))) return false;
   if (message.type === 'approve' && !DECISIONS.has(message.decision as string)) return false;
   if (message.type === 'approve' && message.note !== undefined && typeof message.note !== 'string') return false;
   if (message.type === 'answer' && message.answer !== null && typeof message.answer !== 'string') return false;

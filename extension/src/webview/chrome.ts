@@ -1,10 +1,11 @@
 // The frame around the transcript: the engine's status banner, the welcome with recent sessions, the waiting line,
-// and the composer (the pinned plan, the edit banner, the input, the chips for model, trust and lens, the context
+// and the composer (the processes strip, the pinned plan, the edit banner, the input, the chips for model, trust and lens, the context
 // meter, usage, Send and Stop, Jump to latest). Built once around the input; drawn from the state after each change.
 import { formatContext, formatSessionUsage, formatUsage, relativeTime } from '../common/format';
-import { isBusy, lastExchange, type ChatState } from '../common/state';
+import { isBusy, lastExchange, shownProcesses, type ChatState } from '../common/state';
 import { h, icon } from './dom';
 import { createPlanPanel, drawPlan } from './plan';
+import { createProcessStrip, drawProcesses } from './processes';
 
 export type Chrome = ReturnType<typeof createChrome>;
 
@@ -39,14 +40,17 @@ export function createChrome(inputElement: HTMLElement) {
   const jumpButton = h('button', { className: 'jump-latest', 'data-testid': 'jump-latest', 'data-action': 'jumpLatest',
     title: 'Jump to latest', 'aria-label': 'Jump to latest', hidden: true }, icon('arrow-down'));
   const planPanel = createPlanPanel();
+  const processStrip = createProcessStrip();
   const composer = h('footer', { className: 'composer', 'data-testid': 'composer' },
     jumpButton,
+    processStrip,
     planPanel,
     editBanner,
     inputElement,
     h('div', { className: 'composer-bar' }, modelChip, trustChip, lensChip, h('span', { className: 'spacer' }), contextMeter, usage, sessionUsage, sendButton, stopButton));
   document.getElementById('app')!.append(banner, scroller, composer);
   let drawnPlan: ChatState['plan'] | undefined;
+  let drawnProcesses: ChatState['processes'] | undefined;
 
   /** Everything but the transcript; `ui.editing` ends when the chat moved on from the exchange it edits. */
   function draw(state: ChatState, ui: { editing: string | null }): void {
@@ -81,6 +85,10 @@ export function createChrome(inputElement: HTMLElement) {
     if (state.plan !== drawnPlan) {
       drawnPlan = state.plan;
       drawPlan(planPanel, state.plan);
+    }
+    if (state.processes !== drawnProcesses) {
+      drawnProcesses = state.processes;
+      drawProcesses(processStrip, shownProcesses(state));
     }
     renderBanner(state);
     renderWelcome(state);

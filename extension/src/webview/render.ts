@@ -186,6 +186,10 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
       parts.push(h('div', { className: 'approval-title' }, icon('shield'), ' Run this command?'));
       parts.push(h('pre', { className: 'approval-command', 'data-testid': 'approval-command' }, preview.command));
       parts.push(h('div', { className: 'approval-cwd', 'data-testid': 'approval-cwd' }, 'in ', h('code', {}, preview.cwd || '.')));
+      if (preview.background) {
+        parts.push(h('div', { className: 'approval-cwd approval-warning', 'data-testid': 'approval-background' },
+          icon('sync'), ' It keeps running in the background until it is stopped (Stop in the processes strip below, ::stop, or the session ends)'));
+      }
       break;
     case 'fetch':
       parts.push(...renderFetch(preview));

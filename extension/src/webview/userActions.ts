@@ -56,6 +56,14 @@ export function listenToUser(host: UserActionHost) {
       case 'stop':
         post({ type: 'stop' });
         break;
+      case 'processStop':
+      case 'processDismiss':
+      case 'processOpen': {
+        const processId = Number(actionEl.closest<HTMLElement>('[data-process-id]')?.dataset.processId);
+        if (actionEl.dataset.action === 'processOpen') post({ type: 'processOpen', processId, port: Number(actionEl.dataset.port) });
+        else post({ type: actionEl.dataset.action as 'processStop' | 'processDismiss', processId });
+        break;
+      }
       case 'allow':
       case 'allowSession':
         if (callId) post({ type: 'approve', callId, decision: actionEl.dataset.action });

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from sunwell.agent.turn import TurnLog
-from sunwell.tools.base import Tool
+from sunwell.tools.base import Tool, ToolFailure
 from sunwell.wire.events import NoticeEvent, ToolResultEvent
 from sunwell.wire.messages import ToolCall, ToolResultMessage
 
@@ -52,7 +52,7 @@ class CallMemory:
             self.finished[call.id] = result = ToolResultMessage(call_id=call.id, name=call.name, output="", ok=False,
                                                                 error=error)
             return result
-        earlier = self._answered.get(_key(call)) if tool.read_only else None
+        earlier = self._answered.get(_key(call)) if tool.read_only and not _volatile(tool, call) else None
         if earlier is None:
             return None
         result = earlier.model_copy(update={"call_id": call.id, "name": call.name}).with_note(before=REPEAT_NOTE)
@@ -113,6 +113,17 @@ class CallMemory:
         return [(f"{call.name}({json.dumps(call.arguments, ensure_ascii=False)})",
                  f"returned:\n{result.output}" if result.ok else f"failed: {result.content_for_model()}")
                 for call, result in ran]
+
+
+def _volatile(tool: Tool, call: ToolCall) -> bool:
+    """A read whose answer changes by itself: a process's output, a page of a server on this machine."""
+    if tool.volatile:
+        return True
+    try:
+        web = tool.declared(tool.bind(call.arguments)).web
+    except ToolFailure:
+        return False
+    return web is not None and web.local
 
 
 def _key(call: ToolCall) -> tuple[str, str]:

@@ -28,6 +28,7 @@ from sunwell.clipping import clip
 from sunwell.commands_spec import COMMAND_DOCS, Command, CommandDoc
 from sunwell.errors import SetupError, SunwellError
 from sunwell.tools.base import ToolFailure, Trust
+from sunwell.tools.handlers.processes import describe, state_words
 from sunwell.tools.workspace.safe_write import prepare_write, write_target
 from sunwell.wire.events import Event, PlanEvent
 
@@ -277,6 +278,26 @@ async def _plan(engine: Engine, state: ChatState, args: str) -> str:
     lines = [shown[item.status].format(item.step) for item in plan.items]
     why = f"\n\n{plan.explanation}" if plan.explanation else ""
     return f"**Plan** ({done}/{len(plan.items)} done)\n\n" + "\n".join(lines) + why
+
+
+@command("ps")
+async def _ps(engine: Engine, state: ChatState, args: str) -> str:
+    processes = engine.processes.of(state.session) if state.session else []
+    return "**Background processes**\n\n" + "\n".join(f"- {line}" for line in describe(processes).splitlines())
+
+
+@command("stop")
+async def _stop(engine: Engine, state: ChatState, args: str) -> str:
+    if not args.strip().isdigit():
+        raise CommandError("Usage: `::stop <id>`, the id `::ps` shows")
+    try:
+        process = engine.processes.get(state.session or "", int(args))
+    except ToolFailure as exc:
+        raise CommandError(exc.error.message) from None
+    if not process.running:
+        return f"Background process {process.id} is not running: {state_words(process)}."
+    await engine.processes.stop(process.session, process.id)
+    return f"Stopped background process {process.id} ({state_words(process)})."
 
 
 def current_plan(engine: Engine, session: str | None) -> PlanEvent | None:

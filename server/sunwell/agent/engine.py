@@ -17,6 +17,7 @@ start), so this module imports only what that needs; the rest is imported where 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,7 @@ from sunwell.wire.events import DoneEvent
 
 if TYPE_CHECKING:
     from sunwell.agent.api_catalog import ApiCatalog
+    from sunwell.agent.background import BackgroundProcesses
     from sunwell.agent.mcp_servers import McpServers
     from sunwell.agent.plan import Grant, TurnPlan
     from sunwell.agent.resume import ResumePoint
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
     from sunwell.models.factory import Adapters
     from sunwell.models.model_facts import ModelFacts
     from sunwell.tools.learned.registry import LearnedApis
+    from sunwell.tools.processes import ProcessTable
 
 
 class Engine:
@@ -65,17 +68,17 @@ class Engine:
         self._learned: LearnedApis | None = None
         self.approval = ApprovalPolicy(mode=settings.approval or "deny", client=client,
                                        timeout=settings.approval_timeout_sec)
-        self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits),
-                                 on_release=lambda session: self.approval.forget([session]))
+        self.live = LiveSessions(lambda: RateLimiter(self.settings.rate_limits), on_release=lambda session: (
+            self.approval.forget([session]), self.processes.end_session(session)))
         self.models = Models(lambda: self.settings, self.live)
-        self.host_rules = _host_rules(settings)
+        self.host_rules = HostRules.configured(settings.network)
         self.mcp = McpHub(self._mcp_surroundings(settings), client)
         self.hooks = Hooks(settings, self.workspace)
         self.reconfigure(settings)
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings for the next turn; allow-for-session rules and rate-limit windows are kept."""
-        self.host_rules = _host_rules(settings)
+        self.host_rules = HostRules.configured(settings.network)
         self.settings = settings
         self.mcp.configure(settings.mcp_servers, settings.proposed_mcp_servers, self._mcp_surroundings(settings))
         if self._learned is not None:
@@ -100,6 +103,19 @@ class Engine:
             learned = LearnedApis(Path(self.settings.data_dir or "."), on_learned=remember_learned)
             self._learned = learned.configure(self.settings)
         return self._learned
+
+    @cached_property
+    def processes(self) -> ProcessTable:  # the sessions' background processes (tools/processes/)
+        from sunwell.tools.processes import ProcessTable
+
+        return ProcessTable(self.data_dir / "processes", lambda: self.settings.background)
+
+    @property
+    def background(self) -> BackgroundProcesses:
+        """The background processes as a front end manages them (agent/background.py)."""
+        from sunwell.agent.background import BackgroundProcesses
+
+        return BackgroundProcesses(self.processes)
 
     @property
     def apis(self) -> ApiCatalog:
@@ -249,17 +265,11 @@ class Engine:
                               mentions_in_text=mentions_in_text, resume=resume)
 
     async def aclose(self) -> None:
-        """Stop what the engine started (MCP servers); front ends call it before their event loop ends."""
+        """Stop what the engine started (MCP servers, background processes) before the front end's loop ends."""
         await self.mcp.close()
+        await self.processes.close()
 
     def _mcp_surroundings(self, settings: Settings) -> Surroundings:
         return Surroundings(self.workspace, Path(settings.data_dir or "."), tuple(settings.blocked_paths),
                             tuple(settings.env_passthrough), quarantine_dir=Path(settings.data_dir or ".") / "quarantine",
                             network=self.host_rules)
-
-
-def _host_rules(settings: Settings) -> HostRules:
-    try:
-        return HostRules(settings.network.allow, settings.network.deny)
-    except ValueError as exc:
-        raise SetupError(f"invalid setting network: {exc}") from None

@@ -29,7 +29,7 @@ from sunwell.agent.gate import Gate
 from sunwell.agent.orchestrator import Orchestrator
 from sunwell.agent.plan import Retool, TurnPlan
 from sunwell.agent.prompts import ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results, with_note
-from sunwell.agent.resume import ResumePoint
+from sunwell.agent.resume import ResumePoint, lost_note
 from sunwell.agent.turn import TurnLog
 from sunwell.hooks import TurnHooks
 from sunwell.models import base as stream
@@ -41,6 +41,7 @@ from sunwell.tools.policy.audit import AuditLog
 from sunwell.wire.events import (
     DoneEvent,
     NoticeEvent,
+    ProcessEvent,
     TextEvent,
     ThinkingEvent,
     ToolCallDeltaEvent,
@@ -149,6 +150,9 @@ class Turn:
         left open (agent/resume.py says what each step becomes)."""
         self._request, self.tool_calls = point.request, point.tool_calls
         self.log.emit(NoticeEvent(level="info", code="resumed", message=_resumed(point)))
+        for process_id, command in point.lost:
+            self.log.emit(ProcessEvent(process_id=process_id, command=command, state="orphaned", exit_code=None,
+                                       ports=[]))
         for notice in self.config.notices:
             self.log.emit(notice)
         for call_id, name in point.broken:  # shown from a reply the process died streaming: never run
@@ -369,9 +373,10 @@ class Turn:
 
 
 def _resumed(point: ResumePoint) -> str:
+    lost = f"; {lost_note(point.lost)}" if point.lost else ""
     if point.failed:
-        return "resuming the turn: the request that failed is sent again"
+        return "resuming the turn: the request that failed is sent again" + lost
     running = [call.name for call in point.open_calls if point.phases.get(call.id) == "run"]
-    return ("resuming the interrupted turn where the log ends" +
+    return ("resuming the interrupted turn where the log ends" + lost +
             (f" ({len(point.open_calls)} call(s) of the last reply to answer)" if point.open_calls else "") +
             (f"; cut off while running: {', '.join(running)}" if running else ""))

@@ -63,6 +63,9 @@ class ResumePoint:
     """The turn ended in a provider error."""
     settings: dict[str, Any] = field(default_factory=dict)
     """What the turn ran with: model, trust, lens, tools, instructions (empty for a turn logged before them)."""
+    lost: list[tuple[int, str]] = field(default_factory=list)
+    """(id, command) of the session's background processes the log saw running that run no more (Session.resume
+    fills it in): they ended with the Sunwell that ran them. The turn says so, to the user and the model."""
 
 
 def resume_point(session: str, rows: Sequence[EventRow]) -> ResumePoint:
@@ -95,6 +98,22 @@ def resume_point(session: str, rows: Sequence[EventRow]) -> ResumePoint:
         point.open_calls = calls if any(call.id not in answered for call in calls) else []
         point.answered = not calls
     return point
+
+
+def logged_running(rows: Sequence[EventRow]) -> dict[int, str]:
+    """The session's background processes whose last `process` event in the log says running: id -> command."""
+    last: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        if row.kind == "process" and row.data and isinstance(row.data.get("processId"), int):
+            last[row.data["processId"]] = row.data
+    return {pid: str(data.get("command", "")) for pid, data in sorted(last.items()) if data.get("state") == "running"}
+
+
+def lost_note(lost: Sequence[tuple[int, str]]) -> str:
+    """What the user and the model are told of background processes a resumed turn finds gone."""
+    shown = "; ".join(f"background process {pid}: {command}" for pid, command in lost)
+    return (f"{shown} — no longer running: it ended with the Sunwell that ran it (or with its session). Start it "
+            "again with run_command (background) if it is still needed.")
 
 
 def _messages(rows: Sequence[EventRow]) -> list[Message]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from sunwell.agent.chat import ChatState, Overrides, UserInput
 from sunwell.agent.commands import run_command
 from sunwell.agent.replay import replay
-from sunwell.agent.resume import NothingToResume, resume_point
+from sunwell.agent.resume import NothingToResume, logged_running, lost_note, resume_point
 from sunwell.agent.sessions import SessionInfo, SessionNotFound, SessionStore
 from sunwell.agent.turn import Sink, new_turn_id
 from sunwell.agent.usage import session_usage, turn_line
@@ -107,7 +107,9 @@ class Session:
         if (home := engine.session_workspace(self.id)) not in (None, engine.workspace):
             raise SetupError(f"session {self.id} belongs to the workspace {home}: resume it there")
         async with self._one_line():
-            point = resume_point(self.id, engine.store.events(self.id))
+            rows = engine.store.events(self.id)
+            point = resume_point(self.id, rows)
+            point.lost = engine.processes.lost(self.id, logged_running(rows))
             await asyncio.to_thread(remove_orphans, engine.jail().root, [  # a write killed before its rename
                 rel.rpartition("/")[0] for rel in engine.checkpoints.files(self.id, point.turn)])
             ran, state = point.settings, self.state
@@ -117,7 +119,8 @@ class Session:
                 trust=overrides.trust or _narrower(ran.get("trust"), state.trust or engine.settings.trust),
                 lens=overrides.lens or ran.get("lens"),
                 tool_names=ran.get("tools") if overrides.tool_names is None else overrides.tool_names,
-                instructions=ran.get("instructions", state.instructions()), resume=point)
+                instructions=[*ran.get("instructions", state.instructions()),
+                              *([lost_note(point.lost)] if point.lost else [])], resume=point)
             return done
 
     def replay(self) -> list[SessionEvent]:

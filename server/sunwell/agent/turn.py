@@ -30,6 +30,8 @@ class TurnLog:
         """The next event's: 0, or where the log of a resumed turn ends."""
         self.secrets = secrets
         """A sunwell.tools.policy.environment.EnvSecrets: no event carries a value of Sunwell's environment."""
+        self.done = False
+        """Its `done` went out: nothing more may follow (a background process's event goes elsewhere then)."""
         self.nested_calls = 0
         self.nested_usage: Any = None
         """The tool calls and tokens of the turn's sub-agents (agent/subagent.py): its `done` counts them too."""
@@ -47,6 +49,7 @@ class TurnLog:
         if event.type not in _NOT_LOGGED:
             self.store.append(self.session, self.turn, event.seq, event.type, _summary(event), event.wire())
         self.sink(event)
+        self.done = self.done or event.type == "done"
         return event
 
     def record(self, message: Message) -> None:

@@ -60,6 +60,7 @@ from sunwell.wire.messages import UserMessage
 if TYPE_CHECKING:
     from sunwell.agent.plan import Grant, TurnPlan
     from sunwell.agent.resume import ResumePoint
+    from sunwell.tools.processes import ProcessTable
 
 
 class Engine(Protocol):
@@ -82,6 +83,8 @@ class Engine(Protocol):
     def checkpoints(self) -> Checkpoints: ...
     @property
     def data_dir(self) -> Path: ...
+    @property
+    def processes(self) -> ProcessTable: ...
     def lens(self, name_or_path: str) -> Lens: ...
     def grant(self, trust: Trust, names: Sequence[str] | None, lens: Lens | None) -> Grant: ...
     def open_session(self, session: str | None, title: str) -> str: ...
@@ -144,6 +147,7 @@ def tool_context(engine: Engine, log: TurnLog, trust: Trust, lens: Lens | None, 
     """The capabilities the calls of a turn of `log.session` get (tools/base.py `ToolContext`)."""
     settings, checkpoints, session, turn = engine.settings, engine.checkpoints, log.session, log.turn
     data_dir, live = engine.data_dir, engine.live.get(session)
+    processes = engine.processes.attach(session, log)
 
     async def complete(system: str, user: str) -> str:  # a skill's nested call: one answer, no tools
         request = ModelRequest(model=model, system=system, messages=[UserMessage(text=user)],
@@ -164,13 +168,14 @@ def tool_context(engine: Engine, log: TurnLog, trust: Trust, lens: Lens | None, 
                 staging_dir=data_dir / "staging", staging_max_bytes=settings.staging.max_bytes,
                 staging_max_files=settings.staging.max_files)),
         client=TurnClient(engine.client, settings),
-        network=network_for(settings, engine.host_rules, lambda: engine.approval.session_hosts(session), live.pages),
+        network=network_for(settings, engine.host_rules, lambda: engine.approval.session_hosts(session), live.pages,
+                            processes),
         scratch=Scratch(live.scratch, show_plan=log.emit),
         undo=UndoHooks(
             before_write=lambda path, rel: checkpoints.save(session, turn, path, rel),
             after_write=lambda path, rel, data: checkpoints.record_after(session, turn, rel, data),
             before_changes=lambda files: checkpoints.save_changes(session, turn, files)),
-        turn=TurnServices(notify=notify, secrets=log.secrets, complete=complete),
+        turn=TurnServices(notify=notify, secrets=log.secrets, complete=complete, processes=processes),
         call=CallIdentity(session=session, turn=turn),
     )
 

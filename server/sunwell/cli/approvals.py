@@ -32,7 +32,8 @@ ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
 def render_preview(request: ApprovalRequest, color: bool = False) -> str:
     preview = request.preview
     if isinstance(preview, CommandPreview):
-        return f"$ {_shown_command(preview.command)}\n  (in {visible(preview.cwd or '.')})"
+        keeps = "; it keeps running in the background until stopped" if preview.background else ""
+        return f"$ {_shown_command(preview.command)}\n  (in {visible(preview.cwd or '.')}{keeps})"
     if isinstance(preview, DiffPreview):
         shown = _diff(preview.path, preview.before, preview.after, color)
         if preview.remote_schema:  # last: the line read just before the question

@@ -103,6 +103,8 @@ class Transcript:
                 self._line(plan_lines(event, self._style))
             case "commandOutput":
                 self._line(visible(event.output))
+            case "process":
+                self._line(self._style(visible(process_line(event)), "2"))
             case "done":
                 if not self.at_line_start:
                     self._write("\n")
@@ -136,6 +138,13 @@ def result_line(event, style=lambda text, code: text) -> str:
         lines = event.output.count("\n") + (1 if event.output and not event.output.endswith("\n") else 0)
         return style(f"  ✔ {lines} line{'s' if lines != 1 else ''} · {event.duration_ms} ms", "32")
     return style(visible(f"  ✘ {event.error.code}: {event.error.message}"), "31")
+
+
+def process_line(event) -> str:
+    """`⚙ process 1 running (port 8000): npm run dev` — a background process's change of state."""
+    ports = f" (port{'s' if len(event.ports) > 1 else ''} {', '.join(map(str, event.ports))})" if event.ports else ""
+    code = f" with code {event.exit_code}" if event.exit_code is not None else ""
+    return f"⚙ process {event.process_id} {event.state}{code}{ports}: {event.command}"
 
 
 _PLAN_MARKS = {"done": ("✔", "32"), "in_progress": ("▶", "1;36"), "pending": ("○", "0")}

@@ -24,7 +24,9 @@ WORKSPACE_MAY_NOT_SET = frozenset({
 # Limits a workspace may lower but not raise; in the groups, every field is one.
 CEILINGS = ("max_tool_turns", "max_output_bytes", "max_tokens", "provider_attempts", "tool_timeout_sec",
             "max_command_timeout_sec", "approval_timeout_sec", "compact_at")  # fmt: skip
-LIMIT_GROUPS = ("rate_limits", "staging", "subagent")
+LIMIT_GROUPS = ("rate_limits", "staging", "subagent", "background")
+RAISED_NARROWS = ("background.stop_at_session_end",)
+"""Limits of the groups that narrow when raised (on is the careful setting); a list narrows to a subset."""
 # Where each provider's endpoint or key is set (docs/config.md "Model strings"): a user who set one chose that provider.
 PROVIDER_VARIABLES = {
     "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
@@ -59,8 +61,8 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any],
             continue
         ours = getattr(mine, key)
         if key in LIMIT_GROUPS:
-            wider = {name for name in type(theirs).model_fields
-                     if name in theirs.model_fields_set and not getattr(theirs, name) <= getattr(ours, name)}
+            wider = {name for name in type(theirs).model_fields if name in theirs.model_fields_set
+                     and _wider(f"{key}.{name}", getattr(theirs, name), getattr(ours, name))}
             ignored += [f"{key}.{name}" for name in type(theirs).model_fields if name in wider]
             merged[key] = {**ours.model_dump(), **theirs.model_dump(include=theirs.model_fields_set - wider)}
         elif key == "models":
@@ -79,6 +81,14 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any],
         else:
             merged[key] = theirs
     return merged, ignored
+
+
+def _wider(name: str, theirs: Any, ours: Any) -> bool:
+    if name in RAISED_NARROWS:
+        return not theirs >= ours
+    if isinstance(theirs, list):
+        return not set(theirs) <= set(ours)
+    return not theirs <= ours  # not `>`: a NaN is no lower limit either
 
 
 _DRY_RUN_ORDER: tuple[object, ...] = (False, "risky", True)

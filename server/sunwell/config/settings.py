@@ -42,6 +42,20 @@ class Staging(BaseModel):
     max_files: int = Field(20_000, ge=0)
 
 
+class Background(BaseModel):
+    """Background processes: run_command's `background` (tools/processes/, README "Background processes")."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_processes: int = Field(4, ge=0, le=64)
+    """How many of a session's background processes may run at once; 0 turns background processes off."""
+    output_ring_bytes: int = Field(1_000_000, ge=4096, le=100_000_000)
+    """The newest output kept per process; what is older is dropped (and counted)."""
+    stop_at_session_end: bool = True
+    """A session's processes stop when it ends (`::clear`, a `sunwell run` over); Sunwell stops them all on exit."""
+    writable: list[str] = Field(default_factory=list)
+    """Workspace folders background processes may write (build caches: `.next`, `dist`); the rest is read-only."""
+
+
 class McpSandbox(BaseModel):
     """What a sandboxed stdio MCP server may do besides reading the system and the workspace."""
 
@@ -251,6 +265,7 @@ class Settings(BaseModel):
     """Cap on the `timeout` a model may ask of run_command."""
     rate_limits: RateLimits = Field(default_factory=RateLimits)
     staging: Staging = Field(default_factory=Staging)
+    background: Background = Field(default_factory=Background)
     models: dict[str, ModelOverride] = Field(default_factory=dict)
     system_prompt: str | None = None
     """Replaces the built-in system instructions."""

@@ -68,6 +68,7 @@ FEATURES: tuple[str, ...] = (
     "sunwell.lsp.lens_features",
     "sunwell.lsp.mcp",
     "sunwell.lsp.learned",
+    "sunwell.lsp.processes",
 )
 """Modules with a `setup(server)`, loaded in this order."""
 

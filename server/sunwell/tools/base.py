@@ -30,6 +30,7 @@ from sunwell.wire.results import ResultData, ResultPart, map_text
 if TYPE_CHECKING:
     from sunwell.tools.network.policy import Network
     from sunwell.tools.policy.environment import EnvSecrets
+    from sunwell.tools.processes import SessionProcesses
     from sunwell.tools.workspace.jail import Jail
 
 __all__ = ["CallIdentity", "CommandSettings", "Limits", "Output", "SearchSettings", "StagedEffects", "Subject", "Tool",
@@ -136,6 +137,8 @@ class TurnServices:
     subagent: Callable[[str, str, str], Awaitable[str]] | None = None
     """(call id, description, prompt) -> a read-only sub-agent's final answer (`task`); None: no sub-agents here
     (inside a sub-agent)."""
+    processes: SessionProcesses | None = None
+    """The session's background processes (tools/processes/table.py); None: none here (no session)."""
 
 
 @dataclass(frozen=True)
@@ -240,10 +243,16 @@ class Tool(Generic[A]):
     harmless: bool = False
     """It changes nothing and reaches no network (reads, listings, the plan, the time, arithmetic, kv_get):
     `--dry-run=risky` runs it for real (docs/cli.md "sunwell run"). False for any tool that does not say so."""
+    volatile: bool = False
+    """What it reads changes by itself (a running process's output): a repeated call is run again, never answered
+    from the turn's memory of the earlier one (agent/call_memory.py)."""
     expendable: bool = False
     """A convenience the agent can do without (the plan, the time, arithmetic, the key-value store): fitting
     leaves it out before anything else when the context window is small."""
     source: str = "core"
+    companion: str | None = None
+    """Offered only in a turn that offers this tool too (the process tools go with run_command: without it no
+    process starts, and their definitions would cost every request for nothing)."""
     timeout: float | None = None
     """Seconds a call may run; None: the user's `tool_timeout_sec`. A tool sets its own only when its time is
     bounded elsewhere (run_command's `timeout`, an MCP server's, the network's) or is a person's or a model's."""

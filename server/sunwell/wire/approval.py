@@ -51,6 +51,8 @@ class CommandPreview(WireModel):
     command: str
     cwd: str
     """Workspace-relative."""
+    background: bool | None = Field(None, exclude_if=lambda value: not value)
+    """True: it keeps running after the call (run_command's `background`), a background process; else absent."""
 
 
 class FileChange(WireModel):
@@ -161,4 +163,7 @@ class ApprovalRequest(WireModel):
             return self.session, self.name, f"{arguments}#{definition or ''}"
         if self.risk != "shell":
             return self.session, self.name, ""
-        return None if self.command is None else (self.session, self.name, self.command)
+        if self.command is None:
+            return None
+        background = isinstance(self.preview, CommandPreview) and self.preview.background
+        return self.session, self.name, self.command + (" [background]" if background else "")

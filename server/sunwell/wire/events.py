@@ -8,6 +8,7 @@ from pydantic import Field
 
 from sunwell.vocabulary import NoticeCode, TurnStatus
 from sunwell.wire.messages import ShortText, ToolError, Usage, WireModel
+from sunwell.wire.processes import ProcessState
 from sunwell.wire.results import ResultData
 
 
@@ -66,7 +67,8 @@ class ToolResultEvent(_Event):
     duration_ms: int
     data: ResultData | None = Field(None, exclude_if=lambda data: data is None)
     """What the tool gave back for a front end to draw (wire/results.py: a web page, search hits, a learned API's
-    answer, a sub-agent's); absent when it gave none. `output` stays the text the model read."""
+    answer, a sub-agent's, a background process and its output, the session's processes); absent when it gave none.
+    `output` stays the text the model read."""
 
 
 class NoticeEvent(_Event):
@@ -105,6 +107,25 @@ class PlanEvent(_Event):
     explanation: str | None = None
 
 
+class ProcessEvent(_Event):
+    """A background process of the session changed: it started, its listening ports changed, it exited, was
+    stopped, or was found running after Sunwell died (`orphaned`, and stopped then). Outside a turn (a process ends
+    while none runs) the sidecar sends it with `turn` "" and `seq` 0."""
+
+    type: Literal["process"] = "process"
+    process_id: int
+    """Its id in its session (1, 2, …), as the process tools and `::stop` take it."""
+    command: ShortText
+    """The command line it runs."""
+    state: ProcessState
+    """`running`; `exited` by itself; `stopped` by Sunwell (process_stop, `::stop`, its session's end); `orphaned`:
+    found running after the Sunwell that started it died, and stopped then."""
+    exit_code: int | None
+    """Its exit code once it ended; null while it runs (or when it was orphaned)."""
+    ports: list[int]
+    """The loopback ports it listens on (in its sandbox, or on this machine), which web_fetch reaches while it runs."""
+
+
 class DoneEvent(_Event):
     type: Literal["done"] = "done"
     status: TurnStatus
@@ -125,7 +146,7 @@ class DoneEvent(_Event):
 
 Event = Annotated[
     TextEvent | ThinkingEvent | ToolCallStartEvent | ToolCallDeltaEvent | ToolCallEvent | ApprovalEvent
-    | ToolResultEvent | NoticeEvent | CommandOutputEvent | ContextUsageEvent | PlanEvent | DoneEvent,
+    | ToolResultEvent | NoticeEvent | CommandOutputEvent | ContextUsageEvent | PlanEvent | ProcessEvent | DoneEvent,
     Field(discriminator="type"),
 ]
 

@@ -20,6 +20,7 @@ from sunwell.wire.messages import Message, ShortText, Usage, WireModel
 from sunwell.wire.options import (  # re-exported: the contract's names stay in one place
     Params,
 )
+from sunwell.wire.processes import ProcessInfo, ProcessRow
 from sunwell.wire.usage import SessionUsage
 from sunwell.wire.user_requests import (  # what the sidecar asks its client: named here in REQUESTS too
     ApproveResult,
@@ -62,6 +63,10 @@ ASK = "sunwell/ask"
 """Server -> client request: `ask_user`'s question to the person."""
 CODE_INTEL = "sunwell/codeIntel"
 """Server -> client request: the editor's language features (diagnostics, symbols, definitions, references)."""
+PROCESSES = "sunwell/processes"
+"""A session's background processes, as VS Code's processes strip lists them (the ended ones too)."""
+PROCESS_STOP = "sunwell/processStop"
+"""Stops a background process of a session (SIGTERM, then SIGKILL after a grace) and answers once it ended."""
 SECRET = "sunwell/secret"
 """Server -> client request: an MCP server's OAuth sign-in kept in the editor's secret storage (tools/mcp/vaults.py)."""
 
@@ -75,6 +80,8 @@ and the longest path (Linux's). Refused longer at the door, with the key named: 
 on into every message about it."""
 Name = Annotated[str, Field(max_length=NAME_LIMIT)]
 PathText = Annotated[str, Field(max_length=PATH_LIMIT)]
+TAIL_LIMIT = 65_536
+"""The most of a process's output `sunwell/processes` hands back per process: a strip's tail, not a reader."""
 
 INVALID_PARAMS = -32602
 REQUEST_FAILED = -32803
@@ -297,6 +304,30 @@ class LearnedForgetResult(WireModel):
     forgotten: bool
 
 
+class ProcessesParams(Params):
+    session: Name
+    """The session whose processes are listed."""
+    tail: int = Field(default=0, ge=0, le=TAIL_LIMIT)
+    """Bytes of each process's latest output to include as its `tail` (whole lines); 0: none."""
+
+
+class ProcessesResult(WireModel):
+    processes: list[ProcessRow]
+    """The session's background processes, by id, the ended ones too."""
+
+
+class ProcessStopParams(Params):
+    session: Name
+    """The session the process belongs to."""
+    process_id: int = Field(ge=1)
+    """The process to stop, by its id in the session."""
+
+
+class ProcessStopResult(WireModel):
+    process: ProcessInfo
+    """As it is once stopped (or as it was, when it was not running)."""
+
+
 REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     CHAT: (ChatParams, ChatResult),
     RESUME: (ResumeParams, ChatResult),
@@ -311,6 +342,8 @@ REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     MCP_SIGN_OUT: (McpSignOutParams, McpSignOutResult),
     LEARNED_APIS: (EmptyParams, LearnedApisResult),
     LEARNED_FORGET: (LearnedForgetParams, LearnedForgetResult),
+    PROCESSES: (ProcessesParams, ProcessesResult),
+    PROCESS_STOP: (ProcessStopParams, ProcessStopResult),
     USAGE: (UsageParams, SessionUsage),
     APPROVE: (ApprovalRequest, ApproveResult),
     ASK: (AskParams, AskResult),

@@ -19,9 +19,10 @@ from typing import Annotated, Any, Literal, assert_never
 from pydantic import Field
 
 from sunwell.wire.base import TextPart, WireModel
+from sunwell.wire.processes import ProcessInfo
 
-__all__ = ["ApiAnswer", "DataPart", "ImagePart", "ResourceLinkPart", "ResultData", "ResultPart", "SearchHit",
-           "SearchHits", "SubagentAnswer", "WebPage", "map_data", "map_text", "part_text"]
+__all__ = ["ApiAnswer", "DataPart", "ImagePart", "ProcessList", "ProcessOutput", "ResourceLinkPart", "ResultData",
+           "ResultPart", "SearchHit", "SearchHits", "SubagentAnswer", "WebPage", "map_data", "map_text", "part_text"]
 
 
 class DataPart(WireModel):
@@ -174,4 +175,34 @@ class SubagentAnswer(WireModel):
     """Its final answer, as markdown."""
 
 
-ResultData = Annotated[WebPage | SearchHits | ApiAnswer | SubagentAnswer, Field(discriminator="kind")]
+class ProcessOutput(WireModel):
+    """A background process and what one call read of its output: run_command's `background` start, process_output,
+    process_stop. Offsets count every byte it printed since it started."""
+
+    kind: Literal["processOutput"] = "processOutput"
+    process: ProcessInfo
+    """The process as it is now: running, or ended with its exit code."""
+    output: str
+    """What this call read, from `offset` to `nextOffset` (UTF-8; a character cut by the ring is dropped)."""
+    offset: int
+    """Where `output` starts."""
+    next_offset: int
+    """Where the next read goes on from (process_output's `since`)."""
+    skipped: int
+    """Bytes before `offset` that this read asked for but the ring had dropped (it keeps the newest output)."""
+    dropped: int
+    """Bytes the ring dropped in all since the process started."""
+    waiting: int
+    """Bytes printed after `nextOffset` that this call had no room for: read them with the next call."""
+
+
+class ProcessList(WireModel):
+    """The session's background processes (process_list)."""
+
+    kind: Literal["processList"] = "processList"
+    processes: list[ProcessInfo]
+    """Every process the session started, by id, the ended ones too."""
+
+
+ResultData = Annotated[WebPage | SearchHits | ApiAnswer | SubagentAnswer | ProcessOutput | ProcessList,
+                       Field(discriminator="kind")]

@@ -166,7 +166,7 @@ def test_trust_caps_what_runs_even_if_the_model_invents_it(sunwell, fake, worksp
     assert errors == ["permission", "permission"]
     offered = {t["function"]["name"] for t in fake.requests[0].body["tools"]}
     assert offered == {"list_files", "search_files", "read_file", "web_fetch", "update_plan", "ask_user", "task",
-                       "get_time", "math_eval", "kv_set", "kv_get", "learn_api"}
+                       "get_time", "math_eval", "kv_set", "kv_get", "learn_api"}  # the process tools: with run_command
     assert not (workspace / "x").exists() and not (workspace / "notes.txt").exists()
 
 

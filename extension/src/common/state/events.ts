@@ -3,11 +3,12 @@
 import type { ChatEvent } from '../../protocol';
 import { appendTool, assertNever, closeStreams, findTool, pretty, replaceItem, unanswered } from './items';
 import type { ApprovalCard, AssistantItem, ChatAction, ChatState, CommandItem, NoticeItem, NotesItem, Plan, ThinkingItem, ToolItem, ToolStatus } from './model';
+import { reduceProcess } from './processes';
 import { endTurn } from './turns';
 
 const EVENT_TYPES = new Set<string>([
   'text', 'thinking', 'toolCallStart', 'toolCallDelta', 'toolCall', 'approval', 'toolResult', 'notice',
-  'commandOutput', 'contextUsage', 'plan', 'done',
+  'commandOutput', 'contextUsage', 'plan', 'process', 'done',
 ]);
 
 export function isChatEvent(action: ChatAction): action is ChatEvent {
@@ -15,6 +16,8 @@ export function isChatEvent(action: ChatAction): action is ChatEvent {
 }
 
 export function reduceEvent(state: ChatState, ev: ChatEvent): ChatState {
+  // A process's change comes in a turn and between turns alike (with no turn): it goes to the strip, not the transcript.
+  if (ev.type === 'process') return reduceProcess(state, ev);
   // Only a turn of this chat adds to it: not a turn it left (New Session, another session opened), nor one of
   // another session.
   if (!state.turn) return state;

@@ -9,6 +9,7 @@ import { reduceRequest } from './approvals';
 import { isChatEvent, reduceEvent } from './events';
 import { assertNever } from './items';
 import type { ChatAction, ChatState } from './model';
+import { reduceProcessAction } from './processes';
 import { reduceSession } from './sessions';
 import { reduceSettings } from './settings';
 import { reduceTurn } from './turns';
@@ -17,6 +18,7 @@ export * from './model';
 export { pendingApprovals } from './approvals';
 export { isChatEvent, planProgress } from './events';
 export { findTool } from './items';
+export { lastLines, openablePort, shownProcesses, type ProcessView } from './processes';
 export { forStorage } from './sessions';
 export { isBusy, lastExchange, undoableTurn, waitingForModel, type Exchange } from './turns';
 
@@ -35,6 +37,7 @@ export function initialState(): ChatState {
     sessions: [],
     commands: [],
     sidecar: { status: 'starting', message: null },
+    processes: [],
   };
 }
 
@@ -65,6 +68,9 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
     case 'settingsChanged':
     case 'sidecarStatus':
       return reduceSettings(state, action);
+    case 'processesListed':
+    case 'processDismissed':
+      return reduceProcessAction(state, action);
     default:
       return assertNever(action);
   }
@@ -75,8 +81,10 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
  * `done`) through the same reducer as the live chat.
  */
 export function replay(state: ChatState, session: string, events: readonly SessionEvent[]): ChatState {
-  let next: ChatState = { ...state, session, items: [], turn: null, usage: null, sessionUsage: null, context: null, plan: null };
-  for (const event of events) next = reduce(next, event);
+  let next: ChatState = { ...state, session, items: [], turn: null, usage: null, sessionUsage: null, context: null, plan: null,
+    processes: [] };
+  // What its processes did then is no row now: `sunwell/processes` lists them as they are.
+  for (const event of events) if (event.type !== 'process') next = reduce(next, event);
   // The sidecar ends every turn it replays; should one be open, the chat must not stay busy.
   return next.turn ? reduce(next, { type: 'turnFinished', status: 'error' }) : next;
 }

@@ -11,6 +11,7 @@ import type {
   NoticeLevel,
   PlanItem,
   Preview,
+  ProcessRow,
   ResultData,
   SessionEvent,
   SessionInfo,
@@ -19,6 +20,7 @@ import type {
   TurnStatus,
   Usage,
 } from '../../protocol';
+import type { ProcessView } from './processes';
 
 export interface UserItem {
   kind: 'user';
@@ -175,6 +177,8 @@ export interface ChatState {
   sessions: SessionInfo[];
   commands: CommandInfo[];
   sidecar: { status: SidecarStatus; message: string | null };
+  /** The open session's background processes (the processes strip). */
+  processes: ProcessView[];
 }
 
 export type LocalAction =
@@ -198,6 +202,10 @@ export type LocalAction =
   | { type: 'turnUndone'; turn: string }
   | { type: 'commandsListed'; commands: CommandInfo[] }
   | { type: 'settingsChanged'; model?: string | null; trust?: string | null; lens?: string | null }
-  | { type: 'sidecarStatus'; status: SidecarStatus; message?: string | null };
+  | { type: 'sidecarStatus'; status: SidecarStatus; message?: string | null }
+  /** `sunwell/processes` of `session`: its processes as they are now. */
+  | { type: 'processesListed'; session: string; processes: ProcessRow[] }
+  /** The strip's Dismiss of an ended process. */
+  | { type: 'processDismissed'; processId: number };
 
 export type ChatAction = ChatEvent | LocalAction;

@@ -9,7 +9,8 @@ type SessionAction = Extract<LocalAction, { type: 'newSession' | 'usageReported'
 export function reduceSession(state: ChatState, action: SessionAction): ChatState {
   switch (action.type) {
     case 'newSession':
-      return { ...state, session: null, items: [], turn: null, usage: null, sessionUsage: null, context: null, plan: null };
+      return { ...state, session: null, items: [], turn: null, usage: null, sessionUsage: null, context: null, plan: null,
+        processes: [] };
     case 'usageReported': {
       if (action.session !== state.session) return state;
       const byTurn = new Map(action.usage.turns?.map((t) => [t.turn, t]) ?? []);
@@ -46,6 +47,7 @@ export function forStorage(state: ChatState, maxOutput = 8000): ChatState {
     turn: null,
     sessions: [],
     commands: [],
+    processes: [], // the sidecar's to tell: what ran in the last window was stopped with it
     items: state.items.map((item) => {
       if (item.kind !== 'tool') return item;
       const approval = item.approval?.state === 'pending' ? { ...item.approval, state: 'expired' as const } : item.approval;

@@ -15,17 +15,20 @@ import asyncio
 import logging
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from sunwell.tools.arguments import ToolArguments
-from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.base import Output, Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.handlers.processes import processes_of, start_background, writable_folders
 from sunwell.tools.policy.environment import command_env
 from sunwell.tools.policy.guarded import GuardedEntry, guarded_entries, quarantine_planted
+from sunwell.tools.processes import Launch
 from sunwell.tools.sandbox.backend import backend_for, find_sandbox, shell_argv
 from sunwell.tools.sandbox.bwrap import BwrapProbe, bwrap_argv, bwrap_available, probe_bwrap
 from sunwell.tools.sandbox.copy_stage import CopyStage
@@ -75,7 +78,7 @@ class _Job:
     """Why it cannot run staged, or None."""
 
 
-async def _prepare(args: RunCommandArguments, ctx: ToolContext) -> _Job:
+async def _prepare(args: RunCommandArguments, ctx: ToolContext, writable: list[Path] | None = None) -> _Job:
     command = args.command
     if not command.strip():
         hint = 'e.g. {"command": "pytest -q tests/test_app.py"}'
@@ -103,11 +106,14 @@ async def _prepare(args: RunCommandArguments, ctx: ToolContext) -> _Job:
     prefix = await asyncio.to_thread(
         bwrap_argv, ctx.jail.root, cwd, ctx.jail, network=ctx.commands.network, bwrap=bwrap,
         home=env.get("HOME"), ro_paths=ctx.commands.ro_paths, userns_flags=probe.userns_flags, entries=entries,
+        writable=writable,
     )  # fmt: skip
     return _Job(command, cwd, timeout, env, prefix + argv, entries, await staging_problem(ctx))
 
 
-async def run_command(args: RunCommandArguments, ctx: ToolContext) -> str:
+async def run_command(args: RunCommandArguments, ctx: ToolContext) -> Output:
+    if args.background:
+        return await _background(args, ctx)
     job = await _prepare(args, ctx)
     if job.staging is None:
         staged = await _run_staged(job, ctx)
@@ -142,6 +148,29 @@ async def run_command(args: RunCommandArguments, ctx: ToolContext) -> str:
             "servers and watchers that never exit cannot run here",
         )
     return render(out, err, f"[exit code: {code}]", ctx.max_output_bytes) + notes
+
+
+async def _background(args: RunCommandArguments, ctx: ToolContext) -> Output:
+    """A process that keeps running (tools/handlers/processes.py): sandboxed as any command, but on the workspace
+    read-only (no staging, nothing to review when it stops) except the folders the user listed in
+    `background.writable` (build caches); asked before it starts, like a command that cannot be staged."""
+    sandboxed = ctx.commands.sandbox != "off"
+    if sandboxed and backend_for(sys.platform) != "bubblewrap":
+        raise ToolFailure("unsupported", "background processes run only in the bubblewrap sandbox (Linux), or with "
+                          "sandbox: off", "run the command without background, with a timeout")
+    writable = await asyncio.to_thread(writable_folders, ctx.jail, processes_of(ctx).limits.writable)
+    job = await _prepare(args, ctx, writable=writable if sandboxed else None)
+    guarded = {e.rel for e in job.entries}
+
+    def planted() -> str:  # what it made under a blocked or protected name where it could write
+        return _planted_words(*quarantine_planted(ctx.jail, guarded, ctx.commands.quarantine_dir))
+
+    # read as it is printed: Python buffers a pipe, and a `wait_for` line would wait in its buffer
+    env = {**job.env, "PYTHONUNBUFFERED": "1"}
+    launch = Launch(job.command, job.argv, str(job.cwd), env, sandboxed=sandboxed,
+                    isolated=sandboxed and not ctx.commands.network,
+                    on_end=planted if writable or not sandboxed else None)
+    return await start_background(launch, args.wait_for, job.timeout, ctx)
 
 
 async def command_cut_off(args: RunCommandArguments, ctx: ToolContext) -> str | None:
@@ -271,12 +300,16 @@ def _lost_note(lost: list[str]) -> str:
 
 
 def _planted_note(moved: list[str], folder: object) -> str:
+    return f"\n[Sunwell: {words}]" if (words := _planted_words(moved, folder)) else ""
+
+
+def _planted_words(moved: list[str], folder: object) -> str:
     if not moved:
         return ""
     log.info("a command created %s; moved to %s", ", ".join(moved), folder)  # the result says it; stderr stays clean
-    return (f"\n[Sunwell: the command created {', '.join(moved)}, which commands may not create (configuration the "
-            f"host runs: .git, .sunwell, .vscode, *.code-workspace, .env files, keys). It was moved out of the "
-            f"workspace to {folder}; ask the user to create such files themselves if they are needed.]")
+    return (f"the command created {', '.join(moved)}, which commands may not create (configuration the host runs: "
+            f".git, .sunwell, .vscode, *.code-workspace, .env files, keys). It was moved out of the workspace to "
+            f"{folder}; ask the user to create such files themselves if they are needed.")
 
 
 def _seconds(value: object) -> float | None:
@@ -299,15 +332,31 @@ class RunCommandArguments(ToolArguments):
     command: str = Field(description="The bash command line to run.")
     cwd: str = Field(".", description="Folder relative to the workspace root")
     timeout: float = Field(30, gt=0, description="Seconds")
+    background: bool = Field(False, description="Keep it running (a server, a watcher) and return at once")
+    wait_for: str | None = Field(None, description="With background: a regex; return once an output line matches")
+
+    @field_validator("wait_for")
+    @classmethod
+    def _a_regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            if not value:
+                raise ValueError('a regular expression, e.g. "ready on|listening"')
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
 
     def subject(self) -> Subject:
-        return Subject(command=Command(self.command, self.cwd), staged=True)
+        # a background process is asked before it starts: it has no end at which to review what it changed
+        return Subject(command=Command(self.command, self.cwd), staged=not self.background)
 
 
 def command_preview(args: RunCommandArguments, ctx: ToolContext) -> dict[str, Any]:
-    """What an approval shows: the exact command and its jailed working directory."""
+    """What an approval shows: the exact command and its jailed working directory, and that it keeps running."""
     cwd = ctx.jail.resolve(args.cwd or ".")
-    return {"kind": "command", "command": args.command, "cwd": ctx.jail.relative(cwd)}
+    return {"kind": "command", "command": args.command, "cwd": ctx.jail.relative(cwd),
+            **({"background": True} if args.background else {})}
 
 
 RUN_COMMAND = Tool.of(
@@ -319,7 +368,11 @@ RUN_COMMAND = Tool.of(
         "`timeout` is in seconds (default 30). The command gets no input, cannot see secrets (.env files, keys), "
         ".git, node_modules or files outside the workspace, and has no network unless the user allowed it. "
         "A non-zero exit code is reported in the result, it is not an error. "
-        'Example: {"command": "pytest -q tests/test_app.py", "timeout": 120}.'
+        'Example: {"command": "pytest -q tests/test_app.py", "timeout": 120}. '
+        "For a server or a watcher that keeps running, pass `background: true` (with `wait_for`, a regex for the "
+        "line that says it is ready, e.g. \"Serving|listening\"): it returns its process id and first output; "
+        "then use process_output, process_stop and process_list, and web_fetch http://127.0.0.1:PORT for its own "
+        "ports. A background process sees the workspace read-only."
     ),
     preview=command_preview,
     stage=stage_command,

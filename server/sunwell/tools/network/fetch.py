@@ -44,12 +44,16 @@ class Elsewhere:
 
 async def fetch(target: Target, network: Network) -> Fetched | Elsewhere:
     """GET `target` (already judged and, if it needed it, approved); raises ToolFailure (`network`, `permission`)."""
-    kept = network.cache.get(target.url)
+    # the session's own server (a background process's) is asked each time: it changes as it is worked on, and a
+    # kept page would outlive the process
+    own = network.own(target)
+    kept = None if own else network.cache.get(target.url)
     if kept is not None and kept[1]:
         return kept[0]
     cached = kept[0] if kept is not None else None
-    answer = await network.edge.send(Request("GET", target, _headers(cached)), WORDING,
-                                     follow=partial(_may_follow, network, target))
+    edge = network.edge_for(target)  # its own sandboxed server: through its relay's socket, never this machine's TCP
+    answer = await edge.send(Request("GET", target, _headers(cached)), WORDING,
+                             follow=partial(_may_follow, network, target, edge.via is not None))
     if answer.elsewhere is not None:
         return Elsewhere(answer.url.url, answer.elsewhere.url)
     if answer.status == 304 and cached is not None and answer.url == target:
@@ -60,14 +64,18 @@ async def fetch(target: Target, network: Network) -> Fetched | Elsewhere:
                           suggestion="check the URL; the page may have moved or need signing in")
     page = Fetched(answer.url.url, answer.status, answer.headers.get("content-type", ""), answer.body,
                    answer.headers.get("etag"), answer.headers.get("last-modified"))
-    network.cache.put(target.url, page)
+    if not own:
+        network.cache.put(target.url, page)
     return page
 
 
-def _may_follow(network: Network, first: Target, here: Target, there: Target) -> bool:
-    """A redirect to a refused host ends the fetch; one to another host the user has not allowed is not followed."""
+def _may_follow(network: Network, first: Target, pinned: bool, here: Target, there: Target) -> bool:
+    """A redirect to a refused host ends the fetch; one to another host the user has not allowed is not followed.
+    `pinned`: the request reaches one server only (a relay's socket), so a redirect off its host and port is not."""
     if refusal := network.refusal(there):
         raise ToolFailure("permission", f"{here.url} redirects to {there.host}, which is refused: {refusal}")
+    if pinned:
+        return (there.host, there.port) == (first.host, first.port)
     return there.host == first.host or network.allowed(there)
 
 

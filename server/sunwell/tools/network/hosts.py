@@ -14,10 +14,13 @@ A non-public address (addresses.is_public) is reached only when the exact name o
 from __future__ import annotations
 
 import asyncio
+import copy
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from ipaddress import ip_address
+from typing import Any
 
+from sunwell.errors import SetupError
 from sunwell.tools.network.addresses import Address, describe, is_public
 from sunwell.tools.network.urls import Target, UrlRefused, canonical_host
 
@@ -66,6 +69,28 @@ class HostRules:
     def __init__(self, allow: Sequence[str] = (), deny: Sequence[str] = ()) -> None:
         self._allow = _Rules("network.allow", allow)
         self._deny = _Rules("network.deny", deny)
+        self._own: Callable[[], set[tuple[str, int]]] = set
+
+    def with_own(self, endpoints: Callable[[], set[tuple[str, int]]]) -> HostRules:
+        """These rules, and a session's own servers: `endpoints()` says which (loopback address, port) pairs its
+        running background processes are reached on now (tools/processes/)."""
+        rules = copy.copy(self)
+        rules._own = endpoints
+        return rules
+
+    def own(self, target: Target, address: Address) -> bool:
+        """Whether `address` and `target`'s port are where one of the session's own background processes listens
+        now: only a loopback literal or `localhost`, never a name someone else's DNS could point at 127.0.0.1."""
+        return (address.is_loopback and (target.address is not None or target.host == "localhost")
+                and (str(address), target.port) in self._own())
+
+    @classmethod
+    def configured(cls, network: Any) -> HostRules:
+        """The rules of the user's `network` settings (config NetworkSettings); SetupError names a bad entry."""
+        try:
+            return cls(network.allow, network.deny)
+        except ValueError as exc:
+            raise SetupError(f"invalid setting network: {exc}") from None
 
     def denied(self, target: Target) -> bool:
         """Whether `target`'s host is in `network.deny` (by name, wildcard or address)."""
@@ -86,10 +111,11 @@ class HostRules:
     def may_reach(self, target: Target, address: Address) -> bool:
         """Whether a connection for `target` may go to `address` (what its name resolved to, or its literal): never
         a denied host or address; a public address always; another only when `target`'s exact name or `address`
-        itself is an entry of `network.allow`, never through a wildcard."""
+        itself is an entry of `network.allow`, never through a wildcard, or when it is the session's own server."""
         if self.denied(target) or address in self._deny.addresses:
             return False
-        return is_public(address) or target.host in self._allow.names or address in self._allow.addresses
+        return (is_public(address) or target.host in self._allow.names or address in self._allow.addresses
+                or self.own(target, address))
 
 
 async def system_resolver(host: str, port: int) -> list[str]:

@@ -10,8 +10,9 @@ host first (agent/gate.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from ipaddress import ip_address
+from typing import TYPE_CHECKING, Protocol
 
 from sunwell.tools.network.cache import PageCache
 from sunwell.tools.network.client import Edge
@@ -22,6 +23,8 @@ from sunwell.tools.policy.audit import Redactor
 
 if TYPE_CHECKING:
     from sunwell.config import Settings
+
+_LOOPBACK = ip_address("127.0.0.1")
 
 @dataclass
 class Network:
@@ -34,6 +37,9 @@ class Network:
     """Whether a text carries a secret (the redactor would mask something in it)."""
     session_hosts: Callable[[], set[str]] = set
     """The hosts the user allowed for this session (approval's allow-for-session)."""
+    route: Callable[[int], str | None] = lambda port: None
+    """Port -> the unix socket that reaches the session's own sandboxed server on it (its relay, while it runs),
+    else None (tools/processes/)."""
     cache: PageCache = field(default_factory=PageCache)
     search: SearchService | None = None
     """The search service the user configured for web_search, or None."""
@@ -43,11 +49,15 @@ class Network:
         """The way out under these rules, this cap and this deadline (tools/network/client.py)."""
         return Edge(self.rules, self.timeout, self.max_bytes, self.resolver)
 
+    def edge_for(self, target: Target) -> Edge:
+        """The way out for `target`: through its relay's socket when it is the session's own sandboxed server."""
+        return replace(self.edge, via=self.routed(target))
+
     def refusal(self, target: Target) -> str | None:
         """Why `target` is never fetched, or None."""
         if self.rules.denied(target):
             return f"{target.host} is in network.deny"
-        if target.address is not None and not self.rules.may_reach(target, target.address):
+        if target.address is not None and not self.rules.may_reach(target, target.address) and not self.routed(target):
             return (f"{target.host} is a private, loopback or link-local address; only the user can allow it, by "
                     "listing it exactly in network.allow")
         if secret_in_url(target, self.is_secret):
@@ -55,17 +65,38 @@ class Network:
         return None
 
     def allowed(self, target: Target) -> bool:
-        """Whether `target` is fetched without asking."""
-        return self.rules.allowed(target) or target.host in self.session_hosts()
+        """Whether `target` is fetched without asking: also the session's own server (the connection is checked
+        against exactly where it listens, hosts.py `own`)."""
+        return (self.rules.allowed(target) or target.host in self.session_hosts() or self.own(target)
+                or self.routed(target) is not None)
+
+    def own(self, target: Target) -> bool:
+        """Whether `target` is where one of the session's background processes listens now, on this machine, or in
+        its sandbox (`routed`)."""
+        return self.routed(target) is not None or (target.local and self.rules.own(target, target.address or _LOOPBACK))
+
+    def routed(self, target: Target) -> str | None:
+        """The unix socket a request for `target` goes through when it is the session's own sandboxed server:
+        then it never touches this machine's network (no address is resolved or connected to)."""
+        return self.route(target.port) if target.local else None
+
+
+class OwnServers(Protocol):
+    """Where a session's background processes listen (tools/processes/table.py SessionProcesses)."""
+
+    def endpoints(self) -> set[tuple[str, int]]: ...
+
+    def route(self, port: int) -> str | None: ...
 
 
 def network_for(settings: Settings, rules: HostRules, session_hosts: Callable[[], set[str]],
-                cache: PageCache) -> Network:
+                cache: PageCache, own: OwnServers | None = None) -> Network:
     """The network a turn's tools get from the user's settings: `rules` (built from them once, when they were
-    loaded), the hosts allowed for the session, its page cache, the search service if one is configured."""
+    loaded), the hosts allowed for the session, its page cache, the search service if one is configured, and the
+    session's own servers (`own`: reachable while they run, and only they of this machine's)."""
     redactor, search = Redactor(passthrough=settings.env_passthrough), settings.web_search
     service = search and SearchService.configured(search.provider, search.base_url, search.api_key_env,
                                                   settings.network.timeout)
-    return Network(rules, settings.network.max_bytes, settings.network.timeout,
+    return Network(rules.with_own(own.endpoints if own else set), settings.network.max_bytes, settings.network.timeout,
                    is_secret=lambda text: redactor(text) != text, session_hosts=session_hosts, cache=cache,
-                   search=service)
+                   search=service, route=own.route if own else (lambda port: None))

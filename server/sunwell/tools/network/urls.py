@@ -60,6 +60,11 @@ class Target:
         """`scheme://authority`: what a redirect keeps or leaves."""
         return f"{self.scheme}://{self.authority}"
 
+    @property
+    def local(self) -> bool:
+        """A server on this machine: a loopback literal or `localhost` (a session's own server, when it is one)."""
+        return self.host == "localhost" or (self.address is not None and self.address.is_loopback)
+
     def join(self, location: str) -> Target:
         """The Target a redirect's `Location` names, relative to this one, parsed and refused like any URL."""
         _refuse_controls(location, "the redirect location")  # before urljoin, which drops tab, CR and LF

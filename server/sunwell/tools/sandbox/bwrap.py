@@ -113,13 +113,15 @@ def bwrap_argv(
     ro_paths: Sequence[str] = (),
     userns_flags: Sequence[str] = USERNS_FLAGS,
     entries: Sequence[GuardedEntry] | None = None,
+    writable: Sequence[Path] | None = None,
 ) -> list[str]:
     """The bwrap command line (bwrap itself first) to run a command in; append the command to it.
 
     `workspace` is the real path of the jail root, `cwd` a real directory inside it, `home` the HOME the command
     gets (an empty tmpfs is put there), `ro_paths` extra host paths to show read-only (toolchains in the home
     directory, e.g. ~/.pyenv; never a folder that holds credentials). `entries` are the workspace's blocked and
-    protected entries (guarded.py), found by walking it when not given.
+    protected entries (guarded.py), found by walking it when not given. `writable`, when given, makes the workspace
+    read-only but for those folders in it (a background process: tools/handlers/processes.py).
     Raises ToolFailure when the workspace has more blocked entries than bwrap can take.
     """
     argv = [bwrap]
@@ -139,7 +141,9 @@ def bwrap_argv(
         path = os.path.expanduser(path)
         if os.path.isabs(path) and os.path.normpath(path) != "/":  # "/" would undo the whole layout
             argv += ["--ro-bind-try", path, path]
-    argv += ["--bind", str(workspace), str(workspace)]
+    argv += ["--bind" if writable is None else "--ro-bind", str(workspace), str(workspace)]
+    for folder in writable or ():
+        argv += ["--bind", str(folder), str(folder)]
     for entry in guarded_entries(jail) if entries is None else entries:
         if entry.is_link:
             continue
