@@ -12,8 +12,8 @@ from typing import BinaryIO
 
 from pydantic import Field
 
-from sunwell.tools.arguments import ToolArguments
 from sunwell.config.settings import ImageSettings
+from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Output, Tool, ToolContext, ToolFailure, ToolReturn, Trust
 from sunwell.tools.images import MAX_INPUT_BYTES, describe, prepare, sniff
 from sunwell.tools.output import char_boundary, truncate
