@@ -110,4 +110,4 @@ def test_context_counts_the_image_by_the_providers_rule(sunwell, fake, tmp_path)
     session = first.events[-1]["session"]
     context = sunwell("run", "::context", "--session", session, "--model", ANTHROPIC)
     assert context.code == 0, context.stderr
-    assert "1 (~1,400 tokens, counted as anthropic counts them)" in context.stdout  # 1024 × 1024 / 750
+    assert "1 (~1,399 tokens, counted as anthropic counts them)" in context.stdout  # ⌈1024 × 1024 / 750⌉
