@@ -290,6 +290,7 @@ class Settings(BaseModel):
     """The user's hooks, run as the user; a workspace config's are proposals (`proposed_hooks`)."""
     subagent: SubagentSettings = Field(default_factory=SubagentSettings)
     images: ImageSettings = Field(default_factory=ImageSettings)
+    """How images are bounded before a model is sent one (README "Images"); a workspace config may only lower them."""
     _ignored: list[str] = PrivateAttr(default_factory=list)
     _proposed_mcp: dict[str, McpServerConfig] = PrivateAttr(default_factory=dict)
     _proposed_hooks: HooksSettings = PrivateAttr(default_factory=HooksSettings)
