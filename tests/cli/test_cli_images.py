@@ -81,8 +81,8 @@ def test_the_red_team_outside_blocked_svg_and_truncated(sunwell, fake, workspace
     body = fake.requests[-1].body
     assert user_images(body) == [] and body["messages"][-1]["content"] == "look at @../outside.png and @secrets/badge.png"
     assert notices(run) == [
-        ("image_refused", f"not attached: {svg} is an SVG drawing, which is text, not an image Sunwell sends: export it "
-                          "as PNG to show it, or read it as text"),
+        ("image_refused", (f"not attached: {svg} is an SVG drawing, which is text, not an image Sunwell sends: export it "
+                          "as PNG to show it, or read it as text")),
         ("image_refused", f"not attached: {cut} is a damaged or cut-short PNG image: it cannot be read")]
     assert run.events[-1]["status"] == "completed"  # the line went on without them
 
