@@ -99,8 +99,9 @@ def _widens(key: str, theirs: Any, ours: Any, may_choose: Callable[[str], bool])
 def _models_narrowed(ours: dict[str, ModelOverride],
                      theirs: dict[str, ModelOverride]) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The user's `models:` overrides, with the workspace's fields the user left unset for that model added, and
-    constrained decoding, which a workspace may only turn off. The engine reads a model's entry by its full model
-    string before its bare id, so a workspace entry by the full string does not outdo the user's by the id."""
+    constrained decoding and vision, which a workspace may only turn off. The engine reads a model's entry by its
+    full model string before its bare id, so a workspace entry by the full string does not outdo the user's by the
+    id."""
     merged = {name: entry.model_dump(exclude_none=True) for name, entry in ours.items()}
     refused = []
     for name, entry in theirs.items():
@@ -110,7 +111,9 @@ def _models_narrowed(ours: dict[str, ModelOverride],
             value = getattr(entry, field)
             if value is None or users.get(field) == value:
                 continue
-            may_add = value is False if field == "constrained" else field not in users
+            # constrained decoding and sight only off: a workspace saying a model sees would send it images (its
+            # provider's 400, or pictures to a model the user never chose to show them to)
+            may_add = value is False if field in ("constrained", "vision") else field not in users
             if may_add:
                 added[field] = value
             else:

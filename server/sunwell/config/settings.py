@@ -23,7 +23,7 @@ class ModelOverride(BaseModel):
     temperature: float | None = Field(None, ge=0, le=2)
     vision: bool | None = None
     """The model sees images (sent to it as images); unset: the registry's word for its family
-    (models/capabilities.py)."""
+    (models/capabilities.py). A workspace may only turn it off."""
     constrained: bool | None = None
     """Constrained decoding for emulated tool calls (models/emulation/constrained.py); on by default, a workspace may only
     turn it off."""
