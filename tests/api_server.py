@@ -25,6 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
+from web_server import SHOT_PNG
+
 POKEMON = ["bulbasaur", "ivysaur", "venusaur", "charmander", "charmeleon", "charizard", "squirtle", "wartortle",
            "blastoise", "caterpie", "metapod", "butterfree", "weedle", "kakuna", "beedrill", "pidgey", "pidgeotto",
            "pidgeot", "rattata", "raticate", "spearow", "fearow", "ekans", "arbok", "pikachu"]
@@ -125,7 +127,8 @@ def limits_document(base: str) -> dict[str, Any]:
                       "/endless": {"get": {"operationId": "endless", "summary": "Never ends", "responses": ok}},
                       "/slow": {"get": {"operationId": "slow", "summary": "Answers late", "responses": ok}},
                       "/long": {"get": {"operationId": "long", "summary": "A long list", "responses": ok}},
-                      "/status": {"head": {"operationId": "status", "summary": "Is it up", "responses": ok}}}}
+                      "/status": {"head": {"operationId": "status", "summary": "Is it up", "responses": ok}},
+                      "/chart": {"get": {"operationId": "chart", "summary": "A chart, as a PNG", "responses": ok}}}}
 
 
 def two_keys_document(base: str) -> dict[str, Any]:
@@ -237,6 +240,8 @@ class ApiServer:
             h.wfile.flush()
             self.stopping.wait(30)
             return None
+        if path == "/limits/chart":  # an image answer
+            return _send(h, 200, SHOT_PNG, "image/png")
         if path == "/limits/endless":  # no length: the body ends when the connection does
             h.close_connection = True
             h.send_response(200)

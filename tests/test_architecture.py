@@ -133,6 +133,7 @@ DEFERRED = {
     "sunwell.models.providers.openai_chat": ("openai",),
     "sunwell.models.providers.window": ("urllib",),
     "sunwell.tools.mcp.hub": ("sunwell.tools.mcp.server",),
+    "sunwell.tools.images": ("PIL",),
     "sunwell.tools.learned.document": ("jsonschema_path", "openapi_spec_validator", "referencing"),
     "sunwell.tools.network.convert": ("bs4", "markdownify", "charset_normalizer"),
     "sunwell.tools.secret_store": ("keyring",),

@@ -25,7 +25,7 @@ CALL = ToolCall(id="c1", name="look", arguments={})
 DOT = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 PARTS = [TextPart(text="a caption"), ImagePart(media_type="image/png", data=DOT), DataPart(data={"n": 1}),
          ResourceLinkPart(uri="notes://team/a", name="a")]
-TEXT = ('a caption\n[image: image/png, about 72 bytes — not shown, tool results are text]\n{\n  "n": 1\n}\n'
+TEXT = ('a caption\n[image: image/png, about 72 bytes]\n{\n  "n": 1\n}\n'
         "[resource link: notes://team/a (a)]")
 
 
@@ -47,8 +47,10 @@ def test_a_result_of_one_text_is_the_message_it_always_was():
 def test_parts_are_one_text_line_each_for_a_text_reader_and_blocks_for_anthropic():
     result = ToolResultMessage.of("c1", "look", PARTS)
     assert result.output == TEXT and result.content == PARTS
-    [tool] = [m for m in map_messages(request(result)) if m["role"] == "tool"]
-    assert tool["content"] == TEXT  # Chat Completions: text only, the image a note
+    *_, tool, shown = map_messages(request(result))
+    # Chat Completions: a tool message is text only, the image a line pointing to the user message after the results
+    assert tool["content"] == TEXT.replace("bytes]", "bytes] (image 1 of the next message)")
+    assert shown["role"] == "user" and shown["content"][1]["image_url"]["url"] == f"data:image/png;base64,{DOT}"
     emulated = render_history_for_emulation(request(result).messages, "json")
     assert isinstance(emulated[-1], UserMessage) and emulated[-1].text.endswith(TEXT)  # the emulation path: text
     _, turns = map_conversation(request(result))

@@ -30,6 +30,12 @@ SEARCH_HITS = [("Asyncio docs", "https://docs.python.org/3/library/asyncio.html"
                ("TaskGroup", "https://docs.python.org/3/library/asyncio-task.html", "Task groups combine")]
 
 
+SHOT_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000002000000020802000000fdd49a730000001649444154789c63fccfc0c0c0c0"
+    "c0c4c0c0c0c0c000000d1d01036ac29be90000000049454e44ae426082")
+"""A 2×2 PNG that web_fetch reads as an image."""
+
+
 class WebServer:
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, dict[str, str]]] = []
@@ -90,6 +96,8 @@ class WebServer:
             return _send(h, 200, LATIN1_PAGE.encode("latin-1"), "text/html; charset=utf-8")
         if path == "/doc.pdf":
             return _send(h, 200, b"%PDF-1.7\n" + bytes(range(256)) * 10, "application/pdf")
+        if path == "/shot.png":  # a real image, labelled as one
+            return _send(h, 200, SHOT_PNG, "image/png")
         if path == "/blob":
             return _send(h, 200, bytes(range(256)) * 10, "text/plain")  # says text, has NULs
         if path == "/long.txt":

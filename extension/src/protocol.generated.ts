@@ -62,7 +62,9 @@ export type NoticeCode =
   | 'call_interrupted'
   | 'hook'
   | 'mcp_auth'
-  | 'hidden_characters';
+  | 'hidden_characters'
+  | 'images_not_seen'
+  | 'image_refused';
 export type NoticeLevel = 'info' | 'warning' | 'error';
 export type Preview =
   DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview | LearnPreview;
@@ -116,6 +118,7 @@ export interface SunwellProtocol {
   Event?: Event;
   FetchPreview?: FetchPreview;
   FileChange?: FileChange;
+  ImageAttachment?: ImageAttachment;
   InitializationOptions?: InitializationOptions;
   LearnPreview?: LearnPreview;
   LearnedApiInfo?: LearnedApiInfo;
@@ -292,6 +295,7 @@ export interface ChatParams {
   model?: string | null;
   trust?: ('discovery' | 'read_only' | 'workspace' | 'shell' | 'full') | null;
   mentions?: Mention[];
+  images?: ImageAttachment[];
   replaceTurn?: string | null;
 }
 /**
@@ -305,6 +309,17 @@ export interface Mention {
   text?: string | null;
   server?: string | null;
   uri?: string | null;
+}
+/**
+ * An image sent with a line (pasted or dropped in the editor): its bytes in base64 or a workspace file. Sunwell
+ * reads its type from its bytes, re-encodes it without metadata within the `images:` bounds, and attaches it to
+ * the line; one it cannot (not an image, an SVG, damaged, a blocked or outside path) is an `image_refused`
+ * notice, and the line goes on without it.
+ */
+export interface ImageAttachment {
+  data?: string | null;
+  path?: string | null;
+  mediaType?: string | null;
 }
 export interface ChatResult {
   session: string;
@@ -588,7 +603,9 @@ export interface NoticeEvent {
     | 'call_interrupted'
     | 'hook'
     | 'mcp_auth'
-    | 'hidden_characters';
+    | 'hidden_characters'
+    | 'images_not_seen'
+    | 'image_refused';
   message: string;
 }
 export interface CommandOutputEvent {
@@ -762,6 +779,7 @@ export interface UserMessage {
   role: 'user';
   text: string;
   attachments?: Attachment[];
+  images?: ImagePart[];
 }
 /**
  * Something the user attached to a line with `@` (sunwell.agent.mentions), as it was read when the line was sent
@@ -772,6 +790,18 @@ export interface Attachment {
   label: string;
   path?: string | null;
   body: string;
+}
+/**
+ * An image: its media type and its bytes in base64, re-encoded by Sunwell (tools/images.py: no metadata, within
+ * the `images:` bounds) before any model is sent it.
+ */
+export interface ImagePart {
+  kind: 'image';
+  mediaType: string;
+  data: string;
+  width?: number | null;
+  height?: number | null;
+  sha256?: string | null;
 }
 /**
  * What the model answered, part by part in the order it came (pydantic-ai's `ModelResponse.parts`).
@@ -830,14 +860,6 @@ export interface ToolResultMessage {
 export interface DataPart {
   kind: 'data';
   data: unknown;
-}
-/**
- * An image: its media type and its bytes in base64.
- */
-export interface ImagePart {
-  kind: 'image';
-  mediaType: string;
-  data: string;
 }
 /**
  * A link to a resource the model may read another way (an MCP server's `resource_link`).
@@ -1053,7 +1075,7 @@ export const Vocabulary = {
   DecidedBy: ['user', 'policy'] as readonly DecidedBy[],
   Decision: ['allow', 'deny', 'allowSession'] as readonly Decision[],
   ErrorCode: ['validation', 'unknown_tool', 'permission', 'not_found', 'unsupported', 'denied', 'dry_run', 'timeout', 'rate_limit', 'execution', 'network', 'interrupted'] as readonly ErrorCode[],
-  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'tool_call_unreadable', 'tool_call_unknown', 'resumed', 'call_interrupted', 'hook', 'mcp_auth', 'hidden_characters'] as readonly NoticeCode[],
+  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'tool_call_unreadable', 'tool_call_unknown', 'resumed', 'call_interrupted', 'hook', 'mcp_auth', 'hidden_characters', 'images_not_seen', 'image_refused'] as readonly NoticeCode[],
   NoticeLevel: ['info', 'warning', 'error'] as readonly NoticeLevel[],
   ProcessState: ['running', 'exited', 'stopped', 'orphaned'] as readonly ProcessState[],
   Risk: ['write', 'shell', 'network', 'mcp'] as readonly Risk[],

@@ -299,6 +299,11 @@ NOTICES: dict[str, str] = {
     "mcp_auth": "an MCP server needs the user to sign in, or the sign-in failed",
     "hidden_characters": "invisible characters (Unicode tags, zero-width, bidi controls) were removed from "
                          "instructions, an MCP description or a learned API",
+    "images_not_seen": "the model cannot see images (no `vision` capability): each image of the turn was sent as a "
+                       "line of text saying one was attached; `models: {MODEL: {vision: true}}` says a model sees",
+    "image_refused": "an image sent with the line was not attached (not a PNG, JPEG, GIF or WebP by its bytes, an "
+                     "SVG, damaged, too large, a blocked or outside path, or past `images.per_message`); the "
+                     "message says which, and the line went on without it",
 }
 VALUES: dict[str, str] = {
     "completed": "the model answered without more calls",

@@ -49,7 +49,7 @@ NoticeCode = Literal[
     "empty_answer", "answer_from_results", "repeated_call", "repaired_arguments", "repaired_tool_name", "coerced_arguments",
     "emulation_fallback", "constrained_decoding_refused", "tool_call_from_text", "tool_call_repaired",
     "tool_call_cut_off", "tool_call_unreadable", "tool_call_unknown", "resumed", "call_interrupted", "hook", "mcp_auth",
-    "hidden_characters",
+    "hidden_characters", "images_not_seen", "image_refused",
 ]
 """A `notice` event's `code`: the first five have fixed meanings (docs/codes.md "Notice codes"); the others say what the
 engine repaired, retried or fell back on, so a client may style or count them."""

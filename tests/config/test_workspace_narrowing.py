@@ -73,7 +73,7 @@ LEAVES = dict(leaves(Settings))
 # on; a model's other overrides stand where the user set them; prices and MCP servers are the user's alone (a
 # workspace only proposes servers).
 LOOSER_WHEN_OFF = {("dry_run",), ("background", "stop_at_session_end")}
-LOOSER_WHEN_ON = {("models", "*", "constrained")}
+LOOSER_WHEN_ON = {("models", "*", "constrained"), ("models", "*", "vision")}  # vision: images sent
 USERS_WHERE_SET = {("models", "*", "native_tools"), ("models", "*", "parallel_calls"), ("models", "*", "temperature")}
 USERS_ALONE = {"prices", "mcp_servers", "learned_apis"}
 ENTRY = {"models": {}, "prices": {"input": 1, "output": 1}, "mcp_servers": {"command": "true"},

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from fake_cache import anthropic_cache_error
+from fakes.image_wire import anthropic_blocks_error
 from fakes.script import (
     FAKE_SIGNATURE,
     TOOL_NAME,
@@ -74,6 +75,8 @@ def _anthropic_blocks(i: int, msg: dict, last: bool) -> tuple[list[dict] | None,
                     return None, f"messages.{i}.content.{j}.tool_use.{key}: Field required"
             if not isinstance(block["input"], dict):
                 return None, f"messages.{i}.content.{j}.tool_use.input: Input should be a valid dictionary"
+    if error := anthropic_blocks_error(i, msg["role"], content):
+        return None, error
     return content, None
 
 

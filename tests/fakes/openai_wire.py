@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from fakes.image_wire import openai_content_error
 from fakes.script import TOOL_NAME, Reply, Thinking, chunked, is_object_schema
 
 OPENAI_PATH = "/v1/chat/completions"
@@ -80,7 +81,7 @@ def _validate_openai_message_fields(i: int, msg: Any) -> str | None:
         return f"Invalid value for 'messages[{i}].content': expected a string, got null."
     if role == "tool" and not msg.get("tool_call_id"):
         return "Missing parameter 'tool_call_id': messages with role 'tool' must have a 'tool_call_id'."
-    return None
+    return openai_content_error(i, msg)
 
 
 def validate_openai(body: Any) -> str | None:

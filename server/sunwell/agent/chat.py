@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sunwell.agent.attached_images import ImageInput
 from sunwell.agent.mentions import Mention
 from sunwell.vocabulary import TrustName
 
@@ -39,6 +40,9 @@ class UserInput:
     mentions_in_text: bool = False
     """The `@path` words of `text` that name a workspace file are attached too: a terminal's way to mention one
     (the editor sends its mentions apart, and a label in the text must not attach the file twice)."""
+    images: Sequence[ImageInput] = ()
+    """Images sent with the line (`--image`, the editor's pasted ones): attached to it by the turn, re-encoded
+    (agent/attached_images.py)."""
     replace_turn: str | None = None
     """The turn of the session this line is sent in place of: the conversation goes back to before it first
     (agent/branch.py)."""

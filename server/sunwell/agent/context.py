@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from sunwell.agent.log_lines import call_line
 from sunwell.errors import SunwellError
 from sunwell.models.fitting import Fitted
-from sunwell.models.tokens import BYTES_PER_TOKEN, text_tokens, tools_tokens
+from sunwell.models.tokens import BYTES_PER_TOKEN, image_tokens, text_tokens, tools_tokens
 from sunwell.tools.output import truncate
 from sunwell.wire.messages import (
     AssistantMessage,
@@ -31,6 +31,7 @@ from sunwell.wire.messages import (
     ToolSpec,
     UserMessage,
 )
+from sunwell.wire.results import ImagePart
 
 ELIDED = ("[Sunwell] The output of {call} ({lines} lines, ~{tokens:,} tokens) was elided to keep the conversation "
           "within the context window; make the call again if you need it.")
@@ -98,19 +99,23 @@ def cut_to_tokens(text: str, tokens: int, hint: str) -> str:
     return out
 
 
-def message_tokens(message: Message) -> int:
-    """The raw (uncalibrated) estimate of one message as a provider is sent it."""
+def message_tokens(message: Message, provider: str = "") -> int:
+    """The raw (uncalibrated) estimate of one message as `provider` is sent it (its images counted by its rule,
+    models/tokens.py `image_tokens`)."""
     match message:
         case SystemMessage():
             size = text_tokens(message.text)
         case UserMessage():
-            size = text_tokens(message.content_for_model())
+            size = text_tokens(message.content_for_model()) + sum(
+                image_tokens(image.width, image.height, provider) for image in message.images)
         case AssistantMessage():
             size = text_tokens(message.text) + text_tokens(message.thinking) + sum(
                 text_tokens(call.name) + text_tokens(call.raw or json.dumps(call.arguments, ensure_ascii=False))
                 for call in message.tool_calls)
         case ToolResultMessage():
-            size = text_tokens(message.content_for_model())
+            size = text_tokens(message.content_for_model()) + sum(
+                image_tokens(part.width, part.height, provider) for part in message.parts or ()
+                if isinstance(part, ImagePart) and message.error is None)
     return size + MESSAGE_OVERHEAD
 
 
@@ -128,6 +133,8 @@ class Budget:
     max_tokens: int
     compact_at: float
     context: SessionContext
+    provider: str = ""
+    """Whose rule images are counted by (models/tokens.py `image_tokens`)."""
 
     @property
     def reserve(self) -> int:

@@ -7,20 +7,22 @@ compactions applied).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sunwell.agent.compaction import Summariser, compact, last_request
-from sunwell.agent.context import largest_results, message_tokens, request_tokens
+from sunwell.agent.context import Budget, largest_results, message_tokens, request_tokens
 from sunwell.agent.mentions import attachments
 from sunwell.agent.plan import TurnPlan
 from sunwell.agent.prompts import is_summary
 from sunwell.agent.turn_start import summariser as turn_summariser
 from sunwell.agent.usage import session_usage, usage_line
-from sunwell.models.tokens import BYTES_PER_TOKEN, text_tokens, tools_tokens
+from sunwell.models.tokens import BYTES_PER_TOKEN, image_tokens, text_tokens, tools_tokens
 from sunwell.tools.base import Trust
 from sunwell.wire.events import ContextUsageEvent, Event, NoticeEvent
-from sunwell.wire.messages import Message, ToolResultMessage
+from sunwell.wire.messages import Message, ToolResultMessage, UserMessage
+from sunwell.wire.results import ImagePart
 from sunwell.wire.usage import SessionUsage
 
 if TYPE_CHECKING:
@@ -43,7 +45,7 @@ class SessionView:
 
     @property
     def used(self) -> int:
-        return self.plan.budget.tokens(self.fixed + sum(map(message_tokens, self.history)))
+        return self.plan.budget.tokens(self.fixed + history_tokens(self.history, self.plan.budget.provider))
 
 
 async def session_view(engine: Engine, state: ChatState) -> SessionView:
@@ -76,14 +78,31 @@ def describe_context(view: SessionView) -> list[tuple[str, str]]:
                    f"{budget.compact_at:g}), {budget.reserve:,} kept for the answer")),
         ("instructions", f"~{budget.tokens(text_tokens(plan.system)):,} tokens; project instructions: {project}"),
         ("tool definitions", f"{len(plan.specs)} (~{budget.tokens(tools_tokens(plan.specs)):,} tokens)"),
-        ("history", f"{len(history)} messages (~{budget.tokens(sum(map(message_tokens, history))):,} tokens), "
-                    f"{len(results)} tool results (~{budget.tokens(sum(map(message_tokens, results))):,})"
+        ("history", f"{len(history)} messages (~{budget.tokens(history_tokens(history, budget.provider)):,} tokens), "
+                    f"{len(results)} tool results (~{budget.tokens(history_tokens(results, budget.provider)):,})"
                     + (" and a summary of earlier ones" if summaries else "")),
+        ("images", images_line(history, budget)),
         ("largest results", largest),
         ("attachments", ", ".join(f"`{a.label}` ({a.kind}, ~{budget.tokens(a.tokens):,} tokens)"
                                   for a in attachments(history)) or "none (attach with @ in the chat)"),
         ("usage", usage_line(view.usage) if view.usage and view.usage.turns else "no model turns yet"),
     ]
+
+
+def history_tokens(messages: Sequence[Message], provider: str) -> int:
+    return sum(message_tokens(message, provider) for message in messages)
+
+
+def images_line(history: Sequence[Message], budget: Budget) -> str:
+    """How many images the history holds, and what they cost by the provider's own rule (not scaled: the rule is
+    the provider's count, not an estimate to calibrate)."""
+    sizes = [(part.width, part.height) for message in history
+             for part in (message.images if isinstance(message, UserMessage) else (message.parts or ())
+                          if isinstance(message, ToolResultMessage) else ()) if isinstance(part, ImagePart)]
+    if not sizes:
+        return "none (attach one with --image or @shot.png)"
+    tokens = sum(image_tokens(width, height, budget.provider) for width, height in sizes)
+    return f"{len(sizes)} (~{tokens:,} tokens, counted as {budget.provider or 'openai'} counts them)"  # its own rule
 
 
 async def compact_session(engine: Engine, state: ChatState, hint: str) -> tuple[str, list[Event]]:
@@ -97,7 +116,7 @@ async def compact_session(engine: Engine, state: ChatState, hint: str) -> tuple[
     summariser = await turn_summariser(engine, state.session, own)
     history, budget = view.history, view.plan.budget
     user = last_request(history)
-    last_turn = sum(map(message_tokens, history[user:])) if user is not None else 0
+    last_turn = history_tokens(history[user:], budget.provider) if user is not None else 0
     done = await compact(history, view.fixed, budget, summariser, hint=hint, force=True,
                          keep=min(last_turn, budget.raw(budget.room // 4)))
     if done is None:

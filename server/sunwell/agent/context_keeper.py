@@ -74,7 +74,7 @@ class ContextKeeper:
         for message in messages:
             known = self._sizes.get(id(message))
             if known is None or known[0] is not message:
-                known = self._sizes[id(message)] = (message, message_tokens(message))
+                known = self._sizes[id(message)] = (message, message_tokens(message, self.budget.provider))
             total += known[1]
         return total
 

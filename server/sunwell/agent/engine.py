@@ -42,6 +42,7 @@ from sunwell.wire.events import DoneEvent
 
 if TYPE_CHECKING:
     from sunwell.agent.api_catalog import ApiCatalog
+    from sunwell.agent.attached_images import ImageInput
     from sunwell.agent.background import BackgroundProcesses
     from sunwell.agent.mcp_servers import McpServers
     from sunwell.agent.plan import Grant, TurnPlan
@@ -252,17 +253,19 @@ class Engine:
     async def run_turn(self, text: str, sink: Sink, *, session: str | None = None, model: str | None = None,
                        trust: str | None = None, tool_names: Sequence[str] | None = None,
                        lens: str | None = None, instructions: Sequence[str] = (), mentions: Sequence[Mention] = (),
-                       mentions_in_text: bool = False, resume: ResumePoint | None = None) -> DoneEvent:
+                       mentions_in_text: bool = False, resume: ResumePoint | None = None,
+                       images: Sequence[ImageInput] = ()) -> DoneEvent:
         """Run one user line to its `done` event, or with `resume` take up the logged turn it names (`text` is then
         its line, already in the log). Raises SetupError before the turn starts, never after.
 
         `mentions` (and with `mentions_in_text` the workspace files the line's `@path` words name) are attached to
-        the line within this turn's window, read through its jail (agent/mentions.py)."""
+        the line within this turn's window, read through its jail (agent/mentions.py); `images` too, and the
+        mentioned files that are images, re-encoded (agent/attached_images.py)."""
         from sunwell.agent.turn_start import run_turn
 
         return await run_turn(self, text, sink, session=session, model=model, trust=trust, tool_names=tool_names,
                               lens=lens, instructions=instructions, mentions=mentions,
-                              mentions_in_text=mentions_in_text, resume=resume)
+                              mentions_in_text=mentions_in_text, resume=resume, images=images)
 
     async def aclose(self) -> None:
         """Stop what the engine started (MCP servers, background processes) before the front end's loop ends."""

@@ -112,7 +112,8 @@ async def plan_turn(settings: Settings, spec: ModelSpec, capabilities: Capabilit
     note = named_files_note(named, _reader(specs)) if named and not settings.system_prompt else ""
     return TurnPlan(spec=spec, trust=grant[0], tools=tuple(tools), catalogue=tuple(catalogue), specs=specs,
                     fitted=tuple(fitted), system=system, loaded=tuple(loaded), read_first=read_first, note=note,
-                    budget=Budget(size, settings.max_tokens, settings.compact_at, context), window_source=source,
+                    budget=Budget(size, settings.max_tokens, settings.compact_at, context, spec.provider),
+                    window_source=source,
                     capabilities=capabilities, grant=grant, text=text)
 
 

@@ -178,7 +178,7 @@ class Session:
         done = await self._engine.run_turn(line.text, sink, session=state.session, model=state.model,
                                            trust=state.trust, tool_names=state.tool_names, lens=state.lens,
                                            instructions=state.instructions(), mentions=line.mentions,
-                                           mentions_in_text=line.mentions_in_text)
+                                           mentions_in_text=line.mentions_in_text, images=line.images)
         state.session = done.session or state.session
         return done
 

@@ -30,6 +30,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, from_json
 
 from sunwell.agent.branch import on_branch
+from sunwell.agent.image_files import ImageFiles
 from sunwell.agent.log_lines import message_line
 from sunwell.errors import SunwellError
 from sunwell.models.encodable import encodable
@@ -103,6 +104,7 @@ class SessionStore:
         self._lock = threading.Lock()
         self._last_ms = 0
         data_dir = self.path.parent
+        self.images = ImageFiles(data_dir / "images")  # each image once, by its hash, beside the database
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -151,12 +153,13 @@ class SessionStore:
         """The history from now on: `summary` (of `replaced` older messages) and `kept`, verbatim."""
         self.append(session, turn, seq, "compaction",
                     f"compacted {replaced} messages (~{tokens_before:,} → ~{tokens_after:,} tokens)",
-                    {"summary": _stored(summary), "kept": [_stored(m) for m in kept], "replaced": replaced,
-                     "tokensBefore": tokens_before, "tokensAfter": tokens_after})
+                    {"summary": _stored(summary), "kept": [_stored(self.images.stored(m)) for m in kept],
+                     "replaced": replaced, "tokensBefore": tokens_before, "tokensAfter": tokens_after})
 
     def append_message(self, session: str, turn: str, seq: int, message: Message) -> None:
         # model_dump_json is the JSON text of model_dump(mode="json"), without the detour through a dict. What is
         # read from a message (an assistant message's text, thinking and tool_calls: its parts) is not stored.
+        message = self.images.stored(message)
         try:
             data = message.model_dump_json(exclude=set(type(message).model_computed_fields))
         except PydanticSerializationError:  # text UTF-8 refuses (a lone surrogate): `_insert` replaces it
@@ -190,11 +193,11 @@ class SessionStore:
         for row_id, _, kind, data in on_branch(rows, lambda row: row[1:]):
             try:
                 if kind == "message":
-                    history.append(_MESSAGE.validate_json(data))
+                    history.append(self.images.restored(_MESSAGE.validate_json(data)))
                 elif kind == "compaction":
                     change = from_json(data)
                     summary = _MESSAGE.validate_python(change["summary"])
-                    kept = [_MESSAGE.validate_python(m) for m in change["kept"]]
+                    kept = [self.images.restored(_MESSAGE.validate_python(m)) for m in change["kept"]]
                     history = [*history, summary] if original else [summary, *kept]
                 elif kind == "elision" and not original:
                     apply_elision(history, from_json(data)["outputs"])
@@ -334,9 +337,7 @@ class SessionStore:
         return SessionStoreError(f"session database {self.path}: {exc}")
 
     def _invalid(self) -> SessionStoreError:
-        return SessionStoreError(
-            f"{self.path} is not a valid Sunwell session database (corrupt?); it was left untouched"
-        )
+        return SessionStoreError(f"{self.path} is not a valid Sunwell session database (corrupt?); it was left untouched")
 
 
 def repair_history(history: list[Message], *, open_tail: bool = False) -> list[Message]:

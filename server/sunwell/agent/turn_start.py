@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from sunwell.agent.attached_images import ImageInput, attach_images
 from sunwell.agent.compaction import Summariser
 from sunwell.agent.gate import Gate
 from sunwell.agent.live import LiveSessions
@@ -97,7 +98,8 @@ class Engine(Protocol):
 
 async def run_turn(engine: Engine, text: str, sink: Sink, *, session: str | None, model: str | None, trust: str | None,
                    tool_names: Sequence[str] | None, lens: str | None, instructions: Sequence[str],
-                   mentions: Sequence[Mention], mentions_in_text: bool, resume: ResumePoint | None) -> DoneEvent:
+                   mentions: Sequence[Mention], mentions_in_text: bool, resume: ResumePoint | None,
+                   images: Sequence[ImageInput] = ()) -> DoneEvent:
     """`Engine.run_turn`, which says what each argument means."""
     settings = engine.settings
     spec = engine.models.spec(model)
@@ -116,12 +118,15 @@ async def run_turn(engine: Engine, text: str, sink: Sink, *, session: str | None
         os.environ, settings.env_passthrough), seq=resume.next_seq if resume else 0)
     ctx = tool_context(engine, log, grant[0], active_lens, stack.calls, spec.model)
     found = await attach_resources(engine.mcp, mentions, ctx.jail, text if mentions_in_text and not resume else "")
-    line = UserMessage(text=text, attachments=read_mentions(found, ctx.jail, window[0]))
+    pictures = attach_images(images, found, ctx.jail, settings.images)
+    said = [NoticeEvent(level="warning", code="image_refused", message=refused)  # the line goes on without them
+            for refused in pictures.refused]  # and by MCP servers starting: all shown when the turn starts
+    line = UserMessage(text=text, attachments=read_mentions(pictures.mentions, ctx.jail, window[0]),
+                       images=pictures.images)
     if resume is None:  # what a resumed turn runs with again
         engine.store.append(session, log.turn, 0, "settings", f"{spec}, trust {trust or settings.trust}",
                             {"model": str(spec), "trust": trust or settings.trust, "lens": lens, "tools": tool_names,
                              "instructions": list(instructions)})
-    said: list[NoticeEvent] = []  # by MCP servers starting: shown when the turn starts
     if engine.mcp.servers:  # started lazily, once a turn may use their tools: then their tools join the catalogue
         await engine.mcp.start(*grant, starting_notices(said, log), asking=engine.approval.mode == "ask",
                                ask_timeout=settings.approval_timeout_sec, session=session, turn=log.turn)
@@ -161,7 +166,7 @@ def tool_context(engine: Engine, log: TurnLog, trust: Trust, lens: Lens | None, 
         jail=engine.jail(lens),
         limits=Limits(
             max_output_bytes=settings.max_output_bytes, tool_timeout=settings.tool_timeout_sec,
-            search=SearchSettings(ripgrep_path=settings.ripgrep_path),
+            search=SearchSettings(ripgrep_path=settings.ripgrep_path), images=settings.images,
             commands=CommandSettings(
                 sandbox=settings.sandbox, network=trust >= Trust.full, max_timeout=settings.max_command_timeout_sec,
                 env_passthrough=tuple(settings.env_passthrough), quarantine_dir=data_dir / "quarantine",

@@ -49,6 +49,8 @@ def build_parser() -> Parser:
     run_.add_argument("--lens", help="activate a lens (name or path)")
     run_.add_argument("--resume", action="store_true",
                       help="take up the interrupted or failed last turn of --session (default: this workspace's newest)")
+    run_.add_argument("--image", metavar="FILE", action="append", default=[],
+                      help="attach an image (PNG, JPEG, GIF or WebP) to the prompt; repeat for more")
     run_.add_argument("--replace-turn", metavar="TURN",
                       help="send the prompt in place of TURN of --session: the conversation goes back to before it")
     add_turn_options(run_)

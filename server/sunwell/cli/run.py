@@ -8,7 +8,9 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
+from sunwell.agent.attached_images import ImageInput
 from sunwell.agent.chat import Overrides, UserInput
 from sunwell.agent.engine import Engine
 from sunwell.agent.session import Session, latest_session
@@ -36,6 +38,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not resuming and (not prompt or not prompt.strip()):
         raise UsageError("no prompt: pass it as an argument or on stdin")
     names = tool_names(args)
+    images = _images(getattr(args, "image", []))  # a file that cannot be read stops here, before any turn
     sink = JsonLines() if args.json else Transcript(color=sys.stdout.isatty())
     if settings.approval is None:
         settings.approval = "ask" if sys.stdin is not None and sys.stdin.isatty() else "deny"
@@ -53,7 +56,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     client = TerminalClient(stdin=lines, color=sys.stderr.isatty(), answering=answering) if lines else Headless()
     try:
         engine = Engine(settings, workspace, client=client)
-        turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names)
+        turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names, images)
         done = _run_cancellable(_then_close(engine, turn))
         if done is None:
             print("sunwell: cancelled", file=sys.stderr)
@@ -72,12 +75,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     return STATUS_EXIT[done.status]
 
 
-async def _turn(engine, prompt, sink, args, names):
+async def _turn(engine, prompt, sink, args, names, images):
     """The prompt as `sunwell chat` takes a line: a `::command` is run (`::SERVER:PROMPT` expands into the turn),
     anything else is one turn with the workspace files it names as `@path` attached."""
     line = UserInput(prompt, overrides=Overrides(lens=args.lens, tool_names=names), mentions_in_text=True,
-                     replace_turn=getattr(args, "replace_turn", None))
+                     replace_turn=getattr(args, "replace_turn", None), images=images)
     return (await Session(engine, args.session).submit(line, sink)).done
+
+
+def _images(files: list[str]) -> list[ImageInput]:
+    """`--image FILE`s, read here: the user named them on their own command line (a screenshot is seldom in the
+    workspace), and only what decodes as an image is ever sent (agent/attached_images.py)."""
+    images = []
+    for file in files:
+        try:
+            images.append(ImageInput(data=Path(file).expanduser().read_bytes(), label=file))
+        except OSError as exc:
+            raise UsageError(f"--image {file}: {exc.strerror or exc}") from None
+    return images
 
 
 async def _resume(engine, sink, args, names):

@@ -4,6 +4,7 @@ Sunwell uses."""
 
 from sunwell.config.loading import default_data_dir, load_settings, user_config_path
 from sunwell.config.settings import (
+           ImageSettings,
            McpSandbox,
            McpServerConfig,
            ModelOverride,
@@ -14,5 +15,5 @@ from sunwell.config.settings import (
 )
 from sunwell.errors import ConfigError
 
-__all__ = ["ConfigError", "McpSandbox", "McpServerConfig", "ModelOverride", "Price", "RateLimits", "Settings",
+__all__ = ["ConfigError", "ImageSettings", "McpSandbox", "McpServerConfig", "ModelOverride", "Price", "RateLimits", "Settings",
            "Staging", "default_data_dir", "load_settings", "user_config_path"]

@@ -24,7 +24,7 @@ WORKSPACE_MAY_NOT_SET = frozenset({
 # Limits a workspace may lower but not raise; in the groups, every field is one.
 CEILINGS = ("max_tool_turns", "max_output_bytes", "max_tokens", "provider_attempts", "tool_timeout_sec",
             "max_command_timeout_sec", "approval_timeout_sec", "compact_at")  # fmt: skip
-LIMIT_GROUPS = ("rate_limits", "staging", "subagent", "background")
+LIMIT_GROUPS = ("rate_limits", "staging", "subagent", "background", "images")
 RAISED_NARROWS = ("background.stop_at_session_end",)
 """Limits of the groups that narrow when raised (on is the careful setting); a list narrows to a subset."""
 # Where each provider's endpoint or key is set (docs/config.md "Model strings"): a user who set one chose that provider.
@@ -109,8 +109,9 @@ def _widens(key: str, theirs: Any, ours: Any, may_choose: Callable[[str], bool])
 def _models_narrowed(ours: dict[str, ModelOverride],
                      theirs: dict[str, ModelOverride]) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The user's `models:` overrides, with the workspace's fields the user left unset for that model added, and
-    constrained decoding, which a workspace may only turn off. The engine reads a model's entry by its full model
-    string before its bare id, so a workspace entry by the full string does not outdo the user's by the id."""
+    constrained decoding and vision, which a workspace may only turn off. The engine reads a model's entry by its
+    full model string before its bare id, so a workspace entry by the full string does not outdo the user's by the
+    id."""
     merged = {name: entry.model_dump(exclude_none=True) for name, entry in ours.items()}
     refused = []
     for name, entry in theirs.items():
@@ -120,7 +121,9 @@ def _models_narrowed(ours: dict[str, ModelOverride],
             value = getattr(entry, field)
             if value is None or users.get(field) == value:
                 continue
-            may_add = value is False if field == "constrained" else field not in users
+            # constrained decoding and sight only off: a workspace saying a model sees would send it images (its
+            # provider's 400, or pictures to a model the user never chose to show them to)
+            may_add = value is False if field in ("constrained", "vision") else field not in users
             if may_add:
                 added[field] = value
             else:

@@ -21,6 +21,9 @@ class ModelOverride(BaseModel):
     context_window: int | None = Field(None, alias="contextWindow", gt=0)
     parallel_calls: bool | None = Field(None, alias="parallelCalls")
     temperature: float | None = Field(None, ge=0, le=2)
+    vision: bool | None = None
+    """The model sees images (sent to it as images); unset: the registry's word for its family
+    (models/capabilities.py). A workspace may only turn it off."""
     constrained: bool | None = None
     """Constrained decoding for emulated tool calls (models/emulation/constrained.py); on by default, a workspace may only
     turn it off."""
@@ -208,6 +211,19 @@ class SubagentSettings(BaseModel):
     """Bound on one sub-agent's model round trips with tools; then it answers with what it found."""
 
 
+class ImageSettings(BaseModel):
+    """How images are sent to a model (tools/images.py): each is re-encoded without its metadata and cut to these
+    bounds. A workspace config may only lower them."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_bytes: int = Field(5_000_000, ge=10_000)
+    """The most bytes one image may take once encoded (Anthropic takes at most 5 MB): a larger one is made smaller."""
+    max_side: int = Field(1568, ge=64, le=8000)
+    """Its longest side in pixels: a larger one is scaled down (1568 is what Anthropic scales to itself)."""
+    per_message: int = Field(8, ge=0, le=100)
+    """The most images one message may carry; the rest are left out, and the user is told."""
+
+
 class Price(BaseModel):
     """What a model costs, in USD per million tokens (docs/config.md "prices.<name>"), for the cost display only."""
 
@@ -288,6 +304,8 @@ class Settings(BaseModel):
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     """The user's hooks, run as the user; a workspace config's are proposals (`proposed_hooks`)."""
     subagent: SubagentSettings = Field(default_factory=SubagentSettings)
+    images: ImageSettings = Field(default_factory=ImageSettings)
+    """How images are bounded before a model is sent one (README "Images"); a workspace config may only lower them."""
     _ignored: list[str] = PrivateAttr(default_factory=list)
     _proposed_mcp: dict[str, McpServerConfig] = PrivateAttr(default_factory=dict)
     _proposed_hooks: HooksSettings = PrivateAttr(default_factory=HooksSettings)

@@ -106,6 +106,7 @@ def wire_json(event: Event) -> str:
 
 
 async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
+    from sunwell.agent.attached_images import ImageInput
     from sunwell.agent.chat import Overrides, UserInput
     from sunwell.agent.mentions import Mention
     from sunwell.agent.session import Session
@@ -113,7 +114,9 @@ async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
     async def submit(relay: Relay) -> DoneEvent:
         line = UserInput(request.text, [Mention(**mention.model_dump()) for mention in request.mentions],
                          Overrides(model=request.model, trust=request.trust, lens=request.lens),
-                         replace_turn=request.replace_turn)
+                         replace_turn=request.replace_turn,
+                         images=[ImageInput(data=image.data, path=image.path, label=image.path or f"image {n}")
+                                 for n, image in enumerate(request.images, 1)])
         return (await Session(ls.engine, request.session).submit(line, relay)).done
 
     return await _relayed(ls, request.session, submit)

@@ -144,6 +144,9 @@ class Capabilities:
     a turn repeats exactly."""
     recover_text_calls: bool = False
     """Native, but the model may write its call as text: run the normalizer over the text too."""
+    vision: bool = False
+    """The model sees images: they are sent to it as images; any other model reads a note in their place
+    (models/vision.py). The registry knows the families that see; a `models:` override says it of any other."""
     constrained: bool = True
     """When tools are emulated, ask the server to constrain the reply to a call or an answer (models/emulation/constrained.py),
     where it takes a schema; false never asks."""
@@ -168,7 +171,10 @@ _PROVIDER_DEFAULTS = {
 }
 _LOCAL_DEFAULT = _caps(native_tools=True, parallel_calls=False, tool_streaming=True, json_mode=False,
                        context_window=8192, recover_text_calls=True)
-_BASE = _caps(reasoning=False, emulation="json", small=False, recover_text_calls=False)
+_BASE = _caps(reasoning=False, emulation="json", small=False, recover_text_calls=False, vision=False)
+_SEES = _caps(vision=True)
+_SIGHT_TAGS = frozenset({"vision", "vl", "v"})
+"""A tag that says an open model's build sees (`llama3.2-vision`, `qwen2.5-vl`, `minicpm-v`)."""
 
 
 @dataclass(frozen=True)
@@ -216,8 +222,13 @@ _RULES = [
           tags=frozenset({"o"})),
     _Rule("gpt", _caps(parallel_calls=True, context_window=1_047_576), "gpt-4.1: 1M", min_version=(4, 1)),
     _Rule("gpt", _caps(reasoning=True, context_window=400_000), "gpt-5: reasoning, 400k", min_version=(5,)),
-    _Rule("o", _caps(_HOSTED, parallel_calls=False, json_mode=True, reasoning=True, context_window=200_000),
-          "o-series: reasoning"),
+    _Rule("gpt", _SEES, "gpt-4 turbo: vision", min_version=(4,), tags=frozenset({"turbo"})),
+    _Rule("gpt", _SEES, "gpt-4o: vision", min_version=(4,), tags=frozenset({"o"})),
+    _Rule("gpt", _SEES, "gpt >= 4.1: vision", min_version=(4, 1)),
+    _Rule("gpt", _caps(vision=False), "gpt-oss: text only", tags=frozenset({"oss"})),
+    _Rule("o", _caps(_HOSTED, parallel_calls=False, json_mode=True, reasoning=True, context_window=200_000,
+                     vision=True), "o-series: reasoning, vision"),
+    _Rule("o", _caps(vision=False), "o-mini before o4: text only", max_version=(3,), tags=frozenset({"mini"})),
     _Rule("o", _caps(_NO_TOOLS, context_window=128_000), "o1-preview: no tool calling",
           tags=frozenset({"preview"})),
     _Rule("o", _caps(_NO_TOOLS, context_window=128_000), "o1-mini: no tool calling", max_version=(1,),
@@ -226,6 +237,15 @@ _RULES = [
                           emulation="xml"), "claude: native tools, 200k"),
     _Rule("claude", _caps(_NO_TOOLS, context_window=100_000), "claude-2: no tool calling", max_version=(2,)),
     _Rule("claude", _caps(reasoning=True), "claude >= 3.7: extended thinking", min_version=(3, 7)),
+    _Rule("claude", _SEES, "claude >= 3: vision", min_version=(3,)),
+    _Rule("gemini", _SEES, "gemini: vision"),
+    _Rule("llama", _SEES, "llama 4: vision", min_version=(4,)),
+    _Rule("gemma", _SEES, "gemma3: vision", min_version=(3,)),
+    _Rule("gemma", _caps(vision=False), "gemma3 1b: text only", min_version=(3,), max_size=1.0),
+    *(_Rule(f, _caps(_NO_TOOLS, context_window=4096, vision=True), f"{f}: vision, no tool calling")
+      for f in ("llava", "bakllava", "moondream")),
+    _Rule("pixtral", _caps(_OPEN, parallel_calls=False, context_window=131_072, emulation="mistral", vision=True),
+          "pixtral: vision, mistral tools"),
     _Rule("gemini", _caps(_HOSTED, parallel_calls=True, json_mode=True, context_window=1_048_576),
           "gemini: native tools, 1M"),
     _Rule("gemini", _caps(context_window=32_768), "gemini 1.0: 32k", max_version=(1, 0)),
@@ -323,6 +343,9 @@ def capabilities_for(model_id: str, provider: str, overrides: Mapping[str, Mappi
         values["recover_text_calls"] = True  # local servers often return the call as text (models/README.md)
         values["tool_streaming"] = values["tool_streaming"] and provider != "ollama"
         values["json_mode"] = values["json_mode"] or provider == "ollama"
+    if _SIGHT_TAGS & set(mid.tags):
+        values["vision"] = True
+        notes.append("a vision build")
     if mid.size is not None and mid.size <= SMALL_MAX_BILLIONS:
         values["small"] = True
     if values["small"]:

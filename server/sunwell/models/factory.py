@@ -24,6 +24,7 @@ from sunwell.models.providers.fallback import ToolFallbackProvider
 from sunwell.models.providers.openai_chat import OpenAIChat
 from sunwell.models.providers.retry import RetryingProvider
 from sunwell.models.providers.window import WindowedProvider
+from sunwell.models.vision import SightlessProvider
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com"
@@ -105,8 +106,9 @@ class ProviderStack:
     """One model's providers for one turn, each wrapping the next."""
 
     turn: Provider
-    """What the turn's requests go through: retries before anything streamed, then how the model calls tools
-    (natively, recovered from its text, emulated, or native falling back to emulated), then `windowed`."""
+    """What the turn's requests go through: images as text for a model that cannot see them (models/vision.py),
+    retries before anything streamed, then how the model calls tools (natively, recovered from its text, emulated,
+    or native falling back to emulated), then `windowed`."""
     calls: Provider
     """`turn` without the retries: a skill's nested request, which never retried."""
     windowed: WindowedProvider
@@ -129,7 +131,10 @@ def provider_for(spec: ModelSpec, capabilities: Capabilities, *, adapter: Provid
         calls = RecoveringProvider(windowed) if capabilities.recover_text_calls else windowed
         if spec.provider in LOCAL_PROVIDERS:  # hosted APIs take tools; a local server may not, and says so
             calls = ToolFallbackProvider(calls, emulated, on_fallback=on_fallback)
-    return ProviderStack(turn=RetryingProvider(calls, attempts=attempts), calls=calls, windowed=windowed)
+    turn: Provider = RetryingProvider(calls, attempts=attempts)
+    if not capabilities.vision:  # images become a line of text before anything is sent, and the user is told
+        turn = SightlessProvider(turn, str(spec))
+    return ProviderStack(turn=turn, calls=calls, windowed=windowed)
 
 
 def ollama_base_url(host: str) -> str:

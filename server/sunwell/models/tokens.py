@@ -22,6 +22,26 @@ and numeric code came out 1.6-2.4 times short (measured against Qwen2.5's tokeni
 _DIGITS, _SYMBOLS = "0123456789", string.punctuation
 
 
+IMAGE_SIDE_UNKNOWN = 1024
+"""The side assumed of an image logged without its size."""
+ANTHROPIC_IMAGE_CAP = 1600
+"""Anthropic scales an image down to about 1.15 megapixels, about this many tokens (its "Vision" guide)."""
+
+
+def image_tokens(width: int | None, height: int | None, provider: str) -> int:
+    """What one image costs as `provider` counts it: Anthropic width × height / 750; OpenAI's rule at `detail: high`
+    (fit in 2048 × 2048, the short side down to 768, then 170 a 512-pixel tile and 85) for every other, Ollama's and
+    compatible servers' too (they publish none)."""
+    width, height = width or IMAGE_SIDE_UNKNOWN, height or IMAGE_SIDE_UNKNOWN
+    if provider == "anthropic":
+        return min(math.ceil(width * height / 750), ANTHROPIC_IMAGE_CAP)
+    scale = min(1.0, 2048 / max(width, height))
+    width, height = width * scale, height * scale
+    scale = min(1.0, 768 / min(width, height))
+    width, height = width * scale, height * scale
+    return 85 + 170 * math.ceil(width / 512) * math.ceil(height / 512)
+
+
 def text_tokens(text: str) -> int:
     return _tokens(*_counts(text)) if text else 0
 

@@ -11,11 +11,12 @@ checked against that schema, stay the dict they are, and it says its subject wit
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
 
 from pydantic import ValidationError
 
+from sunwell.config.settings import ImageSettings
 from sunwell.errors import first_problem
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.failure import ToolFailure
@@ -110,6 +111,8 @@ class Limits:
     """The time limit of a call to a tool that sets none of its own: the user's `tool_timeout_sec`."""
     search: SearchSettings = SearchSettings()
     commands: CommandSettings = CommandSettings()
+    images: ImageSettings = field(default_factory=ImageSettings)
+    """How an image a tool returns is bounded (tools/images.py): the user's `images:` settings."""
 
 
 @dataclass(frozen=True)

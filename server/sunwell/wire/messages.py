@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, Field, computed_field, model_val
 from sunwell.clipping import MESSAGE_LIMIT, clip
 from sunwell.vocabulary import ErrorCode, MentionKind
 from sunwell.wire.base import TextPart, WireModel
-from sunwell.wire.results import ResultData, ResultPart, part_text
+from sunwell.wire.results import ImagePart, ResultData, ResultPart, part_text
 
 __all__ = ["ATTACHMENTS_HEADER", "AssistantMessage", "AssistantPart", "Attachment", "Message", "SystemMessage",
            "TextPart", "ThinkingPart", "ToolCall", "ToolCallPart", "ToolError", "ToolResultMessage", "ToolSpec",
@@ -93,6 +93,9 @@ class UserMessage(WireModel):
     text: str
     attachments: list[Attachment] = Field(default_factory=list, exclude_if=lambda attachments: not attachments)
     """Left out of the wire and the session log when there are none, as before there were attachments."""
+    images: list[ImagePart] = Field(default_factory=list, exclude_if=lambda images: not images)
+    """Images the user attached (`--image`, `@shot.png`, pasted in the editor), re-encoded (tools/images.py); each
+    provider sends them beside the text, a model that cannot see reads a note in their place (models/vision.py)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -37,18 +37,27 @@ class DataPart(WireModel):
 
 
 class ImagePart(WireModel):
-    """An image: its media type and its bytes in base64."""
+    """An image: its media type and its bytes in base64, re-encoded by Sunwell (tools/images.py: no metadata, within
+    the `images:` bounds) before any model is sent it."""
 
     kind: Literal["image"] = "image"
     media_type: str
-    """Its MIME type (`image/png`, `image/jpeg`...)."""
+    """Its MIME type: `image/png`, `image/jpeg`, `image/gif` or `image/webp`."""
     data: str
-    """The image's bytes, in base64."""
+    """The image's bytes, in base64; "" in a session log's row, which names the bytes by `sha256` instead."""
+    width: int | None = Field(None, exclude_if=lambda width: width is None)
+    """In pixels, as sent; absent for an image of a result logged before images were re-encoded."""
+    height: int | None = Field(None, exclude_if=lambda height: height is None)
+    """In pixels, as sent."""
+    sha256: str | None = Field(None, exclude_if=lambda digest: digest is None)
+    """In a session log only: the hex SHA-256 of the bytes, kept once in a file beside the session database
+    (agent/image_files.py); absent on the wire."""
 
     def as_text(self) -> str:
         """The note a model that takes no image in a tool result reads in its place."""
         size = len(self.data) * 3 // 4  # base64: not decoded just to be counted
-        return f"[image: {self.media_type}, about {size:,} bytes — not shown, tool results are text]"
+        shape = f"{self.width}×{self.height}, " if self.width and self.height else ""
+        return f"[image: {self.media_type}, {shape}about {size:,} bytes]"
 
 
 class ResourceLinkPart(WireModel):

@@ -125,6 +125,16 @@ async def test_a_slow_answer_stops_at_the_timeout(make_engine, fake, api):
     assert slow.error.code == "network" and slow.error.message == "lim__slow timed out after 1 s"
 
 
+async def test_an_image_answer_is_the_image_itself(make_engine, fake, api):
+    await learned(make_engine, fake, api)
+    [chart] = await calls(make_engine("deny"), fake, "lim__chart")
+    assert chart.ok and chart.output.startswith(f"HTTP 200 from GET {api.url('/limits/chart')}: a PNG image, 2×2 "
+                                                "pixels\n[image: image/png, 2×2, about ")
+    assert chart.data.content_type == "image/png"
+    sent = json.dumps(fake.requests[-1].body)
+    assert '"type": "image_url"' in sent and "data:image/png;base64," in sent
+
+
 async def test_a_long_json_answer_is_pretty_printed_and_cut_with_a_hint(make_engine, fake, api):
     await learned(make_engine, fake, api)
     [long] = await calls(make_engine("deny", max_output_bytes=8_000), fake, "lim__long")

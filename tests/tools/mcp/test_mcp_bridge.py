@@ -108,7 +108,7 @@ async def test_results_text_structured_images_and_errors(bridge_factory):
     assert added.ok and '"sum": 5' in added.output and added.output.count('"sum"') == 1  # text and structured agree
     picture = await bridge.call("box__picture")
     assert picture.ok and picture.output.splitlines()[0] == "a tiny picture"
-    assert picture.output.splitlines()[1].startswith("[image: image/png, about 72 bytes")
+    assert picture.output.splitlines()[1].startswith("[image: image/png, 1×1, about ")  # re-encoded
     failed = await bridge.call("box__fail", why="no such ticket")
     assert not failed.ok and failed.error.code == "execution" and "no such ticket" in failed.error.message
     refused = await bridge.call("box__add", a="two", b=3)  # the server validates too: an error answer, no incident

@@ -4,6 +4,8 @@ proposes, which never start before the user approved them."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import select
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from PIL import Image
 
 from conftest import check_stream_rules
 from fake_provider import Call, Reply
@@ -77,29 +80,32 @@ def test_a_scripted_model_calls_an_mcp_tool_end_to_end(sunwell, fake, config_hom
     assert line["arguments"] == {"a": 2, "b": 3} and line["ok"] and line["decision"] == "allow"
 
 
-PICTURE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-"""The toolbox's 1x1 PNG (tests/mcp_servers/toolbox.py), in base64."""
-
-
 @pytest.mark.parametrize("model", [OPENAI, "anthropic:claude-sonnet-4-5"])
-def test_an_image_an_mcp_tool_returns_is_an_image_block_for_anthropic_and_a_note_for_chat_completions(
+def test_an_image_an_mcp_tool_returns_is_re_encoded_and_shown_to_each_provider_in_its_shape(
         sunwell, fake, config_home, model):
-    """The result's parts reach each provider in its own shape; `toolResult.output` is the same text for both."""
+    """The server's image is re-encoded like any (tools/images.py) and reaches each provider in its own shape: an
+    image block in Anthropic's tool_result, an image_url in a user message after Chat Completions' tool message;
+    `toolResult.output` is the same text for both."""
     write_user_config(config_home, mcp_servers={"box": toolbox(sandbox="off")})
     fake.script(Reply(tool_calls=[Call("box__picture", "{}")]), Reply(text="A red dot."))
     run = sunwell("run", "what is the picture?", "--model", model, "--json", "--trust", "shell", "--yes")
     assert run.code == 0, run.stderr
     result = next(e for e in run.events if e["type"] == "toolResult")
-    note = "[image: image/png, about 72 bytes — not shown, tool results are text]"
-    assert result["ok"] and result["output"] == f"a tiny picture\n{note}" and "data" not in result
+    caption, note = result["output"].splitlines()
+    assert result["ok"] and caption == "a tiny picture" and note.startswith("[image: image/png, 1×1, about ")
     if model == OPENAI:
-        tool_message = next(m for m in fake.requests[1].body["messages"] if m["role"] == "tool")
-        assert tool_message["content"] == f"a tiny picture\n{note}"
+        messages = fake.requests[1].body["messages"]
+        tool_message = next(m for m in messages if m["role"] == "tool")
+        assert tool_message["content"] == f"a tiny picture\n{note} (image 1 of the next message)"
+        url = messages[-1]["content"][1]["image_url"]["url"]
     else:
         block = next(b for m in fake.requests[1].body["messages"] if m["role"] == "user" for b in m["content"]
                      if b["type"] == "tool_result")
         assert [(b["type"], b.get("text")) for b in block["content"]] == [("text", "a tiny picture"), ("image", None)]
-        assert block["content"][1]["source"] == {"type": "base64", "media_type": "image/png", "data": PICTURE}
+        assert block["content"][1]["source"]["media_type"] == "image/png"
+        url = "data:image/png;base64," + block["content"][1]["source"]["data"]
+    image = Image.open(io.BytesIO(base64.b64decode(url.removeprefix("data:image/png;base64,"))))
+    assert image.size == (1, 1) and image.format == "PNG"
 
 
 def test_mcp_tools_need_their_trust_and_their_servers_start_only_then(sunwell, fake, config_home):

@@ -236,6 +236,14 @@ async def test_what_cannot_be_read_says_why(make_engine, fake, web, path, code, 
     assert not result.ok and result.error.code == code and words in result.error.message, result.error
 
 
+async def test_an_image_url_is_fetched_as_the_image_itself(make_engine, fake, web):
+    engine = make_engine("deny", **ALLOW_LOCAL)
+    [result] = results(await fetch_calls(engine, fake, {"url": web.url("/shot.png")}))
+    assert result.ok and result.output.startswith(f"{web.url('/shot.png')}: a PNG image, 2×2 pixels\n[image: ")
+    sent = json.dumps(fake.requests[-1].body)  # gpt-4o sees: the image follows the tool message
+    assert '"type": "image_url"' in sent and "data:image/png;base64," in sent
+
+
 async def test_a_long_page_comes_in_parts_the_later_ones_from_the_cache(make_engine, fake, web):
     engine = make_engine("deny", max_output_bytes=20_000, **ALLOW_LOCAL)
     first, second = results(await fetch_calls(engine, fake, {"url": web.url("/long.txt")},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, assert_never
 
 from sunwell.wire.messages import (
@@ -22,6 +22,7 @@ from sunwell.wire.messages import (
     ToolSpec,
     UserMessage,
 )
+from sunwell.wire.results import ImagePart
 
 Style = Literal["json", "xml", "hermes", "llama3", "mistral", "harmony"]
 """`json`: a ```json block; `xml`: an element per call. The others are a family's own trained format, worded as its
@@ -244,12 +245,12 @@ def render_history_for_emulation(messages: Iterable[Message], style: Style = "js
             calls.update({c.id: c.arguments for c in msg.tool_calls})
             out.append(_as_text(msg, style))
         elif isinstance(msg, ToolResultMessage) and style == "hermes":
-            _append_user(out, f"<tool_response>\n{msg.content_for_model()}\n</tool_response>")
+            _append_user(out, f"<tool_response>\n{msg.content_for_model()}\n</tool_response>", _images(msg))
         elif isinstance(msg, ToolResultMessage):
             signature = _signature(msg.name, calls.get(msg.call_id, {}))
-            _append_user(out, f"Result of {signature}:\n{msg.content_for_model()}")
+            _append_user(out, f"Result of {signature}:\n{msg.content_for_model()}", _images(msg))
         elif isinstance(msg, UserMessage):
-            _append_user(out, msg.content_for_model())
+            _append_user(out, msg.content_for_model(), msg.images)
         else:
             out.append(msg)
     return out
@@ -279,10 +280,15 @@ def _signature(name: str, arguments: dict[str, Any]) -> str:
     return f"{name}({', '.join(f'{k}={short(v)}' for k, v in arguments.items())})"
 
 
-def _append_user(out: list[Message], text: str) -> None:
+def _append_user(out: list[Message], text: str, images: Sequence[ImagePart] = ()) -> None:
     # Several results in a row, or a result then the user's words, make one user turn: many chat templates
-    # insist that user and assistant alternate.
+    # insist that user and assistant alternate. A result's images go with it, as a user's would: a model that sees
+    # is shown them (one that cannot reads a note in their place, models/vision.py).
     if out and isinstance(out[-1], UserMessage):
-        out[-1] = UserMessage(text=f"{out[-1].text}\n\n{text}")
+        out[-1] = UserMessage(text=f"{out[-1].text}\n\n{text}", images=[*out[-1].images, *images])
     else:
-        out.append(UserMessage(text=text))
+        out.append(UserMessage(text=text, images=list(images)))
+
+
+def _images(result: ToolResultMessage) -> list[ImagePart]:
+    return [part for part in result.content if isinstance(part, ImagePart)] if result.error is None else []

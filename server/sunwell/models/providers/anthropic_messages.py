@@ -7,7 +7,8 @@ from the cache and written to it apart from the rest. The `anthropic` SDK is imp
 
 A tool result's content is its text, as for every provider, when the tool gave one text (almost always: the request
 stays byte for byte what it was); a result of several parts is a list of blocks: text, JSON data as indented text,
-a resource link as a line, an image as an `image` block of base64 bytes.
+a resource link as a line, an image as an `image` block of base64 bytes. A user's images are `image` blocks before
+its text (Anthropic's advice: the image first, then what is asked of it).
 """
 
 from __future__ import annotations
@@ -167,7 +168,7 @@ def map_conversation(request: ModelRequest) -> tuple[str, list[dict[str, Any]]]:
                 system.append(msg.text)
             case UserMessage():
                 text = msg.content_for_model()
-                add("user", [{"type": "text", "text": text}] if text else [])
+                add("user", [*map(image_block, msg.images), *([{"type": "text", "text": text}] if text else [])])
             case AssistantMessage():
                 add("assistant", [block for part in msg.parts if (block := _assistant_block(part)) is not None])
             case ToolResultMessage():
@@ -193,11 +194,15 @@ def _result_content(msg: ToolResultMessage) -> str | list[dict[str, Any]]:
                 blocks += [{"type": "text", "text": text}] if text else []
             case DataPart() | ResourceLinkPart():
                 blocks.append({"type": "text", "text": part.as_text()})
-            case ImagePart(media_type=media_type, data=data):
-                blocks.append({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+            case ImagePart():
+                blocks.append(image_block(part))
             case _:
                 assert_never(part)
     return blocks
+
+
+def image_block(image: ImagePart) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
 
 
 def _assistant_block(part: AssistantPart) -> dict[str, Any] | None:

@@ -10,19 +10,17 @@ only when the reply opens a call (`choice.py`). OpenAI caches a prompt's prefix 
 session to keep a session's requests on one cache (`prompt_cache_key`), other servers are not (one that checks its
 parameters may refuse it; llama.cpp and Ollama reuse a prefix without being asked).
 
-A tool result is a `role: tool` message, text only: its parts one a line, an image as a note (wire/results.py
-`part_text`; an `image_url` user message after the results would split their run and reach models that cannot see).
+The messages are mapped in models/providers/openai_messages.py (images included).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import Any
 
 from sunwell.models.base import (
     Finished,
@@ -43,19 +41,10 @@ from sunwell.models.emulation.constrained import (
     refuses_constraint,
     with_constraint,
 )
+from sunwell.models.providers.openai_messages import map_messages, map_tool_choice
 from sunwell.models.providers.retry import StreamCut, fault_for_status, one_line
 from sunwell.models.providers.window import length_refusal
-from sunwell.wire.messages import (
-    AssistantMessage,
-    SystemMessage,
-    TextPart,
-    ThinkingPart,
-    ToolCall,
-    ToolCallPart,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-)
+from sunwell.wire.messages import Usage
 
 
 class OpenAIChat:
@@ -223,63 +212,6 @@ def _detail(body: object, fallback: str) -> str:
 
 def _count(value: object) -> int:
     return value if isinstance(value, int) else 0
-
-
-def map_tool_choice(choice: str) -> str | dict[str, Any]:
-    if choice in ("auto", "none", "required"):
-        return choice
-    return {"type": "function", "function": {"name": choice}}
-
-
-def map_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    """Canonical messages -> Chat Completions messages (the request's `system` first)."""
-    out: list[dict[str, Any]] = []
-    if request.system:
-        out.append({"role": "system", "content": request.system})
-    for msg in request.messages:
-        match msg:
-            case SystemMessage():
-                out.append({"role": "system", "content": msg.text})
-            case UserMessage():
-                out.append({"role": "user", "content": msg.content_for_model()})
-            case AssistantMessage():
-                if wire := _assistant(msg):
-                    out.append(wire)
-            case ToolResultMessage():
-                out.append({"role": "tool", "tool_call_id": msg.call_id, "content": msg.content_for_model()})
-            case _:
-                assert_never(msg)
-    return out
-
-
-def _assistant(msg: AssistantMessage) -> dict[str, Any] | None:
-    """One assistant message: its text parts as `content`, its calls as `tool_calls`; None when it has neither (an
-    empty assistant message is a 400)."""
-    text: list[str] = []
-    calls: list[dict[str, Any]] = []
-    for part in msg.parts:
-        match part:
-            case TextPart():
-                text.append(part.text)
-            case ThinkingPart():
-                pass  # Chat Completions has no way to send thinking back
-            case ToolCallPart(call=call):
-                calls.append({"id": call.id, "type": "function",
-                              "function": {"name": call.name, "arguments": _arguments_text(call)}})
-            case _:
-                assert_never(part)
-    content = "".join(text)
-    if not content and not calls:
-        return None
-    wire: dict[str, Any] = {"role": "assistant", "content": content or None}
-    if calls:
-        wire["tool_calls"] = calls
-    return wire
-
-
-def _arguments_text(call: ToolCall) -> str:
-    """The arguments as the model wrote them when they could not be parsed, so the history stays truthful."""
-    return call.raw if call.raw is not None else json.dumps(call.arguments)
 
 
 @dataclass

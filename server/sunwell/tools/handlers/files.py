@@ -12,12 +12,15 @@ from typing import BinaryIO
 
 from pydantic import Field
 
+from sunwell.config.settings import ImageSettings
 from sunwell.tools.arguments import ToolArguments
-from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.base import Output, Tool, ToolContext, ToolFailure, ToolReturn, Trust
+from sunwell.tools.images import MAX_INPUT_BYTES, describe, prepare, sniff
 from sunwell.tools.output import char_boundary, truncate
 from sunwell.tools.subject import Subject
 from sunwell.tools.workspace.globs import Glob, compile_glob
 from sunwell.tools.workspace.jail import Jail
+from sunwell.wire.base import TextPart
 
 MAX_ENTRIES = 2_000
 DEFAULT_LINES = 2_000
@@ -148,15 +151,15 @@ def _list(
 # ---- read_file -------------------------------------------------------------------------------------------------
 
 
-async def read_file(args: ReadFileArguments, ctx: ToolContext) -> str:
+async def read_file(args: ReadFileArguments, ctx: ToolContext) -> Output:
     path = args.path
     first = args.offset or 1
     limit = args.limit or DEFAULT_LINES
     real = ctx.jail.resolve(path)
     budget = max(ctx.max_output_bytes - NOTICE_ROOM, 0)
     if _small_file(real):  # the jail's checks above did as much I/O on this thread already
-        return _read(real, path, first, limit, budget)
-    return await asyncio.to_thread(_read, real, path, first, limit, budget)
+        return _read(real, path, first, limit, budget, ctx.limits.images)
+    return await asyncio.to_thread(_read, real, path, first, limit, budget, ctx.limits.images)
 
 
 def _small_file(real: Path) -> bool:
@@ -167,7 +170,7 @@ def _small_file(real: Path) -> bool:
     return stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_READ_BYTES
 
 
-def _read(real: Path, path: str, first: int, limit: int, budget: int) -> str:
+def _read(real: Path, path: str, first: int, limit: int, budget: int, images: ImageSettings) -> Output:
     # O_NONBLOCK: opening a FIFO must not hang; O_NOFOLLOW: the checked path may not turn into a symlink meanwhile.
     flags = (
         os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
@@ -187,7 +190,11 @@ def _read(real: Path, path: str, first: int, limit: int, budget: int) -> str:
             raise ToolFailure("unsupported", f"{path} is a directory", f'call list_files with path "{path}"')
         raise ToolFailure("unsupported", f"{path} is not a regular file (device, pipe or socket)")
     with os.fdopen(fd, "rb") as f:
-        _refuse_binary(f.read(BINARY_SNIFF_BYTES), path)
+        head = f.read(BINARY_SNIFF_BYTES)
+        if sniff(head) is not None:  # a PNG, JPEG, GIF or WebP: the image itself (a model that cannot see reads a note)
+            image = prepare(head + f.read(MAX_INPUT_BYTES), images, path)
+            return ToolReturn([TextPart(text=describe(image, path)), image])
+        _refuse_binary(head, path)
         f.seek(0)
         return _read_lines(f, path, first, limit, budget)
 

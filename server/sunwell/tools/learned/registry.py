@@ -31,6 +31,7 @@ from sunwell.hidden_text import removed_message
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Output, Tool, ToolContext, ToolFailure, ToolReturn, Trust
 from sunwell.tools.handlers.questions import ask_person
+from sunwell.tools.images import describe, prepare, sniff
 from sunwell.tools.learned.calls import (
     Exchange,
     RateLimit,
@@ -54,6 +55,7 @@ from sunwell.tools.learned.store import DEFAULT_RATE, LearnedApi, LearnedStore
 from sunwell.tools.mcp.naming import server_prefix
 from sunwell.tools.network.urls import UrlRefused, parse_url
 from sunwell.tools.subject import Subject
+from sunwell.wire.base import TextPart
 from sunwell.wire.results import ApiAnswer
 
 READS = ("GET", "HEAD")
@@ -158,9 +160,13 @@ class LearnedApis:
             status, kind, data, url = await send(op, args, ctx.network, secrets, self._oauth(api, ctx))
         except ToolFailure as failure:
             raise ToolFailure(failure.error.code, mask(failure.error.message), failure.error.suggestion) from None
+        answer = ApiAnswer(api=api.name, method=op.method, url=mask(url), status=status, content_type=kind)
+        if 200 <= status < 300 and sniff(data[:16]) is not None:  # an image: the image itself, re-encoded
+            image = prepare(data, ctx.limits.images, f"the answer of {op.method} {op.path}")
+            return ToolReturn([TextPart(text=describe(image, f"HTTP {status} from {op.method} {mask(url)}")), image],
+                              answer)
         text = render(op, status, kind, data, url, max(ctx.max_output_bytes - HEADER_ROOM, 1_000), mask)
-        return ToolReturn.text(text, ApiAnswer(api=api.name, method=op.method, url=mask(url), status=status,
-                                               content_type=kind))
+        return ToolReturn.text(text, answer)
 
     def _oauth(self, api: LearnedApi, ctx: ToolContext) -> Callable[[Scheme, str, Exchange], Any]:
         async def token(scheme: Scheme, value: str, exchange: Exchange) -> str:

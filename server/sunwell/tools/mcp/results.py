@@ -2,28 +2,33 @@
 
 Text blocks are text parts; structured content is a JSON data part unless the text already says the same (servers
 are told to send both); an image is an image part (a provider that takes no image in a tool result reads a note in
-its place), a resource link a link part; audio and binary resources become one placeholder line each. `isError`
+its place), re-encoded like every image (tools/images.py: no metadata, within the `images:` bounds; one that is no
+image it claims to be is a line saying so), a resource link a link part; audio and binary resources become one placeholder line each. `isError`
 becomes an `execution` error whose message is the server's text. The output cap is the executor's, as for every
 tool.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from typing import Any
 
 from mcp import types
 
+from sunwell.config.settings import ImageSettings
 from sunwell.tools.base import ToolFailure, ToolReturn
+from sunwell.tools.images import prepare
 from sunwell.wire.messages import TextPart
-from sunwell.wire.results import DataPart, ImagePart, ResourceLinkPart, ResultPart, part_text
+from sunwell.wire.results import DataPart, ResourceLinkPart, ResultPart, part_text
 
 NO_OUTPUT = "(the tool returned no output)"
 
 
-def render_result(result: types.CallToolResult) -> ToolReturn:
+def render_result(result: types.CallToolResult, images: ImageSettings | None = None) -> ToolReturn:
     """The result's parts, or a ToolFailure when the server says the call failed."""
-    parts = [part for block in result.content if (part := _block(block)) is not None]
+    parts = [part for block in result.content if (part := _block(block, images or ImageSettings())) is not None]
     text = "\n".join(shown for part in parts if (shown := part_text(part)))
     structured = result.structured_content
     if structured is not None and not _says_the_same(text, structured):
@@ -36,11 +41,15 @@ def render_result(result: types.CallToolResult) -> ToolReturn:
     return ToolReturn(parts or [TextPart(text=NO_OUTPUT)])
 
 
-def _block(block: Any) -> ResultPart | None:
+def _block(block: Any, images: ImageSettings) -> ResultPart | None:
     if isinstance(block, types.TextContent):
         return TextPart(text=block.text) if block.text else None
     if isinstance(block, types.ImageContent):
-        return ImagePart(media_type=block.mime_type, data=block.data)
+        try:
+            return prepare(base64.b64decode(block.data), images, f"the server's {block.mime_type} image")
+        except (ToolFailure, binascii.Error, ValueError) as refused:
+            said = refused.error.message if isinstance(refused, ToolFailure) else "its data is not base64"
+            return TextPart(text=f"[image not shown: {said}]")
     if isinstance(block, types.AudioContent):
         return TextPart(text=f"[audio: {block.mime_type}, {_size(block.data)} — not shown, tool results are text]")
     if isinstance(block, types.ResourceLink):

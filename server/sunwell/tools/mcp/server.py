@@ -341,7 +341,7 @@ class McpServer:
             self._quarantine()
             self.flush(ctx.turn.notify)
         try:
-            return render_result(result).changed(self._secrets.mask)
+            return render_result(result, ctx.limits.images).changed(self._secrets.mask)
         except ToolFailure as failure:
             failure.error = failure.error.model_copy(update={"message": self._secrets.mask(failure.error.message)})
             raise
