@@ -204,7 +204,9 @@ export class Sidecar implements vscode.Disposable {
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ language: 'lens' }],
-      initializationOptions: initializationOptions(this.settings, this.dataDir),
+      // Read at every initialize: the client starts a crashed engine again with these, and the settings of this
+      // launch (the model picked three switches ago) would come back with a value.
+      initializationOptions: () => initializationOptions(this.settings, this.dataDir),
       outputChannel: this.log,
       synchronize: { fileEvents: vscode.workspace.createFileSystemWatcher('**/*.lens') },
       middleware: { window: { showDocument: checkedShowDocument(this.log) } },

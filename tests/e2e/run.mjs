@@ -1594,6 +1594,45 @@ async function agentToolScenarios() {
       `the resumed request does not end in the read_file result: ${JSON.stringify(last).slice(0, 300)}`);
     await shot('kill-resumed');
   });
+
+  // Issue 46 item 2: models switched in the picker, the engine killed and restarted by the extension: the next request
+  // carries the model the chip shows, not the one of the first launch.
+  await scenario('model-after-crash', 150_000, async () => {
+    const ready = async () => !(await byTest('sidecar-banner').isVisible());
+    const chip = byTest('pick-model');
+    const pickModel = async (model) => {
+      await runCommand(page, 'Sunwell: Select Model');
+      const input = page.locator('.quick-input-widget input.input').first();
+      await input.fill(model);
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Use the model string typed above' }).first().click();
+      await until(async () => (await chip.innerText()).includes(model.split(':').pop()),
+        { timeoutMs: 15_000, message: `the chip does not show ${model}` });
+    };
+    await until(ready, { timeoutMs: 45_000, message: 'the engine was not ready to start with' });
+    await pickModel('openai:gpt-4o-mini');
+    await pickModel('openai:gpt-4.1');
+    const before = sidecars();
+    check(before.length === 1, `expected one sidecar, found ${JSON.stringify(before)}`);
+    process.kill(before[0].pid, 'SIGKILL');
+    await until(async () => {
+      const now = sidecars();
+      return now.length === 1 && now[0].pid !== before[0].pid && (await ready()) ? now : false;
+    }, { timeoutMs: 60_000, message: 'the extension did not restart the engine' });
+    await clearNotifications(page);
+    await runCommand(page, 'Sunwell: Open Chat');
+    await clickViewAction('New Session');
+    const mark = await script('chat');
+    const ends = await count('turn-end');
+    await send('Which model answers?');
+    await waitTurnEnd(ends, 'completed');
+    const requests = await requestsSince(mark);
+    check(requests.length >= 1, 'no request reached the provider');
+    const shown = await chip.innerText();
+    check(requests.every((r) => r.body.model === 'gpt-4.1'),
+      `the chip shows "${shown}" and the requests went out with ${JSON.stringify(requests.map((r) => r.body.model))}`);
+    await shot('model-after-crash');
+    await pickModel('openai:gpt-4o');
+  });
 }
 
 let failedSetup = false;
