@@ -12,6 +12,7 @@ import { showMcpServers } from './mcpServers';
 import { Vocabulary, type Decision, type TrustName } from './protocol';
 import type { ApiKeyStore } from './secrets';
 import type { Sidecar } from './sidecar';
+import { machineScoped } from './settingsPlace';
 
 const TRUST_DESCRIPTIONS: Record<TrustName, string> = {
   discovery: 'List and search files only',
@@ -83,15 +84,12 @@ export function pick(target: 'model' | 'trust' | 'lens', then: () => Promise<voi
 }
 
 /** Writes a setting where it is in force: the workspace when set there (and allowed there), else the user settings.
- *  Machine-scoped settings (trust, interpreter, endpoints) live in the user settings only: a workspace file must not
- *  raise what the user granted. */
-const MACHINE_SCOPED = new Set(['trustLevel', 'python', 'serverCommand', 'baseUrl', 'openaiBaseUrl', 'anthropicBaseUrl', 'ollamaHost',
-  'network.allow', 'network.deny', 'webSearch.provider', 'webSearch.baseUrl', 'webSearch.apiKeyEnv']);
-
+ *  Machine-scoped settings (trust, interpreter, endpoints) are never written to a workspace: a workspace file must
+ *  not raise what the user granted. */
 async function updateSetting(key: string, value: unknown): Promise<void> {
   const config = vscode.workspace.getConfiguration('sunwell');
   const inspect = config.inspect(key);
-  const inWorkspace = inspect?.workspaceValue !== undefined && !MACHINE_SCOPED.has(key);
+  const inWorkspace = inspect?.workspaceValue !== undefined && !machineScoped(key);
   const target = inWorkspace ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
   await config.update(key, value, target);
 }

@@ -736,6 +736,12 @@ async function main() {
     // The setting it points to, in the Settings UI, then Retry.
     await end.locator('[data-testid="fix-setting"]').click();
     await page.locator('.settings-editor').first().waitFor({ timeout: 10_000 });
+    // Issue 46 item 1: the button opens the settings where this machine-scoped one is read (code-server: Remote), with
+    // it listed; the User tab of a remote window does not list it.
+    const listed = page.locator('.settings-editor .setting-item-contents').filter({ hasText: 'Sunwell: Openai Base Url' }).first();
+    check(await listed.waitFor({ timeout: 5000 }).then(() => true, () => false),
+      `the button opened the ${await page.locator('.settings-editor .settings-tabs-widget .action-label.checked').innerText().catch(() => '?')} `
+      + 'settings, where sunwell.openaiBaseUrl is not listed');
     await setInSettingsUi('sunwell.openaiBaseUrl', 'Openai Base Url', good);
     await restarted('the endpoint was fixed');
     await runCommand(page, 'View: Close All Editors');
