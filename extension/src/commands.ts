@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import type { ChatController } from './chatController';
 import { CHAT_VIEW_ID } from './chatView';
 import { commandLine } from './common/commandline';
+import { undoSummary } from './common/format';
 import { API_KEYS, type KeyProvider } from './common/settings';
 import { DiffPreviews } from './diffPreview';
 import { showLearnedApis } from './learnedApis';
@@ -67,7 +68,10 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     register('sunwell.restartSidecar', () => sidecar.restart('asked by the user', true)),
     register('sunwell.showSessions', () => showSessions(controller, sidecar)),
     register('sunwell.mcpServers', () => showMcpServers(sidecar)),
-    register('sunwell.learnedApis', () => showLearnedApis(sidecar, deps.keys)),
+    register('sunwell.learnedApis', () => showLearnedApis(sidecar, deps.keys, async (text) => {
+      await vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+      controller.setDraft(text);
+    })),
     register('sunwell.installPythonPackage', () => sidecar.installAndStart()),
     register('sunwell.showLog', () => deps.log.show()),
     register('sunwell.approval.allow', answerFromDiff('allow')),
@@ -172,13 +176,7 @@ async function undoLastTurn(controller: ChatController, sidecar: Sidecar, force 
     return;
   }
   try {
-    const { restored, deleted = [], conflicts = [] } = await sidecar.request('sunwell/undo', { session, force });
-    const parts = [
-      restored.length ? `restored ${restored.filter((p) => !deleted.includes(p)).join(', ') || 'nothing'}` : '',
-      deleted.length ? `deleted ${deleted.join(', ')} (created by the turn)` : '',
-      conflicts.length ? `overwrote your later changes to ${conflicts.join(', ')}` : '',
-    ].filter(Boolean);
-    void vscode.window.showInformationMessage(parts.length ? `Sunwell ${parts.join('; ')}.` : 'Sunwell: the last turn changed no files.');
+    void vscode.window.showInformationMessage(undoSummary(await sidecar.request('sunwell/undo', { session, force })));
   } catch (err) {
     const message = String((err as Error).message ?? err);
     if (force) {

@@ -321,6 +321,8 @@ async function main() {
     });
     page = browser.pages()[0] ?? await browser.newPage();
     page.setDefaultTimeout(15_000);
+    // Copy buttons write through VS Code to the browser's clipboard, which the scenarios read back.
+    await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: `http://127.0.0.1:${port}` });
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(WS)}`);
     await waitForWorkbench(page);
     await sleep(2000); // let the extension host come up
@@ -379,6 +381,15 @@ async function main() {
       { timeoutMs: 10_000, every: 100, message: 'the context meter did not show after the turn' });
     log(`  context meter: ${await meter.innerText()} (${await meter.getAttribute('title')})`);
     await shot('streamed-answer');
+    // Issue 46 item 5: Copy under the finished answer puts the answer on the clipboard as markdown.
+    const copy = byTest('turn-end').last().locator('[data-testid="copy-answer"]');
+    check(await copy.isVisible(), 'no Copy under the finished answer');
+    await copy.click();
+    const copied = await until(async () => {
+      const text = await page.evaluate(() => navigator.clipboard.readText()).catch(() => '');
+      return text.includes('**Sunwell**') ? text : false;
+    }, { timeoutMs: 5000, message: 'the clipboard does not hold the answer as markdown' });
+    check(copied.includes('```python') && copied.includes('def add(a, b):'), `the copied answer lost its code block: ${copied.slice(0, 200)}`);
   });
 
   // (c) a tool card fills in: read_file, from arguments to result
@@ -1010,6 +1021,16 @@ async function main() {
     await runCommand(page, 'Sunwell: Open Chat');
     await clickViewAction('New Session');
     await byTest('welcome').waitFor({ state: 'visible', timeout: 5000 });
+    // Issue 46 item 7: with none learned yet, the picker offers to learn one, and that puts the line into the chat.
+    await runCommand(page, 'Sunwell: Learned APIs');
+    const learn = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Learn an API' }).first();
+    check(await learn.waitFor({ timeout: 10_000 }).then(() => true, () => false), 'the empty Learned APIs picker offers no way to learn one');
+    await learn.click();
+    await page.locator('.quick-input-widget input.input').first().fill('https://pokeapi.co/openapi.yml');
+    await page.keyboard.press('Enter');
+    await until(async () => (await byTest('chat-input').inputValue()) === 'Learn the API described by https://pokeapi.co/openapi.yml',
+      { timeoutMs: 10_000, message: 'the learn line did not reach the chat input' });
+    await byTest('chat-input').fill('');
     await script('learn-api');
     let ends = await count('turn-end');
     await send('Learn the PokeAPI');
@@ -1403,6 +1424,14 @@ async function agentToolScenarios() {
     const inside = await card.locator('[data-testid="tool-card"][data-tool="read_file"]').count();
     check(inside === 1, `read_file inside the task card: ${inside}`);
     check(!(await card.locator('[data-testid="subagent"]').isVisible()), 'the finished sub-agent did not fold');
+    // Issue 46 item 7: at the sidebar's default width the title is whole (wrapped, not cut) and the calls are counted
+    // where they are seen, not only in a tooltip.
+    const title = card.locator(':scope > [data-testid="subagent-title"]');
+    check(await title.isVisible(), 'no sub-agent title under the head');
+    const whole = await title.evaluate((el) => el.scrollWidth <= el.clientWidth && !/…$/.test(el.textContent ?? ''));
+    check(whole, `the sub-agent's title is cut: "${await title.innerText()}"`);
+    check((await card.locator(':scope > [data-testid="tool-head"] [data-testid="subagent-calls"]').innerText()) === '2 calls',
+      'the call count is not shown on the card');
     await card.locator('[data-testid="tool-head"]').first().click();
     const subagent = card.locator('[data-testid="subagent"]');
     await subagent.waitFor({ state: 'visible', timeout: 5000 });

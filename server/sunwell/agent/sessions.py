@@ -135,6 +135,11 @@ class SessionStore:
         with self._read() as db:
             return db.execute("SELECT 1 FROM sessions WHERE id = ?", (session,)).fetchone() is not None
 
+    def retitle(self, session: str, title: str) -> None:
+        """The title the history lists and finds `session` by: its first line, on the branch it is on."""
+        with self._write() as db:
+            db.execute("UPDATE sessions SET title = ? WHERE id = ?", (encodable(title[:80]), session))
+
     def append(
         self, session: str, turn: str, seq: int, kind: str, content: str, data: dict[str, Any] | None = None
     ) -> None:

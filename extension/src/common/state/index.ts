@@ -18,7 +18,7 @@ export { pendingApprovals } from './approvals';
 export { isChatEvent, planProgress } from './events';
 export { findTool } from './items';
 export { forStorage } from './sessions';
-export { isBusy, lastExchange, undoableTurn, waitingForModel, type Exchange } from './turns';
+export { answerOf, isBusy, lastExchange, undoableTurn, waitingForModel, type Exchange } from './turns';
 
 export function initialState(): ChatState {
   return {
