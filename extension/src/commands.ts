@@ -110,7 +110,8 @@ async function selectModel(sidecar: Sidecar): Promise<void> {
   try {
     const { models, current: effective } = await sidecar.request('sunwell/models', {});
     quickPick.items = [
-      ...models.map((m) => ({ label: m.id, description: m.provider, detail: describeCapabilities(m.capabilities),
+      ...models.map((m) => ({ label: m.id, description: m.served ? `${m.provider} · offered by the server` : m.provider,
+        detail: describeCapabilities(m.capabilities),
         picked: m.id === (current || effective), model: m.id })),
       { label: '', kind: vscode.QuickPickItemKind.Separator },
       fromConfig,

@@ -33,13 +33,7 @@ from sunwell.agent.branch import on_branch
 from sunwell.agent.log_lines import message_line
 from sunwell.errors import SunwellError
 from sunwell.models.encodable import encodable
-from sunwell.wire.messages import (
-    AssistantMessage,
-    Message,
-    ToolCall,
-    ToolError,
-    ToolResultMessage,
-)
+from sunwell.wire.messages import AssistantMessage, Message, ToolCall, ToolError, ToolResultMessage
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +129,7 @@ class SessionStore:
         with self._read() as db:
             return db.execute("SELECT 1 FROM sessions WHERE id = ?", (session,)).fetchone() is not None
 
-    def retitle(self, session: str, title: str) -> None:
-        """The title the history lists and finds `session` by: its first line, on the branch it is on."""
+    def retitle(self, session: str, title: str) -> None:  # the history lists a session by its branch's first line
         with self._write() as db:
             db.execute("UPDATE sessions SET title = ? WHERE id = ?", (encodable(title[:80]), session))
 
