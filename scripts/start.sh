@@ -189,28 +189,38 @@ if [ "$(cat "$PROFILE/.vsix-installed" 2>/dev/null)" != "$SUM" ]; then
   echo "$SUM" > "$PROFILE/.vsix-installed"
 fi
 
-# Sunwell's settings in the profile (other settings the user made there are kept).
-.venv/bin/python - "$PROFILE/data/User/settings.json" "$MODEL" "$BASE_URL" "$ROOT/.venv/bin/python" <<'PY'
+# Sunwell's settings in the profile (other settings the user made there are kept). code-server is a remote window:
+# it reads machine-scoped settings (the interpreter, endpoints) from its Remote settings (data/Machine), not from the
+# User ones, where a later change in the Settings UI would leave them unread.
+.venv/bin/python - "$PROFILE/data" "$MODEL" "$BASE_URL" "$ROOT/.venv/bin/python" <<'PY'
 import json, sys
 from pathlib import Path
-path, model, base_url, python = Path(sys.argv[1]), *sys.argv[2:]
-try:
-    settings = json.loads(path.read_text()) if path.exists() else {}
-except ValueError:
-    path.rename(path.with_suffix(".json.bak"))  # not plain JSON (comments?): keep it aside, start over
-    settings = {}
-settings.setdefault("security.workspace.trust.enabled", False)
-settings.setdefault("workbench.startupEditor", "readme")
-settings.setdefault("telemetry.telemetryLevel", "off")
-settings.setdefault("extensions.autoCheckUpdates", False)
-settings.setdefault("update.mode", "none")
-settings["sunwell.model"] = model
-settings["sunwell.python"] = python
+data, model, base_url, python = Path(sys.argv[1]), *sys.argv[2:]
+
+def read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        path.rename(path.with_suffix(".json.bak"))  # not plain JSON (comments?): keep it aside, start over
+        return {}
+
+user, machine = read(data / "User" / "settings.json"), read(data / "Machine" / "settings.json")
+user.setdefault("security.workspace.trust.enabled", False)
+user.setdefault("workbench.startupEditor", "readme")
+user.setdefault("telemetry.telemetryLevel", "off")
+user.setdefault("extensions.autoCheckUpdates", False)
+user.setdefault("update.mode", "none")
+user["sunwell.model"] = model
+for key in ("sunwell.python", "sunwell.baseUrl"):
+    user.pop(key, None)  # written there by an earlier start.sh
+machine["sunwell.python"] = python
 if base_url:
-    settings["sunwell.baseUrl"] = base_url
+    machine["sunwell.baseUrl"] = base_url
 else:
-    settings.pop("sunwell.baseUrl", None)
-path.write_text(json.dumps(settings, indent=2) + "\n")
+    machine.pop("sunwell.baseUrl", None)
+for path, settings in ((data / "User" / "settings.json", user), (data / "Machine" / "settings.json", machine)):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(settings, indent=2) + "\n")
 PY
 
 URL="http://$HOST:$PORT/?folder=$(.venv/bin/python -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1]))' "$WS")"

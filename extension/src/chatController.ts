@@ -8,6 +8,7 @@ import { ChatProcesses } from './chatProcesses';
 import { ChatRequests } from './chatRequests';
 import type { ApprovalBroker } from './common/approvals';
 import { isCommandLine } from './common/commandline';
+import { undoSummary } from './common/format';
 import { mentionsFromLabels, type MentionRef, type ResourceRef } from './common/mentions';
 import type { HostToWebview } from './common/messages';
 import { forStorage, initialState, isBusy, lastExchange, reduce, type ChatAction, type ChatState } from './common/state';
@@ -198,10 +199,7 @@ export class ChatController implements vscode.Disposable {
     try {
       const result = await this.sidecar.request('sunwell/undo', { session });
       this.dispatch({ type: 'turnUndone', turn: result.turn ?? turn });
-      const restored = result.restored.filter((p) => !(result.deleted ?? []).includes(p));
-      const parts = [restored.length ? `restored ${restored.join(', ')}` : '',
-        result.deleted?.length ? `deleted ${result.deleted.join(', ')} (created by the turn)` : ''].filter(Boolean);
-      void vscode.window.showInformationMessage(parts.length ? `Sunwell ${parts.join('; ')}.` : 'Sunwell: the turn changed no files.');
+      void vscode.window.showInformationMessage(undoSummary(result));
     } catch (err) {
       // A conflict (files changed since the turn) undoes nothing: the palette's Undo Last Turn can force it.
       void vscode.window.showWarningMessage(`Sunwell could not undo the turn: ${(err as Error).message ?? err}`, 'Undo Anyway')

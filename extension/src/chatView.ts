@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { ChatController, ChatViewPort } from './chatController';
 import { isWebviewMessage, type HostToWebview, type WebviewToHost } from './common/messages';
+import { openSetting } from './settingsPlace';
 
 export { CHAT_VIEW_ID } from './common/ids';
 
@@ -100,7 +101,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
         void vscode.commands.executeCommand('sunwell.setApiKey');
         break;
       case 'openSetting':
-        void vscode.commands.executeCommand('workbench.action.openSettings', message.key);
+        void openSetting(message.key);
         break;
       case 'processStop':
         void this.controller.processes.stop(message.processId);

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import type { ChatController } from './chatController';
 import { CHAT_VIEW_ID } from './chatView';
 import { commandLine } from './common/commandline';
+import { undoSummary } from './common/format';
 import { API_KEYS, type KeyProvider } from './common/settings';
 import { DiffPreviews } from './diffPreview';
 import { showLearnedApis } from './learnedApis';
@@ -12,6 +13,7 @@ import { showMcpServers } from './mcpServers';
 import { Vocabulary, type Decision, type TrustName } from './protocol';
 import type { ApiKeyStore } from './secrets';
 import type { Sidecar } from './sidecar';
+import { machineScoped } from './settingsPlace';
 
 const TRUST_DESCRIPTIONS: Record<TrustName, string> = {
   discovery: 'List and search files only',
@@ -66,7 +68,10 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     register('sunwell.restartSidecar', () => sidecar.restart('asked by the user', true)),
     register('sunwell.showSessions', () => showSessions(controller, sidecar)),
     register('sunwell.mcpServers', () => showMcpServers(sidecar)),
-    register('sunwell.learnedApis', () => showLearnedApis(sidecar, deps.keys)),
+    register('sunwell.learnedApis', () => showLearnedApis(sidecar, deps.keys, async (text) => {
+      await vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+      controller.setDraft(text);
+    })),
     register('sunwell.installPythonPackage', () => sidecar.installAndStart()),
     register('sunwell.showLog', () => deps.log.show()),
     register('sunwell.approval.allow', answerFromDiff('allow')),
@@ -83,15 +88,12 @@ export function pick(target: 'model' | 'trust' | 'lens', then: () => Promise<voi
 }
 
 /** Writes a setting where it is in force: the workspace when set there (and allowed there), else the user settings.
- *  Machine-scoped settings (trust, interpreter, endpoints) live in the user settings only: a workspace file must not
- *  raise what the user granted. */
-const MACHINE_SCOPED = new Set(['trustLevel', 'python', 'serverCommand', 'baseUrl', 'openaiBaseUrl', 'anthropicBaseUrl', 'ollamaHost',
-  'network.allow', 'network.deny', 'webSearch.provider', 'webSearch.baseUrl', 'webSearch.apiKeyEnv']);
-
+ *  Machine-scoped settings (trust, interpreter, endpoints) are never written to a workspace: a workspace file must
+ *  not raise what the user granted. */
 async function updateSetting(key: string, value: unknown): Promise<void> {
   const config = vscode.workspace.getConfiguration('sunwell');
   const inspect = config.inspect(key);
-  const inWorkspace = inspect?.workspaceValue !== undefined && !MACHINE_SCOPED.has(key);
+  const inWorkspace = inspect?.workspaceValue !== undefined && !machineScoped(key);
   const target = inWorkspace ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
   await config.update(key, value, target);
 }
@@ -108,7 +110,8 @@ async function selectModel(sidecar: Sidecar): Promise<void> {
   try {
     const { models, current: effective } = await sidecar.request('sunwell/models', {});
     quickPick.items = [
-      ...models.map((m) => ({ label: m.id, description: m.provider, detail: describeCapabilities(m.capabilities),
+      ...models.map((m) => ({ label: m.id, description: m.served ? `${m.provider} · offered by the server` : m.provider,
+        detail: describeCapabilities(m.capabilities),
         picked: m.id === (current || effective), model: m.id })),
       { label: '', kind: vscode.QuickPickItemKind.Separator },
       fromConfig,
@@ -174,13 +177,7 @@ async function undoLastTurn(controller: ChatController, sidecar: Sidecar, force 
     return;
   }
   try {
-    const { restored, deleted = [], conflicts = [] } = await sidecar.request('sunwell/undo', { session, force });
-    const parts = [
-      restored.length ? `restored ${restored.filter((p) => !deleted.includes(p)).join(', ') || 'nothing'}` : '',
-      deleted.length ? `deleted ${deleted.join(', ')} (created by the turn)` : '',
-      conflicts.length ? `overwrote your later changes to ${conflicts.join(', ')}` : '',
-    ].filter(Boolean);
-    void vscode.window.showInformationMessage(parts.length ? `Sunwell ${parts.join('; ')}.` : 'Sunwell: the last turn changed no files.');
+    void vscode.window.showInformationMessage(undoSummary(await sidecar.request('sunwell/undo', { session, force })));
   } catch (err) {
     const message = String((err as Error).message ?? err);
     if (force) {

@@ -6,19 +6,34 @@ import type { LearnedApiInfo } from './protocol';
 import type { ApiKeyStore } from './secrets';
 import type { Sidecar } from './sidecar';
 
-export async function showLearnedApis(sidecar: Sidecar, keys: ApiKeyStore): Promise<void> {
+/** `draft`: puts a line into the chat's input (Learn an API: the model learns it with learn_api once sent). */
+export async function showLearnedApis(sidecar: Sidecar, keys: ApiKeyStore, draft: (text: string) => Promise<void>): Promise<void> {
   try {
     const { apis } = await sidecar.request('sunwell/learnedApis', {});
     const credentials = await keys.learned();
+    const learn = { label: '$(add) Learn an API…', detail: 'from its OpenAPI document: a URL or a file of the workspace',
+      alwaysShow: true, api: undefined };
     const chosen = await vscode.window.showQuickPick(
-      apis.map((api) => ({ ...learnedApiItem(api, credentials), api })),
+      [...apis.map((api) => ({ ...learnedApiItem(api, credentials), api })), learn],
       { title: 'Sunwell: Learned APIs', placeHolder: apis.length ? 'Choose an API to set its credentials or forget it'
-        : 'No learned APIs: ask Sunwell to learn one (learn_api), or run `sunwell tools learn SOURCE --name NAME`' },
+        : 'No learned APIs yet: learn one from its OpenAPI document' },
     );
-    if (chosen) await offerActions(sidecar, keys, chosen.api);
+    if (chosen === learn) await askToLearn(draft);
+    else if (chosen?.api) await offerActions(sidecar, keys, chosen.api);
   } catch (err) {
     void vscode.window.showErrorMessage(`Sunwell: ${(err as Error).message ?? err}`);
   }
+}
+
+async function askToLearn(draft: (text: string) => Promise<void>): Promise<void> {
+  const source = await vscode.window.showInputBox({
+    title: 'Sunwell: Learn an API', ignoreFocusOut: true,
+    prompt: 'The OpenAPI document (JSON or YAML): an https URL or a path in the workspace',
+    placeHolder: 'https://api.example.com/openapi.json',
+  });
+  if (!source?.trim()) return;
+  // Through the chat: learn_api asks before it fetches, and the user sees the line before it goes.
+  await draft(`Learn the API described by ${source.trim()}`);
 }
 
 async function offerActions(sidecar: Sidecar, keys: ApiKeyStore, api: LearnedApiInfo): Promise<void> {

@@ -876,6 +876,7 @@ export interface ModelInfo {
   capabilities: {
     [k: string]: unknown;
   };
+  served: boolean;
 }
 export interface ModelsResult {
   current: string | null;

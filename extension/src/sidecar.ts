@@ -20,6 +20,7 @@ import {
 } from './protocol';
 import type { Launch, PythonEnvironments, Resolution } from './python';
 import type { ApiKeyStore } from './secrets';
+import { openSetting } from './settingsPlace';
 import { answerSecret, checkedShowDocument } from './signIn';
 
 const CRASH_WINDOW_MS = 3 * 60_000;
@@ -179,7 +180,7 @@ export class Sidecar implements vscode.Disposable {
       const message = `Sunwell needs Python 3.11 or newer; \`${resolution.python}\` did not run: ${resolution.reason}. Set \`sunwell.python\`.`;
       this.setStatus('error', message);
       void vscode.window.showErrorMessage(message, 'Open Settings').then((a) => {
-        if (a) void vscode.commands.executeCommand('workbench.action.openSettings', 'sunwell.python');
+        if (a) void openSetting('sunwell.python');
       });
       return;
     }
@@ -204,7 +205,9 @@ export class Sidecar implements vscode.Disposable {
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ language: 'lens' }],
-      initializationOptions: initializationOptions(this.settings, this.dataDir),
+      // Read at every initialize: the client starts a crashed engine again with these, and the settings of this
+      // launch (the model picked three switches ago) would come back with a value.
+      initializationOptions: () => initializationOptions(this.settings, this.dataDir),
       outputChannel: this.log,
       synchronize: { fileEvents: vscode.workspace.createFileSystemWatcher('**/*.lens') },
       middleware: { window: { showDocument: checkedShowDocument(this.log) } },

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { diffStat, formatContext, formatDuration, formatUsage, relativeTime, toolTarget, toolTitle } from '../src/common/format';
+import { diffStat, formatContext, formatDuration, formatUsage, relativeTime, toolTarget, toolTitle, undoSummary } from '../src/common/format';
 
 describe('display helpers', () => {
   it('show the context meter as a share of the window, marked when estimated', () => {
@@ -36,5 +36,14 @@ describe('display helpers', () => {
     assert.deepEqual(diffStat(null, 'a\nb\n'), { added: 2, removed: 0 });
     assert.deepEqual(diffStat('a\nb\nc\n', 'a\nB\nc\nd\n'), { added: 2, removed: 1 });
     assert.deepEqual(diffStat('same\n', 'same\n'), { added: 0, removed: 0 });
+  });
+});
+
+describe('undoSummary (issue 46 item 7)', () => {
+  it('says what Undo did, never "restored nothing"', () => {
+    assert.equal(undoSummary({ restored: ['hello.py'], deleted: ['hello.py'] }), 'Sunwell deleted hello.py (created by the turn).');
+    assert.equal(undoSummary({ restored: ['a.py', 'b.py'], deleted: ['b.py'], conflicts: ['a.py'] }),
+      'Sunwell restored a.py; deleted b.py (created by the turn); overwrote your later changes to a.py.');
+    assert.equal(undoSummary({ restored: [] }), 'Sunwell: the turn changed no files.');
   });
 });

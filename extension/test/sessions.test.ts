@@ -2,7 +2,7 @@
 // between windows, the plan, durable turns, Edit & resend and Retry.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { forStorage, initialState, isBusy, lastExchange, planProgress, reduce, replay, type ChatState, type Item, type ToolItem } from '../src/common/state';
+import { answerOf, forStorage, initialState, isBusy, lastExchange, planProgress, reduce, replay, type ChatState, type Item, type ToolItem } from '../src/common/state';
 import type { ChatEvent } from '../src/protocol';
 import { recorded, replayed, run, turn } from './helpers';
 
@@ -197,6 +197,21 @@ describe('Edit & resend and Retry (issue 34 items 8 and 10)', () => {
     assert.deepEqual([exchange.user.text, exchange.end.turn, exchange.command, exchange.logged], ['two', 't2', false, true]);
     const running = reduce(state, { type: 'userMessage', text: 'three' });
     assert.equal(lastExchange(running), null, 'a turn runs: nothing to replace');
+  });
+
+  it('Copy takes a finished turn\'s answer as markdown, its words around the calls joined (issue 46 item 5)', () => {
+    const events: ChatEvent[] = [
+      { session: 's', turn: 't1', seq: 0, type: 'text', delta: 'Let me **read** it.' },
+      { session: 's', turn: 't1', seq: 1, type: 'toolCall', callId: 'c1', name: 'read_file', arguments: {} },
+      { session: 's', turn: 't1', seq: 2, type: 'toolResult', callId: 'c1', name: 'read_file', ok: true, output: 'x',
+        error: null, durationMs: 1 },
+      { session: 's', turn: 't1', seq: 3, type: 'text', delta: '```py\nprint(1)\n```' },
+    ];
+    const running = turn('hi', events);
+    assert.equal(answerOf(running, 't1'), null, 'still streaming');
+    const done = turn('hi', [...events, { session: 's', turn: 't1', seq: 4, type: 'done', status: 'completed', toolCalls: 1, usage: null }]);
+    assert.equal(answerOf(done, 't1'), 'Let me **read** it.\n\n```py\nprint(1)\n```');
+    assert.equal(answerOf(done, 'other'), null);
   });
 
   it('a turn that failed before it began, or a ::command, never reached the log: it is replaced in the transcript only', () => {

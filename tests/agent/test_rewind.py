@@ -115,6 +115,21 @@ async def test_the_model_the_replay_usage_and_context_read_the_branch_chosen(eng
     assert f"{usage.input_tokens:,} in" in said
 
 
+async def test_the_title_follows_the_branch_when_the_first_line_is_replaced(engine, fake):
+    """Issue 46 item 4: after Edit & resend of the first line, the history lists (and finds) the new one."""
+    fake.script(*(Reply(text=f"Answer {n}.") for n in range(5)))
+    first, _ = await line(engine, None, "fix the parser")
+    session = first.session
+    await line(engine, session, "and its tests")
+    await line(engine, session, "fix the lexer instead", replace=first.turn)
+    assert [(i.id, i.title) for i in engine.store.list()] == [(session, "fix the lexer instead")]
+    assert engine.store.export(session)["title"] == "fix the lexer instead"
+    await line(engine, session, "now the tests")
+    later = [row.turn for row in engine.store.events(session) if row.kind == "message"][-1]
+    await line(engine, session, "the docs instead", replace=later)  # not the first line: the title stays
+    assert engine.store.list()[0].title == "fix the lexer instead"
+
+
 async def test_a_turn_of_another_session_a_forged_id_a_command_or_a_busy_session_is_refused(engine, fake):
     fake.script(Reply(text="Mine."), Reply(text="Theirs."))
     mine, _ = await line(engine, None, "mine")

@@ -119,7 +119,7 @@ SCENARIOS: dict[str, list[Any]] = {
     ],
     # task: a sub-agent whose own tool calls show inside its card
     "subagent": [
-        Reply(tool_calls=[Call("task", json.dumps({"description": "Find main", "prompt": "Where is main defined? "
+        Reply(tool_calls=[Call("task", json.dumps({"description": "Find where main is defined and every place that calls it", "prompt": "Where is main defined? "
                                                    "Report the file and line."}))], chunk=16),
         Reply(tool_calls=[Call("search_files", json.dumps({"pattern": "def main"}))], chunk=8, delay=0.1),
         Reply(tool_calls=[Call("read_file", json.dumps({"path": "src/app.py"}))], chunk=8, delay=0.1),

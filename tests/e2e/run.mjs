@@ -321,6 +321,8 @@ async function main() {
     });
     page = browser.pages()[0] ?? await browser.newPage();
     page.setDefaultTimeout(15_000);
+    // Copy buttons write through VS Code to the browser's clipboard, which the scenarios read back.
+    await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: `http://127.0.0.1:${port}` });
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(WS)}`);
     await waitForWorkbench(page);
     await sleep(2000); // let the extension host come up
@@ -379,6 +381,15 @@ async function main() {
       { timeoutMs: 10_000, every: 100, message: 'the context meter did not show after the turn' });
     log(`  context meter: ${await meter.innerText()} (${await meter.getAttribute('title')})`);
     await shot('streamed-answer');
+    // Issue 46 item 5: Copy under the finished answer puts the answer on the clipboard as markdown.
+    const copy = byTest('turn-end').last().locator('[data-testid="copy-answer"]');
+    check(await copy.isVisible(), 'no Copy under the finished answer');
+    await copy.click();
+    const copied = await until(async () => {
+      const text = await page.evaluate(() => navigator.clipboard.readText()).catch(() => '');
+      return text.includes('**Sunwell**') ? text : false;
+    }, { timeoutMs: 5000, message: 'the clipboard does not hold the answer as markdown' });
+    check(copied.includes('```python') && copied.includes('def add(a, b):'), `the copied answer lost its code block: ${copied.slice(0, 200)}`);
   });
 
   // (c) a tool card fills in: read_file, from arguments to result
@@ -736,6 +747,12 @@ async function main() {
     // The setting it points to, in the Settings UI, then Retry.
     await end.locator('[data-testid="fix-setting"]').click();
     await page.locator('.settings-editor').first().waitFor({ timeout: 10_000 });
+    // Issue 46 item 1: the button opens the settings where this machine-scoped one is read (code-server: Remote), with
+    // it listed; the User tab of a remote window does not list it.
+    const listed = page.locator('.settings-editor .setting-item-contents').filter({ hasText: 'Sunwell: Openai Base Url' }).first();
+    check(await listed.waitFor({ timeout: 5000 }).then(() => true, () => false),
+      `the button opened the ${await page.locator('.settings-editor .settings-tabs-widget .action-label.checked').innerText().catch(() => '?')} `
+      + 'settings, where sunwell.openaiBaseUrl is not listed');
     await setInSettingsUi('sunwell.openaiBaseUrl', 'Openai Base Url', good);
     await restarted('the endpoint was fixed');
     await runCommand(page, 'View: Close All Editors');
@@ -1004,6 +1021,16 @@ async function main() {
     await runCommand(page, 'Sunwell: Open Chat');
     await clickViewAction('New Session');
     await byTest('welcome').waitFor({ state: 'visible', timeout: 5000 });
+    // Issue 46 item 7: with none learned yet, the picker offers to learn one, and that puts the line into the chat.
+    await runCommand(page, 'Sunwell: Learned APIs');
+    const learn = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Learn an API' }).first();
+    check(await learn.waitFor({ timeout: 10_000 }).then(() => true, () => false), 'the empty Learned APIs picker offers no way to learn one');
+    await learn.click();
+    await page.locator('.quick-input-widget input.input').first().fill('https://pokeapi.co/openapi.yml');
+    await page.keyboard.press('Enter');
+    await until(async () => (await byTest('chat-input').inputValue()) === 'Learn the API described by https://pokeapi.co/openapi.yml',
+      { timeoutMs: 10_000, message: 'the learn line did not reach the chat input' });
+    await byTest('chat-input').fill('');
     await script('learn-api');
     let ends = await count('turn-end');
     await send('Learn the PokeAPI');
@@ -1398,6 +1425,14 @@ async function agentToolScenarios() {
     const inside = await card.locator('[data-testid="tool-card"][data-tool="read_file"]').count();
     check(inside === 1, `read_file inside the task card: ${inside}`);
     check(!(await card.locator('[data-testid="subagent"]').isVisible()), 'the finished sub-agent did not fold');
+    // Issue 46 item 7: at the sidebar's default width the title is whole (wrapped, not cut) and the calls are counted
+    // where they are seen, not only in a tooltip.
+    const title = card.locator(':scope > [data-testid="subagent-title"]');
+    check(await title.isVisible(), 'no sub-agent title under the head');
+    const whole = await title.evaluate((el) => el.scrollWidth <= el.clientWidth && !/…$/.test(el.textContent ?? ''));
+    check(whole, `the sub-agent's title is cut: "${await title.innerText()}"`);
+    check((await card.locator(':scope > [data-testid="tool-head"] [data-testid="subagent-calls"]').innerText()) === '2 calls',
+      'the call count is not shown on the card');
     await card.locator('[data-testid="tool-head"]').first().click();
     const subagent = card.locator('[data-testid="subagent"]');
     await subagent.waitFor({ state: 'visible', timeout: 5000 });
@@ -1594,6 +1629,45 @@ async function agentToolScenarios() {
     check(last.role === 'tool' && String(last.content).includes('hello from the demo'),
       `the resumed request does not end in the read_file result: ${JSON.stringify(last).slice(0, 300)}`);
     await shot('kill-resumed');
+  });
+
+  // Issue 46 item 2: models switched in the picker, the engine killed and restarted by the extension: the next request
+  // carries the model the chip shows, not the one of the first launch.
+  await scenario('model-after-crash', 150_000, async () => {
+    const ready = async () => !(await byTest('sidecar-banner').isVisible());
+    const chip = byTest('pick-model');
+    const pickModel = async (model) => {
+      await runCommand(page, 'Sunwell: Select Model');
+      const input = page.locator('.quick-input-widget input.input').first();
+      await input.fill(model);
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Use the model string typed above' }).first().click();
+      await until(async () => (await chip.innerText()).includes(model.split(':').pop()),
+        { timeoutMs: 15_000, message: `the chip does not show ${model}` });
+    };
+    await until(ready, { timeoutMs: 45_000, message: 'the engine was not ready to start with' });
+    await pickModel('openai:gpt-4o-mini');
+    await pickModel('openai:gpt-4.1');
+    const before = sidecars();
+    check(before.length === 1, `expected one sidecar, found ${JSON.stringify(before)}`);
+    process.kill(before[0].pid, 'SIGKILL');
+    await until(async () => {
+      const now = sidecars();
+      return now.length === 1 && now[0].pid !== before[0].pid && (await ready()) ? now : false;
+    }, { timeoutMs: 60_000, message: 'the extension did not restart the engine' });
+    await clearNotifications(page);
+    await runCommand(page, 'Sunwell: Open Chat');
+    await clickViewAction('New Session');
+    const mark = await script('chat');
+    const ends = await count('turn-end');
+    await send('Which model answers?');
+    await waitTurnEnd(ends, 'completed');
+    const requests = await requestsSince(mark);
+    check(requests.length >= 1, 'no request reached the provider');
+    const shown = await chip.innerText();
+    check(requests.every((r) => r.body.model === 'gpt-4.1'),
+      `the chip shows "${shown}" and the requests went out with ${JSON.stringify(requests.map((r) => r.body.model))}`);
+    await shot('model-after-crash');
+    await pickModel('openai:gpt-4o');
   });
 }
 

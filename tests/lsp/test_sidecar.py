@@ -304,3 +304,58 @@ class RawRpc:
             if message.get("id") == msg_id and "method" not in message:
                 return message
 
+
+
+class _ModelServer:
+    """A model server on 127.0.0.1 that lists its models as an OpenAI-compatible server (`/v1/models`) and as
+    Ollama (`/api/tags`) do."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                listed = [{"id": "qwen2.5-coder-7b"}, {"id": "llama3.1-8b"}, {"id": "llama3.1-8b"}, {"nope": 1}]
+                bodies = {"/v1/models": {"object": "list", "data": listed},
+                          "/api/tags": {"models": [{"name": "qwen2.5:7b"}, {"name": "llava:7b"}]}}
+                body = json.dumps(bodies.get(self.path, {"error": "not found"})).encode()
+                self.send_response(200 if self.path in bodies else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+async def test_the_model_picker_lists_what_the_configured_server_offers(sidecar_factory, tmp_path):
+    """Issue 46 item 6: an OpenAI-compatible server's /v1/models and Ollama's tags reach `sunwell/models`, once
+    each, beside the configured model; a hosted provider's catalogue and a server that is down add nothing."""
+    server = _ModelServer()
+    try:
+        compatible = await sidecar_factory({"dataDir": str(tmp_path / "a"), "model": "openai-compatible:qwen2.5-coder-7b",
+                                            "baseUrl": f"{server.url}/v1"})
+        listed = await compatible.request(protocol.MODELS, {})
+        assert listed["current"] == "openai-compatible:qwen2.5-coder-7b"
+        ids = [(m["id"], m["served"]) for m in listed["models"]]
+        assert ids == [("openai-compatible:qwen2.5-coder-7b", False), ("openai-compatible:llama3.1-8b", True)]
+
+        ollama = await sidecar_factory({"dataDir": str(tmp_path / "b"), "model": "ollama:qwen2.5:7b"},
+                                       env_extra={"OLLAMA_HOST": server.url})
+        ids = [(m["id"], m["served"]) for m in (await ollama.request(protocol.MODELS, {}))["models"]]
+        assert ids == [("ollama:qwen2.5:7b", False), ("ollama:llava:7b", True)]
+    finally:
+        server.close()
+    down = await sidecar_factory({"dataDir": str(tmp_path / "c"), "model": "openai-compatible:qwen2.5-coder-7b",
+                                  "baseUrl": server.url + "/v1"})
+    assert [m["id"] for m in (await down.request(protocol.MODELS, {}))["models"]] == ["openai-compatible:qwen2.5-coder-7b"]

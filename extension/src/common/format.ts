@@ -160,3 +160,16 @@ export function relativeTime(iso: string, now: number = Date.now()): string {
   if (s < 86_400) return `${Math.floor(s / 3600)} h ago`;
   return `${Math.floor(s / 86_400)} d ago`;
 }
+
+/** The toast after an Undo: what it put back, what it deleted (files the turn created), whose later edits it lost. */
+export function undoSummary(result: { restored: string[]; deleted?: string[]; conflicts?: string[] }): string {
+  const deleted = result.deleted ?? [];
+  const conflicts = result.conflicts ?? [];
+  const restored = result.restored.filter((p) => !deleted.includes(p));
+  const parts = [
+    restored.length ? `restored ${restored.join(', ')}` : '',
+    deleted.length ? `deleted ${deleted.join(', ')} (created by the turn)` : '',
+    conflicts.length ? `overwrote your later changes to ${conflicts.join(', ')}` : '',
+  ].filter(Boolean);
+  return parts.length ? `Sunwell ${parts.join('; ')}.` : 'Sunwell: the turn changed no files.';
+}

@@ -3,7 +3,7 @@
 // saves with setState is its own: the draft and which cards are open.
 // The frame around the transcript is chrome.ts; what the user does there, userActions.ts.
 import type { HostToWebview, WebviewToHost } from '../common/messages';
-import { initialState, isBusy, lastExchange, reduce, undoableTurn, waitingForModel, type ChatState, type Item } from '../common/state';
+import { answerOf, initialState, isBusy, lastExchange, reduce, undoableTurn, waitingForModel, type ChatState, type Item } from '../common/state';
 import type { ResourceRef } from '../common/mentions';
 import { createChrome } from './chrome';
 import { ChatInput } from './input';
@@ -27,7 +27,8 @@ const vscode = acquireVsCodeApi();
 const saved = vscode.getState();
 let state: ChatState = initialState();
 const ui = { draft: saved?.ui?.draft ?? '', expanded: new Set(saved?.ui?.expanded ?? []), editing: saved?.ui?.editing ?? null };
-const ctx: RenderContext = { markdown: createMarkdownRenderer(window), expanded: ui.expanded };
+const ctx: RenderContext = { markdown: createMarkdownRenderer(window), expanded: ui.expanded,
+  answered: (turn) => answerOf(state, turn) !== null };
 const post = (message: WebviewToHost) => vscode.postMessage(message);
 
 let files: string[] = [];

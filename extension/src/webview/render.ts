@@ -25,6 +25,8 @@ export interface RenderContext {
   lastEnd?: string | null;
   /** The end of the last exchange of the conversation (state.lastExchange, not a `::command`'s): it offers Retry. */
   retryable?: string | null;
+  /** Whether a turn's answer has words to copy (its end offers Copy). */
+  answered?: (turn: string) => boolean;
 }
 
 export function renderItem(item: Item, ctx: RenderContext): HTMLElement {
@@ -97,13 +99,16 @@ function renderTool(tool: ToolItem, ctx: RenderContext): HTMLElement {
   const open = ctx.expanded.has(tool.callId);
   const awaiting = tool.approval?.state === 'pending' || tool.question?.state === 'pending';
   const [iconName, modifier] = awaiting ? [tool.question ? 'question' : 'shield', ''] : STATUS_ICON[tool.status];
-  const target = tool.name === 'task' ? taskLabel(tool) : toolTarget(tool.name, tool.arguments, tool.argsText);
+  const task = tool.name === 'task';
+  const target = task ? null : toolTarget(tool.name, tool.arguments, tool.argsText);
+  const calls = task ? (tool.children ?? []).filter((c) => c.kind === 'tool').length : 0;
   const head = h('button', { className: 'tool-head', 'data-action': 'toggleTool', 'aria-expanded': open ? 'true' : 'false',
     'data-testid': 'tool-head' },
     icon(iconName, `tool-status ${modifier}`),
     h('span', { className: 'tool-title' }, toolTitle(tool.name)),
     target ? h('code', { className: 'tool-target', title: target }, target) : null,
     h('span', { className: 'tool-spacer' }),
+    calls ? h('span', { className: 'tool-calls', 'data-testid': 'subagent-calls' }, `${calls} call${calls === 1 ? '' : 's'}`) : null,
     tool.durationMs !== null ? h('span', { className: 'tool-duration', 'data-testid': 'tool-duration' }, formatDuration(tool.durationMs)) : null,
     icon(open ? 'chevron-down' : 'chevron-right', 'tool-chevron'));
   const answer = tool.status === 'ok' ? renderSubagentAnswer(tool, ctx.markdown) : null;
@@ -121,17 +126,16 @@ function renderTool(tool: ToolItem, ctx: RenderContext): HTMLElement {
     className: `tool-card status-${tool.status}${awaiting ? ' awaiting' : ''}`,
     'data-testid': 'tool-card', 'data-id': tool.id, 'data-call-id': tool.callId, 'data-tool': tool.name,
     'data-status': awaiting ? 'awaitingApproval' : tool.status,
-  }, head, tool.status === 'ok' ? renderResultLine(tool) : null, tool.question ? renderQuestion(tool.question) : null,
+  }, head, task ? renderTaskDescription(tool) : null, tool.status === 'ok' ? renderResultLine(tool) : null, tool.question ? renderQuestion(tool.question) : null,
   tool.name === 'task' ? renderSubagent(tool, ctx, open) : null, body, error,
   tool.approval ? renderApproval(tool, tool.approval)
     : tool.decision?.by === 'user' ? renderAnswered('answered', tool.decision.decision, 'user', null) : null);
 }
 
-/** A sub-agent's card title: what it does, and how many calls it made so far. */
-function taskLabel(tool: ToolItem): string {
+/** What a sub-agent does, under its card's head and wrapped: a narrow sidebar shows it whole. */
+function renderTaskDescription(tool: ToolItem): HTMLElement | null {
   const description = typeof tool.arguments?.description === 'string' ? tool.arguments.description : '';
-  const calls = (tool.children ?? []).filter((c) => c.kind === 'tool').length;
-  return `${description}${calls ? ` · ${calls} call${calls === 1 ? '' : 's'}` : ''}`;
+  return description ? h('div', { className: 'task-description', 'data-testid': 'subagent-title' }, description) : null;
 }
 
 /**

@@ -30,6 +30,10 @@ export function renderTurnEnd(item: TurnEndItem, ctx: RenderContext): HTMLElemen
       title: 'Ask again: a new answer takes the place of this one, and the model does not see this one' },
     icon('refresh'), ' Retry')
     : null;
+  const copy = item.status !== 'error' && item.status !== 'interrupted' && ctx.answered?.(item.turn)
+    ? h('button', { className: 'link-button', 'data-action': 'copyAnswer', 'data-turn': item.turn, 'data-testid': 'copy-answer',
+      title: 'Copy the answer as markdown' }, icon('copy'), ' Copy')
+    : null;
   return h('div', { className: `turn-end status-${item.status}`, 'data-testid': 'turn-end', 'data-status': item.status, 'data-id': item.id },
     h('div', { className: 'turn-end-line' },
       item.status !== 'completed' ? icon(item.status === 'error' || item.status === 'interrupted' ? 'error' : 'debug-stop') : null,
@@ -38,7 +42,7 @@ export function renderTurnEnd(item: TurnEndItem, ctx: RenderContext): HTMLElemen
       details ? h('span', { className: 'turn-end-details', 'data-testid': 'turn-usage',
         title: item.usage?.estimated ? 'Estimated by Sunwell: the server reported no usage'
           : `As the server reported${cacheNote(item.usage) ? `; of the input, ${cacheNote(item.usage)}` : ''}` }, details) : null,
-      undo, retry),
+      copy, undo, retry),
     item.status === 'error' && item.id === ctx.lastEnd ? renderFailureHelp(item, ctx.model ?? null) : null,
     item.status === 'interrupted' && item.id === ctx.lastEnd ? renderResume() : null);
 }

@@ -2,7 +2,7 @@
 // the composer (a `data-action` on the element), links, the keys of a card's field, Edit & resend.
 import type { WebviewToHost } from '../common/messages';
 import { mentionsFromLabels, type MentionRef } from '../common/mentions';
-import { isBusy, lastExchange, type ChatState } from '../common/state';
+import { answerOf, isBusy, lastExchange, type ChatState } from '../common/state';
 import type { ChatInput } from './input';
 
 export interface UserActionHost {
@@ -94,6 +94,13 @@ export function listenToUser(host: UserActionHost) {
       case 'jumpLatest':
         host.jumpToLatest();
         break;
+      case 'copyAnswer': {
+        const answer = actionEl.dataset.turn ? answerOf(host.state, actionEl.dataset.turn) : null;
+        if (answer) post({ type: 'copy', text: answer });
+        actionEl.classList.add('copied');
+        setTimeout(() => actionEl.classList.remove('copied'), 1200);
+        break;
+      }
       case 'copyCode': {
         const code = actionEl.closest('.code-block')?.querySelector('code')?.textContent ?? '';
         post({ type: 'copy', text: code });

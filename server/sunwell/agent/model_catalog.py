@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sunwell.agent.windows import configured_window
 from sunwell.model_strings import LOCAL_PROVIDERS, ModelSpec, parse_model_string
 from sunwell.models.capabilities import describe
+from sunwell.models.providers.served import served_models as listed_by
 
 if TYPE_CHECKING:
     from sunwell.agent.engine import Engine
@@ -49,6 +50,25 @@ def model_catalog(engine: Engine, names: Sequence[str] | None = None, *, ask_ser
     return ModelCatalog(current=current, models=list(models.values()))
 
 
+async def served_models(engine: Engine) -> list[CatalogModel]:
+    """What the configured model's server lists (an OpenAI-compatible `/v1/models`, Ollama's tags), asked briefly:
+    only a server on the user's machine or network (a hosted provider's catalogue is not the user's to pick from)."""
+    try:
+        spec = parse_model_string(engine.settings.model or "")
+    except ValueError:
+        return []
+    endpoint = engine.models.endpoint(spec) if spec.provider in LOCAL_PROVIDERS else None
+    if not endpoint:
+        return []
+    found = []
+    for model in await listed_by(spec.provider, endpoint):
+        info = describe(model, spec.provider, {})
+        found.append(CatalogModel(id=f"{spec.provider}:{model}", name=model, model=model, provider=spec.provider,
+                                  parsed=info["parsed"], capabilities=info["capabilities"], source="served",
+                                  window=info["capabilities"]["contextWindow"], window_source="registry"))
+    return found
+
+
 def _window(engine: Engine, spec: ModelSpec, registry: int, ask_servers: bool) -> tuple[int, str]:
     if (size := configured_window(engine.settings.models, spec)) is not None:
         return size, "config"
@@ -75,8 +95,9 @@ class CatalogModel:
     """What the id says: family, version, size, variant, tags (`parse_model_id`)."""
     capabilities: dict[str, Any]
     """How this model calls tools; `notes` names the defaults, rules and overrides that made each value."""
-    source: Literal["configured", "override", "named"]
-    """Where it came from: the `model` setting, a `models:` override, or the caller's `names`."""
+    source: Literal["configured", "override", "named", "served"]
+    """Where it came from: the `model` setting, a `models:` override, the caller's `names`, or the configured
+    model's server."""
     window: int
     """The context window a turn budgets against (also `capabilities["contextWindow"]`)."""
     window_source: str

@@ -174,6 +174,8 @@ class Session:
         state = self.state
         if line.replace_turn is not None:  # first: the turn's rows follow the rewind, on the branch it chose
             session = rewind(self._engine.store, state.session, line.replace_turn)
+            if not any(row.kind == "message" for row in self._engine.store.events(session)):
+                self._engine.store.retitle(session, line.text)  # the first line replaced: the title follows
             self._engine.live.get(session).scratch.plan = None  # `::plan` reads the branch's own from the log
         done = await self._engine.run_turn(line.text, sink, session=state.session, model=state.model,
                                            trust=state.trust, tool_names=state.tool_names, lens=state.lens,

@@ -34,13 +34,7 @@ from sunwell.agent.image_files import ImageFiles
 from sunwell.agent.log_lines import message_line
 from sunwell.errors import SunwellError
 from sunwell.models.encodable import encodable
-from sunwell.wire.messages import (
-    AssistantMessage,
-    Message,
-    ToolCall,
-    ToolError,
-    ToolResultMessage,
-)
+from sunwell.wire.messages import AssistantMessage, Message, ToolCall, ToolError, ToolResultMessage
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +130,10 @@ class SessionStore:
     def exists(self, session: str) -> bool:
         with self._read() as db:
             return db.execute("SELECT 1 FROM sessions WHERE id = ?", (session,)).fetchone() is not None
+
+    def retitle(self, session: str, title: str) -> None:  # the history lists a session by its branch's first line
+        with self._write() as db:
+            db.execute("UPDATE sessions SET title = ? WHERE id = ?", (encodable(title[:80]), session))
 
     def append(
         self, session: str, turn: str, seq: int, kind: str, content: str, data: dict[str, Any] | None = None

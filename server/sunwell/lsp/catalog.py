@@ -56,9 +56,16 @@ def setup(server: SunwellServer) -> None:
                                   for tool in offered]).wire()
 
     @server.feature(MODELS)
-    def models(ls: SunwellServer, params: Any) -> dict[str, Any]:
+    async def models(ls: SunwellServer, params: Any) -> dict[str, Any]:
         ls.parse(EmptyParams, params, MODELS)
-        return model_catalog(engine_or_fail(ls)).wire()
+        engine = engine_or_fail(ls)
+        from sunwell.agent.model_catalog import served_models
+
+        listed = model_catalog(engine)
+        known = {model.id for model in listed.models}
+        served = [ModelInfo(id=m.id, provider=m.provider, capabilities=m.capabilities, served=True)
+                  for m in await served_models(engine) if m.id not in known]
+        return listed.model_copy(update={"models": [*listed.models, *served]}).wire()
 
     @server.feature(COMMANDS)
     async def commands(ls: SunwellServer, params: Any) -> dict[str, Any]:
@@ -84,3 +91,4 @@ def model_catalog(engine: Engine) -> ModelsResult:
     catalog = catalog_of(engine)
     return ModelsResult(current=catalog.current, models=[
         ModelInfo(id=model.id, provider=model.provider, capabilities=model.capabilities) for model in catalog.models])
+

@@ -232,6 +232,9 @@ class ModelInfo(WireModel):
     """The full model string, `PROVIDER:MODEL`, as `sunwell/chat` takes it."""
     provider: str
     capabilities: dict[str, Any]
+    served: bool = False
+    """Listed by the configured model's server (an OpenAI-compatible `/v1/models`, Ollama's tags), not by the
+    config."""
 
 
 class ModelsResult(WireModel):

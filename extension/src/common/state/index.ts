@@ -20,7 +20,7 @@ export { isChatEvent, planProgress } from './events';
 export { findTool } from './items';
 export { lastLines, openablePort, shownProcesses, type ProcessView } from './processes';
 export { forStorage } from './sessions';
-export { isBusy, lastExchange, undoableTurn, waitingForModel, type Exchange } from './turns';
+export { answerOf, isBusy, lastExchange, undoableTurn, waitingForModel, type Exchange } from './turns';
 
 export function initialState(): ChatState {
   return {

@@ -128,3 +128,15 @@ export function endTurn(state: ChatState, turn: string,
   const endItem: TurnEndItem = { kind: 'turnEnd', id: `i${state.nextId}`, turn, ...end };
   return { ...state, items: [...items, endItem], nextId: state.nextId + 1, turn: null, usage: end.usage ?? state.usage };
 }
+
+/**
+ * What Copy under a finished turn puts on the clipboard: the turn's answer as the model wrote it (markdown), its
+ * paragraphs between tool calls joined; thinking, cards and notes left out. Null while it streams or when it said
+ * nothing.
+ */
+export function answerOf(state: ChatState, turn: string): string | null {
+  const parts = state.items.filter((i): i is Extract<Item, { kind: 'assistant' }> => i.kind === 'assistant' && i.turn === turn);
+  if (parts.some((p) => p.streaming)) return null;
+  const text = parts.map((p) => p.text.trim()).filter(Boolean).join('\n\n');
+  return text || null;
+}
