@@ -35,8 +35,10 @@ describe('manifest', () => {
     for (const key of ['python', 'serverCommand', 'trustLevel', 'baseUrl', 'openaiBaseUrl', 'anthropicBaseUrl', 'ollamaHost',
       'network.allow', 'network.deny', 'webSearch.provider', 'webSearch.baseUrl', 'webSearch.apiKeyEnv']) {
       assert.equal(props[`sunwell.${key}`].scope, 'machine', key);
-      assert.match(sources, new RegExp(`MACHINE_SCOPED = new Set\\(\\[[^\\]]*'${key}'`), `updateSetting must not write ${key} to the workspace`);
     }
+    // updateSetting never writes a machine-scoped setting to the workspace, judged by the scope above (settingsPlace.ts)
+    assert.match(sources, /inspect\?\.workspaceValue !== undefined && !machineScoped\(key\)/, 'updateSetting must not write machine settings to the workspace');
+    assert.match(sources, /scope === 'machine'/, 'machineScoped does not read the manifest\'s scope');
   });
 
   it('contributes the chat as a webview view in its own activity-bar container', () => {
