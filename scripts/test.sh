@@ -30,7 +30,7 @@ fi
 LOGS=$(mktemp -d "${TMPDIR:-/tmp}/sunwell-test.XXXXXX")
 declare -A job=() status=()
 # Niced: the tests' own deadlines come first, the installs take the CPU that the tests leave while they wait.
-begin() { export -f "$2"; setsid nice -n 10 bash -c "set -euo pipefail; $2" >"$LOGS/$1.log" 2>&1 </dev/null & job[$1]=$!; }
+begin() { export -f $(compgen -A function); setsid nice -n 10 bash -c "set -euo pipefail; $2" >"$LOGS/$1.log" 2>&1 </dev/null & job[$1]=$!; }
 ready() {
   local name=$1
   if [ -z "${status[$name]:-}" ]; then
@@ -65,7 +65,7 @@ begin mcp install_mcp_servers
 
 # The extension's dependencies (npm test, the bundle), then the .vsix for the end-to-end tier: mostly pip downloading
 # the wheels it carries. A .vsix that fails to build here is built again, or the failure said, by scripts/e2e.sh.
-E2E=${SUNWELL_E2E:-1}
+export E2E=${SUNWELL_E2E:-1}
 install_node_modules() {
   [ -d node_modules ] && [ node_modules/.package-lock.json -nt package-lock.json ] && return 0
   npm ci --no-audit --no-fund --loglevel=error
