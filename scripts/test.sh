@@ -29,12 +29,19 @@ fi
 # all of it), its output in a log; `ready NAME` waits for it and tells whether it worked. ---------------------------
 LOGS=$(mktemp -d "${TMPDIR:-/tmp}/sunwell-test.XXXXXX")
 declare -A job=() status=()
+took=()  # how long each install and tier took, said at the end: where CI's time goes
 # Niced: the tests' own deadlines come first, the installs take the CPU that the tests leave while they wait.
-begin() { export -f $(compgen -A function); setsid nice -n 10 bash -c "set -euo pipefail; $2" >"$LOGS/$1.log" 2>&1 </dev/null & job[$1]=$!; }
+begin() {
+  export -f $(compgen -A function)
+  TOOK="$LOGS/$1.took" setsid nice -n 10 bash -c 'trap "echo \$SECONDS >\"\$TOOK\"" EXIT; set -euo pipefail; '"$2" \
+    >"$LOGS/$1.log" 2>&1 </dev/null &
+  job[$1]=$!
+}
 ready() {
-  local name=$1
+  local name=$1 since=$SECONDS
   if [ -z "${status[$name]:-}" ]; then
     if wait "${job[$name]}"; then status[$name]=0; else status[$name]=$?; fi
+    took+=("$name $(cat "$LOGS/$name.took" 2>/dev/null || echo ?) s (waited $((SECONDS - since)) s)")
   fi
   return "${status[$name]}"
 }
@@ -97,7 +104,7 @@ if [ "$SLOW" != 0 ]; then
 fi
 
 failed=()
-run_tier() { local name=$1; shift; "$@" || failed+=("$name"); }
+run_tier() { local name=$1 since=$SECONDS; shift; "$@" || failed+=("$name"); took+=("$name $((SECONDS - since)) s"); }
 
 # pytest: exit 5 is "no test selected", which one of the two runs may be when arguments pick tests.
 pytest_status=()
@@ -141,6 +148,7 @@ else
   run_tier e2e bash scripts/e2e.sh
 fi
 
+echo "test.sh: $SECONDS s: $(IFS=,; echo "${took[*]}" | sed 's/,/, /g')" >&2
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: failed: $(IFS=,; echo "${failed[*]}" | sed 's/,/, /g')"
   exit 1
