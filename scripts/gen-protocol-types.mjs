@@ -17,7 +17,7 @@ import { compile } from 'json-schema-to-typescript';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const OUTPUT = path.join(root, 'extension', 'src', 'protocol.generated.ts');
 
-function python() {
+export function python() {
   if (process.env.SUNWELL_PYTHON) return process.env.SUNWELL_PYTHON;
   for (const p of ['.venv/bin/python', '.venv/Scripts/python.exe']) {
     if (existsSync(path.join(root, p))) return path.join(root, p);

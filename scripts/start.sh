@@ -97,13 +97,15 @@ else
     say "a model server already answers at $BASE_URL: using it"
   else
     LLAMA_LOG=${TMPDIR:-/tmp}/sunwell-llama.log
+    # scripts/local_model.py asks the server one completion before it counts as started, and starts it again without
+    # ggml's extra buffer types when it dies on it (a CPU that reports AMX and traps it); when nothing answers it
+    # says what failed and how to use a hosted model instead. It prints the server's process group.
     # --interrupt_requests False: requests queue; by default a second client (the chat and a `sunwell run`) cuts the
     # answer the first one is streaming.
-    setsid .venv/bin/python -m llama_cpp.server --model "$GGUF" --n_threads "$(nproc 2>/dev/null || echo 2)" \
-      --n_ctx "$LLAMA_N_CTX" --interrupt_requests False --host 127.0.0.1 --port "$LLAMA_PORT" >"$LLAMA_LOG" 2>&1 &
-    GROUPS_STARTED+=($!)
-    for _ in $(seq 120); do curl -fs "$BASE_URL/models" >/dev/null 2>&1 && break; sleep 0.5; done
-    curl -fs "$BASE_URL/models" >/dev/null 2>&1 || die "the local model server did not start; last lines of $LLAMA_LOG:$(echo; tail -5 "$LLAMA_LOG")"
+    LLAMA_PID=$(.venv/bin/python scripts/local_model.py --url "$BASE_URL" --log "$LLAMA_LOG" -- \
+      .venv/bin/python scripts/llama_server.py --model "$GGUF" --n_threads "$(nproc 2>/dev/null || echo 2)" \
+      --n_ctx "$LLAMA_N_CTX" --interrupt_requests False --host 127.0.0.1 --port "$LLAMA_PORT") || exit 1
+    GROUPS_STARTED+=("$LLAMA_PID")
     # llama-cpp-python states its window nowhere (and ends a stream that does not fit without a word): tell
     # Sunwell's user config (read by `sunwell chat` and the VS Code sidecar alike), keeping everything else in it.
     .venv/bin/python - "$MODEL" "$LLAMA_N_CTX" <<'PY' || say "could not record the window in Sunwell's config (above)"

@@ -55,7 +55,7 @@ stop_jobs() {
 trap stop_jobs EXIT
 trap 'exit 130' INT TERM
 
-# The MCP servers from npm that tests/test_mcp_npm.py runs (sandboxed); without npm or the registry those tests are
+# The MCP servers from npm that tests/tools/mcp/test_mcp_npm.py runs (sandboxed); without npm or the registry those tests are
 # skipped with the reason.
 export SUNWELL_MCP_SERVERS_DIR=${SUNWELL_MCP_SERVERS_DIR:-$HOME/.cache/sunwell-mcp-servers}
 install_mcp_servers() {

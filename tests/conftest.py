@@ -83,7 +83,7 @@ def sunwell(env: dict[str, str], workspace: Path):
 
 
 def check_stream_rules(events: list[dict]) -> None:
-    """PROTOCOL.md "Rules of the stream" for one turn."""
+    """docs/events.md "Rules of the stream" for one turn."""
     assert events, "no events"
     assert len({(e["session"], e["turn"]) for e in events}) == 1
     assert [e["seq"] for e in events] == list(range(len(events)))
@@ -95,6 +95,12 @@ def check_stream_rules(events: list[dict]) -> None:
         if e["type"] == "toolResult":
             assert e["ok"] == (e["error"] is None)
     assert events[-1]["toolCalls"] == len(calls)
+
+
+async def call_tool(tool, arguments: dict, ctx):
+    """`tool`'s handler on `arguments` as the orchestrator hands them over: validated once and read into what the
+    tool takes (`Tool.bind`: its arguments model), so an invalid call fails there, as in a turn."""
+    return await tool.handler(tool.bind(arguments), ctx)
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ import pytest
 from conftest import SERVER
 
 PACKAGE = SERVER / "sunwell"
-BOTTOM = {"sunwell.vocabulary", "sunwell.errors", "sunwell.wire", "sunwell.config", "sunwell.commands_spec",
-          "sunwell.model_strings", "sunwell.hidden_text"}
+BOTTOM = {"sunwell.vocabulary", "sunwell.errors", "sunwell.clipping", "sunwell.wire", "sunwell.config",
+          "sunwell.commands_spec", "sunwell.model_strings", "sunwell.hidden_text"}
 FRONT = ("sunwell.cli", "sunwell.lsp", "sunwell.__main__")
 # floor -> what it must never import
 FORBIDDEN = {
@@ -116,15 +116,15 @@ def test_the_checker_sees_imports_inside_functions_and_for_types(tmp_path):
 ENGINE_FLOOR = ("sunwell.agent", "sunwell.tools", "sunwell.lens", "sunwell.models", "sunwell.config")
 DEFERRED = {
     "sunwell.agent.engine": ("sunwell.agent", "sunwell.lens", "sunwell.models.factory", "sunwell.tools"),
-    "sunwell.cli.main": ("sunwell.cli", "sunwell.lsp.server", "sunwell.errors", "sunwell.tools.policy.audit", "logging"),
+    "sunwell.agent.model_access": ("sunwell.models.factory",),
+    "sunwell.cli.main": ("sunwell.cli", "sunwell.lsp.server", "sunwell.errors", "sunwell.agent.logs", "logging"),
     "sunwell.cli.terminal_input": ("readline",),
     "sunwell.config.loading": ("yaml",),
     "sunwell.hooks.runner": ("sunwell.tools.mcp.launch",),
     "sunwell.lens.registry": ("watchfiles",),
     "sunwell.lsp.catalog": ENGINE_FLOOR,
     "sunwell.lsp.chat": ENGINE_FLOOR,
-    "sunwell.lsp.configuration": (*ENGINE_FLOOR, "sunwell.lsp.approvals", "sunwell.lsp.sign_in"),
-    "sunwell.lsp.learned": ENGINE_FLOOR,
+    "sunwell.lsp.configuration": (*ENGINE_FLOOR, "sunwell.lsp.client"),
     "sunwell.lsp.lens_features": ("sunwell.lens",),
     "sunwell.lsp.mcp": ENGINE_FLOOR,
     "sunwell.lsp.sessions": ENGINE_FLOOR,
@@ -281,3 +281,166 @@ def test_every_code_the_engine_writes_is_in_the_vocabulary():
     used = {next(g for g in m.groups() if g) for path in PACKAGE.rglob("*.py")
             for m in pattern.finditer(path.read_text(encoding="utf-8"))}
     assert len(used) > 25 and sorted(used - known) == []
+
+
+# ---- tools are declared from their arguments model (issue 43, item 3) ------------------------------------------
+
+def typed_tools() -> list:
+    """Every tool whose arguments Sunwell defines: the core ones, web_search and learn_api."""
+    from sunwell.tools.handlers.web import WEB_SEARCH
+    from sunwell.tools.learned.registry import LearnedApis
+    from sunwell.tools.registry import CORE_TOOLS
+
+    return [*CORE_TOOLS, WEB_SEARCH, LearnedApis(Path(os.devnull)).learn_tool()]
+
+
+def calls_named(path: Path, name: str) -> list[int]:
+    """The lines of `path` that call something named `name` (`name(...)` or `x.name(...)`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and (getattr(node.func, "id", None) == name or getattr(node.func, "attr", None) == name)]
+
+
+RAW = {"args", "arguments"}
+
+
+def raw_reads(path: Path) -> list[int]:
+    """Lines of `path` that read a call's arguments out of a dict: `string_arg(...)`, `X.model_validate(args)`,
+    `args.get(...)`, `args[...]`."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            owner = getattr(getattr(node.func, "value", None), "id", None)
+            given = [getattr(arg, "id", None) for arg in node.args]
+            if (name == "string_arg" or (name == "model_validate" and RAW & set(given))
+                    or (name == "get" and owner in RAW)):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Subscript) and getattr(node.value, "id", None) in RAW:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_checker_sees_a_raw_argument_read(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("def f(args, ctx):\n    a = string_arg(args, 'x')\n    b = M.model_validate(args)\n"
+                      "    c = args.get('y')\n    d = args['z']\n    return M.model_validate(answer), ctx.get('w')\n")
+    assert raw_reads(source) == [2, 3, 4, 5]
+
+
+def test_a_tool_is_declared_from_its_arguments_model_and_says_its_schema_once():
+    """`Tool.of(Args, ...)` takes `parameters` and the subject from the model: no definition repeats
+    `schema_for_tool()`; a tool is built `Tool.of` or, its schema known only at run time, `Tool.dynamic`, never by
+    hand."""
+    repeated = sorted(f"{path.relative_to(PACKAGE)}:{line}" for path in PACKAGE.rglob("*.py")
+                      if path.relative_to(PACKAGE) != Path("tools/base.py")
+                      for line in calls_named(path, "schema_for_tool"))
+    assert repeated == []
+    by_hand = sorted(f"{path.relative_to(PACKAGE)}:{line}" for path in PACKAGE.rglob("*.py")
+                     if path.relative_to(PACKAGE) != Path("tools/base.py") for line in calls_named(path, "Tool"))
+    assert by_hand == []
+    assert [tool.name for tool in typed_tools() if tool.arguments is None] == []
+
+
+def test_core_handlers_take_their_arguments_model_never_the_raw_dict():
+    """The orchestrator validates a call once and hands the handler (and its preview, stage and cut-off) an instance
+    of the tool's arguments model; a handler module reads no argument out of a dict."""
+    import typing
+
+    for tool in typed_tools():
+        for name in ("handler", "preview", "stage", "cut_off"):
+            function = getattr(tool, name)
+            if function is None:
+                continue
+            first = next(iter(typing.get_type_hints(function).values()))
+            assert first is tool.arguments, f"{tool.name}.{name} takes {first}, not {tool.arguments.__name__}"
+    raw = sorted(f"{path.relative_to(PACKAGE)}:{line}" for path in (PACKAGE / "tools" / "handlers").glob("*.py")
+                 for line in raw_reads(path))
+    assert raw == []
+
+
+@pytest.mark.parametrize(("function", "where"), [("canonical_tool_name", "sunwell.agent"),
+                                                  ("parse_command", "sunwell.agent"),
+                                                  ("coerce_arguments", "sunwell.agent"),
+                                                  ("validate_arguments", "sunwell.agent")])
+def test_a_call_is_respelled_validated_and_a_command_parsed_in_one_place(function, where):
+    sites = sorted(f"{path.relative_to(PACKAGE)}:{line}" for path in PACKAGE.rglob("*.py")
+                   if within(module_name(path), where) for line in calls_named(path, function))
+    assert len(sites) <= 1, sites
+
+
+MAX_CONTEXT_FIELDS = 8
+"""A tool gets a few capabilities (STYLE.md 16): a new kind of request to the user is a method of the client port
+(wire/client.py), never another field of ToolContext."""
+MAX_ENGINE_LINES = 250
+"""The engine holds what sessions share; how a turn, a model or a front end's request is put together lives in
+modules of its own (agent/turn_start.py, agent/model_access.py, agent/mcp_servers.py, agent/api_catalog.py)."""
+
+
+def test_a_tool_gets_a_handful_of_capabilities():
+    from dataclasses import fields
+
+    from sunwell.tools.base import ToolContext
+
+    assert len(fields(ToolContext)) <= MAX_CONTEXT_FIELDS
+
+
+def class_lines(path: Path, name: str) -> int:
+    node = next(n for n in ast.parse(path.read_text(encoding="utf-8")).body if isinstance(n, ast.ClassDef) and n.name == name)
+    return node.end_lineno - node.lineno + 1
+
+
+def test_the_engine_class_is_read_whole():
+    assert class_lines(PACKAGE / "agent" / "engine.py", "Engine") <= MAX_ENGINE_LINES
+
+
+def front_end_modules() -> list[str]:
+    return sorted(module for module in MODULES if any(within(module, front) for front in FRONT))
+
+
+def test_no_front_end_imports_tools():
+    """What cli/ and lsp/ need of tools/ comes through the agent (agent/exports.py, agent/logs.py, the facades):
+    they translate the engine's port and events, nothing below."""
+    wrong = sorted(f"{module} imports {target}" for module in front_end_modules() for target in MODULES[module]
+                   if within(target, "sunwell.tools"))
+    assert wrong == []
+
+
+ENGINE_API = {"settings", "workspace", "data_dir", "reconfigure", "aclose", "undo", "lens", "lenses", "grant", "tools",
+              "servers", "apis", "model_facts"}
+"""What a front end may use of an Engine besides handing it to a `Session` (agent/session.py): its settings and
+workspace, the lenses, what tools a trust level and lens give, undo, and the facades of the MCP servers
+(agent/mcp_servers.py) and the learned APIs (agent/api_catalog.py), what models taught (models/model_facts.py)."""
+
+
+def engine_reaches(path: Path) -> list[str]:
+    """`engine.NAME` for every attribute read off an engine in `path` (a name `engine`, `x.engine`, `engine_or_fail(..)`)
+    whose NAME is not in ENGINE_API."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Attribute):
+            continue
+        value = node.value
+        is_engine = (isinstance(value, ast.Name) and value.id == "engine") or (
+            isinstance(value, ast.Attribute) and value.attr == "engine") or (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "engine_or_fail")
+        if is_engine and node.attr not in ENGINE_API:
+            found.append(f"line {node.lineno}: engine.{node.attr}")
+    return found
+
+
+def test_no_front_end_reaches_into_the_engine():
+    wrong = [f"{module}: {reach}" for module in front_end_modules()
+             for reach in engine_reaches(PACKAGE.parent / (module.replace(".", "/") + (
+                 "/__init__.py" if (PACKAGE.parent / module.replace(".", "/")).is_dir() else ".py")))]
+    assert wrong == []
+
+
+def test_the_checkers_see_a_field_a_long_class_an_import_and_a_reach(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("class Engine:\n" + "    x = 1\n" * 300 + "def f(ls, engine):\n"
+                      "    engine.settings, engine.store, ls.engine.mcp.start(), engine_or_fail(ls).learned\n"
+                      "    from sunwell.tools.base import Trust\n")
+    assert class_lines(source, "Engine") == 301
+    assert sorted(engine_reaches(source)) == ["line 303: engine.learned", "line 303: engine.mcp", "line 303: engine.store"]
+    assert "sunwell.tools.base" in imports(source)

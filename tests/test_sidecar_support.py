@@ -183,7 +183,7 @@ async def sidecar(sidecar_factory) -> Sidecar:
 
 
 def check_turn(events: list[dict[str, Any]], result: dict[str, Any]) -> None:
-    """PROTOCOL.md "Rules of the stream" for one turn, plus: the answer matches the `done` that preceded it."""
+    """docs/events.md "Rules of the stream" for one turn, plus: the answer matches the `done` that preceded it."""
     from conftest import check_stream_rules
 
     check_stream_rules(events)

@@ -5,7 +5,10 @@ charsets, binary, conditional requests, and search services speaking SearXNG's, 
         web.url("/page.html")   # http://127.0.0.1:PORT/page.html
         web.requests            # [(method, path, headers)] as received
 
-Routes are fixed below; `/redirect/N` redirects N times then lands on /page.html, `/to?u=URL` redirects to URL.
+Routes are fixed below; `/redirect/N` redirects N times then lands on /page.html, `/to?u=URL` redirects to URL,
+`/slow-redirect/N?s=S` does the same after S seconds a hop, `/see-other` answers 303 to `/echo`, which answers with
+the request it got (method, headers, body), and `/trickle/search` is a search service that sends its answer a byte at
+a time and never finishes.
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ class WebServer:
                 pass
 
             def do_GET(self) -> None:
-                server.requests.append(("GET", self.path, dict(self.headers)))
+                server.requests.append((self.command, self.path, dict(self.headers)))
                 server.route(self)
+
+            do_HEAD = do_GET
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
@@ -100,6 +105,17 @@ class WebServer:
         if path.startswith("/redirect/"):
             left = int(path.rsplit("/", 1)[1])
             return _send(h, 302, b"", "text/plain", {"Location": f"/redirect/{left - 1}" if left > 1 else "/page.html"})
+        if path.startswith("/slow-redirect/"):  # every hop slow, none slower than a whole deadline
+            time.sleep(float(query.get("s", ["0.5"])[0]))
+            left = int(path.rsplit("/", 1)[1])
+            location = f"/slow-redirect/{left - 1}?s={query.get('s', ['0.5'])[0]}" if left > 1 else "/page.html"
+            return _send(h, 302, b"", "text/plain", {"Location": location})
+        if path == "/see-other":
+            return _send(h, 303, b"", "text/plain", {"Location": "/echo"})
+        if path == "/echo":
+            return _json(h, {"method": h.command, "headers": dict(h.headers), "body": body.decode()})
+        if path == "/trickle/search":
+            return _trickle(h)
         if path == "/to":
             return _send(h, 302, b"", "text/plain", {"Location": query["u"][0]})
         if path == "/missing":
@@ -151,6 +167,21 @@ def _endless(h: BaseHTTPRequestHandler) -> None:
     try:
         while True:
             h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+    except OSError:
+        return
+
+
+def _trickle(h: BaseHTTPRequestHandler) -> None:
+    """An answer that starts at once and never ends: a byte every 0.2 s, each read well inside any timeout."""
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", "1000")
+    h.end_headers()
+    try:
+        for _ in range(1000):
+            h.wfile.write(b" ")
+            h.wfile.flush()
+            time.sleep(0.2)
     except OSError:
         return
 

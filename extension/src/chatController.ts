@@ -4,16 +4,14 @@
 // hands it and reports what the user did.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { ApprovalBroker } from './common/approvals';
-import { QuestionBroker } from './common/questions';
+import { ChatRequests } from './chatRequests';
+import type { ApprovalBroker } from './common/approvals';
 import { isCommandLine } from './common/commandline';
 import { mentionsFromLabels, type MentionRef, type ResourceRef } from './common/mentions';
 import type { HostToWebview } from './common/messages';
 import { forStorage, initialState, isBusy, lastExchange, reduce, type ChatAction, type ChatState } from './common/state';
 import { ChatTurns } from './common/turns';
-import {
-  REQUEST_CANCELLED, type ApprovalRequest, type ApproveResult, type AskParams, type AskResult, type ChatEvent, type ChatResult, type Decision,
-} from './protocol';
+import { REQUEST_CANCELLED, type ChatEvent, type ChatResult, type Decision } from './protocol';
 import type { MentionSources } from './mentionSources';
 import type { Sidecar } from './sidecar';
 
@@ -34,12 +32,12 @@ export class ChatController implements vscode.Disposable {
   private currentModel: string | null = null;
   /** Counts session loads, so that only the last one asked for lands. */
   private loads = 0;
-  /** `ask_user`'s questions waiting for the person. */
-  readonly questions = new QuestionBroker();
+  /** Approvals and `ask_user`'s questions: cards in the transcript, waiting for the person. */
+  private readonly requests: ChatRequests;
 
   constructor(
     private readonly sidecar: Sidecar,
-    readonly approvals: ApprovalBroker,
+    approvals: ApprovalBroker,
     private readonly memento: vscode.Memento,
     private readonly log: vscode.LogOutputChannel,
     private readonly mentionSources: MentionSources,
@@ -50,23 +48,25 @@ export class ChatController implements vscode.Disposable {
     this.state = reduce(this.state, { type: 'sidecarStatus', status: sidecar.status });
     this.applySettings();
 
-    sidecar.approvalHandler = (params, token) => this.approve(params, token);
-    sidecar.questionHandler = (params, token) => this.ask(params, token);
+    this.requests = new ChatRequests(approvals, {
+      accepts: (session) => this.turns.listening && !(this.state.session && session !== this.state.session),
+      dispatch: (action) => this.dispatch(action),
+      view: () => this.view,
+    });
+    sidecar.approvalHandler = (params, token) => this.requests.approve(params, token);
+    sidecar.questionHandler = (params, token) => this.requests.ask(params, token);
     this.disposables.push(
+      this.requests,
       sidecar.onEvent((event) => this.onEvent(event)),
       sidecar.onStatus(({ status, message }) => this.dispatch({ type: 'sidecarStatus', status, message })),
       sidecar.onCrash(() => this.onCrash()),
       sidecar.onReady(({ afterCrash }) => void this.onSidecarReady(afterCrash)),
       vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('sunwell') && this.applySettings()),
-      approvals.onDidChange((change) => {
-        if (change.type === 'answered') this.dispatch({ type: 'approvalAnswered', callId: change.callId, decision: change.decision });
-        if (change.type === 'expired') this.dispatch({ type: 'approvalExpired', callId: change.callId });
-        void vscode.commands.executeCommand('setContext', 'sunwell.pendingApproval', approvals.pendingParams().length > 0);
-      }),
-      this.questions.onDidChange((change) => this.dispatch(change.type === 'answered'
-        ? { type: 'questionAnswered', callId: change.callId, answer: change.answer }
-        : { type: 'questionExpired', callId: change.callId })),
     );
+  }
+
+  get approvals(): ApprovalBroker {
+    return this.requests.approvals;
   }
 
   get snapshot(): ChatState {
@@ -246,12 +246,12 @@ export class ChatController implements vscode.Disposable {
   }
 
   answer(callId: string, decision: Decision, note?: string): boolean {
-    return this.approvals.answer(callId, decision, note);
+    return this.requests.approvals.answer(callId, decision, note);
   }
 
   /** The person's answer to `ask_user` (null: declined); false when the question is no longer pending. */
   answerQuestion(callId: string, answer: string | null): boolean {
-    return this.questions.answer(callId, answer);
+    return this.requests.questions.answer(callId, answer);
   }
 
   focusInput(): void {
@@ -302,60 +302,12 @@ export class ChatController implements vscode.Disposable {
     }
   }
 
-  private async approve(params: ApprovalRequest, token: vscode.CancellationToken): Promise<ApproveResult> {
-    // A turn this chat left, or of another session: no card to put it on, and that turn is being stopped anyway.
-    if (!this.turns.listening || (this.state.session && params.session !== this.state.session)) return { decision: 'deny' };
-    // The card first: a request the sidecar already gave up on then expires it at once.
-    this.dispatch({ type: 'approvalRequested', params });
-    const pending = this.approvals.request(params, token);
-    if (!this.view?.visible) {
-      // Never lost: the card waits in the transcript, the view comes forward, and the question can be answered
-      // from the notification too.
-      if (this.view) await this.view.reveal().catch(() => undefined);
-      else await vscode.commands.executeCommand('sunwell.chatView.focus');
-      void this.notify(params);
-    }
-    const decision = await pending;
-    const note = this.approvals.takeNote(params.callId);
-    return note ? { decision, note } : { decision };
-  }
-
-  private async ask(params: AskParams, token: vscode.CancellationToken): Promise<AskResult> {
-    if (!this.turns.listening || (this.state.session && params.session !== this.state.session)) return { answer: null };
-    this.dispatch({ type: 'questionRequested', params });
-    const pending = this.questions.request(params, token);
-    if (!this.view?.visible) {
-      if (this.view) await this.view.reveal().catch(() => undefined);
-      else await vscode.commands.executeCommand('sunwell.chatView.focus');
-      void vscode.window.showInformationMessage(`Sunwell asks: ${params.question}`, 'Show in Chat')
-        .then((choice) => choice && vscode.commands.executeCommand('sunwell.openChat'));
-    }
-    return { answer: await pending };
-  }
-
-  private async notify(params: ApprovalRequest): Promise<void> {
-    const preview = params.preview;
-    const target = preview.kind === 'diff' ? `write ${preview.path}`
-      : preview.kind === 'command' ? `run \`${preview.command}\``
-      : preview.kind === 'effects' ? `keep what \`${preview.command}\` changed (${preview.changes.length} file${preview.changes.length === 1 ? '' : 's'})`
-      : `use ${params.name}`;
-    const choices = preview.kind === 'diff' ? ['Allow', 'Deny', 'Show Diff'] : ['Allow', 'Deny', 'Show in Chat'];
-    const schema = preview.kind === 'diff' && preview.remoteSchema
-      ? ` It names a remote schema, ${preview.remoteSchema}: VS Code will fetch it when the file is opened.` : '';
-    const choice = await vscode.window.showInformationMessage(`Sunwell wants to ${target}.${schema}`, ...choices);
-    if (choice === 'Allow') this.approvals.answer(params.callId, 'allow');
-    else if (choice === 'Deny') this.approvals.answer(params.callId, 'deny');
-    else if (choice === 'Show Diff') void vscode.commands.executeCommand('sunwell.approval.showDiff', params.callId);
-    else if (choice === 'Show in Chat') void vscode.commands.executeCommand('sunwell.openChat');
-  }
-
   private onEvent(event: ChatEvent): void {
     if (this.turns.listening) this.dispatch(event);
   }
 
   private onCrash(): void {
-    this.approvals.expireAll();
-    this.questions.expireAll();
+    this.requests.expireAll();
   }
 
   private async onSidecarReady(afterCrash: boolean): Promise<void> {

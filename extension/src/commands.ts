@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ChatController } from './chatController';
 import { CHAT_VIEW_ID } from './chatView';
+import { commandLine } from './common/commandline';
 import { API_KEYS, type KeyProvider } from './common/settings';
 import { DiffPreviews } from './diffPreview';
 import { showLearnedApis } from './learnedApis';
@@ -56,7 +57,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     register('sunwell.runSkill', async (lens?: string | vscode.Uri, skill?: string) => {
       if (lens) await controller.setLens(toPath(lens));
       await vscode.commands.executeCommand('sunwell.openChat');
-      if (skill) await controller.send(`::run ${skill}`);
+      if (skill) await controller.send(commandLine('run', skill));
     }),
     register('sunwell.undoLastTurn', () => undoLastTurn(controller, sidecar)),
     register('sunwell.setApiKey', () => setApiKey(deps.keys)),

@@ -17,7 +17,7 @@ export class DiffPreviews implements vscode.TextDocumentContentProvider, vscode.
       vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, this),
       // However the approval was settled (chat card, title bar, notification, timeout), its diff has done its job.
       approvals.onDidChange((change) => {
-        if (change.type !== 'requested') void this.close(change.callId);
+        if (change.type !== 'requested') void this.close(change.id);
       }),
     ];
   }

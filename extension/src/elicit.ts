@@ -2,12 +2,13 @@
 // input per field: the server's name in every title, its question as its own words, no field filled in for the user
 // (a server's default is never offered), Escape cancels. The sidecar checks the answer against the schema.
 import * as vscode from 'vscode';
+import { RequestBroker } from './common/requestBroker';
+import type { ElicitParams, ElicitResult } from './protocol';
 
-export interface ElicitParams {
-  session: string;
-  server: string;
-  message: string;
-  schema: { properties?: Record<string, FieldSchema>; required?: string[] };
+/** What of the server's schema the form reads (a flat object of strings, numbers, booleans and enums). */
+interface FormSchema {
+  properties?: Record<string, FieldSchema>;
+  required?: string[];
 }
 
 interface FieldSchema {
@@ -17,7 +18,30 @@ interface FieldSchema {
   enum?: unknown[];
 }
 
-export type ElicitAnswer = { action: 'accept'; content: Record<string, unknown> } | { action: 'decline' | 'cancel' };
+export type ElicitAnswer = ElicitResult;
+
+/** An MCP server's question, keyed like every request to the user: `sunwell/elicit` carries no id of its own. */
+interface Elicitation {
+  id: string;
+  params: ElicitParams;
+}
+
+/** Pending elicitations, in the broker every request to the user goes through: the form answers, and a request the
+ *  sidecar cancels (or a sidecar that is gone) ends as `cancel`. */
+export class Elicitations extends RequestBroker<Elicitation, ElicitAnswer> {
+  private count = 0;
+
+  constructor() {
+    super({ idOf: (elicitation) => elicitation.id, unanswered: { action: 'cancel' } });
+  }
+
+  ask(params: ElicitParams, token?: vscode.CancellationToken): Promise<ElicitAnswer> {
+    const elicitation = { id: `elicit-${++this.count}`, params };
+    const answer = this.request(elicitation, token);
+    void elicitForm(params, token).then((form) => this.answer(elicitation.id, form), () => this.expire(elicitation.id));
+    return answer;
+  }
+}
 
 export async function elicitForm(params: ElicitParams, token?: vscode.CancellationToken): Promise<ElicitAnswer> {
   const title = `MCP server ${params.server} asks`;
@@ -26,9 +50,10 @@ export async function elicitForm(params: ElicitParams, token?: vscode.Cancellati
   }, token);
   if (choice === undefined) return { action: 'cancel' };
   if (choice === 'Decline') return { action: 'decline' };
-  const required = new Set(params.schema.required ?? []);
+  const schema = params.schema as FormSchema;
+  const required = new Set(schema.required ?? []);
   const content: Record<string, unknown> = {};
-  for (const [name, field] of Object.entries(params.schema.properties ?? {})) {
+  for (const [name, field] of Object.entries(schema.properties ?? {})) {
     const value = await askField(title, name, field, required.has(name), token);
     if (value === CANCELLED) return { action: 'cancel' };
     if (value !== undefined) content[name] = value;

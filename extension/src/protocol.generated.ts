@@ -55,6 +55,8 @@ export type NoticeCode =
   | 'tool_call_from_text'
   | 'tool_call_repaired'
   | 'tool_call_cut_off'
+  | 'tool_call_unreadable'
+  | 'tool_call_unknown'
   | 'resumed'
   | 'call_interrupted'
   | 'hook'
@@ -63,6 +65,7 @@ export type NoticeCode =
 export type NoticeLevel = 'info' | 'warning' | 'error';
 export type Preview =
   DiffPreview | CommandPreview | EffectsPreview | ToolPreview | FetchPreview | LearnPreview;
+export type ResultData = WebPage | SearchHits | ApiAnswer | SubagentAnswer;
 export type Risk = 'write' | 'shell' | 'network' | 'mcp';
 export type SessionEvent =
   | UserMessageEvent
@@ -103,6 +106,8 @@ export interface SunwellProtocol {
   Decision?: Decision;
   DiffPreview?: DiffPreview;
   EffectsPreview?: EffectsPreview;
+  ElicitParams?: ElicitParams;
+  ElicitResult?: ElicitResult;
   EmptyParams?: EmptyParams;
   ErrorCode?: ErrorCode;
   Event?: Event;
@@ -130,6 +135,7 @@ export interface SunwellProtocol {
   Params?: Params;
   Preview?: Preview;
   ResourceInfo?: ResourceInfo;
+  ResultData?: ResultData;
   ResumeParams?: ResumeParams;
   Risk?: Risk;
   SecretParams?: SecretParams;
@@ -304,7 +310,7 @@ export interface Usage {
   cacheWriteTokens: number;
 }
 /**
- * What the client answers besides `sunwell/approve` (PROTOCOL.md "Events and client requests").
+ * What the client answers besides `sunwell/approve` (docs/sidecar.md "Server -> client requests").
  */
 export interface ClientCapabilities {
   ask?: boolean;
@@ -348,6 +354,23 @@ export interface ResourceInfo {
   name: string;
   description?: string | null;
   mimeType?: string | null;
+}
+/**
+ * `sunwell/elicit`: an MCP server's question to the person during a call (tools/mcp/elicitation.py).
+ */
+export interface ElicitParams {
+  session: string;
+  server: string;
+  message: string;
+  schema: {
+    [k: string]: unknown;
+  };
+}
+export interface ElicitResult {
+  action: 'accept' | 'decline' | 'cancel';
+  content?: {
+    [k: string]: unknown;
+  } | null;
 }
 export interface EmptyParams {}
 export interface TextEvent {
@@ -419,9 +442,10 @@ export interface ToolResultEvent {
   output: string;
   error: ToolError | null;
   durationMs: number;
+  data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer) | null;
 }
 /**
- * A structured failure: a PROTOCOL.md error code, a message the model can act on, and maybe a fix.
+ * A structured failure: an error code (docs/codes.md), a message the model can act on, and maybe a fix.
  */
 export interface ToolError {
   code:
@@ -439,6 +463,51 @@ export interface ToolError {
     | 'interrupted';
   message: string;
   suggestion?: string | null;
+}
+/**
+ * The page web_fetch read: its final URL, that URL's host (IDNA-normalised, no port) and its title.
+ */
+export interface WebPage {
+  kind: 'webPage';
+  url: string;
+  host: string;
+  title?: string | null;
+}
+/**
+ * What web_search found.
+ */
+export interface SearchHits {
+  kind: 'webSearch';
+  query: string;
+  hits: SearchHit[];
+}
+/**
+ * One result of a search.
+ */
+export interface SearchHit {
+  title: string;
+  url: string;
+  host: string;
+  snippet: string;
+}
+/**
+ * A learned API operation's answer: which call, to where (credentials masked), and what came back.
+ */
+export interface ApiAnswer {
+  kind: 'apiAnswer';
+  api: string;
+  method: string;
+  url: string;
+  status: number;
+  contentType: string;
+}
+/**
+ * What a `task` sub-agent was asked to do, and its final answer.
+ */
+export interface SubagentAnswer {
+  kind: 'subagent';
+  description: string;
+  answer: string;
 }
 export interface NoticeEvent {
   session: string;
@@ -470,6 +539,8 @@ export interface NoticeEvent {
     | 'tool_call_from_text'
     | 'tool_call_repaired'
     | 'tool_call_cut_off'
+    | 'tool_call_unreadable'
+    | 'tool_call_unknown'
     | 'resumed'
     | 'call_interrupted'
     | 'hook'
@@ -558,7 +629,7 @@ export interface InitializationOptions {
   clientCapabilities?: ClientCapabilities | null;
 }
 /**
- * What one command may change before its staged changes are refused (PROTOCOL.md `staging`).
+ * What one command may change before its staged changes are refused (docs/config.md "staging").
  */
 export interface StagingOptions {
   maxBytes?: number | null;
@@ -677,6 +748,12 @@ export interface ToolCall {
   };
   raw?: string | null;
 }
+/**
+ * A call's result. A tool gives back parts (wire/results.py); `output` is their text, what the `toolResult`
+ * event's `output` shows (docs/events.md "toolResult") and what a model that reads only text reads. A result of
+ * one text part (almost every one, and every result logged before parts) has no `parts`: `output` is that part, so
+ * such a result reads, logs and goes to each provider as it always did.
+ */
 export interface ToolResultMessage {
   role: 'tool_result';
   callId: string;
@@ -684,6 +761,32 @@ export interface ToolResultMessage {
   output: string;
   ok: boolean;
   error?: ToolError | null;
+  parts?: (TextPart | DataPart | ImagePart | ResourceLinkPart)[] | null;
+  data?: (WebPage | SearchHits | ApiAnswer | SubagentAnswer) | null;
+}
+/**
+ * JSON data a model reads (an MCP server's structured content), rendered as indented JSON where only text goes.
+ */
+export interface DataPart {
+  kind: 'data';
+  data: unknown;
+}
+/**
+ * An image: its media type and its bytes in base64.
+ */
+export interface ImagePart {
+  kind: 'image';
+  mediaType: string;
+  data: string;
+}
+/**
+ * A link to a resource the model may read another way (an MCP server's `resource_link`).
+ */
+export interface ResourceLinkPart {
+  kind: 'resource_link';
+  uri: string;
+  name?: string | null;
+  mediaType?: string | null;
 }
 export interface ModelInfo {
   id: string;
@@ -836,6 +939,7 @@ export interface Requests {
   'sunwell/chat': { params: ChatParams; result: ChatResult };
   'sunwell/codeIntel': { params: CodeIntelParams; result: CodeIntelResult };
   'sunwell/commands': { params: EmptyParams; result: CommandsResult };
+  'sunwell/elicit': { params: ElicitParams; result: ElicitResult };
   'sunwell/learnedApis': { params: EmptyParams; result: LearnedApisResult };
   'sunwell/learnedForget': { params: LearnedForgetParams; result: LearnedForgetResult };
   'sunwell/mcp': { params: EmptyParams; result: McpResult };
@@ -857,7 +961,7 @@ export const Vocabulary = {
   DecidedBy: ['user', 'policy'] as readonly DecidedBy[],
   Decision: ['allow', 'deny', 'allowSession'] as readonly Decision[],
   ErrorCode: ['validation', 'unknown_tool', 'permission', 'not_found', 'unsupported', 'denied', 'dry_run', 'timeout', 'rate_limit', 'execution', 'network', 'interrupted'] as readonly ErrorCode[],
-  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'resumed', 'call_interrupted', 'hook', 'mcp_auth', 'hidden_characters'] as readonly NoticeCode[],
+  NoticeCode: ['provider_retry', 'context_overflow', 'compacted', 'workspace_config_ignored', 'mcp_server', 'result_cut', 'tools_fitted', 'sandbox_off', 'sandbox_unavailable', 'effects_unavailable', 'loop_guard', 'empty_answer', 'answer_from_results', 'repeated_call', 'repaired_arguments', 'repaired_tool_name', 'coerced_arguments', 'emulation_fallback', 'constrained_decoding_refused', 'tool_call_from_text', 'tool_call_repaired', 'tool_call_cut_off', 'tool_call_unreadable', 'tool_call_unknown', 'resumed', 'call_interrupted', 'hook', 'mcp_auth', 'hidden_characters'] as readonly NoticeCode[],
   NoticeLevel: ['info', 'warning', 'error'] as readonly NoticeLevel[],
   Risk: ['write', 'shell', 'network', 'mcp'] as readonly Risk[],
   TrustName: ['discovery', 'read_only', 'workspace', 'shell', 'full'] as readonly TrustName[],

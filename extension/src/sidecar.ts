@@ -4,7 +4,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { elicitForm, type ElicitParams } from './elicit';
+import { Elicitations } from './elicit';
 import {
   CloseAction, DidChangeConfigurationNotification, ErrorAction, LanguageClient, State,
   type LanguageClientOptions, type ServerOptions,
@@ -16,7 +16,7 @@ import {
 import type { SidecarStatus } from './common/state';
 import {
   Method, type ApprovalRequest, type ApproveResult, type AskParams, type AskResult, type ChatEvent, type CodeIntelParams,
-  type CodeIntelResult, type Requests, type SecretParams,
+  type CodeIntelResult, type ElicitParams, type Requests, type SecretParams,
 } from './protocol';
 import type { Launch, PythonEnvironments, Resolution } from './python';
 import type { ApiKeyStore } from './secrets';
@@ -57,6 +57,8 @@ export class Sidecar implements vscode.Disposable {
   /** `ask_user`'s questions (the chat's question card) and the editor's language features (codeIntel.ts). */
   questionHandler: QuestionHandler = async () => ({ answer: null });
   codeIntelHandler: CodeIntelHandler = async () => ({ items: [] });
+  /** MCP servers' questions to the user (`sunwell/elicit`), each a form. */
+  private readonly elicitations = new Elicitations();
   /** 'starting' until the first start has run: activation starts it right away. */
   status: SidecarStatus = 'starting';
 
@@ -219,7 +221,7 @@ export class Sidecar implements vscode.Disposable {
     this.client = client;
     client.onNotification(Method.chatEvent, (event: ChatEvent) => this.eventEmitter.fire(event));
     client.onRequest(Method.approve, (params: ApprovalRequest, token: vscode.CancellationToken) => this.approvalHandler(params, token));
-    client.onRequest(Method.elicit, (params: ElicitParams, token: vscode.CancellationToken) => elicitForm(params, token));
+    client.onRequest(Method.elicit, (params: ElicitParams, token: vscode.CancellationToken) => this.elicitations.ask(params, token));
     client.onRequest(Method.ask, (params: AskParams, token: vscode.CancellationToken) => this.questionHandler(params, token));
     client.onRequest(Method.codeIntel, (params: CodeIntelParams, token: vscode.CancellationToken) => this.codeIntelHandler(params, token));
     client.onRequest(Method.secret, (params: SecretParams) => answerSecret(this.context.secrets, params));
@@ -257,6 +259,7 @@ export class Sidecar implements vscode.Disposable {
     this.running = false;
     const now = Date.now();
     this.crashes = [...this.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
+    this.elicitations.expireAll();
     this.crashEmitter.fire();
     if (this.crashes.length > MAX_CRASHES) {
       const message = `Sunwell’s engine stopped ${this.crashes.length} times in 3 minutes and was not restarted.`;

@@ -6,6 +6,7 @@ import { initialState, reduce, replay, type ChatState } from '../src/common/stat
 import { createMarkdownRenderer, type RenderMarkdown } from '../src/webview/markdown';
 import { createPlanPanel, drawPlan } from '../src/webview/plan';
 import { renderItem, type RenderContext } from '../src/webview/render';
+import type { ResultData } from '../src/protocol';
 import { recorded, turn } from './helpers';
 
 let markdown: RenderMarkdown;
@@ -131,34 +132,63 @@ describe('cards', () => {
     assert.match(card.querySelector('[data-testid="approval-result"]')?.textContent ?? '', /Allowed docs\.example\.invalid for this session/);
   });
 
-  it('a web_fetch card links to the page by its title, with its host; other results show as before', () => {
+  it('a web_fetch card links to the page by its title, with its host, from its data; other results show as before', () => {
     const base = { session: 's', turn: 't' };
-    const fetched = (callId: string, output: string) => [
+    const fetched = (callId: string, output: string, data?: ResultData) => [
       { ...base, seq: 0, type: 'toolCall' as const, callId, name: 'web_fetch', arguments: { url: 'http://127.0.0.1:8123/page.html' } },
-      { ...base, seq: 1, type: 'toolResult' as const, callId, name: 'web_fetch', ok: true, output, error: null, durationMs: 12 },
+      { ...base, seq: 1, type: 'toolResult' as const, callId, name: 'web_fetch', ok: true, output, error: null, durationMs: 12,
+        ...(data ? { data } : {}) },
     ];
+    const page = 'URL: http://127.0.0.1:8123/page.html\nTitle: The <b>test</b> page\nThe text below…\n\n# Hi';
     const root = draw(turn('fetch', [
-      ...fetched('p1', 'URL: http://127.0.0.1:8123/page.html\nTitle: The <b>test</b> page\nThe text below…\n\n# Hi'),
+      ...fetched('p1', page, { kind: 'webPage', url: 'http://127.0.0.1:8123/page.html', host: '127.0.0.1', title: 'The <b>test</b> page' }),
       ...fetched('p2', 'http://a.example/ redirects to http://b.example/, another host, which was not fetched.'),
+      ...fetched('p3', page),  // the same text without its data (an older engine): no card is read out of the text
     ]));
-    const [page, redirect] = [...root.querySelectorAll('[data-testid="tool-card"]')];
-    const link = page.querySelector('[data-testid="page-link"]') as HTMLAnchorElement;
+    const [pageCard, redirect, textOnly] = [...root.querySelectorAll('[data-testid="tool-card"]')];
+    assert.equal(textOnly.querySelector('[data-testid="web-result"]'), null);
+    const link = pageCard.querySelector('[data-testid="page-link"]') as HTMLAnchorElement;
     assert.equal(link.getAttribute('href'), 'http://127.0.0.1:8123/page.html');
     assert.equal(link.textContent, 'The <b>test</b> page', 'the title is text');
-    assert.equal(page.querySelector('[data-testid="page-host"]')?.textContent, '127.0.0.1');
+    assert.equal(pageCard.querySelector('[data-testid="page-host"]')?.textContent, '127.0.0.1');
     assert.equal(redirect.querySelector('[data-testid="web-result"]'), null);
-    assert.match(page.querySelector('[data-testid="tool-head"]')?.textContent ?? '', /Fetch\s*http:\/\/127\.0\.0\.1:8123\/page\.html/);
+    assert.match(pageCard.querySelector('[data-testid="tool-head"]')?.textContent ?? '', /Fetch\s*http:\/\/127\.0\.0\.1:8123\/page\.html/);
   });
 
-  it('a web_search card lists its hits as links', () => {
+  it('a web_search card lists its hits as links, from its data', () => {
     const base = { session: 's', turn: 't' };
     const output = "1 results for 'x' (snippets…):\n\n1. Example\n   https://example.com/a\n   a snippet";
+    const data: ResultData = { kind: 'webSearch', query: 'x', hits: [
+      { title: 'Example', url: 'https://example.com/a', host: 'example.com', snippet: 'a snippet' }] };
     const root = draw(turn('search', [
       { ...base, seq: 0, type: 'toolCall', callId: 's1', name: 'web_search', arguments: { query: 'x' } },
-      { ...base, seq: 1, type: 'toolResult', callId: 's1', name: 'web_search', ok: true, output, error: null, durationMs: 5 },
+      { ...base, seq: 1, type: 'toolResult', callId: 's1', name: 'web_search', ok: true, output, error: null, durationMs: 5, data },
     ]));
     const hits = [...root.querySelectorAll('[data-testid="search-hit"] a')].map((a) => [a.textContent, a.getAttribute('href')]);
     assert.deepEqual(hits, [['Example', 'https://example.com/a']]);
+  });
+
+  it('a learned API card says what it asked and what came back; a sub-agent card shows its answer as markdown', () => {
+    const base = { session: 's', turn: 't' };
+    const api: ResultData = { kind: 'apiAnswer', api: 'pets', method: 'GET', url: 'https://pets.example/v1/pets/1',
+      status: 200, contentType: 'application/json' };
+    const answer: ResultData = { kind: 'subagent', description: 'Find it', answer: 'In **src/a.py** <img src=x onerror=alert(1)>' };
+    const root = draw(turn('go', [
+      { ...base, seq: 0, type: 'toolCall', callId: 'a1', name: 'pets__get_pet', arguments: { id: 1 } },
+      { ...base, seq: 1, type: 'toolResult', callId: 'a1', name: 'pets__get_pet', ok: true, output: 'HTTP 200 from GET …',
+        error: null, durationMs: 5, data: api },
+      { ...base, seq: 2, type: 'toolCall', callId: 't1', name: 'task', arguments: { description: 'Find it', prompt: 'p' } },
+      { ...base, seq: 3, type: 'toolResult', callId: 't1', name: 'task', ok: true, output: 'In **src/a.py**', error: null,
+        durationMs: 5, data: answer },
+    ]));
+    const [apiCard, taskCard] = [...root.querySelectorAll('[data-testid="tool-card"]')];
+    assert.equal(apiCard.querySelector('[data-testid="api-request"]')?.textContent, 'GET https://pets.example/v1/pets/1');
+    assert.equal(apiCard.querySelector('[data-testid="api-status"]')?.textContent, 'HTTP 200');
+    assert.equal(apiCard.querySelectorAll('a').length, 0, 'an API URL is text, not a link');
+    const shown = taskCard.querySelector('[data-testid="subagent-answer"]') as HTMLElement;
+    assert.equal(shown.querySelector('strong')?.textContent, 'src/a.py');
+    assert.equal(shown.querySelectorAll('img, [onerror]').length, 0, 'the answer is sanitized like any model text');
+    assert.equal(taskCard.querySelector('[data-testid="tool-output"]'), null);
   });
 
   it('a replayed call a person answered says how; one a policy decided says nothing more', () => {

@@ -1,4 +1,4 @@
-"""The `::command` syntax (PROTOCOL.md "Chat commands") and the docs of every command, free of the engine.
+"""The `::command` syntax (docs/cli.md "Chat commands") and the docs of every command, free of the engine.
 
 Both the command registry (`sunwell.agent.commands`) and the lens language features (`sunwell.lens`) read this
 module, which is why it imports nothing of Sunwell's: `lens` must never import `agent`.
@@ -9,10 +9,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# `::name` first on the line (after blanks), the name a letter then word characters or `-`, then a blank or the
-# end. So `a::b`, `std::vector`, `x ::help`, `::` alone, `::9x`, `:::note` and `::save/tmp` are not commands.
-# `::SERVER:PROMPT` is an MCP server's prompt (agent/mcp_commands.py); its name keeps its case.
-_COMMAND = re.compile(r"\s*::([a-zA-Z][\w-]*|[a-zA-Z][\w.-]*:[\w./-]+)(?:\s+(.*))?", re.DOTALL)
+COMMAND_NAME = r"[a-zA-Z][\w-]*"
+"""A command's name: a letter, then word characters or `-` (ASCII: `parse_command` checks). A regular expression the
+extension's `commands.generated.ts` and the TextMate grammar's test take as it is (scripts/gen-commands.py)."""
+PROMPT_NAME = r"[a-zA-Z][\w.-]*:[\w./-]+"
+"""`SERVER:PROMPT`, an MCP server's prompt as a command (agent/mcp_commands.py); its name keeps its case."""
+
+# `::name` first on the line (after blanks), then a blank or the end. So `a::b`, `std::vector`, `x ::help`, `::`
+# alone, `::9x`, `:::note` and `::save/tmp` are not commands.
+_COMMAND = re.compile(rf"\s*::({COMMAND_NAME}|{PROMPT_NAME})(?:\s+(.*))?", re.DOTALL)
 
 
 @dataclass(frozen=True)

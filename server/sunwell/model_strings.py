@@ -1,10 +1,11 @@
-"""Model strings: `PROVIDER:MODEL` (PROTOCOL.md "Model strings"), or a bare id whose provider is obvious."""
+"""Model strings: `PROVIDER:MODEL` (docs/config.md "Model strings"), or a bare id whose provider is obvious."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from sunwell.clipping import clip
 from sunwell.errors import SunwellError
 
 PROVIDERS = ("openai", "anthropic", "ollama", "openai-compatible")
@@ -53,7 +54,7 @@ def parse_model_string(s: str) -> ModelSpec:
             return ModelSpec(provider, text)
 
     if colon and _PROVIDER_LIKE.fullmatch(prefix) and not _OLLAMA_TAG.fullmatch(rest):
-        raise ModelSpecError(f"unknown provider '{prefix}': use one of {', '.join(PROVIDERS)}")
+        raise ModelSpecError(f"unknown provider '{clip(prefix)}': use one of {', '.join(PROVIDERS)}")
     raise ModelSpecError(
-        f"cannot tell the provider of model '{text}': write it as PROVIDER:MODEL ({', '.join(PROVIDERS)})"
+        f"cannot tell the provider of model '{clip(text)}': write it as PROVIDER:MODEL ({', '.join(PROVIDERS)})"
     )

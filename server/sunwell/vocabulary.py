@@ -29,7 +29,7 @@ assert TRUST_NAMES == tuple(level.name for level in Trust), "TrustName and Trust
 ApprovalMode = Literal["ask", "auto", "deny"]
 DryRun = bool | Literal["risky"]
 """`--dry-run`: False runs every call, True none (`--dry-run`, `--dry-run=all`), "risky" only the harmless ones:
-reads, listings, searches, the plan, the time, arithmetic, kv_get (PROTOCOL.md "Read-only")."""
+reads, listings, searches, the plan, the time, arithmetic, kv_get (docs/cli.md "sunwell run")."""
 Decision = Literal["allow", "deny", "allowSession"]
 DECISIONS: tuple[str, ...] = get_args(Decision)
 DecidedBy = Literal["user", "policy"]
@@ -42,15 +42,16 @@ MentionKind = Literal["file", "selection", "problems", "terminal", "resource"]
 server's resource."""
 ErrorCode = Literal["validation", "unknown_tool", "permission", "not_found", "unsupported", "denied", "dry_run",
                     "timeout", "rate_limit", "execution", "network", "interrupted"]
-"""A failed tool call's `error.code` (PROTOCOL.md "Error codes"): what the model and a client may branch on."""
+"""A failed tool call's `error.code` (docs/codes.md "Error codes"): what the model and a client may branch on."""
 NoticeCode = Literal[
-    "provider_retry", "context_overflow", "compacted", "workspace_config_ignored", "mcp_server",  # PROTOCOL.md
+    "provider_retry", "context_overflow", "compacted", "workspace_config_ignored", "mcp_server",  # fixed meanings
     "result_cut", "tools_fitted", "sandbox_off", "sandbox_unavailable", "effects_unavailable", "loop_guard",
     "empty_answer", "answer_from_results", "repeated_call", "repaired_arguments", "repaired_tool_name", "coerced_arguments",
     "emulation_fallback", "constrained_decoding_refused", "tool_call_from_text", "tool_call_repaired",
-    "tool_call_cut_off", "resumed", "call_interrupted", "hook", "mcp_auth", "hidden_characters",
+    "tool_call_cut_off", "tool_call_unreadable", "tool_call_unknown", "resumed", "call_interrupted", "hook", "mcp_auth",
+    "hidden_characters",
 ]
-"""A `notice` event's `code`: the first five have the fixed meanings PROTOCOL.md gives; the others say what the
+"""A `notice` event's `code`: the first five have fixed meanings (docs/codes.md "Notice codes"); the others say what the
 engine repaired, retried or fell back on, so a client may style or count them."""
 
 

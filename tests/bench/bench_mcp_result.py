@@ -32,7 +32,7 @@ def one(reader: str, megabytes: int) -> dict:
     import sunwell.tools.mcp.server as bridge
     from mcp_support import toolbox
     from sunwell.config import McpServerConfig
-    from sunwell.tools.base import ToolContext, Trust
+    from sunwell.tools.base import Limits, ToolContext, Trust, TurnServices
     from sunwell.tools.executor import execute
     from sunwell.tools.mcp import McpHub, Surroundings
     from sunwell.tools.workspace.jail import Jail
@@ -47,7 +47,7 @@ def one(reader: str, megabytes: int) -> dict:
         tmp = Path(tempfile.mkdtemp())
         hub = McpHub(Surroundings(tmp, tmp / "data"))
         hub.configure({"box": McpServerConfig.model_validate(toolbox(sandbox="off", timeout=600))}, {})
-        ctx = ToolContext(jail=Jail(tmp), max_output_bytes=100_000, notify=lambda *_: None)
+        ctx = ToolContext(jail=Jail(tmp), limits=Limits(max_output_bytes=100_000), turn=TurnServices(notify=lambda *_: None))
         await hub.start(Trust.full, None, ctx.notify)
         big = dataclasses.replace(next(t for t in hub.tools() if t.name == "box__big"), timeout=3600)
         started = time.perf_counter()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
 
-from sunwell.tools.base import CommandSettings, ToolContext
+from sunwell.tools.base import CommandSettings, Limits, ToolContext
 from sunwell.tools.handlers.shell import run_command
 from sunwell.tools.sandbox.bwrap import bwrap_argv, bwrap_available, probe_bwrap
 from sunwell.tools.sandbox.overlay import Stage
@@ -58,8 +58,8 @@ def main() -> None:
                     stage = Stage.create(staging)
                     staged.append(timed(stage.wrap(sandbox, ws), ws))
                     stage.discard()
-        ctx_staged = ToolContext(jail=jail, commands=CommandSettings(staging_dir=staging))
-        ctx_plain = ToolContext(jail=jail, commands=CommandSettings(staging_dir=Path(tmp) / "no,overlay"))  # a comma: no staging there
+        ctx_staged = ToolContext(jail=jail, limits=Limits(commands=CommandSettings(staging_dir=staging)))
+        ctx_plain = ToolContext(jail=jail, limits=Limits(commands=CommandSettings(staging_dir=Path(tmp) / "no,overlay")))  # a comma: no staging there
 
         def call(ctx: ToolContext) -> float:
             start = time.perf_counter()

@@ -87,12 +87,12 @@ def build_tree(root: Path, files: int) -> None:
 
 class Sides:
     def __init__(self, root: Path, rg: str) -> None:
-        from sunwell.tools.base import SearchSettings, ToolContext
+        from sunwell.tools.base import Limits, SearchSettings, ToolContext
         from sunwell.tools.workspace.jail import Jail
 
         self.root, self.rg = root, rg
         jail = Jail(root)
-        self.ctx = ToolContext(jail=jail, search=SearchSettings(ripgrep_path=rg))
+        self.ctx = ToolContext(jail=jail, limits=Limits(search=SearchSettings(ripgrep_path=rg)))
         self.policy = ["--no-config", "--hidden", "--no-ignore"]
         self.policy += [f"--iglob=!{p}" for p in jail.blocked if "/" not in p.rstrip("/")]
 

@@ -123,14 +123,13 @@ def rivals(body: bytes) -> dict[str, float]:
 
 
 async def tool(url: str, max_output: int) -> str:
-    from sunwell.tools.base import ToolContext
+    from sunwell.tools.base import Limits, ToolContext
     from sunwell.tools.handlers.web import web_fetch
     from sunwell.tools.network.hosts import HostRules
     from sunwell.tools.network.policy import Network
     from sunwell.tools.workspace.jail import Jail
 
-    ctx = ToolContext(jail=Jail(Path.cwd()), max_output_bytes=max_output,
-                      network=Network(HostRules(["127.0.0.1"]), max_bytes=50_000_000))
+    ctx = ToolContext(jail=Jail(Path.cwd()), network=Network(HostRules(["127.0.0.1"]), max_bytes=50_000_000), limits=Limits(max_output_bytes=max_output))
     return await web_fetch({"url": url}, ctx)
 
 

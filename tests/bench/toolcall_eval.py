@@ -350,15 +350,15 @@ class SunwellClient:
     async def _turn(self, case: Case, sink):
         # Assembled the way `Engine.run_turn` assembles a turn, with the case's functions as the only tools.
         engine, tools = self.engine, case.tools
-        spec = engine.model_spec()
-        self._count(engine.provider(spec))
+        spec = engine.models.spec()
+        self._count(engine.models.provider(spec))
         session = engine.open_session(None, case.question)
-        window = await engine.context_window(spec, session)
+        window = await engine.models.window(spec, session)
         jail = Jail(engine.workspace)
-        plan = await plan_turn(self.settings, spec, engine.capabilities(spec), window, tools, (Trust.read_only, None),
+        plan = await plan_turn(self.settings, spec, engine.models.capabilities(spec), window, tools, (Trust.read_only, None),
                                jail=jail, lens=None, instructions=(), context=engine.live.get(session).context,
                                text=case.question)
-        stack = engine.provider_stack(spec, session, window[0])
+        stack = engine.models.stack(spec, session, window[0])
         config = TurnConfig(
             plan=plan,
             provider=stack.turn,

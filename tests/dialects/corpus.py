@@ -45,6 +45,13 @@ LEAK_MARKERS = (
     "<｜tool",
     "<|tool_call",
     "<|tool_calls",
+    "｜DSML｜",
+    "<start_function_call>",
+    "<|tool_call>",
+    "<function_calls>",
+    "<longcat_",
+    "<TOOLCALL>",
+    "<|tools_prefix|>",
     "<minimax:",
     "<invoke",
     '"arguments"',
@@ -69,6 +76,10 @@ class Case:
     source: str = "sunwell"
     """Where the case comes from: `sunwell` (written from the documentation) or the project it was ported from."""
     held_out: bool = False
+    skip_reason: str = ""
+    """Why the case is kept but not read (it tests a parser's internals, or its template's state does not apply)."""
+    template_state: dict[str, Any] = field(default_factory=dict, compare=False)
+    """What the upstream test set up besides the text (thinking opened by the template, the last message)."""
 
 
 def tools() -> dict[str, dict[str, Any]]:
@@ -87,19 +98,26 @@ def cases() -> list[Case]:
     return out
 
 
-def ported_cases(*, held_out: bool | None = None) -> list[Case]:
-    """The public parsers' own cases (`ported/`); `held_out` picks the tuning set (False) or the held-out one."""
+def ported_cases(*, held_out: bool | None = None, skipped: bool = False) -> list[Case]:
+    """The public parsers' own cases (`ported/`, a project's file or a folder of its test files); `held_out` picks
+    the tuning set (False) or the held-out one; `skipped` adds the cases kept with a `skip_reason`."""
     out = []
-    for path in sorted((HERE / "ported").glob("*.yaml")):
-        apart = path.stem.startswith("heldout_")
+    for path in sorted((HERE / "ported").glob("**/*.yaml")):
+        project = path.parent.name if path.parent.name != "ported" else path.stem
+        apart = project.startswith("heldout_")
         if held_out is not None and apart != held_out:
             continue
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        schemas = data["tools"]
+        schemas = data.get("tools") or {}
         for name, case in data["cases"].items():
-            offered = {n: schemas[n] for n in case["tools"]} if "tools" in case else schemas
-            out.append(_case(name, case, fmt=case["format"], offered=offered,
-                             source=path.stem.removeprefix("heldout_"), held_out=apart))
+            if case.get("skip_reason") and not skipped:
+                continue
+            listed = case.get("tools", schemas)
+            offered = listed if isinstance(listed, dict) else {n: schemas[n] for n in listed}
+            out.append(_case(f"{path.stem}: {name}" if project != path.stem else name, case, fmt=case["format"],
+                             offered=offered, source=project.removeprefix("heldout_"), held_out=apart,
+                             skip_reason=case.get("skip_reason", ""),
+                             template_state=case.get("template_state") or {}))
     return out
 
 
@@ -108,7 +126,7 @@ def _case(name: str, case: dict[str, Any], *, fmt: str, offered: dict[str, Any],
     return Case(
         format=fmt,
         name=name,
-        text=case["text"],
+        text=case.get("text", ""),
         calls=[next(iter(call.items())) for call in case.get("calls") or []],
         shown=shown,
         thinking=case.get("thinking", ""),

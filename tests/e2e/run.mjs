@@ -734,7 +734,7 @@ async function main() {
     await restarted('the endpoint was fixed');
     await runCommand(page, 'View: Close All Editors');
     await runCommand(page, 'Sunwell: Open Chat');
-    // Retry takes up the failed turn (PROTOCOL.md "Durable turns"): the same turn, only the failed request again,
+    // Retry takes up the failed turn (docs/events.md "Durable turns"): the same turn, only the failed request again,
     // so its end is replaced, not added to.
     await byTest('turn-end').last().locator('[data-testid="retry-button"]').click();
     await until(async () => (await byTest('turn-end').last().getAttribute('data-status')) === 'completed',
@@ -1396,7 +1396,7 @@ async function agentToolScenarios() {
     await subagent.waitFor({ state: 'visible', timeout: 5000 });
     const tools = await subagent.locator(':scope > [data-testid="tool-card"]').evaluateAll((els) => els.map((e) => `${e.dataset.tool}:${e.dataset.status}`));
     check(tools.join(',') === 'search_files:ok,read_file:ok', `nested cards ${tools.join(',')}`);
-    const output = await card.locator(':scope > .tool-body [data-testid="tool-output"]').innerText();
+    const output = await card.locator(':scope > .tool-body [data-testid="subagent-answer"]').innerText();
     check(output.includes('src/app.py, line 1'), `task output ${output}`);
     await shot('subagent-card');
   });

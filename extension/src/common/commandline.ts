@@ -1,5 +1,7 @@
-// The chat input's `::commands` (PROTOCOL.md "Chat commands"): a line that starts with `::name` is a command.
-// Pure helpers for the highlighting overlay and the completion list.
+// The chat input's `::commands` (docs/cli.md "Chat commands"): a line that starts with `::name` is a command.
+// Pure helpers for the highlighting overlay and the completion list. The grammar is the engine's
+// (commands_spec.py), read from commands.generated.ts.
+import { COMMAND_NAME, PROMPT_NAME, type CommandName } from '../commands.generated';
 import type { CommandInfo } from '../protocol';
 
 export interface Segment {
@@ -9,11 +11,17 @@ export interface Segment {
 
 // `::` then a letter, at the start of a line (after optional blanks): `a::b`, `std::vector`, `::` and `::9x` are
 // not commands, like in the grammar.
-const COMMAND = /^([ \t]*)(::[A-Za-z][\w-]*)/gm;
+const COMMAND = new RegExp(`^([ \\t]*)(::${COMMAND_NAME})`, 'gm');
+const COMMAND_LINE = new RegExp(`^\\s*::(?:${COMMAND_NAME}|${PROMPT_NAME})(?:\\s+[\\s\\S]*)?$`);
 
 /** Whether the sidecar takes the whole line as a `::command` (commands_spec.py `parse_command`), not a turn. */
 export function isCommandLine(text: string): boolean {
-  return /^\s*::(?:[A-Za-z][\w-]*|[A-Za-z][\w.-]*:[\w./-]+)(?:\s+[\s\S]*)?$/.test(text.replace(/[\r\n]+$/, ''));
+  return COMMAND_LINE.test(text.replace(/[\r\n]+$/, ''));
+}
+
+/** The line that runs the command `name` with `args` (a name the engine does not have does not compile). */
+export function commandLine(name: CommandName, args = ''): string {
+  return args ? `::${name} ${args}` : `::${name}`;
 }
 
 /** The input split into plain text and command names, for the overlay that highlights them. */

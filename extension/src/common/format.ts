@@ -118,7 +118,7 @@ export function formatSessionUsage(usage: Tokens & { estimated: boolean; cost?: 
   };
 }
 
-/** The setting that holds a model's endpoint, from its provider (PROTOCOL.md "Model strings"). */
+/** The setting that holds a model's endpoint, from its provider (docs/config.md "Model strings"). */
 export function endpointSetting(model: string | null): string {
   const provider = model?.includes(':') ? model.slice(0, model.indexOf(':')) : 'openai';
   return { anthropic: 'sunwell.anthropicBaseUrl', ollama: 'sunwell.ollamaHost', 'openai-compatible': 'sunwell.baseUrl' }[provider]

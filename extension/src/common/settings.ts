@@ -50,7 +50,7 @@ export const DEFAULTS: Settings = {
   'webSearch.apiKeyEnv': 'SUNWELL_WEB_SEARCH_KEY',
 };
 
-/** Which secret goes to which variable; each SDK reads its own (PROTOCOL.md "Model strings"). */
+/** Which secret goes to which variable; each SDK reads its own (docs/config.md "Model strings"). */
 export const API_KEYS = {
   openai: { env: 'OPENAI_API_KEY', label: 'OpenAI' },
   anthropic: { env: 'ANTHROPIC_API_KEY', label: 'Anthropic' },

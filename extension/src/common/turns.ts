@@ -1,8 +1,8 @@
 // Which `sunwell/chat` request is the open chat's. At most one is: the turn the user started here. A turn the chat
 // leaves while it runs (New Session, another session opened) is cancelled and disowned: whatever it still sends,
 // events or approval requests, belongs to no chat. Events carry no request id, but a turn's events all arrive
-// before its answer (PROTOCOL.md), so once every left turn has answered, what comes is the chat's own turn's;
-// until then the chat's next turn waits, and nothing that arrives is shown.
+// before its answer (docs/sidecar.md "Cancelling a turn"), so once every left turn has answered, what comes is
+// the chat's own turn's; until then the chat's next turn waits, and nothing that arrives is shown.
 
 export interface OwnTurn {
   /** Set when the chat left this turn: its answer is nobody's any more. */

@@ -1,14 +1,16 @@
 // Draws transcript items. Each item becomes one element keyed by its id; the reducer gives a changed item a new
 // object, so an item is redrawn only when it changed (a streaming answer redraws itself, not the transcript).
-import {
-  cacheNote, diffStat, endpointSetting, formatCost, formatDuration, formatUsage, needsApiKey, toolTarget, toolTitle, unreachableEndpoint,
-} from '../common/format';
-import type { ApprovalCard, Item, QuestionCard, ToolItem, TurnEndItem } from '../common/state';
-import type { EffectsPreview, FetchPreview, FileChange, LearnPreview, Preview } from '../protocol';
+// A tool card is drawn here with its approval; a question card, the longer previews and a turn's end have modules
+// of their own.
+import { diffStat, formatDuration, toolTarget, toolTitle } from '../common/format';
+import type { ApprovalCard, Item, ToolItem } from '../common/state';
 import { chipText } from '../common/mentions';
-import { fetchedPage, searchHits } from '../common/webResults';
 import { h, icon } from './dom';
 import type { RenderMarkdown } from './markdown';
+import { renderEffects, renderFetch, renderLearn, unknownPreview } from './previews';
+import { renderQuestion } from './questionCard';
+import { renderTurnEnd } from './turnEnd';
+import { renderResultLine, renderSubagentAnswer } from './resultCards';
 
 export interface RenderContext {
   markdown: RenderMarkdown;
@@ -104,11 +106,12 @@ function renderTool(tool: ToolItem, ctx: RenderContext): HTMLElement {
     h('span', { className: 'tool-spacer' }),
     tool.durationMs !== null ? h('span', { className: 'tool-duration', 'data-testid': 'tool-duration' }, formatDuration(tool.durationMs)) : null,
     icon(open ? 'chevron-down' : 'chevron-right', 'tool-chevron'));
+  const answer = tool.status === 'ok' ? renderSubagentAnswer(tool, ctx.markdown) : null;
   const body = h('div', { className: 'tool-body', hidden: !open },
     h('div', { className: 'section-label' }, tool.raw !== null ? 'Arguments (unparsable)' : 'Arguments'),
     h('pre', { className: 'tool-args', 'data-testid': 'tool-args' }, tool.argsText || '…'),
-    tool.output !== null ? h('div', { className: 'section-label' }, 'Output') : null,
-    tool.output !== null ? h('pre', { className: 'tool-output', 'data-testid': 'tool-output' }, tool.output || '(no output)') : null);
+    tool.output !== null ? h('div', { className: 'section-label' }, answer ? 'Answer' : 'Output') : null,
+    answer ?? (tool.output !== null ? h('pre', { className: 'tool-output', 'data-testid': 'tool-output' }, tool.output || '(no output)') : null));
   const error = tool.error
     ? h('div', { className: 'tool-error', 'data-testid': 'tool-error', 'data-code': tool.error.code },
       h('span', { className: 'error-code' }, tool.error.code), ` ${tool.error.message}`,
@@ -118,7 +121,7 @@ function renderTool(tool: ToolItem, ctx: RenderContext): HTMLElement {
     className: `tool-card status-${tool.status}${awaiting ? ' awaiting' : ''}`,
     'data-testid': 'tool-card', 'data-id': tool.id, 'data-call-id': tool.callId, 'data-tool': tool.name,
     'data-status': awaiting ? 'awaitingApproval' : tool.status,
-  }, head, tool.status === 'ok' ? renderWebResult(tool) : null, tool.question ? renderQuestion(tool.question) : null,
+  }, head, tool.status === 'ok' ? renderResultLine(tool) : null, tool.question ? renderQuestion(tool.question) : null,
   tool.name === 'task' ? renderSubagent(tool, ctx, open) : null, body, error,
   tool.approval ? renderApproval(tool, tool.approval)
     : tool.decision?.by === 'user' ? renderAnswered('answered', tool.decision.decision, 'user', null) : null);
@@ -141,64 +144,6 @@ function renderSubagent(tool: ToolItem, ctx: RenderContext, open: boolean): HTML
   const working = tool.status === 'running' || tool.status === 'streaming';
   return h('div', { className: 'subagent', 'data-testid': 'subagent', hidden: !(open || working),
     role: 'group', 'aria-label': 'Sub-agent tool calls' }, ...children.map((child) => renderItem(child as Item, ctx)));
-}
-
-/**
- * `ask_user`'s question: the options as buttons, a field for the person's own words (Enter sends, Escape
- * declines), and Skip. Answered, it says what was answered.
- */
-function renderQuestion(card: QuestionCard): HTMLElement {
-  if (card.state !== 'pending') {
-    const text = card.state === 'stopped' ? 'Stopped'
-      : card.state === 'expired' ? 'No answer in time'
-      : card.answer === null ? 'Declined' : `Answered: ${card.answer}`;
-    return h('div', { className: `approval question approval-${card.state}`, 'data-testid': 'question-card', 'data-state': card.state },
-      h('div', { className: 'approval-title' }, icon('question'), ' ', card.question),
-      h('div', { className: 'approval-result', 'data-testid': 'question-result' },
-        icon(card.state === 'answered' && card.answer !== null ? 'check' : 'circle-slash'), ` ${text}`));
-  }
-  return h('div', { className: 'approval question approval-pending', 'data-testid': 'question-card', 'data-state': 'pending',
-    role: 'group', 'aria-label': 'Question from the model' },
-  h('div', { className: 'approval-title', 'data-testid': 'question-text' }, icon('question'), ' ', card.question),
-  card.options.length
-    ? h('div', { className: 'approval-actions question-options' }, ...card.options.map((option, i) =>
-      h('button', { className: `button ${i === 0 ? 'primary' : 'secondary'}`, 'data-action': 'answerOption',
-        'data-answer': option, 'data-testid': 'question-option' }, option)))
-    : null,
-  h('div', { className: 'question-own' },
-    h('input', { className: 'question-answer deny-note', type: 'text', maxlength: '4000', 'data-testid': 'question-input',
-      placeholder: card.options.length ? 'Or your own answer' : 'Your answer', title: 'Enter sends, Escape declines',
-      'aria-label': 'Your answer' }),
-    h('button', { className: 'button primary', 'data-action': 'answerText', 'data-testid': 'question-send' }, 'Send'),
-    h('button', { className: 'button secondary', 'data-action': 'answerSkip', 'data-testid': 'question-skip',
-      title: 'Do not answer: the model goes on without' }, 'Skip')));
-}
-
-/**
- * What web_fetch read (the page's title, its host, a link to it) and what web_search found, under the card's head.
- * The links are plain anchors: the view's click handler sends them to the extension, which opens them with
- * `vscode.env.openExternal` (VS Code asks the user first); the webview itself never navigates.
- */
-function renderWebResult(tool: ToolItem): HTMLElement | null {
-  // Styled as an answered approval's line: the footer of a card.
-  const line = (...children: (HTMLElement | string)[]) =>
-    h('div', { className: 'approval approval-answered', 'data-testid': 'web-result' }, ...children);
-  if (tool.name === 'web_fetch') {
-    const page = fetchedPage(tool.output);
-    if (!page) return null;
-    return line(icon('globe'), ' ',
-      h('a', { href: page.url, title: page.url, 'data-testid': 'page-link' }, page.title ?? page.url),
-      ' ', h('span', { className: 'tool-duration', 'data-testid': 'page-host' }, page.host));
-  }
-  if (tool.name === 'web_search') {
-    const hits = searchHits(tool.output);
-    if (!hits.length) return null;
-    return line(h('ul', { className: 'effect-changes', 'data-testid': 'search-hits' }, ...hits.map((hit) =>
-      h('li', { className: 'effect-change', 'data-testid': 'search-hit' }, icon('globe'),
-        h('a', { href: hit.url, title: hit.url }, hit.title || hit.url),
-        h('span', { className: 'tool-duration' }, hit.host)))));
-  }
-  return null;
 }
 
 const DECISION_TEXT: Record<string, string> = {
@@ -274,85 +219,6 @@ function renderApproval(tool: ToolItem, card: ApprovalCard): HTMLElement {
     'data-risk': card.risk, role: 'group', 'aria-label': 'Approval' }, ...parts);
 }
 
-/**
- * A request to a web host: the host first, as the server normalised it (IDNA), since allowing it for the session
- * allows that host; then the whole URL as text (never a link), wrapped, so nothing in it can pass for the host.
- */
-function renderFetch(preview: FetchPreview): HTMLElement[] {
-  return [
-    h('div', { className: 'approval-title' }, icon('globe'), ' Fetch from ', h('strong', { 'data-testid': 'approval-host' }, preview.host), '?'),
-    h('pre', { className: 'approval-command', 'data-testid': 'approval-url', title: 'The whole URL' }, preview.url),
-    h('div', { className: 'approval-cwd', 'data-testid': 'approval-risk' }, 'risk: ', h('code', {}, 'network'),
-      ' · Sunwell requests this URL and gives the page to the model as data'),
-  ];
-}
-
-/** Learning an API: the hosts its tools will call, then each tool as method and path (text, never links). */
-function renderLearn(preview: LearnPreview): HTMLElement[] {
-  const changes = preview.changes
-    ? Object.entries(preview.changes).filter(([, names]) => names.length).map(([kind, names]) => `${kind}: ${names.join(', ')}`)
-    : null;
-  return [
-    h('div', { className: 'approval-title' }, icon('globe'), ' Learn the API ', h('strong', {}, preview.name), '?'),
-    h('div', { className: 'approval-cwd', 'data-testid': 'approval-hosts' }, 'calls: ',
-      h('strong', {}, preview.hosts.join(', ')), ` · ${preview.operations.length} tools`),
-    h('pre', { className: 'approval-command', 'data-testid': 'approval-operations' },
-      preview.operations.map((op) => `${op.method} ${op.path}  ${op.tool}${op.summary ? `  ${op.summary}` : ''}`).join('\n')),
-    ...(changes ? [h('div', { className: 'approval-cwd', 'data-testid': 'approval-changes' },
-      `changed since it was learned: ${changes.length ? changes.join('; ') : 'nothing'}`)] : []),
-  ];
-}
-
-/** A preview kind left out of the switch above is a compile error (`never`); one from a newer sidecar shows as
- *  data, with the usual answers. */
-function unknownPreview(preview: never): HTMLElement[] {
-  const raw = preview as Preview;
-  return [
-    h('div', { className: 'approval-title' }, icon('shield'), ` Allow this call (${String((raw as { kind?: unknown }).kind)})?`),
-    h('pre', { className: 'approval-command' }, JSON.stringify(raw, null, 2)),
-  ];
-}
-
-const CHANGE_BADGE: Record<FileChange['change'], [string, string]> = {
-  added: ['A', 'Added'],
-  modified: ['M', 'Modified'],
-  deleted: ['D', 'Deleted'],
-  mode: ['mode', 'Permissions changed'],
-};
-
-/**
- * A command that already ran in a staging overlay: what it changed (each file with a Show diff), its exit code and
- * its output (folded), for a decision on what it did rather than on what it says.
- */
-export function renderEffects(preview: EffectsPreview): HTMLElement[] {
-  const failed = preview.exitCode !== 0;
-  const files = preview.changes.map((change) => {
-    const [badge, label] = CHANGE_BADGE[change.change];
-    return h('li', { className: 'effect-change', 'data-testid': 'effect-change', 'data-path': change.path, 'data-change': change.change },
-      h('span', { className: `change-badge change-${change.change}`, title: label, 'data-testid': 'effect-badge' }, badge),
-      h('code', { className: 'effect-path' }, change.path),
-      change.binary
-        ? h('span', { className: 'effect-binary' }, '(binary)')
-        : change.change === 'mode' ? null
-        : h('button', { className: 'link-button', 'data-action': 'showDiff', 'data-path': change.path, 'data-testid': 'effect-show-diff' },
-          icon('diff'), ' Show diff'));
-  });
-  const lines = preview.output ? preview.output.replace(/\n$/, '').split('\n').length : 0;
-  return [
-    h('div', { className: 'approval-title' }, icon('shield'), ' Keep what this command did?'),
-    h('pre', { className: 'approval-command', 'data-testid': 'approval-command' }, preview.command),
-    h('div', { className: 'approval-cwd', 'data-testid': 'approval-cwd' }, 'ran sandboxed in ', h('code', {}, preview.cwd || '.'),
-      ': nothing reaches the workspace unless you allow it · ',
-      h('span', { className: `exit-code${failed ? ' failed' : ''}`, 'data-testid': 'effect-exit-code' }, `exit code ${preview.exitCode}`)),
-    preview.changes.length
-      ? h('ul', { className: 'effect-changes', 'data-testid': 'effect-changes' }, ...files,
-        preview.truncated ? h('li', { className: 'effect-more', 'data-testid': 'effect-truncated' }, '… and more changes not listed') : null)
-      : h('div', { className: 'effect-none', 'data-testid': 'effect-none' }, 'It changed no files.'),
-    h('details', { className: 'effect-output', 'data-testid': 'effect-output' },
-      h('summary', {}, lines ? `Output (${lines} line${lines === 1 ? '' : 's'})` : 'Output (none)'),
-      h('pre', { className: 'tool-output' }, preview.output || '(no output)')),
-  ];
-}
 
 /**
  * An answered question: one line says how. Also for a call of a replayed session that a person answered (the
@@ -367,72 +233,4 @@ function renderAnswered(state: 'answered' | 'expired' | 'stopped', decision: App
   return h('div', { className: `approval approval-${state}`, 'data-testid': 'approval-card', 'data-state': state },
     h('div', { className: 'approval-result', 'data-testid': 'approval-result' },
       icon(state === 'stopped' ? 'debug-stop' : state === 'expired' || decision === 'deny' ? 'circle-slash' : 'check'), ` ${text}`, showDiff ? ' · ' : '', showDiff));
-}
-
-const END_TEXT: Record<TurnEndItem['status'], string> = {
-  completed: '',
-  cancelled: 'Stopped.',
-  limitReached: 'Stopped at the tool-turn limit.',
-  error: 'The turn failed.',
-  interrupted: 'Interrupted: Sunwell stopped while this turn ran.',
-};
-
-function renderTurnEnd(item: TurnEndItem, ctx: RenderContext): HTMLElement {
-  const cost = formatCost(item.usage?.cost);
-  const details = [
-    item.toolCalls ? `${item.toolCalls} tool call${item.toolCalls === 1 ? '' : 's'}` : '',
-    formatUsage(item.usage),
-    cost,
-  ].filter(Boolean).join(' · ');
-  const undo = item.turn === ctx.undoable
-    ? h('button', { className: 'link-button', 'data-action': 'undoTurn', 'data-turn': item.turn, 'data-testid': 'undo-turn',
-      title: 'Put back the files this turn changed' }, icon('discard'), ' Undo')
-    : item.undone ? h('span', { className: 'turn-end-undone', 'data-testid': 'turn-undone' }, icon('discard'), ' Undone') : null;
-  // An answer of any end asks again in its place; a failure's own Retry and an interrupted turn's Resume are below.
-  const retry = item.id === ctx.retryable && item.status !== 'error' && item.status !== 'interrupted'
-    ? h('button', { className: 'link-button', 'data-action': 'retry', 'data-testid': 'retry-button',
-      title: 'Ask again: a new answer takes the place of this one, and the model does not see this one' },
-    icon('refresh'), ' Retry')
-    : null;
-  return h('div', { className: `turn-end status-${item.status}`, 'data-testid': 'turn-end', 'data-status': item.status, 'data-id': item.id },
-    h('div', { className: 'turn-end-line' },
-      item.status !== 'completed' ? icon(item.status === 'error' || item.status === 'interrupted' ? 'error' : 'debug-stop') : null,
-      END_TEXT[item.status] ? h('span', { className: 'turn-end-status' }, END_TEXT[item.status]) : null,
-      item.error ? h('span', { className: 'turn-end-error', 'data-testid': 'turn-end-error' }, item.error) : null,
-      details ? h('span', { className: 'turn-end-details', 'data-testid': 'turn-usage',
-        title: item.usage?.estimated ? 'Estimated by Sunwell: the server reported no usage'
-          : `As the server reported${cacheNote(item.usage) ? `; of the input, ${cacheNote(item.usage)}` : ''}` }, details) : null,
-      undo, retry),
-    item.status === 'error' && item.id === ctx.lastEnd ? renderFailureHelp(item, ctx.model ?? null) : null,
-    item.status === 'interrupted' && item.id === ctx.lastEnd ? renderResume() : null);
-}
-
-/** Under an interrupted turn: take it up where the log ends (no finished call runs again). */
-function renderResume(): HTMLElement {
-  return h('div', { className: 'turn-end-actions' },
-    h('button', { className: 'button secondary', 'data-action': 'resume', 'data-testid': 'resume-button',
-      title: 'Go on from where the turn stopped; nothing it finished runs again' }, icon('debug-continue'), ' Resume'));
-}
-
-/** Under a failed turn: Retry, and when the endpoint or the key is the problem, where to change it. */
-function renderFailureHelp(item: TurnEndItem, model: string | null): HTMLElement {
-  const error = item.error;
-  const url = unreachableEndpoint(error);
-  const setting = endpointSetting(model);
-  const fixes = url || needsApiKey(error)
-    ? h('div', { className: 'failure-help', 'data-testid': 'failure-help' },
-      url ? h('span', {}, 'Sunwell could not reach ', h('code', { 'data-testid': 'failed-url' }, url),
-        '. Is the server running? To use another endpoint or model: ')
-        : h('span', {}, 'The provider did not accept the API key. '),
-      h('button', { className: 'link-button', 'data-action': 'pick-model', 'data-testid': 'fix-model' }, icon('sparkle'), ' Select Model'),
-      h('button', { className: 'link-button', 'data-action': 'setApiKey', 'data-testid': 'fix-key' }, icon('key'), ' Set API Key'),
-      h('button', { className: 'link-button', 'data-action': 'openSetting', 'data-key': setting, 'data-testid': 'fix-setting' },
-        icon('settings-gear'), ' ', h('code', {}, setting)))
-    : null;
-  return h('div', { className: 'turn-end-actions' },
-    // A turn in the log resumes: only the request that failed goes again, no call it finished runs again.
-    h('button', { className: 'button secondary', 'data-action': item.resumable ? 'resume' : 'retry', 'data-testid': 'retry-button',
-      title: item.resumable ? 'Send the request that failed again and go on' : 'Send your last message again, in place of this one' },
-    icon('refresh'), ' Retry'),
-    fixes);
 }

@@ -55,13 +55,13 @@ class CallMemory:
         earlier = self._answered.get(_key(call)) if tool.read_only else None
         if earlier is None:
             return None
-        result = ToolResultMessage(call_id=call.id, name=call.name, output=f"{REPEAT_NOTE}\n\n{earlier.output}")
+        result = earlier.model_copy(update={"call_id": call.id, "name": call.name}).with_note(before=REPEAT_NOTE)
         self.enough(f"the model asked {call.name} again for a result it already has")
         # the card shows what the tool returns; the nudge to the model is said to the user as a notice
         self.log.emit(NoticeEvent(level="info", code="repeated_call", message=(
             f"the model repeated {call.name} with the same arguments; it was given the earlier result again")))
         self.log.emit(ToolResultEvent(call_id=call.id, name=call.name, ok=True, output=earlier.output,
-                                      error=None, duration_ms=0))
+                                      error=None, duration_ms=0, data=earlier.data))
         self.finished[call.id] = result
         return result
 

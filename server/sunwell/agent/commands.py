@@ -24,7 +24,8 @@ from sunwell.agent.lens_commands import (
 )
 from sunwell.agent.mcp_commands import prompt_docs, prompt_line
 from sunwell.agent.transcript_markdown import transcript_markdown
-from sunwell.commands_spec import COMMAND_DOCS, CommandDoc, parse_command
+from sunwell.clipping import clip
+from sunwell.commands_spec import COMMAND_DOCS, Command, CommandDoc
 from sunwell.errors import SetupError, SunwellError
 from sunwell.tools.base import ToolFailure, Trust
 from sunwell.tools.workspace.safe_write import prepare_write, write_target
@@ -72,11 +73,8 @@ def command(name: str) -> Callable[[Handler], Handler]:
     return register
 
 
-async def run_command(engine: Engine, state: ChatState, line: str) -> CommandResult:
-    """Answer one `::command` line (the caller checked `parse_command`); errors are answers too."""
-    parsed = parse_command(line)
-    if parsed is None:
-        raise ValueError(f"not a chat command: {line!r}")
+async def run_command(engine: Engine, state: ChatState, parsed: Command) -> CommandResult:
+    """Answer one `::command`, as `parse_command` read its line (once: agent/session.py); errors are answers too."""
     doc = _DOCS.get(parsed.name)
     if doc is None and ":" in parsed.name:  # an MCP prompt: its messages start the turn
         try:
@@ -84,7 +82,7 @@ async def run_command(engine: Engine, state: ChatState, line: str) -> CommandRes
         except SunwellError as exc:
             return CommandResult(str(exc))
     if doc is None:
-        return CommandResult(f"Unknown command: ::{parsed.name}. Try ::help")
+        return CommandResult(f"Unknown command: ::{clip(parsed.name)}. Try ::help")
     if doc.terminal_only and not state.terminal:
         return CommandResult(f"`::{doc.name}` works in the terminal chat only.")
     try:
@@ -102,7 +100,7 @@ async def _help(engine: Engine, state: ChatState, args: str) -> str:
     if args:
         doc = _DOCS.get(args.removeprefix("::").lower())
         if doc is None or (doc.terminal_only and not state.terminal):
-            return f"Unknown command: ::{args.removeprefix('::')}. Try ::help"
+            return f"Unknown command: ::{clip(args.removeprefix('::'))}. Try ::help"
         return f"`{doc.usage}`\n\n{doc.description}"
     lines = [f"- `{doc.usage}` — {doc.description}" for doc in commands_catalog(terminal=state.terminal, engine=engine)]
     return "**Chat commands**\n\n" + "\n".join(lines) + "\n\nAny other line goes to the model."
@@ -129,7 +127,7 @@ async def _focus(engine: Engine, state: ChatState, args: str) -> str:
     state.focus = args or None
     if not args:
         return "Focus cleared."
-    return f"Focus: `{args}`. The next turns ask the model to keep to it; `::focus` alone clears it."
+    return f"Focus: `{clip(args)}`. The next turns ask the model to keep to it; `::focus` alone clears it."
 
 
 @command("context")
@@ -207,13 +205,13 @@ async def _tools(engine: Engine, state: ChatState, args: str) -> str:
 @command("model")
 async def _model(engine: Engine, state: ChatState, args: str) -> str:
     if not args:
-        spec = engine.model_spec(state.model)
-        caps = engine.capabilities(spec)
+        spec = engine.models.spec(state.model)
+        caps = engine.models.capabilities(spec)
         calls = "native tool calls" if caps.native_tools else f"emulated tool calls ({caps.emulation})"
         return (f"Model: **{spec}** — {calls}, context window {caps.context_window:,} tokens."
                 "\n\nSwitch with `::model PROVIDER:MODEL`.")
-    spec = engine.model_spec(_one_argument(args, "::model [id]"))
-    await asyncio.to_thread(engine.provider, spec)  # a missing key is said now; the SDK import takes a second
+    spec = engine.models.spec(_one_argument(args, "::model [id]"))
+    await asyncio.to_thread(engine.models.provider, spec)  # a missing key is said now; the SDK import takes a second
     state.model = str(spec)
     return f"Model: **{spec}** from the next turn on."
 
@@ -224,7 +222,7 @@ async def _trust_command(engine: Engine, state: ChatState, args: str) -> str:
     if not args:
         return f"Trust: {_trust_text(engine, state)}.\n\nLevels: {levels}. Change it with `::trust <level>`."
     if args not in Trust.__members__:
-        return f"Unknown trust level `{args}`: use one of {levels}."
+        return f"Unknown trust level `{clip(args)}`: use one of {levels}."
     state.trust = args
     return f"Trust: {_trust_text(engine, state)} from the next turn on."
 

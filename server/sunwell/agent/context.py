@@ -196,8 +196,8 @@ def fit_results(results: list[ToolResultMessage], room: int, budget: Budget) -> 
     for done, index in enumerate(sorted(range(len(results)), key=sizes.__getitem__)):
         allowed = left // (len(results) - done)  # small ones first: they keep all of theirs, the rest share
         if sizes[index] > allowed:
-            fitted[index] = results[index].model_copy(
-                update={"output": cut_to_tokens(results[index].output, budget.raw(allowed), TRUNCATION_HINT)})
+            fitted[index] = results[index].model_copy(update={  # cut to text: an image it held goes with the rest
+                "output": cut_to_tokens(results[index].output, budget.raw(allowed), TRUNCATION_HINT), "parts": None})
             sizes[index] = allowed
         left -= sizes[index]
     return fitted

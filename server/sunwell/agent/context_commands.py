@@ -15,6 +15,7 @@ from sunwell.agent.context import largest_results, message_tokens, request_token
 from sunwell.agent.mentions import attachments
 from sunwell.agent.plan import TurnPlan
 from sunwell.agent.prompts import is_summary
+from sunwell.agent.turn_start import summariser as turn_summariser
 from sunwell.agent.usage import session_usage, usage_line
 from sunwell.models.tokens import BYTES_PER_TOKEN, text_tokens, tools_tokens
 from sunwell.tools.base import Trust
@@ -47,7 +48,7 @@ class SessionView:
 
 async def session_view(engine: Engine, state: ChatState) -> SessionView:
     """Raises SetupError when the chat's model is no valid model string, or its lens cannot be used."""
-    spec = engine.model_spec(state.model)
+    spec = engine.models.spec(state.model)
     lens = engine.lens(state.lens) if state.lens else None
     grant = engine.grant(Trust[state.trust or engine.settings.trust], state.tool_names, lens)
     plan = await engine.plan(spec, state.session, lens, grant, state.instructions())
@@ -91,9 +92,9 @@ async def compact_session(engine: Engine, state: ChatState, hint: str) -> tuple[
         return "Nothing to compact: the conversation is empty.", []
     view = await session_view(engine, state)
     live, spec, window = engine.live.get(state.session), view.plan.spec, view.plan.window
-    windowed = engine.provider_stack(spec, state.session, window).windowed  # what the session's turns summarise with
+    windowed = engine.models.stack(spec, state.session, window).windowed  # what the session's turns summarise with
     own = Summariser(windowed, spec.model, window, engine.settings.provider_attempts, live.context)
-    summariser = await engine.summariser(state.session, own)
+    summariser = await turn_summariser(engine, state.session, own)
     history, budget = view.history, view.plan.budget
     user = last_request(history)
     last_turn = sum(map(message_tokens, history[user:])) if user is not None else 0

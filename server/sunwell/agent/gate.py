@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from sunwell.errors import first_problem
 from sunwell.tools.base import Tool, ToolContext, ToolFailure
 from sunwell.tools.policy.approval import ApprovalPolicy, ApprovalRequest
+from sunwell.tools.policy.ratelimit import RateLimiter
 from sunwell.tools.sandbox.staging import sandbox_missing, staging_problem
 from sunwell.vocabulary import DryRun
 from sunwell.wire.events import ApprovalEvent, NoticeEvent
@@ -50,8 +51,8 @@ class Gate:
     approval: ApprovalPolicy
     dry_run: DryRun = False
     """True: no call runs; "risky": only the tools that declare themselves harmless run (`--dry-run=risky`)."""
-    limiter: Any = None
-    """A sunwell.tools.policy.ratelimit.RateLimiter kept per session, or None."""
+    limiter: RateLimiter | None = None
+    """The session's, kept across its turns."""
     _told: bool = False
     """Whether the turn was told that commands cannot be staged here."""
 
@@ -63,12 +64,13 @@ class Gate:
                                                      + (f" (nor could it run in this session: {but})" if but else ""))
         return None
 
-    async def admit(self, tool: Tool, call: ToolCall, ctx: ToolContext, session: str, turn: str,
+    async def admit(self, tool: Tool, call: ToolCall, arguments: Any, ctx: ToolContext, session: str, turn: str,
                     emit: Emit) -> Verdict:
+        """The verdict on a valid `call`, whose `arguments` are as its tool took them (`Tool.bind`)."""
         if refusal := self.dry_run_refusal(tool):
             return Verdict(refusal)
         try:
-            subject = tool.declared(call.arguments)
+            subject = tool.declared(arguments)
         except ToolFailure as failure:
             return Verdict(failure.error)
         if self.limiter is not None:
@@ -104,8 +106,8 @@ class Gate:
                     f"commands are asked before they run: their effects cannot be previewed here ({problem}); "
                     "undo still puts back what they change")))
         try:
-            own = replace(ctx, call_id=call.id)  # a question the preview asks (learn_api's tags) names the call
-            preview = tool.preview(call.arguments, own) if tool.preview else _tool_preview(tool, call)
+            own = ctx.calling(call.id)  # a question the preview asks (learn_api's tags) names the call
+            preview = tool.preview(arguments, own) if tool.preview else _tool_preview(tool, call)
             if inspect.isawaitable(preview):  # learn_api reads the document it shows
                 preview = await preview
         except ToolFailure as failure:  # the call would fail anyway: answer it without bothering the user

@@ -48,8 +48,8 @@ def activate_lens(engine: Engine, name_or_path: str) -> tuple[str, str]:
     try:
         lens = engine.lens(name_or_path)
     except SetupError as exc:
-        path = engine.lenses.find(name_or_path) or (engine.workspace / name_or_path).resolve()
-        lines = [format_diagnostic(_shown(engine, path), d) for d in engine.lenses.diagnostics(path)]
+        path = engine.lenses.file_of(name_or_path)
+        lines = [format_diagnostic(_shown(engine, path), d) for d in engine.lenses.diagnostics(path)] if path else []
         raise LensCommandError(f"{exc}" + ("\n\n```\n" + "\n".join(lines) + "\n```" if len(lines) > 1 else ""))
     path = engine.lenses.find(name_or_path)
     text = f"Lens **{lens.name}** is active: {lens.description}"

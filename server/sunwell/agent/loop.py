@@ -28,16 +28,16 @@ from sunwell.agent.context_keeper import ContextKeeper
 from sunwell.agent.gate import Gate
 from sunwell.agent.orchestrator import Orchestrator
 from sunwell.agent.plan import Retool, TurnPlan
-from sunwell.agent.prompts import ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results
+from sunwell.agent.prompts import ANSWER_FROM_RESULTS, LIMIT_REACHED, answer_from_results, with_note
 from sunwell.agent.resume import ResumePoint
 from sunwell.agent.turn import TurnLog
+from sunwell.hooks import TurnHooks
 from sunwell.models import base as stream
 from sunwell.models.arguments import parse_arguments
 from sunwell.models.base import ContextOverflow, ModelRequest, Provider, ProviderError
 from sunwell.tools.base import ToolContext
 from sunwell.tools.executor import failed
-from sunwell.tools.validation import coerce_arguments
-from sunwell.vocabulary import canonical_tool_name
+from sunwell.tools.policy.audit import AuditLog
 from sunwell.wire.events import (
     DoneEvent,
     NoticeEvent,
@@ -79,15 +79,14 @@ class TurnConfig:
     """Who summarises when history is compacted: this turn's model, or `compaction_model`."""
     gate: Gate | None = None
     """Dry run, rate limits and approvals; None runs valid calls directly (read-only tools only)."""
-    audit: Any = None
-    """A sunwell.tools.policy.audit.AuditLog, or None."""
+    audit: AuditLog | None = None
     notices: Sequence[NoticeEvent] = ()
     """Shown once at the start of the turn (e.g. shell running without a sandbox, tools fitted to the window)."""
     max_tool_turns: int = 50
     on_window_learned: Callable[[int], None] | None = None
     """Called with the corrected window when a length refusal teaches it (the engine keeps it for the session)."""
-    hooks: Any = None
-    """A sunwell.hooks.TurnHooks: `pre_tool`/`post_tool` around each call, `turn_end` before `done`; or None."""
+    hooks: TurnHooks | None = None
+    """`pre_tool`/`post_tool` around each call, `turn_end` before `done`."""
     durable: bool = True
     """Each call's steps and result in the session log as they happen; a sub-agent's are nobody's record."""
     retool: Retool | None = None
@@ -249,9 +248,14 @@ class Turn:
             self.calls.tools, self.calls.catalogue = plan.tools, plan.catalogue
 
     def _history_request(self, system: str, tools: list[ToolSpec], final: bool) -> ModelRequest:
-        """The next request: the history as it is now (after any room was made), the answer's reserve."""
+        """The next request: the history as it is now (after any room was made), the answer's reserve; the turn's
+        first also says the plan's note after the user's line (never kept: the next request repeats this one but
+        for its end, which a server's prompt cache then reads again)."""
         choice = "none" if final else "required" if self.plan.read_first and not self.memory.ran else "auto"
-        return ModelRequest(model=self.plan.spec.model, system=system, messages=list(self.history), tools=tools,
+        messages = list(self.history)
+        if self.plan.note and not self.memory.ran and messages and isinstance(messages[-1], UserMessage):
+            messages[-1] = with_note(messages[-1], self.plan.note)
+        return ModelRequest(model=self.plan.spec.model, system=system, messages=messages, tools=tools,
                             tool_choice=choice, max_tokens=self.keeper.budget.reserve,
                             temperature=self.plan.capabilities.temperature, cache_key=self.log.session)
 
@@ -320,23 +324,8 @@ class Turn:
         return ToolCall(id=call_id, name=name, arguments=arguments)
 
     def _repair(self, call: ToolCall) -> ToolCall:
-        """`call` with a misspelt tool name and unambiguous argument type slips fixed, each fix told in a notice.
-
-        The `toolCall` event showed the call as the model made it; the history and the session keep the fixed one.
-        """
-        if self.calls.offered(call.name) is None:
-            name = canonical_tool_name(call.name, [t.name for t in self.plan.tools])
-            if name is not None:
-                self.log.emit(NoticeEvent(level="info", code="repaired_tool_name",
-                                          message=f"ran {name} for the call to '{call.name}'"))
-                call = call.model_copy(update={"name": name})
-        tool = self.calls.offered(call.name)
-        if tool is not None and call.raw is None:
-            arguments, notes = coerce_arguments(tool.parameters, call.arguments)
-            if notes:
-                self.log.emit(NoticeEvent(level="info", code="coerced_arguments",
-                                          message=f"{call.name}: {'; '.join(notes)}"))
-                call = call.model_copy(update={"arguments": arguments})
+        """`call` as the orchestrator repairs it (`Orchestrator.repaired`), awaiting its result."""
+        call = self.calls.repaired(call)
         self._unanswered[call.id] = call
         return call
 

@@ -1,4 +1,4 @@
-"""MCP prompts as chat commands, `::SERVER:PROMPT [name=value ...]` (PROTOCOL.md "CLI"): what `::help` and
+"""MCP prompts as chat commands, `::SERVER:PROMPT [name=value ...]` (docs/cli.md "Chat commands"): what `::help` and
 completion list (the prompts of the servers started so far), and the line a prompt's messages make, which the session
 runs as the turn (tools/mcp/offerings.py). A server the workspace proposed runs its prompts only once approved, like
 its tools."""
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sunwell.clipping import clip
 from sunwell.commands_spec import CommandDoc
 from sunwell.errors import SetupError
 from sunwell.tools.mcp.offerings import fetch_prompt, missing_arguments, prompt_arguments, prompt_usage
@@ -28,7 +29,7 @@ async def prompt_line(engine: Engine, command: str, args: str) -> str:
     name, _, wanted = command.partition(":")
     server = engine.mcp.servers.get(name)
     if server is None:
-        raise SetupError(f"no MCP server {name} (configured: {', '.join(engine.mcp.servers) or 'none'})")
+        raise SetupError(f"no MCP server {clip(name)} (configured: {', '.join(engine.mcp.servers) or 'none'})")
     try:
         client = await server.connected()
     except ServerDown as exc:
@@ -36,7 +37,7 @@ async def prompt_line(engine: Engine, command: str, args: str) -> str:
     prompt = next((p for p in server.prompts if p.name == wanted), None)
     if prompt is None:
         known = ", ".join(f"::{name}:{p.name}" for p in server.prompts) or "none"
-        raise SetupError(f"the MCP server {name} has no prompt {wanted} (its prompts: {known})")
+        raise SetupError(f"the MCP server {name} has no prompt {clip(wanted)} (its prompts: {known})")
     try:
         arguments = prompt_arguments(args)
     except ValueError as exc:

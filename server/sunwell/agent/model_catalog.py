@@ -53,8 +53,8 @@ def _window(engine: Engine, spec: ModelSpec, registry: int, ask_servers: bool) -
     if (size := configured_window(engine.settings.models, spec)) is not None:
         return size, "config"
     if spec.provider in LOCAL_PROVIDERS:
-        endpoint = engine.endpoint(spec, made_only=not ask_servers)
-        said = engine.windows.ask_now(spec, endpoint) if ask_servers else engine.windows.known(spec, endpoint)
+        endpoint = engine.models.endpoint(spec, made_only=not ask_servers)
+        said = engine.models.windows.ask_now(spec, endpoint) if ask_servers else engine.models.windows.known(spec, endpoint)
         if said:
             return said
     return registry, "registry"
@@ -88,3 +88,4 @@ class ModelCatalog:
     current: str | None
     """The configured model's id; None when there is none, or it is no valid model string."""
     models: list[CatalogModel]
+

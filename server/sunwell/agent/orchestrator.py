@@ -1,6 +1,10 @@
 """One place runs every tool call, whatever the tool (the idea of codex's core/src/tools/orchestrator.rs):
 
-1. validate: the tool is offered at this trust level, its arguments are a JSON object its schema accepts;
+0. repair, as the call comes in (`repaired`): a misspelt tool name respelled, unambiguous argument type slips fixed,
+   each said in a notice (the history keeps the repaired call);
+1. validate, once: the tool is offered at this trust level, its arguments are a JSON object its schema accepts,
+   read into what the tool takes (`Tool.bind`: an instance of its arguments model, a dynamic tool's dict), which
+   is what its subject, preview, stage and handler are given from then on;
 2. a read this turn already answered is answered again by the turn's memory instead of running;
    then the `pre_tool` hooks (sunwell/hooks/), which may deny the call but never let it skip what follows;
 3. policy and approval on what the call declares it touches (agent/gate.py): dry run, rate limit, protected
@@ -14,7 +18,8 @@
    (agent/resume.py reads them after a crash); a call the crash cut off is the tool's to settle (`cut_off`).
 
 Read-only calls of one response run together; any other call runs alone, in order. Like the gate, nothing here reads
-a tool's arguments: they go to the tool, to the approval request and to the audit as they are.
+a tool's arguments: they go to the tool, to the approval request and to the audit as they are (the audit keeps only
+the size and hash of those the tool's model marks as file text, `Tool.content`).
 """
 
 from __future__ import annotations
@@ -23,17 +28,19 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from sunwell.agent.call_memory import CallMemory
 from sunwell.agent.gate import Gate, Verdict
 from sunwell.agent.turn import TurnLog
-from sunwell.tools.base import Tool, ToolContext, Trust
+from sunwell.hooks import TurnHooks
+from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.executor import answered, attempt, execute, failed, masked
-from sunwell.tools.validation import unknown_tool_error, validate_arguments
+from sunwell.tools.policy.audit import AuditLog
+from sunwell.tools.validation import coerce_arguments, unknown_tool_error
 from sunwell.vocabulary import canonical_tool_name
-from sunwell.wire.events import ToolResultEvent
+from sunwell.wire.events import NoticeEvent, ToolResultEvent
 from sunwell.wire.messages import ToolCall, ToolError, ToolResultMessage
 
 
@@ -66,17 +73,41 @@ class Orchestrator:
     log: TurnLog
     gate: Gate | None = None
     """None runs valid calls directly (read-only tools only)."""
-    audit: Any = None
-    """A sunwell.tools.policy.audit.AuditLog, or None."""
+    audit: AuditLog | None = None
     memory: CallMemory | None = None
     """The turn's: it may answer a repeated read, and hears of every result."""
     durable: bool = False
     """Log each call's steps and its result message as they happen (the main turn's calls; not a sub-agent's)."""
-    hooks: Any = None
-    """A sunwell.hooks.TurnHooks (`pre_tool`, `post_tool`), or None."""
+    hooks: TurnHooks | None = None
+    """`pre_tool`, `post_tool` around each call."""
 
     def offered(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
+
+    def known(self, name: str) -> Tool | None:
+        return next((t for t in self.catalogue if t.name == name), None) or self.offered(name)
+
+    def repaired(self, call: ToolCall) -> ToolCall:
+        """`call` with a misspelt tool name and unambiguous argument type slips fixed, each fix told in a notice.
+
+        The name is looked up once, among every tool Sunwell knows: a call to one above the trust level gets that
+        tool's name too, and is refused by name (`permission`) when it runs. The `toolCall` event showed the call as
+        the model made it; the history and the session keep the fixed one."""
+        if self.known(call.name) is None:
+            name = canonical_tool_name(call.name, list(dict.fromkeys(t.name for t in [*self.catalogue, *self.tools])))
+            if name is not None:
+                if self.offered(name) is not None:
+                    self.log.emit(NoticeEvent(level="info", code="repaired_tool_name",
+                                              message=f"ran {name} for the call to '{call.name}'"))
+                call = call.model_copy(update={"name": name})
+        tool = self.offered(call.name)
+        if tool is not None and call.raw is None:
+            arguments, notes = coerce_arguments(tool.parameters, call.arguments)
+            if notes:
+                self.log.emit(NoticeEvent(level="info", code="coerced_arguments",
+                                          message=f"{call.name}: {'; '.join(notes)}"))
+                call = call.model_copy(update={"arguments": arguments})
+        return call
 
     async def run_all(self, calls: Sequence[ToolCall],
                       settled: Mapping[str, ToolResultMessage] | None = None) -> list[ToolResultMessage]:
@@ -109,7 +140,8 @@ class Orchestrator:
 
     async def run(self, call: ToolCall) -> ToolResultMessage:
         clock = RunClock()
-        verdict = Verdict(self.check(call))
+        bound = self.bind(call)
+        verdict = Verdict(bound if isinstance(bound, ToolError) else None)
         tool = self.offered(call.name)
         if verdict.error is None and self.memory is not None:
             again = self.memory.earlier(call, tool)
@@ -118,36 +150,40 @@ class Orchestrator:
         if verdict.error is None and self.hooks is not None and (denial := await self.hooks.before(call)):
             verdict = Verdict(denial, "deny", "hook")
         if verdict.error is None and self.gate is not None:
-            verdict = await self.gate.admit(tool, call, self.ctx, self.log.session, self.log.turn, self.log.emit)
+            verdict = await self.gate.admit(tool, call, bound, self.ctx, self.log.session, self.log.turn,
+                                            self.log.emit)
         if verdict.error is not None:
             result = failed(call, verdict.error)
         elif verdict.stage_first:
-            result, verdict = await self._staged(tool, call, clock)
+            result, verdict = await self._staged(tool, call, bound, clock)
         else:
             self._step(call, "run")
             with clock.running():
-                result = await execute(tool, call, self._own(call))
+                result = await execute(tool, call, bound, self._own(call))
         if verdict.error is None and self.hooks is not None:
             result = await self.hooks.after(call, result)
         duration_ms = clock.ms()
         self.log.emit(ToolResultEvent(call_id=result.call_id, name=result.name, ok=result.ok, output=result.output,
-                                      error=result.error, duration_ms=duration_ms))
+                                      error=result.error, duration_ms=duration_ms, data=result.data))
         if self.memory is not None:
             self.memory.record(call, tool, result, denied=verdict.decision == "deny" and verdict.by == "user")
         if self.audit is not None:
+            known = self.known(call.name)
             self.audit.record(session=self.log.session, turn=self.log.turn, tool=call.name, call_id=call.id,
-                              arguments=call.arguments, decision=verdict.decision, by=verdict.by,
-                              ok=result.ok, error=result.error and result.error.code, duration_ms=duration_ms)
+                              arguments=call.arguments, content=known.content if known else frozenset(),
+                              decision=verdict.decision, by=verdict.by, ok=result.ok,
+                              error=result.error and result.error.code, duration_ms=duration_ms)
         return result
 
-    async def _staged(self, tool: Tool, call: ToolCall, clock: RunClock) -> tuple[ToolResultMessage, Verdict]:
+    async def _staged(self, tool: Tool, call: ToolCall, arguments: Any,
+                      clock: RunClock) -> tuple[ToolResultMessage, Verdict]:
         """Run staged, ask with what it changed, apply on yes; the staged copy is discarded whatever happens. The
         `clock` runs while the tool does, not while the person looks at what it changed."""
         assert tool.stage is not None and self.gate is not None
         ctx, stage = self.ctx, tool.stage
         self._step(call, "staged")
         with clock.running():
-            staged = await attempt(tool, ctx, lambda: stage(call.arguments, ctx))
+            staged = await attempt(tool, ctx, lambda: stage(arguments, ctx))
         if isinstance(staged, ToolError):
             return failed(call, staged), Verdict()
         try:
@@ -172,27 +208,27 @@ class Orchestrator:
         tool = self.offered(call.name)
         if tool is None or tool.cut_off is None:
             return None
-        own, settle = self._own(call, call_id=call.id), tool.cut_off
-        note = await attempt(tool, own, lambda: settle(call.arguments, own))
+        bound = self.bind(call)
+        if isinstance(bound, ToolError):  # it never ran: it was refused before, as it would be now
+            return None
+        own, settle = self._own(call), tool.cut_off
+        note = await attempt(tool, own, lambda: settle(bound, own))
         return f"what it did could not be looked at: {note.message}" if isinstance(note, ToolError) else note
 
-    def _own(self, call: ToolCall, **fields: Any) -> ToolContext:
+    def _own(self, call: ToolCall) -> ToolContext:
         """The context a call runs with: in a durable turn, with the key of what it keeps for after a crash."""
-        if self.durable:
-            fields["recovery"] = f"{self.log.session}/{call.id}"
-        return replace(self.ctx, **fields) if fields else self.ctx
+        return self.ctx.calling(call.id, f"{self.log.session}/{call.id}" if self.durable else None)
 
     def _step(self, call: ToolCall, phase: str) -> None:
         if self.durable:
             self.log.step(call.id, phase)
 
-    def check(self, call: ToolCall) -> ToolError | None:
-        """Why `call` cannot run as it is (unknown or not offered tool, invalid arguments), or None."""
+    def bind(self, call: ToolCall) -> Any:
+        """The call's arguments as its tool takes them (`Tool.bind`), or the ToolError that says why it cannot run
+        as it is: an unknown tool, one not offered, arguments that are not a valid object for it."""
         tool = self.offered(call.name)
         if tool is None:
-            names = [t.name for t in self.catalogue]
-            name = call.name if call.name in names else canonical_tool_name(call.name, names)
-            known = next((t for t in self.catalogue if t.name == name), None)
+            known = self.known(call.name)
             if known is None:
                 return unknown_tool_error(call.name, call.arguments, self.tools)
             if known.min_trust > self.trust:
@@ -209,4 +245,7 @@ class Orchestrator:
         if call.raw is not None:
             return ToolError(code="validation", message=f"the arguments of {call.name} are not a valid JSON object",
                              suggestion='send the arguments as one JSON object, e.g. {"path": "src/app.py"}')
-        return validate_arguments(tool.parameters, call.arguments)
+        try:
+            return tool.bind(call.arguments)
+        except ToolFailure as failure:
+            return failure.error

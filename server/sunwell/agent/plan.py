@@ -20,6 +20,7 @@ from sunwell.agent.context import PROJECT_MAX_TOKENS, Budget, SessionContext
 from sunwell.agent.prompts import (
     LoadedInstructions,
     named_files,
+    named_files_note,
     project_instructions,
     system_prompt,
     workspace_files,
@@ -80,6 +81,9 @@ class TurnPlan:
     schema: its first reply of the turn must be a call. Free to answer first (models/emulation/choice.py), the 0.5B
     model told "read it with read_file" answered "What does a.txt say?" with words of its own (BENCHMARKS.md,
     "Answering under the constraint")."""
+    note: str = ""
+    """For a small model whose line names workspace files: that they exist and which tool reads them, said after
+    the line in the turn's first request (`named_files_note`); "": none."""
 
     @property
     def window(self) -> int:
@@ -102,11 +106,12 @@ async def plan_turn(settings: Settings, spec: ModelSpec, capabilities: Capabilit
     tools, specs, fitted = _fitted(catalogue, grant, size, text, context)
     lens_words = [lens.instructions] if lens and lens.instructions else []
     system, loaded, named = await asyncio.to_thread(_system, settings.system_prompt, jail,
-                                                    [*lens_words, *instructions], capabilities.small, size, specs, text)
+                                                    [*lens_words, *instructions], capabilities.small, size, text)
     read_first = bool(named) and _reader(specs) is not None and capabilities.constrained and \
         not capabilities.native_tools  # fmt: skip
+    note = named_files_note(named, _reader(specs)) if named and not settings.system_prompt else ""
     return TurnPlan(spec=spec, trust=grant[0], tools=tuple(tools), catalogue=tuple(catalogue), specs=specs,
-                    fitted=tuple(fitted), system=system, loaded=tuple(loaded), read_first=read_first,
+                    fitted=tuple(fitted), system=system, loaded=tuple(loaded), read_first=read_first, note=note,
                     budget=Budget(size, settings.max_tokens, settings.compact_at, context), window_source=source,
                     capabilities=capabilities, grant=grant, text=text)
 
@@ -148,7 +153,7 @@ class Retool:
 
 
 def _system(configured: str | None, jail: Jail, extra: list[str], small: bool, window: int,
-            specs: Sequence[ToolSpec], text: str) -> tuple[str, list[LoadedInstructions], list[str]]:
+            text: str) -> tuple[str, list[LoadedInstructions], list[str]]:
     """The system prompt, the project instructions in it, and (for a small model) the workspace files the user's
     line names. They are read from disk for every plan: they are words for the model, never settings, and may have
     changed since the last turn."""
@@ -157,7 +162,7 @@ def _system(configured: str | None, jail: Jail, extra: list[str], small: bool, w
     if configured:  # the user's own prompt replaces Sunwell's words, the lens' and the focus' too
         return "\n\n".join([configured, *project]), loaded, named
     files = workspace_files(jail) if small else None
-    return system_prompt(jail.root, [*project, *extra], small, files, named, _reader(specs)), loaded, named
+    return system_prompt(jail.root, [*project, *extra], small, files), loaded, named
 
 
 def _reader(specs: Sequence[ToolSpec]) -> str | None:

@@ -37,20 +37,30 @@ LIMIT_REACHED = (
 )
 
 
-def system_prompt(root: Path, extra: list[str], small_model: bool = False, files: list[str] | None = None,
-                  named: list[str] | None = None, reader: str | None = None) -> str:
-    """The system instructions; `files` (a small model's map of the workspace) and `named` (the files the user's
-    words name, which `reader`, the tool that reads a file if one is offered, is named for) are listed after them."""
+def system_prompt(root: Path, extra: list[str], small_model: bool = False, files: list[str] | None = None) -> str:
+    """The system instructions; `files` (a small model's map of the workspace) is listed after them. Nothing in it
+    changes with the user's line: a server's prompt cache keeps it, and the conversation after it, from turn to
+    turn (what only one request says goes after its newest message: `named_files_note`)."""
     # A small model copies an absolute root into every path it writes; it gets the file list instead.
     where = "" if small_model else f" ({root})"
     overview = [f"Files in the workspace: {', '.join(files)}"] if files else []
-    if named:  # else it reads the likeliest-looking file of the list (src/calc.py for "Read a.txt")
-        several = len(named) > 1
-        line = f"The user's request names the file{'s' if several else ''} {', '.join(named)}"
-        if reader:  # told only that a file exists, a 0.5B model lists it first; told the tool, it reads it
-            line += f", which exist{'' if several else 's'}: read {'them' if several else 'it'} with {reader}"
-        overview.append(line + ".")
     return "\n\n".join([SYSTEM.format(root=where), *([SMALL_MODEL] if small_model else []), *overview, *extra])
+
+
+def named_files_note(named: list[str], reader: str | None) -> str:
+    """What a small model reads after the user's line in the first request of a turn whose line names workspace
+    files (`named`), naming `reader`, the tool that reads a file, if one is offered. Without it, it reads the
+    likeliest-looking file of the workspace's list (src/calc.py for "Read a.txt")."""
+    several = len(named) > 1
+    line = f"The user's request names the file{'s' if several else ''} {', '.join(named)}"
+    if reader:  # told only that a file exists, a 0.5B model lists it first; told the tool, it reads it
+        line += f", which exist{'' if several else 's'}: read {'them' if several else 'it'} with {reader}"
+    return line + "."
+
+
+def with_note(message: UserMessage, note: str) -> UserMessage:
+    """`message` as one request shows it: `note` said after the line and its attachments, last."""
+    return UserMessage(text=f"{message.content_for_model()}\n\n{note}")
 
 
 def workspace_files(jail: Jail, limit: int = 40, scan: int = 2000) -> list[str]:

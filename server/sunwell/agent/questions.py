@@ -1,41 +1,66 @@
-"""`ask_user`'s way to a person: the front end's questioner, bound to a turn, under the approval time limit.
+"""The client port as a turn's tools meet it: `ask_user`'s questions (and learn_api's) under the approval time limit.
 
-The front end that has someone to ask gives the engine a `Questioner` (the terminal prompt, the sidecar's
-`sunwell/ask`); a question it fails to answer, or does not answer in time, is no answer, like an approval that
-gets none. With approvals set to `deny` no one is asked anything.
+The front end's client (wire/client.py) answers; a question it fails to answer, or does not answer in time, is no
+answer, like an approval that gets none. With approvals set to `deny` no one is asked anything: the tools then hear
+that no one answers questions, and say so to the model at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from typing import Any
 
 from sunwell.config import Settings
-from sunwell.wire.protocol import AskParams
+from sunwell.wire.approval import ApprovalRequest
+from sunwell.wire.client import Client, OpenUrl, Request
+from sunwell.wire.user_requests import (
+    ApproveResult,
+    AskParams,
+    AskResult,
+    CodeIntelParams,
+    ElicitParams,
+    ElicitResult,
+    SecretParams,
+    SecretResult,
+)
 
 log = logging.getLogger(__name__)
 
-Questioner = Callable[[AskParams], Awaitable[str | None]]
-"""Asks a person; their answer, or None when they declined."""
-Ask = Callable[[str, str, list[str]], Awaitable[str | None]]
 
+class TurnClient:
+    """`client` for the tools of one turn: questions bounded by `settings`' approval mode and time limit; the
+    requests in `refused` are not put to anyone (a sub-agent asks the person nothing)."""
 
-def question_asker(questioner: Questioner | None, settings: Settings, session: str, turn: str) -> Ask | None:
-    """ToolContext.ask for a turn of `session`, or None when no one can be asked."""
-    if questioner is None or settings.approval == "deny":
-        return None
-    timeout = settings.approval_timeout_sec
+    def __init__(self, client: Client, settings: Settings, refused: frozenset[Request] = frozenset()) -> None:
+        self.client, self.settings, self.refused = client, settings, refused
+        self.secret_storage = client.secret_storage
 
-    async def ask(call_id: str, question: str, options: list[str]) -> str | None:
-        request = AskParams(session=session, turn=turn, call_id=call_id, question=question, options=options)
+    def answers(self, request: Request) -> bool:
+        if request in self.refused or (request == "ask" and self.settings.approval == "deny"):
+            return False
+        return self.client.answers(request)
+
+    async def ask(self, request: AskParams) -> AskResult:
         try:
-            answer = await asyncio.wait_for(questioner(request), timeout=timeout)
+            return await asyncio.wait_for(self.client.ask(request), timeout=self.settings.approval_timeout_sec)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a client that errors or never answers: no answer
-            log.warning("the question of %s got no answer: %r", call_id, exc)
-            return None
-        return answer if isinstance(answer, str) else None
+            log.warning("the question of %s got no answer: %r", request.call_id, exc)
+            return AskResult(answer=None)
 
-    return ask
+    async def approve(self, request: ApprovalRequest) -> ApproveResult:
+        return await self.client.approve(request)
+
+    async def elicit(self, request: ElicitParams) -> ElicitResult:
+        return await self.client.elicit(request)
+
+    async def code_intel(self, request: CodeIntelParams) -> Any:
+        return await self.client.code_intel(request)
+
+    async def open_url(self, request: OpenUrl) -> bool:
+        return await self.client.open_url(request)
+
+    async def secret(self, request: SecretParams) -> SecretResult:
+        return await self.client.secret(request)

@@ -1,4 +1,4 @@
-"""MCP resources as mentions, `@SERVER:URI` (PROTOCOL.md "CLI"): the VS Code picker lists the resources of the
+"""MCP resources as mentions, `@SERVER:URI` (docs/cli.md "Chat commands"): the VS Code picker lists the resources of the
 servers started so far beside the files, and a `sunwell run` prompt may name one in its text. Each is read from its
 server when the line is sent and attached like the editor's text mentions (agent/mentions.py), within the same
 budget; a resource that cannot be read is attached as the reason."""

@@ -1,4 +1,4 @@
-"""Where a logged turn stands, so that a new process can take it up at its next step (PROTOCOL.md "Durable turns").
+"""Where a logged turn stands, so that a new process can take it up at its next step (docs/events.md "Durable turns").
 
 A turn logs each step before the next one starts (agent/loop.py, agent/orchestrator.py): the settings it ran with
 (a `settings` row), the user's line, each finished model reply (its assistant message), before a call runs a `step`

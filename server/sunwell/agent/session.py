@@ -20,15 +20,18 @@ from sunwell.agent.chat import ChatState, Overrides, UserInput
 from sunwell.agent.commands import run_command
 from sunwell.agent.replay import replay
 from sunwell.agent.resume import NothingToResume, resume_point
-from sunwell.agent.sessions import SessionNotFound, SessionStore
+from sunwell.agent.sessions import SessionInfo, SessionNotFound, SessionStore
 from sunwell.agent.turn import Sink, new_turn_id
-from sunwell.commands_spec import parse_command
-from sunwell.errors import InvalidReplace, SessionBusy, SetupError
+from sunwell.agent.usage import session_usage, turn_line
+from sunwell.clipping import clip
+from sunwell.commands_spec import Command, parse_command
+from sunwell.errors import InvalidReplace, SessionBusy, SetupError, SunwellError
 from sunwell.model_strings import ModelSpec
 from sunwell.tools.workspace.safe_write import remove_orphans
 from sunwell.vocabulary import Trust
 from sunwell.wire.events import CommandOutputEvent, DoneEvent, Event, SessionEvent
 from sunwell.wire.messages import Message
+from sunwell.wire.usage import SessionUsage
 
 if TYPE_CHECKING:
     from sunwell.agent.engine import Engine
@@ -70,13 +73,14 @@ class Session:
         mentions are not read), any other line is a turn. Raises what a turn raises before it starts (SetupError,
         SessionStoreError); a line that replaces a turn is refused while a line runs in the session (SessionBusy),
         and when it is a command or names no turn of the session's conversation (InvalidReplace)."""
-        if line.replace_turn is not None and parse_command(line.text) is not None:
+        command = parse_command(line.text)  # once per line: whatever answers it is given what was read here
+        if line.replace_turn is not None and command is not None:
             raise InvalidReplace("a ::command is not part of the conversation: it cannot replace a turn")
         async with self._one_line(line.replace_turn):
             self.apply(line.overrides)
-            if parse_command(line.text) is None:
+            if command is None:
                 return LineResult(await self._turn(line, sink))
-            return await self._command(line.text, sink)
+            return await self._command(command, sink)
 
     async def turn(self, line: UserInput, sink: Sink) -> DoneEvent:
         """`line` as a turn for the model, even when it looks like a `::command` (`sunwell run`'s prompt is one)."""
@@ -84,10 +88,10 @@ class Session:
             self.apply(line.overrides)
             return await self._turn(line, sink)
 
-    async def command(self, line: str, sink: Sink) -> LineResult:
-        """A `::command` line (raises ValueError for any other); `::run` answers with a turn."""
+    async def command(self, command: Command, sink: Sink) -> LineResult:
+        """A `::command`, as `parse_command` read its line; `::run` answers with a turn."""
         async with self._one_line():
-            return await self._command(line, sink)
+            return await self._command(command, sink)
 
     async def resume(self, sink: Sink, overrides: Overrides | None = None) -> DoneEvent:
         """Take up the session's last turn where its log ends, when it was interrupted (its process died) or ended
@@ -127,7 +131,28 @@ class Session:
     def model_spec(self) -> ModelSpec:
         """The model the next turn goes to: the one `::model` chose, else the configured one. Raises SetupError."""
         state = self._state or self._engine.live.find_chat(self._asked)  # reading it makes no state
-        return self._engine.model_spec(state.model if state else None)
+        return self._engine.models.spec(state.model if state else None)
+
+    def exists(self) -> bool:
+        """Whether the session is stored (a new chat is not yet)."""
+        return self.id is not None and self._engine.store.exists(self.id)
+
+    def usage(self) -> SessionUsage:
+        """The tokens and cost of the stored session, by turn; raises SessionNotFound."""
+        try:
+            model: str | None = str(self.model_spec())
+        except SunwellError:
+            model = None
+        return session_usage(self._engine.store.events(self.id or ""), model, self._engine.settings.prices)
+
+    def usage_line(self, done: DoneEvent) -> str | None:
+        """The tokens and cost of the turn `done` ended, in a line, for a person watching; None for none."""
+        return turn_line(self._engine.store.events(done.session), done.turn, str(self.model_spec()),
+                         self._engine.settings.prices) or None
+
+    def warm_up(self) -> None:
+        """Import the model's SDK (about a second) before the first turn needs it. Raises what that turn would."""
+        self._engine.models.provider(self.model_spec())
 
     @contextlib.asynccontextmanager
     async def _one_line(self, replacing: str | None = None) -> AsyncIterator[None]:
@@ -154,13 +179,11 @@ class Session:
         state.session = done.session or state.session
         return done
 
-    async def _command(self, line: str, sink: Sink) -> LineResult:
-        parsed = parse_command(line)
-        result = await run_command(self._engine, self.state, line)
+    async def _command(self, command: Command, sink: Sink) -> LineResult:
+        result = await run_command(self._engine, self.state, command)
         if result.prompt is not None:
             return LineResult(await self._turn(UserInput(result.prompt), sink))
-        assert parsed is not None  # run_command refused anything else
-        return LineResult(self._answer(sink, parsed.name, result.output, result.events), exit=result.exit)
+        return LineResult(self._answer(sink, command.name, result.output, result.events), exit=result.exit)
 
     def _answer(self, sink: Sink, command: str, output: str, events: tuple[Event, ...]) -> DoneEvent:
         """A command's answer as `commandOutput` and a `done` of its own, numbered like a turn's but not logged:
@@ -188,7 +211,25 @@ def rewind(store: SessionStore, session: str | None, turn: str) -> str:
     except SessionNotFound:
         rows = []
     if session is None or not any(row.turn == turn and row.kind == "message" for row in rows):
-        raise InvalidReplace(f"no turn {turn!r} to replace in {f'session {session}' if session else 'a new chat'}: "
+        where = f"session {clip(session)}" if session else "a new chat"
+        raise InvalidReplace(f"no turn {clip(turn)!r} to replace in {where}: "
                              "a line can replace only a turn of its own session's conversation")
     store.append(session, "", 0, "rewind", f"rewound to before turn {turn}", {"turn": turn})
     return session
+
+
+def open_store(engine: Engine) -> None:
+    """Open the engine's session store now, if it is not yet: SessionStoreError says why its data dir cannot hold
+    sessions (lens features work all the same)."""
+    engine.store  # noqa: B018 - opened on first use
+
+
+def stored_sessions(engine: Engine) -> list[SessionInfo]:
+    """Every stored session, the newest first (`sunwell sessions list`, the editor's history)."""
+    return engine.store.list()
+
+
+def latest_session(engine: Engine) -> str | None:
+    """The newest stored session of the engine's workspace, None when it has none."""
+    return next((info.id for info in engine.store.list() if engine.session_workspace(info.id) == engine.workspace),
+                None)

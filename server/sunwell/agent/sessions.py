@@ -390,7 +390,7 @@ def apply_elision(history: list[Message], outputs: dict[str, str]) -> None:
     """Replace, in place, the output of each tool result whose call id is in `outputs` by the line given there."""
     for index, message in enumerate(history):
         if isinstance(message, ToolResultMessage) and message.call_id in outputs:
-            history[index] = message.model_copy(update={"output": outputs[message.call_id]})
+            history[index] = message.model_copy(update={"output": outputs[message.call_id], "parts": None})
 
 
 def _interrupted(call: ToolCall) -> ToolResultMessage:

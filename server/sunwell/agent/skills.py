@@ -14,7 +14,7 @@ from typing import Any
 
 from sunwell.lens.schema import Lens, Skill, render_command
 from sunwell.tools.base import StagedEffects, Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.handlers.shell import command_preview, run_command, stage_command
+from sunwell.tools.handlers.shell import RunCommandArguments, command_preview, run_command, stage_command
 from sunwell.tools.subject import Command, Subject
 
 Complete = Callable[[str, str], Awaitable[str]]
@@ -36,21 +36,25 @@ def skill_tools(lens: Lens, taken: Collection[str]) -> list[Tool]:
         description = f"{skill.description} (skill of the {lens.name} lens)"
         parameters = skill.parameters or NO_PARAMETERS
         if skill.command:
-            tools.append(Tool(name=name, description=description, parameters=parameters,
-                              handler=_command_handler(skill.command), preview=_command_preview(skill.command),
-                              subject=_command_subject(skill.command), stage=_command_stage(skill.command),
-                              min_trust=Trust.shell, approval="ask", risk="shell", read_only=False,
-                              source=f"lens:{lens.name}", timeout=3700))
+            tools.append(Tool.dynamic(parameters, _command_handler(skill.command), name=name, description=description,
+                                      preview=_command_preview(skill.command), subject=_command_subject(skill.command),
+                                      stage=_command_stage(skill.command), min_trust=Trust.shell, approval="ask",
+                                      risk="shell", read_only=False, source=f"lens:{lens.name}", timeout=3700))
         else:
-            tools.append(Tool(name=name, description=description, parameters=parameters,
-                              handler=_nested_handler(lens, skill), min_trust=Trust.read_only,
-                              source=f"lens:{lens.name}", timeout=300))
+            tools.append(Tool.dynamic(parameters, _nested_handler(lens, skill), name=name, description=description,
+                                      min_trust=Trust.read_only, source=f"lens:{lens.name}", timeout=300))
     return tools
+
+
+def _rendered(template: str, args: dict[str, Any]) -> RunCommandArguments:
+    """The skill's command with the call's arguments in it, as run_command takes it (in the workspace root, its
+    default time limit)."""
+    return RunCommandArguments(command=render_command(template, args))
 
 
 def _command_handler(template: str):
     async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
-        return await run_command({"command": render_command(template, args)}, ctx)
+        return await run_command(_rendered(template, args), ctx)
 
     return handler
 
@@ -66,21 +70,21 @@ def _command_subject(template: str):
 
 def _command_stage(template: str):
     async def stage(args: dict[str, Any], ctx: ToolContext) -> StagedEffects:
-        return await stage_command({"command": render_command(template, args)}, ctx)
+        return await stage_command(_rendered(template, args), ctx)
 
     return stage
 
 
 def _command_preview(template: str):
     def preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        return command_preview({"command": render_command(template, args)}, ctx)
+        return command_preview(_rendered(template, args), ctx)
 
     return preview
 
 
 def _nested_handler(lens: Lens, skill: Skill):
     async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
-        complete: Complete | None = ctx.complete
+        complete: Complete | None = ctx.turn.complete
         if complete is None:
             raise ToolFailure("execution", f"skill {skill.name} needs a model to run")
         system = "\n\n".join(part for part in (lens.instructions, skill.instructions or skill.description) if part)

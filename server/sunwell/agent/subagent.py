@@ -21,6 +21,7 @@ from sunwell.agent.context import SessionContext
 from sunwell.agent.gate import Gate
 from sunwell.agent.loop import Turn, TurnConfig
 from sunwell.agent.plan import plan_turn
+from sunwell.agent.questions import TurnClient
 from sunwell.agent.turn import TurnLog
 from sunwell.tools.base import ToolContext, ToolFailure, Trust
 from sunwell.tools.policy.approval import ApprovalPolicy
@@ -103,7 +104,7 @@ class Subagents:
         tools = [tool for tool in plan.tools if tool.min_trust <= trust and tool.name not in NOT_FOR_SUBAGENTS
                  and (tool.harmless or tool.name in NETWORK_READS)]
         log = SubagentLog(self.log, call_id)
-        ctx = _context(parent.tool_ctx, log)
+        ctx = _context(parent.tool_ctx, log, self.settings)
         context = SessionContext(ratio=plan.budget.context.ratio, calibrated=plan.budget.context.calibrated)
         own = await plan_turn(self.settings, plan.spec, plan.capabilities, (plan.window, plan.window_source), tools,
                               (trust, None), jail=ctx.jail, lens=None, instructions=[INSTRUCTIONS], context=context,
@@ -128,8 +129,9 @@ class Subagents:
         return answer.strip() or f"The sub-agent ({description}) gave no answer."
 
 
-def _context(parent: ToolContext, log: SubagentLog) -> ToolContext:
+def _context(parent: ToolContext, log: SubagentLog, settings: Settings) -> ToolContext:
     def notify(level: str, code: str, message: str) -> None:
         log.emit(NoticeEvent(level=level, code=code, message=message))  # type: ignore[arg-type]
 
-    return dataclasses.replace(parent, subagent=None, ask=None, notify=notify)
+    asks_no_one = TurnClient(parent.client, settings, refused=frozenset({"ask", "approve", "elicit", "openUrl"}))
+    return dataclasses.replace(parent.lending(subagent=None, notify=notify), client=asks_no_one)

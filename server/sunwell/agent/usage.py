@@ -5,9 +5,9 @@ OpenAI-compatible servers) still gets a figure: Sunwell's estimate, marked `esti
 the turn: each request's `contextUsage` (the context sent plus the answer) for the input, the answers themselves for
 the output.
 
-Prices are per million tokens (PROTOCOL.md `prices:`); the defaults cover the common hosted OpenAI and Anthropic
-models and the user config overrides or adds entries, keyed by the full model string or by the model id alone. A
-model with no price (a local one) has no cost, never a cost of zero. The prompt tokens a provider read from its
+Prices are per million tokens (docs/config.md "prices.<name>"); the defaults cover the common hosted OpenAI and
+Anthropic models and the user config overrides or adds entries, keyed by the full model string or by the model id
+alone. A model with no price (a local one) has no cost, never a cost of zero. The prompt tokens a provider read from its
 cache, or wrote to it, are part of the input and cost the model's `cache_read` and `cache_write` prices.
 """
 

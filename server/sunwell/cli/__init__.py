@@ -1,4 +1,4 @@
-"""The `sunwell` command (PROTOCOL.md "CLI"): `main` parses and dispatches, one module per group of commands."""
+"""The `sunwell` command (docs/cli.md): `main` parses and dispatches, one module per group of commands."""
 
 from sunwell.cli.main import main
 

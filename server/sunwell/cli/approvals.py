@@ -1,4 +1,4 @@
-"""Approvals asked at the terminal: the diff or the exact command, then yes / no / allow for this session.
+"""Approvals as the terminal shows them (cli/client.py asks): the diff or the exact command, what each answer means.
 
 Everything in a request comes from the model, so all of it is shown through `visible`: a command that carries
 escape sequences must read as what will run, not as what the sequences paint over it.
@@ -10,9 +10,8 @@ import asyncio
 import difflib
 import json
 import re
-import sys
 import threading
-from typing import TextIO, assert_never
+from typing import assert_never
 
 from sunwell.cli.visible import visible
 from sunwell.wire.approval import (
@@ -24,7 +23,6 @@ from sunwell.wire.approval import (
     LearnPreview,
     ToolPreview,
 )
-from sunwell.wire.protocol import AskParams
 
 REMOTE_SCHEMA_NOTE = "This file names a remote schema: {url} — VS Code will fetch it when the file is opened"
 ANSWERS = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "": "deny",
@@ -106,46 +104,7 @@ def _stat(before: str | None, after: str | None) -> str:
     return f"  +{added} -{removed}" if diff else ""
 
 
-class TerminalAsker:
-    """An `Asker` for `--approve ask`: prints to stderr (stdout may carry --json events) and reads a line."""
-
-    def __init__(self, stdin: TextIO = sys.stdin, out: TextIO = sys.stderr, color: bool = False) -> None:
-        self.stdin, self.out, self.color = stdin, out, color
-        self.lock = asyncio.Lock()  # one question at a time (an MCP server's too: cli/elicit.py)
-
-    async def __call__(self, request: ApprovalRequest) -> str:
-        async with self.lock:
-            preview = render_preview(request, self.color)
-            self.out.write(f"\n{visible(request.name)} wants to {_verb(request)}:\n{preview}\n")
-            session = (f"[a]llow {visible(request.preview.host)} for this session"
-                       if isinstance(request.preview, FetchPreview) else "[a]llow for this session"
-                       if not isinstance(request.preview, LearnPreview) else "(asked every time)")
-            while True:
-                self.out.write(f"Allow? [y]es / [n]o / {session}: ")
-                self.out.flush()
-                line = await read_answer(self.stdin)
-                if not line:  # end of input: nobody is there to say yes
-                    return "deny"
-                answer = ANSWERS.get(line.strip().lower())
-                if answer is not None:
-                    return answer
-
-    async def question(self, request: AskParams) -> str | None:
-        """`ask_user`'s question (a questioner, agent/questions.py): an option by its number, or the user's own
-        words; an empty line or the end of input is no answer."""
-        async with self.lock:
-            options = request.options
-            self.out.write(f"\nThe model asks: {visible(request.question)}\n")
-            self.out.write("".join(f"  {number}. {visible(option)}\n" for number, option in enumerate(options, 1)))
-            self.out.write(f"Answer{' (a number, or your own words)' if options else ''}; empty to skip: ")
-            self.out.flush()
-            line = (await read_answer(self.stdin)).strip()
-            if line.isdigit() and 1 <= int(line) <= len(options):
-                return options[int(line) - 1]
-            return line or None
-
-
-def _verb(request: ApprovalRequest) -> str:
+def verb(request: ApprovalRequest) -> str:
     match request.risk:
         case "shell":
             return "apply what a command did" if isinstance(request.preview, EffectsPreview) else "run a command"

@@ -86,6 +86,8 @@ def build_parser() -> Parser:
     models = sub.add_parser("models", help="parsed spec and capabilities of model ids")
     models.add_argument("ids", nargs="*")
     models.add_argument("--json", action="store_true", help="one JSON object per model")
+    models.add_argument("--forget", action="store_true",
+                        help="clear what earlier sessions learned of these models (emulation format, repairs)")
     about = sub.add_parser("version", help="versions of Sunwell, Python, the sandbox and ripgrep (for a bug report)")
     about.add_argument("--json", action="store_true", help="as one JSON object")
     return parser
@@ -137,7 +139,7 @@ def _add_hooks(sub: argparse._SubParsersAction) -> None:
 
 
 def add_turn_options(parser: Parser) -> None:
-    """The options every command that runs turns takes (PROTOCOL.md "Options of run/apply/chat"), but `--lens`."""
+    """The options every command that runs turns takes (docs/cli.md "sunwell run"), but `--lens`."""
     parser.takes_dry_run = True
     parser.add_argument("--model", help="PROVIDER:MODEL")
     parser.add_argument("--workspace", type=Path, default=None, help="the jail root (default: current directory)")

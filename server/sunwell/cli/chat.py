@@ -26,16 +26,14 @@ from sunwell.agent.lens_commands import LensCommandError, activate_lens
 from sunwell.agent.mcp_commands import prompt_docs
 from sunwell.agent.session import LineResult, Session
 from sunwell.agent.sessions import SessionStoreError
-from sunwell.agent.usage import turn_line
-from sunwell.cli.approvals import TerminalAsker
-from sunwell.cli.elicit import TerminalElicitor
+from sunwell.cli.client import TerminalClient
 from sunwell.cli.exit_codes import EXIT_CANCELLED, EXIT_OK, UsageError
-from sunwell.cli.mcp_sign_in import TerminalOpener
 from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import DIM, RED, RESET, JsonLines, Transcript, render_markdown, visible
 from sunwell.cli.terminal_input import History, StdinLines, prompt_text, repaint_command
 from sunwell.commands_spec import parse_command
 from sunwell.errors import SetupError
+from sunwell.wire.client import Request
 
 if TYPE_CHECKING:
     from sunwell.wire.events import DoneEvent, Event
@@ -54,14 +52,15 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if settings.approval is None:
         settings.approval = "ask" if interactive else "deny"
     lines = StdinLines(sys.stdin.fileno())
-    terminal = TerminalAsker(stdin=lines, out=sys.stderr, color=sys.stderr.isatty())
-    asker = terminal if settings.approval == "ask" else None
-    try:  # ask_user's questions too, unless approvals are set to deny (no one is asked anything)
-        engine = Engine(settings, workspace, asker=asker,
-                        questioner=terminal.question if settings.approval != "deny" else None)
-        engine.mcp.elicitor = TerminalElicitor(stdin=lines, lock=asker.lock) if asker else None
-        engine.mcp.sign_in.opener = TerminalOpener() if interactive else None
-        if args.session and not engine.store.exists(args.session):
+    # approvals and MCP servers' forms when approvals are asked; ask_user's questions unless approvals are set to deny
+    # (no one is asked anything); a sign-in's page where someone is at the terminal
+    answering: set[Request] = {"approve", "elicit"} if settings.approval == "ask" else set()
+    answering |= {"ask"} if settings.approval != "deny" else set()
+    answering |= {"openUrl"} if interactive else set()
+    client = TerminalClient(stdin=lines, out=sys.stderr, color=sys.stderr.isatty(), answering=answering)
+    try:
+        engine = Engine(settings, workspace, client=client)
+        if args.session and not Session(engine, args.session).exists():
             raise SetupError(f"unknown session '{args.session}': see `sunwell sessions list`")
         lens = activate_lens(engine, args.lens)[0] if args.lens else None
     except (SetupError, LensCommandError) as exc:
@@ -184,8 +183,7 @@ class Chat:
     def _usage(self, done: DoneEvent) -> None:
         """The turn's tokens and cost, dim, under its answer (nothing for a ::command, which asks no model)."""
         try:
-            line = turn_line(self.engine.store.events(done.session), done.turn, str(self.session.model_spec()),
-                             self.engine.settings.prices)
+            line = self.session.usage_line(done)
         except Exception:  # noqa: BLE001 - a figure to show, never a reason to end the chat
             return
         if line:
@@ -208,7 +206,7 @@ class Chat:
     def _warm_up(self) -> None:
         """Import the model's SDK (about a second) while the user is still typing the first line."""
         with contextlib.suppress(Exception):  # the first turn reports any problem properly
-            self.engine.provider(self.session.model_spec())
+            self.session.warm_up()
 
     def _banner(self) -> None:
         if not self.interactive or self.json:

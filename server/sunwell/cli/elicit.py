@@ -1,41 +1,39 @@
-"""An MCP server's question at the terminal (tools/mcp/elicitation.py): shown with the server's name, its fields
+"""An MCP server's question at the terminal (`elicit` of the client port, cli/client.py): shown with the server's name, its fields
 asked one by one, none filled in for the person; an empty answer to the first question, `n` or the end of input
 declines, `c` cancels. On stderr, like the approvals (stdout may carry --json events)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 from typing import Any, TextIO
 
 from sunwell.cli.approvals import read_answer
 from sunwell.cli.visible import visible
-from sunwell.tools.mcp.elicitation import form_fields
+from sunwell.wire.user_requests import ElicitParams, ElicitResult
 
 
-class TerminalElicitor:
-    def __init__(self, stdin: TextIO = sys.stdin, out: TextIO = sys.stderr, lock: asyncio.Lock | None = None) -> None:
+class FormPrompt:
+    """One form, asked on `out` and answered on `stdin`; the caller holds the terminal (one question at a time)."""
+
+    def __init__(self, stdin: TextIO, out: TextIO) -> None:
         self.stdin, self.out = stdin, out
-        self._lock = lock or asyncio.Lock()  # one question at a time, the approvals' included
 
-    async def __call__(self, session: str, server: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
-        async with self._lock:
-            self.out.write(f"\nThe MCP server {visible(server)} asks (its own words, not Sunwell's):\n"
-                           f"  {visible(message)}\n")
-            answer = await self._line("Answer it? [y]es / [n]o / [c]ancel: ")
-            if answer in ("c", "cancel"):
-                return {"action": "cancel"}
-            if answer not in ("y", "yes"):
-                return {"action": "decline"}
-            content: dict[str, Any] = {}
-            for name, prop, required in form_fields(schema):
-                value = await self._field(name, prop, required)
-                if value is _CANCEL:
-                    return {"action": "cancel"}
-                if value is not None:
-                    content[name] = value
-            return {"action": "accept", "content": content}
+    async def fill(self, request: ElicitParams) -> ElicitResult:
+        self.out.write(f"\nThe MCP server {visible(request.server)} asks (its own words, not Sunwell's):\n"
+                       f"  {visible(request.message)}\n")
+        answer = await self._line("Answer it? [y]es / [n]o / [c]ancel: ")
+        if answer in ("c", "cancel"):
+            return ElicitResult(action="cancel")
+        if answer not in ("y", "yes"):
+            return ElicitResult(action="decline")
+        content: dict[str, Any] = {}
+        for name, prop, required in request.fields():
+            value = await self._field(name, prop, required)
+            if value is _CANCEL:
+                return ElicitResult(action="cancel")
+            if value is not None:
+                content[name] = value
+        return ElicitResult(action="accept", content=content)
 
     async def _field(self, name: str, prop: dict[str, Any], required: bool) -> Any:
         kind = prop.get("type", "string")

@@ -1,4 +1,4 @@
-"""How a `sunwell` command ends (PROTOCOL.md "CLI"): its exit code, and `UsageError`, the one that means 2."""
+"""How a `sunwell` command ends (docs/cli.md "Exit codes"): its exit code, and `UsageError`, the one that means 2."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 
 from sunwell.cli.arguments import build_parser
+from sunwell.clipping import MESSAGE_LIMIT, clip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,10 +41,10 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     import logging
 
+    from sunwell.agent.logs import MaskedLogRecords
     from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_USAGE, UsageError
     from sunwell.cli.visible import visible
     from sunwell.errors import ConfigError
-    from sunwell.tools.policy.audit import MaskedLogRecords
 
     command = _command(args.command)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, stream=sys.stderr,
@@ -55,12 +56,12 @@ def _run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise
     except (UsageError, ConfigError) as exc:
-        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
+        print(f"sunwell: {visible(clip(str(exc), MESSAGE_LIMIT))}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
         if args.debug:
             raise
-        print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
+        print(f"sunwell: {visible(clip(str(exc), MESSAGE_LIMIT))}", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -7,9 +7,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sunwell.agent.tool_names import core_tool_names
 from sunwell.cli.exit_codes import UsageError
 from sunwell.cli.settings import settings_for
-from sunwell.tools.registry import CORE_TOOLS
 
 if TYPE_CHECKING:
     from sunwell.config import Settings
@@ -29,7 +29,7 @@ def tool_names(args: argparse.Namespace) -> list[str] | None:
         return None
     names = [name.strip() for name in args.tools.split(",") if name.strip()]
     # SERVER__TOOL and API__OPERATION (MCP and learned tools) are known only once listed: the turn checks them
-    unknown = sorted(name for name in set(names) - {*(tool.name for tool in CORE_TOOLS), "learn_api"}
+    unknown = sorted(name for name in set(names) - {*core_tool_names(), "learn_api"}
                      if "__" not in name)
     if unknown and not getattr(args, "lens", None):  # a lens adds its skills' names
         raise UsageError(f"unknown tool(s) in --tools: {', '.join(unknown)}")

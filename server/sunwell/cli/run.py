@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
+import threading
 
 from sunwell.agent.chat import Overrides, UserInput
 from sunwell.agent.engine import Engine
-from sunwell.agent.session import Session
+from sunwell.agent.session import Session, latest_session
 from sunwell.agent.sessions import SessionStoreError
-from sunwell.agent.usage import turn_line
-from sunwell.cli.approvals import TerminalAsker
-from sunwell.cli.elicit import TerminalElicitor
-from sunwell.cli.exit_codes import EXIT_ERROR, STATUS_EXIT, UsageError
-from sunwell.cli.mcp_sign_in import TerminalOpener
+from sunwell.cli.client import TerminalClient
+from sunwell.cli.exit_codes import EXIT_CANCELLED, EXIT_ERROR, STATUS_EXIT, UsageError
 from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import JsonLines, Transcript, visible
 from sunwell.cli.terminal_input import StdinLines
 from sunwell.errors import SetupError
+from sunwell.wire.client import Headless, Request
+
+STOP_GRACE = 2.0
+"""Seconds a turn's event loop has to take the cancel of Ctrl-C or SIGTERM before the process stops without it."""
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -41,24 +44,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     # stdin's lines through a read that can be abandoned: a question or an approval that timed out must not leave a
     # thread blocked on stdin, which the process would wait for at exit until someone pressed Enter
     lines = StdinLines(sys.stdin.fileno()) if sys.stdin is not None else None
-    terminal = TerminalAsker(stdin=lines, color=sys.stderr.isatty()) if lines is not None else None
-    asker = terminal if can_ask else None
-    # ask_user's questions: a person at a terminal, unless approvals are set to deny (no one is asked anything)
-    questioner = terminal.question if terminal is not None and (
-        can_ask or (settings.approval == "auto" and args.prompt is not None and _on_terminal())) else None
+    # ask_user's questions and a sign-in's page: a person at a terminal, unless approvals are set to deny (no one is
+    # asked anything); an MCP server's forms only where approvals are asked
+    someone = lines is not None and (
+        can_ask or (settings.approval == "auto" and args.prompt is not None and _on_terminal()))
+    answering: set[Request] = {"approve", "elicit"} if can_ask else set()
+    answering |= {"ask", "openUrl"} if someone else set()
+    client = TerminalClient(stdin=lines, color=sys.stderr.isatty(), answering=answering) if lines else Headless()
     try:
-        engine = Engine(settings, workspace, asker=asker, questioner=questioner)
-        engine.mcp.elicitor = TerminalElicitor(stdin=lines, lock=asker.lock) if asker else None  # one at a time
-        engine.mcp.sign_in.opener = TerminalOpener() if questioner else None  # someone is at the terminal
+        engine = Engine(settings, workspace, client=client)
         turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names)
         done = _run_cancellable(_then_close(engine, turn))
+        if done is None:
+            print("sunwell: cancelled", file=sys.stderr)
+            return EXIT_CANCELLED
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     except SessionStoreError as exc:
         print(f"sunwell: {visible(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     if not args.json and sys.stderr.isatty():
-        _print_usage(engine, done, settings)
+        _print_usage(engine, done)
     if done.status == "error":  # the provider's message, which may quote the model
         print(f"sunwell: {visible(done.error or '')}", file=sys.stderr)
     elif done.status == "cancelled" and not args.json:
@@ -79,11 +85,10 @@ async def _resume(engine, sink, args, names):
     log ends; a session of another workspace is refused (a usage error)."""
     session = args.session
     if session is None:
-        session = next((info.id for info in engine.store.list()
-                        if engine.session_workspace(info.id) == engine.workspace), None)
+        session = latest_session(engine)
         if session is None:
             raise SetupError(f"no session to resume in {engine.workspace}")
-    elif not engine.store.exists(session):
+    elif not Session(engine, session).exists():
         raise SetupError(f"unknown session '{session}': see `sunwell sessions list`")
     overrides = Overrides(model=args.model, trust=args.trust, lens=args.lens, tool_names=names)
     return await Session(engine, session).resume(sink, overrides)
@@ -93,10 +98,10 @@ def _on_terminal() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
 
 
-def _print_usage(engine, done, settings) -> None:
+def _print_usage(engine, done) -> None:
     """Tokens and cost of the turn, dim, for a person watching (never in a pipe, never with --json)."""
     try:
-        line = turn_line(engine.store.events(done.session), done.turn, str(engine.model_spec()), settings.prices)
+        line = Session(engine, done.session).usage_line(done)
     except Exception:  # noqa: BLE001 - a figure to show, never a reason to fail the run
         return
     if line:
@@ -104,16 +109,43 @@ def _print_usage(engine, done, settings) -> None:
 
 
 def _run_cancellable(coro):
-    """Run a turn; Ctrl-C (or SIGTERM) cancels it cleanly and the turn still ends with its `done` event."""
+    """Run a turn; Ctrl-C (or SIGTERM) cancels it cleanly and the turn ends with its `done` event (None: it was
+    cancelled before it began). The event loop takes the cancel when it is free; a loop kept busy by CPU-bound work
+    (a turn fitting thousands of tools) would not be for minutes, so the signal also starts a watchdog at once, and
+    the process stops without the turn's end if the loop has not taken the cancel `STOP_GRACE` seconds later, or
+    when a second signal comes."""
 
     async def runner():
         task = asyncio.ensure_future(coro)
         loop = asyncio.get_running_loop()
+        taken = threading.Event()
+
+        def cancel() -> None:  # on the loop, when it is free
+            taken.set()
+            task.cancel()
+
+        def heard(signum: int, frame) -> None:  # in the main thread, between two bytecodes of whatever runs
+            if heard_before:
+                _stop(signum)
+            heard_before.append(signum)
+            threading.Thread(target=lambda: taken.wait(STOP_GRACE) or _stop(signum), daemon=True).start()
+
+        heard_before: list[int] = []
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
-        return await task
+            loop.add_signal_handler(sig, cancel)  # asyncio's wakeup fd: the loop hears the signal even in select
+            signal.signal(sig, heard)  # in place of asyncio's no-op Python handler; the wakeup fd stays
+        try:
+            return await task
+        except asyncio.CancelledError:  # before the turn began: nothing of it to end
+            return None
 
     return asyncio.run(runner())
+
+
+def _stop(signum: int) -> None:
+    """End the process now: one line, the cancelled exit code. Safe from any thread: no lock, no buffered file."""
+    os.write(2, f"sunwell: stopped by {signal.Signals(signum).name}; the turn was busy and did not end\n".encode())
+    os._exit(EXIT_CANCELLED)
 
 
 async def _then_close(engine, turn):

@@ -10,8 +10,8 @@ import sys
 from typing import Any
 
 from sunwell import __version__
+from sunwell.agent.exports import find_sandbox, program_version
 from sunwell.cli.exit_codes import EXIT_OK
-from sunwell.tools.sandbox.backend import find_sandbox, program_version
 
 
 def version_line() -> str:

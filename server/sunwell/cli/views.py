@@ -11,7 +11,10 @@ import sys
 from pathlib import Path
 
 from sunwell.agent.engine import Engine
+from sunwell.agent.exports import AuditLog, UndoError, format_entry, parse_since
 from sunwell.agent.model_catalog import model_catalog
+from sunwell.agent.tool_names import known_tools
+from sunwell.cli.client import TerminalClient
 from sunwell.cli.exit_codes import EXIT_ERROR, EXIT_OK, UsageError
 from sunwell.cli.mcp_sign_in import cmd_sign_in
 from sunwell.cli.settings import settings_for
@@ -19,11 +22,9 @@ from sunwell.cli.visible import visible
 from sunwell.config import ConfigError, load_settings
 from sunwell.errors import SetupError
 from sunwell.lens.check import check_files
-from sunwell.tools.base import Trust
-from sunwell.tools.mcp.naming import server_prefix
-from sunwell.tools.policy.audit import AuditLog, format_entry, parse_since
-from sunwell.tools.registry import CORE_TOOLS
-from sunwell.tools.workspace.checkpoints import UndoError
+from sunwell.model_strings import parse_model_string
+from sunwell.vocabulary import Trust
+from sunwell.wire.client import Headless
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
@@ -63,8 +64,7 @@ def cmd_lens(args: argparse.Namespace) -> int:
         servers = list(load_settings(None).mcp_servers)
     except ConfigError:
         servers = []
-    lines, had_error = check_files(args.files, known_tools=[*(tool.name for tool in CORE_TOOLS),
-                                                             *(server_prefix(name) + "*" for name in servers)])
+    lines, had_error = check_files(args.files, known_tools=known_tools(servers))
     for line in lines:
         print(visible(line))  # diagnostics quote the lens file, which a model may have written
     return EXIT_ERROR if had_error else EXIT_OK
@@ -75,15 +75,22 @@ def cmd_models(args: argparse.Namespace) -> int:
     names = args.ids or ([settings.model] if settings.model else [])
     if not names:
         raise UsageError("no model given: sunwell models PROVIDER:MODEL ...")
+    engine = Engine(settings, workspace)
+    if args.forget:
+        for name in names:
+            gone = engine.model_facts().forget(_model_key(name))
+            print(f"{name}: forgot what {gone} server(s) taught" if gone else f"{name}: nothing learned to forget")
+        return EXIT_OK
     try:
-        catalog = model_catalog(Engine(settings, workspace), names, ask_servers=True)
+        catalog = model_catalog(engine, names, ask_servers=True)
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     for model in catalog.models:
+        learned = engine.model_facts().all_for(model.id)
         if args.json:
             print(json.dumps({"id": model.model, "provider": model.provider, "parsed": model.parsed,
                               "capabilities": model.capabilities, "window": model.window,
-                              "windowSource": model.window_source}))
+                              "windowSource": model.window_source, "learned": learned}))
             continue
         caps, parsed = model.capabilities, model.parsed
         mode = "native" if caps["nativeTools"] else f"emulated ({caps['emulation']})"
@@ -94,14 +101,37 @@ def cmd_models(args: argparse.Namespace) -> int:
               f"\n  tools {mode} · parallel {caps['parallelCalls']} · reasoning {caps['reasoning']}"
               f" · small {caps['small']} · temperature {temperature}"
               f"\n  context window {model.window:,} tokens, from {visible(model.window_source)}")
+        for server, facts in learned.items():
+            print(f"  learned at {visible(server)}: {_learned_line(facts)}")
     return EXIT_OK
+
+
+def _model_key(name: str) -> str:
+    """The key what a model taught is kept under: the model string as a turn parses it."""
+    try:
+        return str(parse_model_string(name))
+    except ValueError:
+        return name
+
+
+def _learned_line(facts: dict) -> str:
+    parts = []
+    if facts.get("toolsRejected"):
+        parts.append(f"the server refused tools, so turns start emulated ({facts.get('emulation', 'json')})")
+    if repairs := facts.get("repairs"):
+        parts.append("repairs " + ", ".join(f"{visible(k)} ×{n}" for k, n in repairs.items()))
+    when = facts.get("updatedAt", "")
+    return "; ".join(parts or ["nothing yet"]) + (f" (last {when}; `--forget` clears it)" if when else "")
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """`sunwell mcp list [--json]`, `sunwell mcp approve NAME [--yes]`, `sunwell mcp login|logout NAME`."""
     workspace, settings = settings_for(args)
+    # `login` opens the browser for the person at the terminal; the others ask no one (a server that needs a
+    # sign-in fails at once, saying to run `login`)
+    client = TerminalClient(answering={"openUrl"}) if args.mcp_command == "login" else Headless()
     try:
-        engine = Engine(settings, workspace)
+        engine = Engine(settings, workspace, client=client)
     except SetupError as exc:
         raise UsageError(str(exc)) from None
     if args.mcp_command == "approve":
@@ -129,20 +159,19 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 async def _started_status(engine):
     """Start every server that may start (to list its tools), note their state, stop them."""
     try:
-        await engine.mcp.start(Trust.full, None, lambda level, code, message: None)
-        return engine.mcp.status()
+        return await engine.servers.start(Trust.full, lambda level, code, message: None)
     finally:
         await engine.aclose()
 
 
 def _approve_mcp(engine, name: str, yes: bool) -> int:
-    server = engine.mcp.servers.get(name)
-    if server is None or not server.proposed:
-        proposed = [s.name for s in engine.mcp.servers.values() if s.proposed]
+    proposed = engine.servers.names(proposed=True)
+    if name not in proposed:
         raise UsageError(f"the workspace config proposes no MCP server '{name}' (it proposes: "
                          f"{', '.join(proposed) or 'none'})")
-    line = next(row.launch for row in engine.mcp.status() if row.name == name)
-    print(visible(f"{name} connects to {line}" if server.config.url else
+    row = next(row for row in engine.servers.status() if row.name == name)
+    line = row.launch
+    print(visible(f"{name} connects to {line}" if row.transport == "http" else
                   f"{name} runs: {line}\n  in {engine.workspace}, sandboxed (the workspace read-only, no network)"))
     if not yes:
         if not sys.stdin.isatty():
@@ -150,6 +179,6 @@ def _approve_mcp(engine, name: str, yes: bool) -> int:
         if input("Approve it? [y/N] ").strip().lower() not in ("y", "yes"):
             print("not approved")
             return EXIT_OK
-    engine.mcp.approve(name)
+    engine.servers.approve(name)
     print("approved: it starts when a turn may use its tools; a change to its command asks again")
     return EXIT_OK

@@ -25,7 +25,7 @@ WORKSPACE_MAY_NOT_SET = frozenset({
 CEILINGS = ("max_tool_turns", "max_output_bytes", "max_tokens", "provider_attempts", "tool_timeout_sec",
             "max_command_timeout_sec", "approval_timeout_sec", "compact_at")  # fmt: skip
 LIMIT_GROUPS = ("rate_limits", "staging", "subagent")
-# Where each provider's endpoint or key is set (PROTOCOL.md "Model strings"): a user who set one chose that provider.
+# Where each provider's endpoint or key is set (docs/config.md "Model strings"): a user who set one chose that provider.
 PROVIDER_VARIABLES = {
     "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
     "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),

@@ -1,4 +1,4 @@
-"""The settings model: every key of the user and workspace config, typed, with its default (PROTOCOL.md "Config";
+"""The settings model: every key of the user and workspace config, typed, with its default (docs/config.md;
 README "Sessions and configuration"). Validated once, where it is loaded (config/loading.py)."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class McpOAuth(BaseModel):
 
 
 class McpServerConfig(BaseModel):
-    """One MCP server (PROTOCOL.md "Config keys"): a `command` run over stdio, or a streamable HTTP `url`."""
+    """One MCP server (docs/config.md "mcp_servers.<name>"): a `command` run over stdio, or a streamable HTTP `url`."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -175,7 +175,7 @@ class HookConfig(BaseModel):
 
 
 class HooksSettings(BaseModel):
-    """The hooks of each point a turn passes (PROTOCOL.md "Config", `hooks:`)."""
+    """The hooks of each point a turn passes (docs/config.md "hooks")."""
 
     model_config = ConfigDict(extra="forbid")
     pre_tool: list[HookConfig] = Field(default_factory=list)
@@ -195,7 +195,7 @@ class SubagentSettings(BaseModel):
 
 
 class Price(BaseModel):
-    """What a model costs, in USD per million tokens (PROTOCOL.md `prices:`), for the cost display only."""
+    """What a model costs, in USD per million tokens (docs/config.md "prices.<name>"), for the cost display only."""
 
     model_config = ConfigDict(extra="forbid")
     input: float = Field(ge=0)
@@ -221,7 +221,7 @@ class Settings(BaseModel):
         return True if value == "all" else value  # `--dry-run=all` is `--dry-run`
 
     model: str | None = None
-    """Model string, `PROVIDER:MODEL` (PROTOCOL.md "Model strings")."""
+    """Model string, `PROVIDER:MODEL` (docs/config.md "Model strings")."""
     base_url: str | None = None
     """Endpoint of an `openai-compatible` provider."""
     trust: TrustName = "workspace"

@@ -1,4 +1,4 @@
-"""Where hooks run in a turn, and what their answers mean (PROTOCOL.md "Config", `hooks:`).
+"""Where hooks run in a turn, and what their answers mean (docs/config.md "hooks").
 
 - `pre_tool`, after a call is validated and before policy (agent/orchestrator.py): exit 0 goes on, exit 2 denies the
   call with the hook's stderr as the reason the model reads, anything else (a crash, a timeout, a program that will
@@ -101,7 +101,8 @@ class Hooks:
         what they say goes to `before` (shown when the turn starts)."""
         if not self.entries:
             return None
-        ask = approval.ask if approval.mode == "ask" else None
+        asking = approval.mode == "ask" and approval.client.answers("approve")
+        ask = approval.client.approve if asking else None
         await self.consent(ask, approval.timeout, log.session, log.turn, before)
         if not log.store.messages(log.session) and (starting := self.for_turn(session=log.session, turn=log.turn, trust=trust, emit=before,
                                                       audit=audit, secrets=log.secrets)):
@@ -171,7 +172,7 @@ class TurnHooks:
             return result
         text = "\n\n".join(notes)
         if result.ok:
-            return result.model_copy(update={"output": f"{result.output.rstrip()}\n\n{text}"})
+            return result.with_note(after=text)
         assert result.error is not None
         return result.model_copy(update={"error": result.error.model_copy(
             update={"message": f"{result.error.message}\n\n{text}"})})

@@ -95,6 +95,15 @@ class LensRegistry:
             return path if path in self._active else None
         return next((path for path, lens in self.active().items() if lens.name == text), None)
 
+    def file_of(self, name_or_path: str) -> Path | None:
+        """The lens file `name_or_path` names, a lens's name or a path (from the workspace); None when there is no
+        such file, or when the text cannot name one (too long for a path)."""
+        try:
+            path = self.find(name_or_path) or (self.workspace / name_or_path).resolve()
+            return path if path.is_file() else None
+        except OSError:
+            return None
+
     def get(self, name_or_path: str | Path) -> Lens | None:
         path = self.find(name_or_path)
         return self._active.get(path) if path is not None else None

@@ -14,6 +14,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from sunwell.errors import SetupError
 from sunwell.lsp.failures import Unavailable
 from sunwell.lsp.sessions import engine_or_fail
+from sunwell.vocabulary import Trust
 from sunwell.wire.protocol import (
     COMMANDS,
     MODELS,
@@ -39,18 +40,16 @@ if TYPE_CHECKING:
 def setup(server: SunwellServer) -> None:
     @server.feature(TOOLS)
     async def tools(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.tools.base import Trust
-
         request = ls.parse(ToolsParams, params, TOOLS)
         engine = engine_or_fail(ls)
         try:
             lens = engine.lens(request.lens) if request.lens else None
         except SetupError as exc:
-            raise JsonRpcInvalidParams(f"{TOOLS}: {exc}") from None
+            raise JsonRpcInvalidParams(f"{TOOLS}: invalid params: 'lens': {exc}") from None
         trust = Trust[request.trust or engine.settings.trust]
         level = engine.grant(trust, None, lens)[0]
         # MCP servers list their tools once started: the ones this trust allows start now (none is asked about)
-        await engine.mcp.start(level, None, lambda _level, _code, message: log.info("%s", message))
+        await engine.servers.start(level, lambda _level, _code, message: log.info("%s", message))
         offered, _, _ = engine.tools(trust, None, lens)
         return ToolsResult(tools=[ToolInfo(name=tool.name, description=tool.description, source=tool.source,
                                            policy=tool.approval, min_trust=tool.min_trust.name)
@@ -64,18 +63,16 @@ def setup(server: SunwellServer) -> None:
     @server.feature(COMMANDS)
     async def commands(ls: SunwellServer, params: Any) -> dict[str, Any]:
         from sunwell.agent.commands import commands_catalog
-        from sunwell.tools.base import Trust
 
         ls.parse(EmptyParams, params, COMMANDS)
         try:
             engine = ls.engine
         except Unavailable:  # no workspace or a broken setting: the built-in commands still complete
             engine = None
-        if engine is not None and engine.mcp.servers:  # their prompts are commands: those that may start, start
-            await engine.mcp.start(Trust[engine.settings.trust], None, lambda _l, _c, message: log.info("%s", message))
-        resources = [ResourceInfo(server=name, uri=str(r.uri), name=r.name, description=r.description or None,
-                                  mime_type=r.mime_type) for name, server in (engine.mcp.servers.items() if engine
-                                                                              else ()) for r in server.resources]
+        if engine is not None and engine.servers.names():  # their prompts are commands: those that may start, start
+            await engine.servers.start(Trust[engine.settings.trust], lambda _l, _c, message: log.info("%s", message))
+        resources = [ResourceInfo(server=r.server, uri=r.uri, name=r.name, description=r.description,
+                                  mime_type=r.mime_type) for r in (engine.servers.resources() if engine else ())]
         return CommandsResult(commands=[CommandInfo(name=c.name, usage=c.usage, description=c.description)
                                         for c in commands_catalog(engine=engine)], resources=resources).wire()
 

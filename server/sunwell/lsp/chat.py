@@ -60,8 +60,10 @@ def warm_up(ls: SunwellServer) -> None:
     engine = ls.engine
 
     def load() -> None:
+        from sunwell.agent.session import Session  # in the thread: the session API loads the chat commands
+
         try:
-            engine.provider(engine.model_spec())
+            Session(engine).warm_up()
         except Exception as exc:  # noqa: BLE001 - the first turn reports the same problem properly
             log.debug("warm-up skipped: %s", exc)
 

@@ -26,9 +26,8 @@ from lsprotocol import types
 from pydantic import ValidationError
 from pygls.uris import to_fs_path
 
+from sunwell.clipping import CappedLogRecords
 from sunwell.errors import ConfigError, SetupError, first_problem
-from sunwell.lsp.client_requests import wire_client
-from sunwell.lsp.elicit import ClientElicitor, wants_elicit
 from sunwell.lsp.failures import Unavailable
 from sunwell.lsp.process import end_of_start
 from sunwell.wire.options import InitializationOptions
@@ -137,15 +136,15 @@ def resolve_settings(root: Path, options: InitializationOptions,
             settings.data_dir = default_data_dir(env)
     _add_client_web(settings, options, problems)
     if settings.approval is None:
-        settings.approval = "ask"  # PROTOCOL.md: the sidecar asks its client unless told otherwise
+        settings.approval = "ask"  # the sidecar asks its client unless told otherwise (docs/sidecar.md)
     return settings, problems
 
 
 def _add_client_web(settings: Settings, options: InitializationOptions, problems: list[str]) -> None:
     """The client's network rules added to the settings', its search service in place of theirs; a bad entry is
     reported and left out (the others still apply)."""
+    from sunwell.agent.exports import HostRules
     from sunwell.config.settings import WebSearchSettings
-    from sunwell.tools.network.hosts import HostRules
 
     network = getattr(options, "network", None)
     if network is not None:
@@ -188,18 +187,19 @@ def data_dir_problem(path: Path) -> str | None:
 def mask_logs() -> None:
     """Every log handler masks credentials from here on: an HTTP client logs each request's URL, which may carry a
     learned API's query key. Set with the first engine (`initialize` is answered first): nothing is sent before."""
-    from sunwell.tools.policy.audit import MaskedLogRecords
+    from sunwell.agent.logs import MaskedLogRecords
 
     for handler in {*logging.getLogger().handlers, *logging.getLogger("sunwell").handlers}:
         if not any(isinstance(check, MaskedLogRecords) for check in handler.filters):
+            # in place of the capping filter: it caps as well, and masks before it cuts, never after
+            handler.filters[:] = [check for check in handler.filters if not isinstance(check, CappedLogRecords)]
             handler.addFilter(MaskedLogRecords())
 
 
 def apply_settings(ls: SunwellServer) -> None:
     """(Re)build the settings from the options; keep the engine (and its per-session state) when possible."""
     from sunwell.agent.engine import Engine
-    from sunwell.lsp.approvals import ClientAsker
-    from sunwell.lsp.sign_in import wire_sign_in
+    from sunwell.lsp.client import SidecarClient
 
     mask_logs()
     settings, problems = resolve_settings(ls.root, ls.options)
@@ -216,16 +216,11 @@ def apply_settings(ls: SunwellServer) -> None:
         engine = None
     try:
         if engine is not None and Path(engine.settings.data_dir) == Path(settings.data_dir):
-            engine.reconfigure(settings)
-            wire_client(ls, engine)
+            engine.reconfigure(settings)  # its client reads what the client announces at each request
         else:
-            fresh = Engine(settings, ls.root, asker=ClientAsker(ls))
-            wire_client(ls, fresh)
-            ls.set_engine(fresh)
+            ls.set_engine(Engine(settings, ls.root, client=SidecarClient(ls)))
             if engine is not None:
                 ls.run_task(engine.aclose())  # the old engine's MCP servers
-        ls.engine.mcp.elicitor = ClientElicitor(ls) if wants_elicit(ls.options) else None
-        wire_sign_in(ls, ls.engine.mcp)
     except (SetupError, ValueError) as exc:  # a bad workspace; a setting only the engine can judge
         ls.show_message(f"cannot apply the settings: {exc}", types.MessageType.Error)
         if engine is None:

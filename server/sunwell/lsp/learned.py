@@ -25,7 +25,7 @@ def setup(server: SunwellServer) -> None:
     @server.feature(LEARNED_APIS)
     def apis(ls: SunwellServer, params: Any) -> dict[str, Any]:
         ls.parse(EmptyParams, params, LEARNED_APIS)
-        found = engine_or_fail(ls).learned.apis()
+        found = engine_or_fail(ls).apis.apis()
         return LearnedApisResult(apis=[LearnedApiInfo(
             name=api.name, title=api.title, source=api.source, hosts=api.hosts,
             tools=[op.tool for op in api.offered()], schemes=[scheme.name for scheme in api.schemes],
@@ -34,10 +34,5 @@ def setup(server: SunwellServer) -> None:
     @server.feature(LEARNED_FORGET)
     def forget(ls: SunwellServer, params: Any) -> dict[str, Any]:
         request = ls.parse(LearnedForgetParams, params, LEARNED_FORGET)
-        from sunwell.config import user_config_path  # the engine floor, after `initialize` (lsp/server.py)
-        from sunwell.config.learned_entries import drop
-
-        forgotten = engine_or_fail(ls).learned.forget(request.name)
-        if forgotten:
-            drop(user_config_path(), request.name)
+        forgotten = engine_or_fail(ls).apis.forget(request.name)  # and its entry in the user config
         return LearnedForgetResult(forgotten=forgotten).wire()

@@ -28,8 +28,8 @@ from sunwell.wire.protocol import (
 )
 
 if TYPE_CHECKING:
+    from sunwell.agent.mcp_servers import ServerStatus
     from sunwell.lsp.server import SunwellServer
-    from sunwell.tools.mcp.hub import ServerStatus
 
 log = logging.getLogger(__name__)
 
@@ -41,20 +41,20 @@ def setup(server: SunwellServer) -> None:
         # The state as it is: a server that no turn has needed yet is `stopped` (listing does not start it)
         from sunwell.config.loading import user_config_path
 
-        rows = engine_or_fail(ls).mcp.status()
+        rows = engine_or_fail(ls).servers.status()
         return McpResult(servers=[server_info(row) for row in rows], config=str(user_config_path())).wire()
 
     @server.feature(MCP_RESTART)
     async def restart(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.tools.mcp.surroundings import ServerDown
+        from sunwell.agent.mcp_servers import ServerDown
 
         request = ls.parse(McpRestartParams, params, MCP_RESTART)
-        hub = engine_or_fail(ls).mcp
+        servers = engine_or_fail(ls).servers
         try:
-            row = await hub.restart(request.name, lambda _level, _code, message: log.info("%s", message))
+            row = await servers.restart(request.name, lambda _level, _code, message: log.info("%s", message))
         except KeyError:
             raise JsonRpcInvalidParams(f"{MCP_RESTART}: no MCP server '{request.name}' is configured "
-                                       f"(configured: {', '.join(hub.servers) or 'none'})") from None
+                                       f"(configured: {', '.join(servers.names()) or 'none'})") from None
         except ServerDown as exc:
             raise RequestFailed(f"MCP server {request.name} cannot be restarted: {exc}") from None
         return McpRestartResult(state=row.state).wire()
@@ -63,9 +63,8 @@ def setup(server: SunwellServer) -> None:
     @server.feature(MCP_SIGN_OUT)
     async def sign_out(ls: SunwellServer, params: Any) -> dict[str, Any]:
         request = ls.parse(McpSignOutParams, params, MCP_SIGN_OUT)
-        hub = engine_or_fail(ls).mcp
         try:
-            forgotten, _ = await hub.sign_out(request.name)
+            forgotten, _ = await engine_or_fail(ls).servers.sign_out(request.name)
         except (KeyError, ValueError):
             raise JsonRpcInvalidParams(f"{MCP_SIGN_OUT}: no MCP server '{request.name}' with a url is configured"
                                        ) from None

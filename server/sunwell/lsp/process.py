@@ -20,6 +20,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
+from sunwell.clipping import CappedLogRecords
 from sunwell.lsp.failures import UNPARSEABLE, RequestFailed
 
 
@@ -59,15 +60,17 @@ def _unless_already_answered(record: logging.LogRecord) -> bool:
 
 def configure_logging(server: LanguageServer, level: str = "WARNING") -> None:
     """Everything to stderr; Sunwell's own records also to the client. Never stdout: that is the protocol.
-    Credentials are masked in both from the first engine on (`configuration.mask_logs`)."""
+    Records are capped in both, and credentials masked from the first engine on (`configuration.mask_logs`)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(_unless_already_answered)
+    handler.addFilter(CappedLogRecords())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     client = ClientLogHandler(server)
     client.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    client.addFilter(CappedLogRecords())
     logging.getLogger("sunwell").addHandler(client)
 
 

@@ -39,6 +39,7 @@ from pygls.protocol import (
 )
 
 from sunwell import __version__
+from sunwell.clipping import MESSAGE_LIMIT, clip
 from sunwell.lsp.failures import UNPARSEABLE, RequestFailed, Unavailable
 from sunwell.wire import protocol
 
@@ -78,10 +79,11 @@ that would hold the GIL while the client's first requests, sent right after `ini
 
 
 class SunwellProtocol(LanguageServerProtocol):
-    """pygls' protocol with three gaps closed: a standard request whose params do not fit lsprotocol's types gets
+    """pygls' protocol with four gaps closed: a standard request whose params do not fit lsprotocol's types gets
     a -32602 answer (pygls would log it and leave the client waiting), JSON that is no JSON-RPC message gets
-    -32600 (pygls fails on it with tracebacks), and a late answer to a request we gave up on (an approval that
-    timed out) is dropped instead of failing on a cancelled future."""
+    -32600 (pygls fails on it with tracebacks), a late answer to a request we gave up on (an approval that
+    timed out) is dropped instead of failing on a cancelled future, and an error answer is a few lines at most,
+    whatever it quotes of the request."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         if "jsonrpc" in data and "method" not in data and not ("id" in data and ("result" in data or "error" in data)):
@@ -110,6 +112,11 @@ class SunwellProtocol(LanguageServerProtocol):
         # pygls leaves out an id that is None, but JSON-RPC wants `"id": null` when the id cannot be known.
         body = {"jsonrpc": "2.0", "id": None, "error": {"code": error.code, "message": error.message}}
         self._send_raw(json.dumps(body).encode(), "an error")
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: types.ResponseError | None = None) -> None:
+        if error is not None and len(error.message) > MESSAGE_LIMIT:  # pygls' own quote the request: a method name
+            error = types.ResponseError(code=error.code, message=clip(error.message, MESSAGE_LIMIT), data=error.data)
+        super()._send_response(msg_id, result, error)
 
     def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         future = self._request_futures.get(msg_id)

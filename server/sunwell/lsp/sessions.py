@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from sunwell.errors import SetupError, SunwellError
+from sunwell.errors import SetupError
 from sunwell.lsp.failures import RequestFailed, Unavailable
 from sunwell.wire.protocol import (
     SESSION,
@@ -33,7 +33,6 @@ from sunwell.wire.protocol import (
 
 if TYPE_CHECKING:
     from sunwell.agent.engine import Engine
-    from sunwell.agent.sessions import SessionStore
     from sunwell.lsp.server import SunwellServer
 
 log = logging.getLogger(__name__)
@@ -43,7 +42,9 @@ def setup(server: SunwellServer) -> None:
     @server.feature(SESSIONS)
     async def sessions(ls: SunwellServer, params: Any) -> dict[str, Any]:
         ls.parse(EmptyParams, params, SESSIONS)
-        infos = await asyncio.to_thread(_store(ls).list)
+        from sunwell.agent.session import stored_sessions
+
+        infos = await asyncio.to_thread(stored_sessions, _usable(ls))
         return SessionsResult(sessions=[
             SessionInfo(id=info.id, title=info.title, updated_at=iso_time(info.updated_at), turns=info.turns,
                         status=info.status)
@@ -54,8 +55,7 @@ def setup(server: SunwellServer) -> None:
         from sunwell.agent.session import Session
 
         request = ls.parse(SessionParams, params, SESSION)
-        _store(ls)  # an unusable data dir is RequestFailed, with the reason
-        stored = Session(engine_or_fail(ls), request.session)
+        stored = Session(_usable(ls), request.session)
 
         def read(session: str) -> SessionResult:
             events = stored.replay()  # first: an unknown session fails here, before any work
@@ -65,22 +65,19 @@ def setup(server: SunwellServer) -> None:
 
     @server.feature(USAGE)
     async def usage(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.agent.usage import session_usage
+        from sunwell.agent.session import Session
 
         request = ls.parse(UsageParams, params, USAGE)
-        engine = engine_or_fail(ls)
-        store = _store(ls)
-        model = session_model(engine, request.session)
-        rows = await asyncio.to_thread(_known(request.session, store.events))
-        return session_usage(rows, model, engine.settings.prices).wire()
+        engine = _usable(ls)
+        usage = await asyncio.to_thread(_known(request.session, lambda session: Session(engine, session).usage()))
+        return usage.wire()
 
     @server.feature(UNDO)
     async def undo(ls: SunwellServer, params: Any) -> dict[str, Any]:
-        from sunwell.tools.workspace.checkpoints import UndoError
+        from sunwell.agent.exports import UndoError
 
         request = ls.parse(UndoParams, params, UNDO)
-        engine = engine_or_fail(ls)
-        _store(ls)
+        engine = _usable(ls)
         try:
             result = await asyncio.to_thread(engine.undo, request.session, force=request.force)
         except SetupError as exc:  # an unknown session, or one of another workspace
@@ -95,16 +92,6 @@ def iso_time(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def session_model(engine: Engine, session: str) -> str | None:
-    """The model string a session's turns go to: the one its chat chose (`::model`), else the configured one."""
-    from sunwell.agent.session import Session
-
-    try:
-        return str(Session(engine, session).model_spec())
-    except SunwellError:
-        return None
-
-
 def engine_or_fail(ls: SunwellServer) -> Engine:
     """The engine; when there is none (no workspace, a broken setting), RequestFailed with the reason."""
     try:
@@ -113,14 +100,17 @@ def engine_or_fail(ls: SunwellServer) -> Engine:
         raise RequestFailed(str(exc)) from None
 
 
-def _store(ls: SunwellServer) -> SessionStore:
-    """The engine's store; an unusable data dir is RequestFailed with the reason."""
+def _usable(ls: SunwellServer) -> Engine:
+    """The engine, its session store opened; an unusable data dir is RequestFailed with the reason."""
+    from sunwell.agent.session import open_store
     from sunwell.agent.sessions import SessionStoreError
 
+    engine = engine_or_fail(ls)
     try:
-        return engine_or_fail(ls).store
+        open_store(engine)
     except SessionStoreError as exc:
         raise RequestFailed(str(exc)) from None
+    return engine
 
 
 def _known(session: str, action: Any) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from typing import Any
 
@@ -77,51 +78,74 @@ def _drop_invented(value: Any, text: str) -> list[str]:
 
 
 _STRING_TYPES = {"string", "str", "text", "enum"}
+_PRECEDENCE = ("boolean", "bool", "integer", "int", "number", "float", "object", "array", "dict", "list")
+"""A union is read as its most specific type the text is (Ollama's and vLLM's Qwen3-Coder readers agree): `42.5`
+under string|number is a number, `hello` the string."""
 
 
 def typed_value(text: str, schema: dict[str, Any] | None) -> Any:
     """One argument written as bare text, as the type `schema` gives it (a string when it has none).
 
-    A one-line value is trimmed; a block (file content) only loses the newline the template puts after the
-    opening tag and before the closing one. Numbers, booleans and null are read when the schema asks for them;
-    objects and arrays as JSON or as Python literals (`ast.literal_eval`: nothing is evaluated). Text that is
-    not of the type stays text, for the schema check to report.
+    Only the line breaks the template writes around a value are taken off (`_trimmed`); a value on one line of its
+    own, however indented, is trimmed whole. `null` is null whatever the type (a model writes it for "no value").
+    Numbers, booleans, objects and arrays are read when the schema asks for them (objects and arrays as JSON or as
+    Python literals, `ast.literal_eval`: nothing is evaluated); of a union, the most specific type the text is.
+    Text that is not of the type stays text, for the schema check to report.
     """
     value = _trimmed(text)
-    kind, nullable = _schema_type(schema)
-    if nullable and value.strip().lower() in ("null", "none"):
+    kinds = _schema_types(schema)
+    if value.strip().lower() == "null" or (("null" in kinds) and value.strip().lower() == "none"):
         return None
-    if kind is None:  # no schema: JSON containers are read, the rest is text (the XML emulation format)
-        return _container(value) if value[:1] in "{[" else value
-    if kind in _STRING_TYPES:
-        return value
-    word = value.strip()
-    if word.lower() in ("null", "none"):
-        return None
+    kinds = [k for k in kinds if k != "null"]
+    if not kinds:  # no schema: JSON containers are read, the rest is text (the XML emulation format)
+        return _container(value) if value.lstrip()[:1] in ("{", "[") else value
+    for kind in sorted(kinds, key=lambda k: _PRECEDENCE.index(k) if k in _PRECEDENCE else len(_PRECEDENCE)):
+        if kind in _STRING_TYPES:
+            return value
+        read = _as_type(kind, value.strip())
+        if read is not _NOT:
+            return read
+    return value
+
+
+_NOT = object()
+
+
+def _as_type(kind: str, word: str) -> Any:
     if kind in ("integer", "int"):
-        return int(word) if re.fullmatch(r"[-+]?\d+", word) else value
+        return int(word) if re.fullmatch(r"[-+]?\d+", word) else _NOT
     if kind in ("number", "float"):
         try:
             number = float(word)
         except ValueError:
-            return value
+            return _NOT
+        if not math.isfinite(number):
+            return _NOT  # `inf`, `1e999`, `nan`: no JSON number (sglang's and vLLM's tests), so the text stays
         return int(number) if number.is_integer() and re.fullmatch(r"[-+]?\d+(?:\.0*)?", word) else number
     if kind in ("boolean", "bool"):
-        return {"true": True, "false": False}.get(word.lower(), value)
+        return {"true": True, "false": False}.get(word.lower(), _NOT)
     read = _container(word)
-    return read if read is not word else value
+    if read is word:
+        return _NOT
+    wanted = {"object": dict, "dict": dict, "array": list, "list": list}.get(kind)
+    return read if wanted is None or isinstance(read, wanted) else _NOT
 
 
 def _trimmed(text: str) -> str:
-    if "\n" not in text.strip():  # one line, however indented the template wrote it
-        return text.strip()
-    return re.sub(r"\n[ \t]*\Z", "", text.removeprefix("\n"))
+    """The value without the line break the template puts after the opening tag and before the closing one (a
+    block keeps the rest of its whitespace); a value alone on its line, however indented, is trimmed whole."""
+    if "\n" not in text:
+        return text.strip() if text.strip() else text
+    body = text.removeprefix("\n") if text.startswith("\n") else text
+    wrapped = body is not text
+    body = re.sub(r"\n[ \t]*\Z", "", body) if wrapped else body.removesuffix("\n")
+    return body.strip() if wrapped and "\n" not in body else body
 
 
-def _schema_type(schema: dict[str, Any] | None) -> tuple[str | None, bool]:
-    """The first non-null type `schema` names, and whether it admits null."""
+def _schema_types(schema: dict[str, Any] | None) -> list[str]:
+    """Every type `schema` names, in order (`enum` for an untyped enumeration)."""
     if not isinstance(schema, dict):
-        return None, False
+        return []
     options = schema.get("anyOf") or schema.get("oneOf") or [schema]
     kinds: list[str] = []
     for option in options:
@@ -129,8 +153,7 @@ def _schema_type(schema: dict[str, Any] | None) -> tuple[str | None, bool]:
         kinds += kind if isinstance(kind, list) else [kind] if kind else []
         if isinstance(option, dict) and "enum" in option and not kind:
             kinds.append("enum")
-    first = next((str(k).lower() for k in kinds if k != "null"), None)
-    return first, "null" in kinds
+    return [str(k).lower() for k in kinds]
 
 
 def _container(text: str) -> Any:
@@ -142,8 +165,9 @@ def _container(text: str) -> Any:
             value = ast.literal_eval(text)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return text
-        try:
-            value = json.loads(json.dumps(value))  # a tuple is an array; a set is no JSON value
-        except (TypeError, ValueError):
-            return text
+    try:
+        # a tuple is an array; a set, an infinity or NaN is no JSON value
+        value = json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        return text
     return value if isinstance(value, dict | list) else text

@@ -2,7 +2,7 @@
 
 `parse_model_id` reads ids as people write them (`gpt-4o`, `claude-3-5-sonnet-20241022`, `llama3.3:70b`,
 `meta-llama/Llama-3.3-70B-Instruct`, `mycompany/llama3-ft`). `capabilities_for` layers the registry's rules
-for the id's family (version- and size-bounded) over provider defaults, then the user's overrides (PROTOCOL.md
+for the id's family (version- and size-bounded) over provider defaults, then the user's overrides (docs/config.md
 "Model strings": an override always wins). Custom and fine-tuned ids parse to their base family, so they
 inherit its rules.
 """
@@ -116,7 +116,8 @@ def _read_tokens(tokens: list[str]) -> tuple[str, tuple[int, ...], float | None,
 
 
 def default_provider(model_id: str) -> str | None:
-    """The provider a bare id implies (PROTOCOL.md): `gpt-*`, `o1`… -> openai, `claude-*` -> anthropic."""
+    """The provider a bare id implies (docs/config.md "Model strings"): `gpt-*`, `o1`… -> openai, `claude-*` ->
+    anthropic."""
     mid = parse_model_id(model_id)
     if mid.provider:
         return mid.provider
@@ -154,7 +155,7 @@ def _caps(*bases: dict[str, Any], **values: Any) -> dict[str, Any]:
     return {k: v for base in bases for k, v in base.items()} | values
 
 
-# For ids the registry does not know (PROTOCOL.md "Model strings"): tools are offered natively everywhere;
+# For ids the registry does not know (docs/config.md "Model strings"): tools are offered natively everywhere;
 # on local servers the text is also searched for calls, and a server that rejects `tools` is retried in
 # emulation (by the caller).
 _PROVIDER_DEFAULTS = {
@@ -307,8 +308,10 @@ def validate_override(where: str, values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def capabilities_for(model_id: str, provider: str,
-                     overrides: Mapping[str, Mapping[str, Any]] = {}) -> Capabilities:
+def capabilities_for(model_id: str, provider: str, overrides: Mapping[str, Mapping[str, Any]] = {},
+                     learned: Mapping[str, Any] = {}) -> Capabilities:
+    """`learned`: what earlier sessions learned of this model on this server (models/model_facts.py), over the
+    registry's rules and under the user's overrides."""
     mid = parse_model_id(model_id)
     values: dict[str, Any] = _caps(_BASE, **_PROVIDER_DEFAULTS.get(provider, _LOCAL_DEFAULT))
     notes = [f"defaults for {provider}"]
@@ -326,6 +329,9 @@ def capabilities_for(model_id: str, provider: str,
         values["temperature"] = 0.0
     if mid.custom:
         notes.append(f"custom model: inherits {mid.family}")
+    if learned:
+        values.update(learned)
+        notes.append("learned: " + ", ".join(f"{k}={v}" for k, v in learned.items()))
     for key in (model_id, f"{provider}:{model_id}"):  # the full model string is the more specific
         if key in overrides:
             values.update(validate_override(key, overrides[key]))

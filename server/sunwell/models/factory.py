@@ -1,4 +1,4 @@
-"""Build the adapter for a model spec, with the endpoint and key rules of PROTOCOL.md "Model strings", and the stack
+"""Build the adapter for a model spec, with the endpoint and key rules of docs/config.md "Model strings", and the stack
 of providers a turn streams from around it (`provider_for`).
 
 A key is only ever sent to its own provider's endpoint: `OPENAI_API_KEY` goes to OpenAI (or to
@@ -119,7 +119,7 @@ def provider_for(spec: ModelSpec, capabilities: Capabilities, *, adapter: Provid
                  on_fallback: Callable[[], None] = lambda: None) -> ProviderStack:
     """The stack around `adapter` (from `Adapters`) for `spec`, sent requests meant to fit `window` tokens
     (`estimate` counts one as the budget does). `emulating`: the session's server already refused native tools;
-    `on_fallback` is told when one does now (PROTOCOL.md "Model strings": remembered for the session)."""
+    `on_fallback` is told when one does now (docs/config.md "Model strings": remembered for the session)."""
     windowed = WindowedProvider(adapter, window, estimate)
     emulated = EmulatedProvider(windowed, style=capabilities.emulation,
                                 compact=capabilities.small or window <= COMPACT_PROMPT_WINDOW,

@@ -1,22 +1,22 @@
-"""A core tool's arguments as a typed model: its JSON schema (what the model is shown) and the call's subject.
+"""A tool's arguments as a typed model: its JSON schema (what the model is shown), the call's subject, and which
+arguments carry text into a file (`CONTENT`, tools/subject.py).
 
-The schema is generated in the shape the tools have always sent, key for key and in the same order (a test holds
-it to the published schemas): the wire, the emulation prompts that print it, and prompt caches see no change.
-Arguments are still checked against that schema first (tools/validation.py words the errors for the model); the
-model is read only from arguments that passed, so `subject_of` fails only on a call that skipped validation.
+A tool is declared from its model (`Tool.of`, tools/base.py). The schema is generated in the shape the tools have
+always sent, key for key and in the same order (a test holds it to the published schemas): the wire, the emulation
+prompts that print it, and prompt caches see no change. A call's arguments are checked against that schema first
+(tools/validation.py words the errors for the model), then read into the model, once (`Tool.bind`): the handler,
+its preview and the subject take the instance.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from sunwell.errors import first_problem
-from sunwell.tools.base import ToolFailure
-from sunwell.tools.subject import Subject
+from sunwell.tools.subject import CONTENT, Subject
 
 # A schema's keys in the order the hand-written schemas had: what is checked first, then words, then the default.
 _KEY_ORDER = {"type": 0, "properties": 1, "required": 2, "description": 4, "default": 5, "additionalProperties": 6}
@@ -73,12 +73,10 @@ class ToolArguments(BaseModel):
         return _inlined(schema, schema.pop("$defs", {}))
 
     @classmethod
-    def subject_of(cls, arguments: dict[str, Any]) -> Subject:
-        try:
-            return cls.model_validate(arguments).subject()
-        except ValidationError as exc:
-            where, problem = first_problem(exc)
-            raise ToolFailure("validation", f"{where}: {problem}") from None
+    def content_fields(cls) -> frozenset[str]:
+        """The arguments marked `CONTENT`: text a call carries into a file."""
+        return frozenset(name for name, field in cls.model_fields.items() if CONTENT in field.metadata)
 
     def subject(self) -> Subject:
+        """What the call touches, for policy (tools/subject.py); a tool whose calls touch something says so."""
         return Subject()

@@ -1,26 +1,58 @@
-"""The shape of a tool and of its failures."""
+"""The shape of a tool, of what it gives back and of its failures, and what a call may use (`ToolContext`).
+
+A tool comes in one of two kinds. Most are declared from their arguments model (`Tool.of(Args, handler, ...)`,
+tools/arguments.py): the model gives the schema the model is shown, the subject policy judges and the arguments
+that carry file text; a valid call's arguments become an instance of it, once (`bind`), and that instance is what
+the handler, the preview, the stage and the cut-off take. A tool whose schema is known only at run time (an MCP
+server's, a learned API operation's, a lens skill's) is `Tool.dynamic(parameters, handler, ...)`: its arguments,
+checked against that schema, stay the dict they are, and it says its subject with a function of that dict.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
 
+from pydantic import ValidationError
+
+from sunwell.errors import first_problem
+from sunwell.tools.arguments import ToolArguments
+from sunwell.tools.failure import ToolFailure
 from sunwell.tools.scratch import Scratch
 from sunwell.tools.subject import NOTHING, Subject
+from sunwell.tools.validation import signature, validate_arguments
 from sunwell.vocabulary import Trust
-from sunwell.wire.messages import ToolError, ToolSpec
+from sunwell.wire.client import HEADLESS, Client
+from sunwell.wire.messages import TextPart, ToolSpec
+from sunwell.wire.results import ResultData, ResultPart, map_text
 
-__all__ = ["CommandSettings", "SearchSettings", "StagedEffects", "Subject", "Tool", "ToolContext", "ToolFailure", "Trust",
-           "UndoHooks"]
+if TYPE_CHECKING:
+    from sunwell.tools.network.policy import Network
+    from sunwell.tools.policy.environment import EnvSecrets
+    from sunwell.tools.workspace.jail import Jail
+
+__all__ = ["CallIdentity", "CommandSettings", "Limits", "Output", "SearchSettings", "StagedEffects", "Subject", "Tool",
+           "ToolContext", "ToolFailure", "ToolReturn", "Trust", "TurnServices", "UndoHooks"]
+
+@dataclass(frozen=True)
+class ToolReturn:
+    """What a handler gives back when it is more than a text (a handler may return just a `str`): the parts a model
+    reads, in order, and the data a front end draws the result from (wire/results.py)."""
+
+    parts: Sequence[ResultPart]
+    data: ResultData | None = None
+
+    @classmethod
+    def text(cls, text: str, data: ResultData | None = None) -> ToolReturn:
+        return cls([TextPart(text=text)], data)
+
+    def changed(self, change: Callable[[str], str]) -> ToolReturn:
+        """This return with `change` applied to each part's text (secrets masked); the data is the tool's own."""
+        return ToolReturn([map_text(part, change) for part in self.parts], self.data)
 
 
-class ToolFailure(Exception):
-    """Raised by a handler; becomes an error result the model reads (never an exception through the loop)."""
-
-    def __init__(self, code: str, message: str, suggestion: str | None = None) -> None:
-        super().__init__(message)
-        self.error = ToolError(code=code, message=message, suggestion=suggestion)
+Output = str | ToolReturn
 
 
 @dataclass(frozen=True)
@@ -68,43 +100,95 @@ class UndoHooks:
     command's changes are applied (tools/sandbox/effects.py): undo puts them back like writes."""
 
 
-@dataclass
-class ToolContext:
-    """What a handler may use, as a few named capabilities: the jail (the only way to a path), the cap on a
-    result, how searches and commands run, undo's hooks, a nested model call, the turn's notices, secret masking,
-    the session's scratch state, the network."""
+@dataclass(frozen=True)
+class Limits:
+    """How much a call may take and how searches and commands run: the user's settings, for every call of a turn."""
 
-    jail: Any  # sunwell.tools.workspace.jail.Jail (kept loose to avoid an import cycle in handlers' typing)
     max_output_bytes: int = 100_000
     tool_timeout: float = 30.0
     """The time limit of a call to a tool that sets none of its own: the user's `tool_timeout_sec`."""
     search: SearchSettings = SearchSettings()
     commands: CommandSettings = CommandSettings()
-    undo: UndoHooks = UndoHooks()
-    complete: Callable[[str, str], Awaitable[str]] | None = None
-    """(system instructions, user text) -> the model's answer with no tools: a skill's nested model call."""
-    secrets: Any = None
-    """A sunwell.tools.policy.environment.EnvSecrets masking results before the model or a log sees them, or None."""
-    notify: Callable[[str, str, str], None] | None = None
-    """(level, code, message) -> a `notice` event of the running turn (an MCP server failed or restarted)."""
-    network: Any = None
-    """A sunwell.tools.network.policy.Network: the user's host rules, the caps, the session's page cache; None: no
-    network tools."""
-    scratch: Scratch | None = None
-    """The session's key-value store and plan (kv_set, kv_get, update_plan); None: a context with no session."""
-    call_id: str = ""
-    """The call being run (set for each call by tools/executor.py `execute`)."""
+
+
+@dataclass(frozen=True)
+class CallIdentity:
+    """Which call runs: its session, turn and id (set for each call by tools/executor.py `execute`)."""
+
+    session: str = ""
+    turn: str = ""
+    id: str = ""
     recovery: str = ""
     """A key naming what the call keeps for after a crash, unique to its session and call (set for each call of
     a durable turn by agent/orchestrator.py); "": the call cannot be taken up after a crash, keep nothing."""
-    ask: Callable[[str, str, list[str]], Awaitable[str | None]] | None = None
-    """(call id, question, options) -> the person's answer, None when none came (declined, time limit): what the
-    front end answers `ask_user` with; None: no one to ask (headless, `--approve deny`)."""
-    code_intel: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
-    """`sunwell/codeIntel` params -> the editor's raw answer (checked by the tool); None: no editor answers."""
+
+
+@dataclass(frozen=True)
+class TurnServices:
+    """What the running turn lends its calls; each None where there is none (a context with no turn)."""
+
+    notify: Callable[[str, str, str], None] | None = None
+    """(level, code, message) -> a `notice` event of the running turn (an MCP server failed or restarted)."""
+    secrets: EnvSecrets | None = None
+    """Masks results before the model or a log sees them."""
+    complete: Callable[[str, str], Awaitable[str]] | None = None
+    """(system instructions, user text) -> the model's answer with no tools: a skill's nested model call."""
     subagent: Callable[[str, str, str], Awaitable[str]] | None = None
     """(call id, description, prompt) -> a read-only sub-agent's final answer (`task`); None: no sub-agents here
     (inside a sub-agent)."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a handler may use, as a few capabilities: the jail (the only way to a path), the limits, the person on
+    the other side (the client port, wire/client.py), the network, the session's scratch state, undo's hooks, what
+    the running turn lends (notices, secret masking, a nested model call, sub-agents), and which call this is."""
+
+    jail: Jail
+    limits: Limits = Limits()
+    client: Client = HEADLESS
+    """Whom a tool asks (`ask_user`, code intelligence, learn_api's tags), through the engine's time limits."""
+    network: Network | None = None
+    """The user's host rules, the caps, the session's page cache; None: no network tools."""
+    scratch: Scratch | None = None
+    """The session's key-value store and plan (kv_set, kv_get, update_plan); None: a context with no session."""
+    undo: UndoHooks = UndoHooks()
+    turn: TurnServices = TurnServices()
+    call: CallIdentity = CallIdentity()
+
+    # Shorthands the handlers read (tools/handlers/): the limits, and the call's secrets and recovery key.
+    @property
+    def max_output_bytes(self) -> int:
+        return self.limits.max_output_bytes
+
+    @property
+    def tool_timeout(self) -> float:
+        return self.limits.tool_timeout
+
+    @property
+    def search(self) -> SearchSettings:
+        return self.limits.search
+
+    @property
+    def commands(self) -> CommandSettings:
+        return self.limits.commands
+
+    @property
+    def secrets(self) -> EnvSecrets | None:
+        return self.turn.secrets
+
+    @property
+    def recovery(self) -> str:
+        return self.call.recovery
+
+    def calling(self, call_id: str, recovery: str | None = None) -> ToolContext:
+        """This context for the call `call_id` (with `recovery`, its key for after a crash)."""
+        call = replace(self.call, id=call_id, recovery=self.call.recovery if recovery is None else recovery)
+        return replace(self, call=call)
+
+    def lending(self, **services: Any) -> ToolContext:
+        """This context with some of the turn's services replaced (a sub-agent's: its own notices, none of its own)."""
+        return replace(self, turn=replace(self.turn, **services))
 
     def own_deadline(self) -> float:
         """Seconds that end a little before the user's limit: a tool that waits on something (a search, the editor)
@@ -117,7 +201,7 @@ class StagedEffects(Protocol):
     `apply`s or not, and always `discard`s it (the staged copy is gone after that)."""
 
     async def preview(self) -> dict[str, Any]:
-        """PROTOCOL.md `effects` preview: what it ran, its output, what it would change."""
+        """The `effects` preview (docs/sidecar.md "EffectsPreview"): what it ran, its output, what it would change."""
         ...
 
     async def apply(self) -> str:
@@ -127,30 +211,35 @@ class StagedEffects(Protocol):
     async def discard(self) -> None: ...
 
 
-Handler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
-Preview = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
-"""What an approval shows before a risky call runs: PROTOCOL.md `preview` (`diff` or `command`)."""
-Declare = Callable[[dict[str, Any]], Subject]
-"""A call's arguments (valid by the tool's schema) -> what it touches; raises ToolFailure if they say nothing."""
-Stage = Callable[[dict[str, Any], ToolContext], Awaitable[StagedEffects]]
-CutOff = Callable[[dict[str, Any], ToolContext], Awaitable[str | None]]
+A = TypeVar("A")
+"""What a tool's handler takes: an instance of its arguments model, or a dynamic tool's dict."""
+M = TypeVar("M", bound=ToolArguments)
+Raw = dict[str, Any]
+
+Preview = Callable[[A, ToolContext], "dict[str, Any] | Awaitable[dict[str, Any]]"]
+"""What an approval shows before a risky call runs: its `preview` (`diff`, `command`, `fetch`...; docs/sidecar.md
+"ApprovalRequest")."""
+Stage = Callable[[A, ToolContext], Awaitable[StagedEffects]]
+CutOff = Callable[[A, ToolContext], Awaitable["str | None"]]
 """A call's arguments, and a context with its `call_id` and `recovery` -> a note for the user and the model, or None."""
 
 
 @dataclass(frozen=True)
-class Tool:
+class Tool(Generic[A]):
     name: str
     description: str
     parameters: dict[str, Any]
-    handler: Handler
+    handler: Callable[[A, ToolContext], Awaitable[Output]]
+    arguments: type[ToolArguments] | None = None
+    """The arguments model the tool was declared from (`Tool.of`); None: a dynamic tool (`Tool.dynamic`)."""
     min_trust: Trust = Trust.read_only
     approval: Literal["auto", "ask"] = "auto"
     risk: Literal["write", "shell", "network", "mcp"] | None = None
     read_only: bool = True
     """Read-only calls of one response may run concurrently; the others run in order."""
     harmless: bool = False
-    """It changes nothing and reaches no network (PROTOCOL.md "Read-only": reads, listings, the plan, the time,
-    arithmetic, kv_get): `--dry-run=risky` runs it for real. False for any tool that does not say so."""
+    """It changes nothing and reaches no network (reads, listings, the plan, the time, arithmetic, kv_get):
+    `--dry-run=risky` runs it for real (docs/cli.md "sunwell run"). False for any tool that does not say so."""
     expendable: bool = False
     """A convenience the agent can do without (the plan, the time, arithmetic, the key-value store): fitting
     leaves it out before anything else when the context window is small."""
@@ -158,19 +247,57 @@ class Tool:
     timeout: float | None = None
     """Seconds a call may run; None: the user's `tool_timeout_sec`. A tool sets its own only when its time is
     bounded elsewhere (run_command's `timeout`, an MCP server's, the network's) or is a person's or a model's."""
-    preview: Preview | None = None
-    subject: Declare | None = None
+    preview: Preview[A] | None = None
+    subject: Callable[[A], Subject] | None = None
     """What a call touches, for policy (tools/subject.py); None: nothing policy looks at."""
-    stage: Stage | None = None
+    stage: Stage[A] | None = None
     """Runs a call whose subject is `staged` in a staging overlay and returns its effects held back, for the
     orchestrator to show, then apply or discard (the handler runs and applies in one go, unasked)."""
-    cut_off: CutOff | None = None
+    cut_off: CutOff[A] | None = None
     """Called in a resumed turn for a call of this tool the crash cut off while it ran (it is never run again):
     it may record for undo what the call did, from what it kept under ToolContext.recovery, and clear that."""
+
+    @classmethod
+    def of(cls, arguments: type[M], handler: Callable[[M, ToolContext], Awaitable[Output]], *, name: str,
+           description: str, preview: Preview[M] | None = None, stage: Stage[M] | None = None,
+           cut_off: CutOff[M] | None = None, **policy: Any) -> Tool[M]:
+        """A tool declared from its arguments model: its schema and its subject are the model's."""
+        return Tool(name=name, description=description, parameters=arguments.schema_for_tool(), handler=handler,
+                    arguments=arguments, subject=arguments.subject, preview=preview, stage=stage, cut_off=cut_off,
+                    **policy)
+
+    @classmethod
+    def dynamic(cls, parameters: dict[str, Any], handler: Callable[[Raw, ToolContext], Awaitable[Output]], *,
+                name: str, description: str, subject: Callable[[Raw], Subject] | None = None,
+                preview: Preview[Raw] | None = None, stage: Stage[Raw] | None = None,
+                cut_off: CutOff[Raw] | None = None, **policy: Any) -> Tool[Raw]:
+        """A tool whose schema is known only at run time (an MCP server's, a learned API's, a lens skill's)."""
+        return Tool(name=name, description=description, parameters=parameters, handler=handler, subject=subject,
+                    preview=preview, stage=stage, cut_off=cut_off, **policy)
 
     @property
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
 
-    def declared(self, arguments: dict[str, Any]) -> Subject:
+    @property
+    def content(self) -> frozenset[str]:
+        """The arguments that carry text into a file (`CONTENT`): the audit keeps their size and hash only."""
+        return self.arguments.content_fields() if self.arguments is not None else frozenset()
+
+    def bind(self, arguments: Raw) -> A:
+        """A call's arguments as the handler takes them, validated here, once: every problem the schema finds named
+        (tools/validation.py), then read into the arguments model, which may refuse what a schema cannot say
+        (update_plan's one step in progress). Raises ToolFailure `validation`."""
+        if (error := validate_arguments(self.parameters, arguments)) is not None:
+            raise ToolFailure(error.code, error.message, error.suggestion)
+        if self.arguments is None:
+            return cast(A, arguments)
+        try:
+            return cast(A, self.arguments.model_validate(arguments))
+        except ValidationError as exc:
+            where, problem = first_problem(exc)
+            raise ToolFailure("validation", f"parameter '{where}': {problem.removeprefix('Value error, ')}",
+                              signature(self.parameters)) from None
+
+    def declared(self, arguments: A) -> Subject:
         return self.subject(arguments) if self.subject is not None else NOTHING

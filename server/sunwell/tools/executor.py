@@ -3,7 +3,8 @@
 `answered` and `failed` make every result a model reads: what a tool returns passes through them, whatever the tool.
 
 `attempt` is one step of a call under those rules (the handler; or a staged tool's stage, preview and apply, each a
-step of its own); `execute` is the plain call: its handler as one attempt, its output the result.
+step of its own); `execute` is the plain call: its handler, given the call's arguments as the tool took them
+(`Tool.bind`), as one attempt, what it returned the result.
 """
 
 from __future__ import annotations
@@ -11,16 +12,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import TypeVar
 
 from sunwell.hidden_text import reveal
-from sunwell.tools.base import Tool, ToolContext, ToolFailure
+from sunwell.tools.base import Output, Tool, ToolContext, ToolFailure, ToolReturn
 from sunwell.tools.output import truncate
 from sunwell.wire.messages import ToolCall, ToolError, ToolResultMessage
+from sunwell.wire.results import map_data
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+A = TypeVar("A")
 
 
 async def attempt(tool: Tool, ctx: ToolContext, step: Callable[[], Awaitable[T]]) -> T | ToolError:
@@ -41,20 +43,28 @@ async def attempt(tool: Tool, ctx: ToolContext, step: Callable[[], Awaitable[T]]
         return ToolError(code="execution", message=f"{tool.name} failed: {exc}")
 
 
-async def execute(tool: Tool, call: ToolCall, ctx: ToolContext) -> ToolResultMessage:
-    own = replace(ctx, call_id=call.id)  # a question or a sub-agent names the call it belongs to
-    output = await attempt(tool, ctx, lambda: tool.handler(call.arguments, own))
+async def execute(tool: Tool[A], call: ToolCall, arguments: A, ctx: ToolContext) -> ToolResultMessage:
+    own = ctx.calling(call.id)  # a question or a sub-agent names the call it belongs to
+    output = await attempt(tool, ctx, lambda: tool.handler(arguments, own))
     return failed(call, output) if isinstance(output, ToolError) else answered(call, output, ctx)
 
 
-def answered(call: ToolCall, output: str, ctx: ToolContext) -> ToolResultMessage:
-    """A call's output as its result: secrets masked, characters that hide text shown as escapes (a file, a page or
-    a server's answer may spell instructions in them), cut to the output cap."""
+def answered(call: ToolCall, output: Output, ctx: ToolContext) -> ToolResultMessage:
+    """What a call returned as its result: secrets masked, characters that hide text shown as escapes (a file, a
+    page or a server's answer may spell instructions in them), cut to the output cap. A result whose text passes
+    the cap is cut to one text part (an image it held is then left out; its note stays in the text)."""
     hint = "ask for less (offset/limit, a narrower path or pattern)"
-    if ctx.secrets is not None:  # e.g. an unsandboxed command that read /proc/<sunwell>/environ
-        output = ctx.secrets.mask(output)
-    return ToolResultMessage(call_id=call.id, name=call.name,
-                             output=truncate(reveal(output), ctx.max_output_bytes, hint))
+    secrets = ctx.secrets  # e.g. an unsandboxed command that read /proc/<sunwell>/environ
+
+    def shown(text: str) -> str:
+        return reveal(secrets.mask(text) if secrets is not None else text)
+
+    returned = (ToolReturn.text(output) if isinstance(output, str) else output).changed(shown)
+    data = map_data(returned.data, shown) if returned.data is not None else None
+    result = ToolResultMessage.of(call.id, call.name, returned.parts, data)
+    if result.parts is None or len(result.output.encode("utf-8", "surrogatepass")) > ctx.max_output_bytes:
+        return result.model_copy(update={"parts": None, "output": truncate(result.output, ctx.max_output_bytes, hint)})
+    return result
 
 
 def masked(error: ToolError, ctx: ToolContext) -> ToolError:

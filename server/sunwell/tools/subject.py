@@ -57,5 +57,14 @@ class Subject:
         return sum(len(write.data) for write in self.writes)
 
 
+class _Content:
+    def __repr__(self) -> str:
+        return "CONTENT"
+
+
+CONTENT = _Content()
+"""Marks an argument of a tool's arguments model that carries text into a file (`Annotated[str, CONTENT]`: a write's
+content, an edit's old and new text): the audit keeps its size and hash, never the text (tools/policy/audit.py)."""
+
 NOTHING = Subject()
 """A call that touches nothing policy looks at (a lens skill answered by a nested model call)."""

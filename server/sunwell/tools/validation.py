@@ -185,7 +185,7 @@ def validate_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> Too
     message = "; ".join(problems[:_MAX_PROBLEMS])
     if len(problems) > _MAX_PROBLEMS:
         message += f"; and {len(problems) - _MAX_PROBLEMS} more"
-    return ToolError(code="validation", message=message, suggestion=_signature(schema))
+    return ToolError(code="validation", message=message, suggestion=signature(schema))
 
 
 def _describe(error: ValidationError, schema: dict[str, Any]) -> str:
@@ -227,7 +227,8 @@ def _expected(spec: dict[str, Any]) -> str:
     return kind or ""
 
 
-def _signature(schema: dict[str, Any]) -> str:
+def signature(schema: dict[str, Any]) -> str:
+    """The arguments a schema takes, one line: what an invalid call's suggestion shows."""
     required = set(schema.get("required", []))
     parts = [
         f"{name}{'' if name in required else '?'}: {_expected(spec) or 'any'}"

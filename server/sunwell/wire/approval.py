@@ -1,4 +1,4 @@
-"""The approval request as it travels (PROTOCOL.md `sunwell/approve`): the risky call, and a preview of what it
+"""The approval request as it travels (docs/sidecar.md "sunwell/approve"): the risky call, and a preview of what it
 will do, a union tagged by `kind`.
 
 It lives on the bottom floor because three floors share it: tools produce the previews, the agent's gate asks the

@@ -1,4 +1,4 @@
-"""The event stream of PROTOCOL.md "Events": one schema for `sunwell run --json` and `sunwell/chatEvent`."""
+"""The event stream (docs/events.md): one schema for `sunwell run --json` and `sunwell/chatEvent`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from sunwell.vocabulary import NoticeCode, TurnStatus
-from sunwell.wire.messages import ToolError, Usage, WireModel
+from sunwell.wire.messages import ShortText, ToolError, Usage, WireModel
+from sunwell.wire.results import ResultData
 
 
 class _Event(WireModel):
@@ -63,18 +64,21 @@ class ToolResultEvent(_Event):
     output: str
     error: ToolError | None
     duration_ms: int
+    data: ResultData | None = Field(None, exclude_if=lambda data: data is None)
+    """What the tool gave back for a front end to draw (wire/results.py: a web page, search hits, a learned API's
+    answer, a sub-agent's); absent when it gave none. `output` stays the text the model read."""
 
 
 class NoticeEvent(_Event):
     type: Literal["notice"] = "notice"
     level: Literal["info", "warning", "error"]
     code: NoticeCode
-    message: str
+    message: ShortText
 
 
 class CommandOutputEvent(_Event):
     type: Literal["commandOutput"] = "commandOutput"
-    command: str
+    command: ShortText
     output: str
 
 
@@ -107,7 +111,7 @@ class DoneEvent(_Event):
     """`interrupted` only in a replay: the log never saw the turn end."""
     tool_calls: int
     usage: Usage | None
-    error: str | None = None
+    error: ShortText | None = None
     resumable: bool | None = Field(default=None, exclude_if=lambda value: value is None)
     """True: `sunwell/resume` takes the turn up (it is in the log and ended in a provider error, or was
     interrupted); else absent."""
@@ -115,7 +119,7 @@ class DoneEvent(_Event):
     def wire(self) -> dict[str, Any]:
         data = super().wire()
         if self.error is None:
-            del data["error"]  # PROTOCOL.md: "error (string or absent)"
+            del data["error"]  # docs/events.md "done": absent unless the status is `error`
         return data
 
 

@@ -12,29 +12,27 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, BaseModel, Field, computed_field, model_validator
 
+from sunwell.clipping import MESSAGE_LIMIT, clip
 from sunwell.vocabulary import ErrorCode, MentionKind
+from sunwell.wire.base import TextPart, WireModel
+from sunwell.wire.results import ResultData, ResultPart, part_text
+
+__all__ = ["ATTACHMENTS_HEADER", "AssistantMessage", "AssistantPart", "Attachment", "Message", "SystemMessage",
+           "TextPart", "ThinkingPart", "ToolCall", "ToolCallPart", "ToolError", "ToolResultMessage", "ToolSpec",
+           "Usage", "UserMessage", "WireModel", "parts_of"]
 
 
-class WireModel(BaseModel):
-    """Python fields are snake_case; on the wire (events, JSON-RPC, exports) they are camelCase.
-
-    Each model's validator is built when the model is first used, not at import (`defer_build`): the sidecar
-    defines some seventy and needs a handful before it answers its first request (BENCHMARKS.md, "Speed")."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
-
-    def wire(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json")
+ShortText = Annotated[str, AfterValidator(lambda text: clip(text, MESSAGE_LIMIT))]
+"""A message (an error, a notice): whatever it quotes, a few lines at most (sunwell.clipping)."""
 
 
 class ToolError(WireModel):
-    """A structured failure: a PROTOCOL.md error code, a message the model can act on, and maybe a fix."""
+    """A structured failure: an error code (docs/codes.md), a message the model can act on, and maybe a fix."""
 
     code: ErrorCode
-    message: str
+    message: ShortText
     suggestion: str | None = None
 
 
@@ -123,11 +121,6 @@ def _for_model(text: str, attachments: Sequence[Attachment]) -> str:
     return "\n\n".join([text, ATTACHMENTS_HEADER, *(attachment.for_model() for attachment in attachments)])
 
 
-class TextPart(WireModel):
-    kind: Literal["text"] = "text"
-    text: str
-
-
 class ThinkingPart(WireModel):
     kind: Literal["thinking"] = "thinking"
     text: str
@@ -198,15 +191,49 @@ def parts_of(*, text: str | None = "", thinking: str | None = "", thinking_signa
 
 
 class ToolResultMessage(WireModel):
+    """A call's result. A tool gives back parts (wire/results.py); `output` is their text, what the `toolResult`
+    event's `output` shows (docs/events.md "toolResult") and what a model that reads only text reads. A result of
+    one text part (almost every one, and every result logged before parts) has no `parts`: `output` is that part, so
+    such a result reads, logs and goes to each provider as it always did."""
+
     role: Literal["tool_result"] = "tool_result"
     call_id: str
     name: str
     output: str
     ok: bool = True
     error: ToolError | None = None
+    parts: list[ResultPart] | None = Field(None, exclude_if=lambda parts: parts is None)
+    """The result as the tool gave it, when it is more than one text (an image, JSON data, a resource link)."""
+    data: ResultData | None = Field(None, exclude_if=lambda data: data is None)
+    """What a front end draws the result from (never sent to a model)."""
+
+    @classmethod
+    def of(cls, call_id: str, name: str, parts: Sequence[ResultPart], data: ResultData | None = None
+           ) -> ToolResultMessage:
+        """The result of parts: `output` their text, one line each; one text part is kept as `output` alone."""
+        text = "\n".join(shown for part in parts if (shown := part_text(part)))
+        kept = None if all(isinstance(part, TextPart) for part in parts) and len(parts) <= 1 else list(parts)
+        return cls(call_id=call_id, name=name, output=text, parts=kept, data=data)
+
+    @property
+    def content(self) -> list[ResultPart]:
+        """The parts a provider maps (models/providers/): `parts`, else the text part `output`."""
+        if self.parts is not None:
+            return list(self.parts)
+        return [TextPart(text=self.output)] if self.output else []
+
+    def with_note(self, before: str = "", after: str = "") -> ToolResultMessage:
+        """This result with a note before or after what the tool gave (a repeat's, a hook's), an empty line between."""
+        if self.parts is None:
+            output = f"{before}\n\n{self.output}" if before else self.output
+            return self.model_copy(update={"output": f"{output.rstrip()}\n\n{after}" if after else output})
+        parts = [*([TextPart(text=before + "\n")] if before else []), *self.parts,
+                 *([TextPart(text="\n" + after)] if after else [])]
+        return ToolResultMessage.of(self.call_id, self.name, parts, self.data).model_copy(
+            update={"ok": self.ok, "error": self.error})
 
     def content_for_model(self) -> str:
-        """The text a model reads for this result, the same for every provider."""
+        """The text a model reads for this result, the same for every provider that takes text only."""
         if self.error is None:
             return self.output
         lines = [f"Error [{self.error.code}]: {self.error.message}"]

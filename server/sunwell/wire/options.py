@@ -1,4 +1,4 @@
-"""The sidecar's options (PROTOCOL.md `initializationOptions`): what a client passes when it starts the sidecar,
+"""The sidecar's options (docs/sidecar.md "initializationOptions"): what a client passes when it starts the sidecar,
 and again in the `sunwell` section of `workspace/didChangeConfiguration`; with the base of every params model."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ class Params(WireModel):
 
 
 class StagingOptions(Params):
-    """What one command may change before its staged changes are refused (PROTOCOL.md `staging`)."""
+    """What one command may change before its staged changes are refused (docs/config.md "staging")."""
 
     max_bytes: int | None = Field(None, ge=0)
     max_files: int | None = Field(None, ge=0)
@@ -40,7 +40,7 @@ class WebSearchOptions(Params):
 
 
 class ClientCapabilities(Params):
-    """What the client answers besides `sunwell/approve` (PROTOCOL.md "Events and client requests")."""
+    """What the client answers besides `sunwell/approve` (docs/sidecar.md "Server -> client requests")."""
 
     ask: bool = False
     """It answers `sunwell/ask`: `ask_user` questions reach a person."""
@@ -63,7 +63,7 @@ class InitializationOptions(Params):
     """`ask` (the default) sends `sunwell/approve` to the client; `auto` and `deny` answer without asking."""
     max_tool_turns: int | None = None
     dry_run: DryRun | None = None
-    """true: no tool call runs; "risky": only the read-only ones (PROTOCOL.md `--dry-run=risky`)."""
+    """true: no tool call runs; "risky": only the read-only ones (docs/cli.md "sunwell run")."""
     base_url: str | None = None
     approval_timeout_sec: float | None = None
     ripgrep_path: str | None = None
@@ -72,9 +72,9 @@ class InitializationOptions(Params):
     compaction_model: str | None = None
     """A model string used to summarise older history; default: the session's model."""
     mcp_servers: dict[str, dict[str, Any]] | None = None
-    """MCP servers as in the user config (PROTOCOL.md `mcp_servers`), from the client's user-level settings."""
+    """MCP servers as in the user config (docs/config.md), from the client's user-level settings."""
     prices: dict[str, dict[str, float]] | None = None
-    """Per million tokens, `{"openai:gpt-4o": {input: 2.5, output: 10}}`, on top of the defaults (PROTOCOL.md)."""
+    """Per million tokens, `{"openai:gpt-4o": {input: 2.5, output: 10}}`, on top of the defaults (docs/config.md)."""
     staging: StagingOptions | None = None
     network: NetworkOptions | None = None
     """Hosts added to the config's `network.allow` / `network.deny` (VS Code: machine-scoped user settings)."""

@@ -1,4 +1,4 @@
-"""The sidecar's JSON-RPC contract (PROTOCOL.md "Sidecar methods"), declared once.
+"""The sidecar's JSON-RPC contract (docs/sidecar.md), declared once.
 
 Every custom method name and the params/result model of each live here and nowhere else; handlers parse params
 with `parse` and answer with `model.wire()`. Wire keys are camelCase (WireModel). Unknown params keys are
@@ -8,25 +8,37 @@ generated from these models (scripts/gen-protocol-types.py).
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
 from sunwell.errors import first_problem
-from sunwell.vocabulary import Decision, MentionKind, TrustName, TurnStatus
+from sunwell.vocabulary import MentionKind, TrustName, TurnStatus
 from sunwell.wire.approval import ApprovalRequest
 from sunwell.wire.events import SessionEvent
-from sunwell.wire.messages import Message, Usage, WireModel
+from sunwell.wire.messages import Message, ShortText, Usage, WireModel
 from sunwell.wire.options import (  # re-exported: the contract's names stay in one place
     Params,
 )
 from sunwell.wire.usage import SessionUsage
+from sunwell.wire.user_requests import (  # what the sidecar asks its client: named here in REQUESTS too
+    ApproveResult,
+    AskParams,
+    AskResult,
+    CodeIntelParams,
+    CodeIntelResult,
+    ElicitParams,
+    ElicitResult,
+    SecretParams,
+    SecretResult,
+)
 
 CHAT = "sunwell/chat"
 RESUME = "sunwell/resume"
-"""Takes up a session's interrupted or failed last turn; answered like `sunwell/chat` (PROTOCOL.md "Durable turns")."""
+"""Takes up a session's interrupted or failed last turn; answered like `sunwell/chat` (docs/events.md
+"Durable turns")."""
 CHAT_EVENT = "sunwell/chatEvent"
-"""Server -> client notification; its params are the event object itself (PROTOCOL.md "Events")."""
+"""Server -> client notification; its params are the event object itself (docs/events.md)."""
 SESSIONS = "sunwell/sessions"
 SESSION = "sunwell/session"
 UNDO = "sunwell/undo"
@@ -57,6 +69,13 @@ LANGUAGE_ID = "lens"
 CONFIG_SECTION = "sunwell"
 """`workspace/didChangeConfiguration` carries the initializationOptions keys under this section."""
 
+NAME_LIMIT, PATH_LIMIT = 256, 4096
+"""The longest id or name a request may give (a session, a turn, a model, a server; Sunwell's own ids are short),
+and the longest path (Linux's). Refused longer at the door, with the key named: a 60 MB name would otherwise travel
+on into every message about it."""
+Name = Annotated[str, Field(max_length=NAME_LIMIT)]
+PathText = Annotated[str, Field(max_length=PATH_LIMIT)]
+
 INVALID_PARAMS = -32602
 REQUEST_FAILED = -32803
 """LSP RequestFailed: the request was well-formed but could not be served (e.g. the data dir is unusable)."""
@@ -66,37 +85,37 @@ class Mention(WireModel):
     sidecar, through the jail), or what only the editor knows, as text."""
 
     kind: MentionKind
-    label: str
+    label: PathText
     """As the user saw it: `@src/app.py`, `@selection`."""
-    path: str | None = None
+    path: PathText | None = None
     """A file: workspace-relative. A selection: the file it is in."""
     text: str | None = None
     """A selection, the problems, the terminal's output; none for a file."""
-    server: str | None = None
+    server: Name | None = None
     """A resource (`@SERVER:URI`): the MCP server it is read from when the line is sent."""
-    uri: str | None = None
+    uri: PathText | None = None
     """A resource: its URI, as the server listed it."""
 
 
 class ChatParams(Params):
-    session: str | None = None
+    session: Name | None = None
     """Continue this stored session; a new one is created when absent."""
     text: str = Field(min_length=1)
-    lens: str | None = None
+    lens: PathText | None = None
     """A lens name or path to activate for this turn."""
-    model: str | None = None
+    model: Name | None = None
     trust: TrustName | None = None
     mentions: list[Mention] = Field(default_factory=list)
     """Attachments sent with the line, within a quarter of the context window; `::context` lists them."""
-    replace_turn: str | None = Field(default=None, min_length=1)
+    replace_turn: Name | None = Field(default=None, min_length=1)
     """The turn this line replaces (Edit & resend, Retry): the session's history is taken back to before it, so
     the model never sees it or what came after; the log keeps it. Only a turn of `session`'s current conversation,
     and not while a turn runs there; the line must not be a `::command`."""
 
 
 class ResumeParams(Params):
-    session: str = Field(min_length=1)
-    model: str | None = None
+    session: Name = Field(min_length=1)
+    model: Name | None = None
     """Another model for the rest of the turn; default: the one the turn ran with."""
 
 
@@ -106,7 +125,7 @@ class ChatResult(WireModel):
     status: TurnStatus
     tool_calls: int
     usage: Usage | None
-    error: str | None = None
+    error: ShortText | None = None
 
 
 class SessionInfo(WireModel):
@@ -124,7 +143,7 @@ class SessionsResult(WireModel):
 
 
 class SessionParams(Params):
-    session: str = Field(min_length=1)
+    session: Name = Field(min_length=1)
 
 
 class SessionResult(WireModel):
@@ -137,7 +156,7 @@ class SessionResult(WireModel):
 
 
 class UndoParams(Params):
-    session: str = Field(min_length=1)
+    session: Name = Field(min_length=1)
     force: bool = False
     """Also overwrite files changed since the turn wrote them (without it such a conflict undoes nothing)."""
 
@@ -154,13 +173,13 @@ class UndoResult(WireModel):
 
 
 class UsageParams(Params):
-    session: str = Field(min_length=1)
+    session: Name = Field(min_length=1)
 
 
 class ToolsParams(Params):
-    session: str | None = None
+    session: Name | None = None
     """Reserved: tools that depend on a session's state (none yet)."""
-    lens: str | None = None
+    lens: PathText | None = None
     """Narrow the list by this lens' tool policy, and add its skills."""
     trust: TrustName | None = None
     """The trust level to list for (default: the configured one)."""
@@ -213,73 +232,6 @@ class CommandsResult(WireModel):
     """The resources of the MCP servers started, for the `@` picker."""
 
 
-class ApproveResult(WireModel):
-    decision: Decision
-    note: str | None = None
-    """With `deny`: a few words from the user for the model (why, or what to do instead). Optional: a client that
-    sends none, or a sidecar that reads none, still agree on the decision."""
-
-
-class AskParams(WireModel):
-    """`sunwell/ask`: a question of the model's `ask_user` call, for the person."""
-
-    session: str
-    turn: str
-    call_id: str
-    question: str
-    options: list[str] = Field(default_factory=list)
-    """Answers to offer as buttons; the person may always type another."""
-
-
-class AskResult(WireModel):
-    answer: str | None
-    """The person's answer; null: they declined to answer."""
-
-
-class SecretParams(WireModel):
-    """`sunwell/secret`: one secret of the sidecar's own in the client's secret storage. The client keeps it under a
-    prefix of its own, so no key the sidecar names reaches another secret (an API key)."""
-
-    action: Literal["get", "store", "delete"]
-    key: str = Field(min_length=1, max_length=2000)
-    value: str | None = None
-    """`store` only."""
-
-
-class SecretResult(WireModel):
-    value: str | None
-    """`get`: the value, null when none is kept; `store`, `delete`: null."""
-
-
-CodeIntelKind = Literal["diagnostics", "symbols", "definition", "references"]
-
-
-class CodeIntelParams(WireModel):
-    """`sunwell/codeIntel`: what the code intelligence tools ask the editor."""
-
-    kind: CodeIntelKind
-    path: str | None = None
-    """Workspace-relative: the file (diagnostics; where `symbol` is, for definition and references)."""
-    symbol: str | None = None
-    query: str | None = None
-    """Workspace symbols: the name or part of it."""
-
-
-class CodeLocation(WireModel):
-    path: str
-    """As the client gives it: absolute, a `file:` URI, or workspace-relative; the sidecar puts it through the jail."""
-    line: int
-    """1-based."""
-    column: int = 1
-    """1-based."""
-    text: str = ""
-    """A diagnostic's message, a symbol's name and kind; the sidecar replaces it by the line's text."""
-
-
-class CodeIntelResult(WireModel):
-    items: list[CodeLocation]
-
-
 class EmptyParams(Params):
     pass
 
@@ -300,12 +252,12 @@ class McpResult(WireModel):
 
 
 class McpRestartParams(Params):
-    name: str
+    name: Name
     """A configured server (not a workspace proposal awaiting approval)."""
 
 
 class McpSignOutParams(Params):
-    name: str
+    name: Name
     """A configured url server."""
 
 
@@ -338,7 +290,7 @@ class LearnedApisResult(WireModel):
 
 
 class LearnedForgetParams(Params):
-    name: str
+    name: Name
 
 
 class LearnedForgetResult(WireModel):
@@ -364,6 +316,7 @@ REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     ASK: (AskParams, AskResult),
     CODE_INTEL: (CodeIntelParams, CodeIntelResult),
     SECRET: (SecretParams, SecretResult),
+    ELICIT: (ElicitParams, ElicitResult),
 }
 """Every custom request: method -> (params, result)."""
 

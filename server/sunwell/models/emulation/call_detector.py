@@ -1,5 +1,5 @@
 """Tool calls a model wrote as text, found as the text streams (`CallDetector`), with the same result however the
-stream was chunked.
+stream was chunked. What is no call (cut short, unreadable, of a tool not offered) is a notice that quotes it.
 
 Candidates are found and read by `normalize.py` (each open-model family's markers by `dialects.py`); a reply that
 is nothing but Python calls by `pythonic.py`. Tools are given as names, `ToolSpec`s or an `Offered` mapping; with
@@ -21,14 +21,17 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
+from sunwell.models.emulation.between_calls import Echo, Separator
 from sunwell.models.emulation.found_calls import Extraction, Offered, offered
-from sunwell.models.emulation.normalize import Separator, settle
+from sunwell.models.emulation.normalize import settle
 from sunwell.models.emulation.pythonic import PYTHONIC_OPEN, PYTHONIC_PREFIX, pythonic_calls
 from sunwell.models.emulation.span_scanner import SpanScanner
 from sunwell.wire.messages import AssistantMessage, Message, ToolSpec
 
 EMULATED_ID_PREFIX = "emu_"
 CUT_OFF_NOTICE = "tool_call_cut_off"
+UNREADABLE_NOTICE = "tool_call_unreadable"
+UNKNOWN_NOTICE = "tool_call_unknown"
 
 
 class CallDetector:
@@ -40,13 +43,17 @@ class CallDetector:
     as text.
     """
 
-    def __init__(self, tools: Iterable[str | ToolSpec] | Offered, *, first_id: int = 1) -> None:
+    def __init__(self, tools: Iterable[str | ToolSpec] | Offered, *, first_id: int = 1,
+                 unknown_as_calls: bool = False) -> None:
         self._tools = offered(tools)
+        self._unknown_as_calls = unknown_as_calls
+        """Emulating: a call of a tool that was not offered still goes to the loop, which runs nothing and answers
+        `unknown_tool`, so the model can correct itself (the loop's helpful answer, issue 47)."""
         self._scanner = SpanScanner(self._tools)
         self._buf = ""
         self._next_id = first_id
         self.calls = 0
-        self._separator = Separator()
+        self._separator, self._echo = Separator(), Echo()
         self._pythonic: bool | None = None
         """Whether the reply began as a Python call (then it is held to the end: only a whole reply is one)."""
 
@@ -81,19 +88,23 @@ class CallDetector:
             if kind == "wait":
                 break
             span, self._buf = self._buf[:end], self._buf[end:]
+            if self._echo.repeats(kind, span):
+                continue
             found = settle(kind, span, self._tools, cut_off=cut_off)
+            self._echo.saw(span, found)
             if found is None:
                 text.append(self._separator.text(span))
                 continue
             text += [self._separator.found(found), found.remaining_text]
-            if found.calls or found.thinking or found.cut_off:
+            if found.calls or found.thinking or found.cut_off or found.unreadable or found.unknown:
                 if "".join(text):
                     events.append(TextDelta("".join(text)))
                 text = []
             if found.thinking:
                 events.append(ThinkingDelta(found.thinking))
-            events += [Notice(code=CUT_OFF_NOTICE, level="warning", message=(
-                f"The reply was cut off inside a call to {name}; it was not run.")) for name in found.cut_off]
+            if self._unknown_as_calls:
+                found.calls, found.unknown = found.calls + found.unknown, []
+            events += _notices(found, span)
             events += self._call_events(found)
         if final:
             text.append(self._separator.held)
@@ -114,6 +125,21 @@ class CallDetector:
             events += [ToolCallStarted(call_id, call.name), ToolCallArgs(call_id, args),
                        ToolCallDone(call_id, call.name, args, parsed=parsed)]
         return events
+
+
+def _notices(found: Extraction, span: str) -> list[StreamEvent]:
+    """What the user is told of a call that is not one (issue 47): the text the model wrote goes with it, so nothing
+    it said is lost, and nothing of it runs."""
+    quoted = span.strip() if len(span.strip()) <= 400 else span.strip()[:400] + "…"
+    out: list[StreamEvent] = [Notice(code=CUT_OFF_NOTICE, level="warning", message=(
+        f"The reply was cut off inside a call to {name}; it was not run. It read: {quoted}")) for name in found.cut_off]
+    out += [Notice(code=UNREADABLE_NOTICE, level="warning", message=(
+        f"The model wrote a call that could not be read; nothing was run. It read: {quoted}"))
+        for _ in found.unreadable]
+    out += [Notice(code=UNKNOWN_NOTICE, level="warning", message=(
+        f"The model wrote a call to {name}, which is not offered; it was not run."))
+        for name in dict.fromkeys(call.name for call in found.unknown)]
+    return out
 
 
 def next_emulated_id(messages: Iterable[Message]) -> int:

@@ -223,7 +223,7 @@ class ConstrainedReply:
     def _plain(self, text: str) -> list[StreamEvent]:
         if self.detector is None:
             self.detector = CallDetector([*self.tools, *([self.answer] if self.answer else [])],
-                                         first_id=self._next_id)  # fmt: skip
+                                         first_id=self._next_id, unknown_as_calls=True)  # fmt: skip
         return self._translate(self.detector.feed(text)) if text else []
 
     def _translate(self, events: list[StreamEvent]) -> list[StreamEvent]:

@@ -13,12 +13,14 @@ text between them says a call.
 - gpt-oss (harmony): `<|channel|>commentary to=functions.f <|constrain|>json<|message|>{...}<|call|>`; the `analysis`
   channel is thinking, the `final` channel the answer
 - Granite: `<|tool_call|>[{"name": ..., "arguments": ...}]`; Llama 3: `<|python_tag|>{"name": ..., "parameters": ...}`
+- Olmo 3: `<function_calls>f(a=1)\ng(b=2)</function_calls>`; Gemma: `call:f{a:<escape>x<escape>}` (`gemma.py`)
+- DeepSeek V3.2 (DSML): `<｜DSML｜function_calls><｜DSML｜invoke name="f"><｜DSML｜parameter name="a" string="true">1
+  </｜DSML｜parameter></｜DSML｜invoke></｜DSML｜function_calls>`
 
 `span_scanner.SpanScanner` finds where such a span begins (`CLOSED`, `HARMONY`, `CONTROL`) and ends; the readers
 here turn a span into calls. Arguments written as JSON go through `arguments.parse_arguments`, those written as bare
 text through `arguments.typed_value` with the tool's schema; a Python-style list through `pythonic.python_calls`.
-Inside these markers any name is a call: a name that is not offered is answered `unknown_tool`, so the model can
-correct itself.
+A name must look like one (`_NAME`): text between a family's markers that says no call is unreadable, not a call.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ import re
 
 from sunwell.models.arguments import parse_arguments, typed_value
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
+from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.pythonic import python_calls
 
+DSML_OPEN = "<｜DSML｜function_calls>"
 DEEPSEEK_CALL, DEEPSEEK_SEP, DEEPSEEK_CALL_END = (
     "<｜tool▁call▁begin｜>",
     "<｜tool▁sep｜>",
@@ -56,6 +60,15 @@ CLOSED = {
     "<|tool_calls_section_begin|>": "<|tool_calls_section_end|>",
     "<|tool_call_section_begin|>": "<|tool_call_section_end|>",
     KIMI_CALL: KIMI_CALL_END,
+    "<|tool▁calls▁begin|>": "<|tool▁calls▁end|>",  # DeepSeek's tokens spelled with ASCII bars
+    "<|tool▁call▁begin|>": "<|tool▁call▁end|>",
+    DSML_OPEN: "</｜DSML｜function_calls>",
+    "<｜DSML｜tool_calls>": "</｜DSML｜tool_calls>",  # DeepSeek V4
+    "<function_calls>": "</function_calls>",  # Olmo 3
+    "<TOOLCALL>": "</TOOLCALL>",  # Nemotron: a JSON list
+    "<longcat_tool_call>": "</longcat_tool_call>",  # LongCat: GLM's form with its own tag names, or JSON
+    "<|tools_prefix|>": "<|tools_suffix|>",  # Apertus: a JSON list
+    **GEMMA_OPENERS,
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
 JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>")
@@ -76,19 +89,44 @@ CONTROL = (
     "<|tool_calls_section_end|>",
     "<｜tool▁calls▁end｜>",
     "<｜tool▁call▁end｜>",
+    "<｜tool▁outputs▁begin｜>",  # DeepSeek quoting a tool's output: the markers go, the output stays
+    "<｜tool▁output▁begin｜>",
+    "<｜tool▁output▁end｜>",
+    "<｜tool▁outputs▁end｜>",
+    "<end_function_call>",
+    "<tool_call|>",
+    "</tool_call>",  # left after a call whose opening tag was left out (vLLM's Qwen3-Coder test)
+    "<|tool_response>",  # Gemma 4 ending its turn for the tool's answer
+    "<tool_response|>",
+    *(f"<|{t}|>" for t in ("tool▁calls▁end", "tool▁call▁end", "end▁of▁sentence", "tool▁outputs▁begin",
+                           "tool▁output▁begin", "tool▁output▁end", "tool▁outputs▁end")),
 )
 """Control tokens with no text of their own: dropped wherever they stand (a server may pass them through)."""
+
+_DEEPSEEK_TOKENS = ("tool▁calls▁begin", "tool▁calls▁end", "tool▁call▁begin", "tool▁call▁end", "tool▁sep",
+                    "tool▁outputs▁begin", "tool▁outputs▁end", "tool▁output▁begin", "tool▁output▁end", "end▁of▁sentence")
+DEEPSEEK_ASCII = {f"<|{t}|>": f"<｜{t}｜>" for t in _DEEPSEEK_TOKENS}
+"""DeepSeek's tokens as some templates spell them (Ollama's: ASCII bars), and as the model writes them."""
+_NAME = re.compile(r"[^\W\d][\w.\-:/]*")
+"""A tool's name: a word (any script), with `.`, `-`, `:` or `/` inside (`functions.f`, `mcp__srv__tool`)."""
 
 MISTRAL_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*\w*\s*)?(?:\[ARGS\])?\s*")
 _HARMONY_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
 _HARMONY_RECIPIENT = re.compile(r"\bto=([^\s<]+)")
 _INVOKE = re.compile(r"""<invoke\s+name=["']?([^"'>]+)["']?\s*>(.*?)(?:</invoke>|\Z)""", re.DOTALL)
 _XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (the XML emulation format)
-    r"""<(?:parameter=([^>\s]+)|parameter\s+name=["']?([^"'>]+)["']?|([\w.-]+))\s*>(.*?)</(?:parameter|\3)\s*>""",
+    r"""<(?:parameter=([^>\s]+)|parameter\s+name=["']?([^"'>]+)["']?(?:\s+[\w-]+=["'][^"']*["'])*|([\w.-]+))\s*>(.*?)"""
+    # a value ends at a closing tag the next tag follows (one inside the value is its text), or, when the model left
+    # its closing tag out, where the next parameter or the function's close begins
+    r"""(?:</(?:parameter|\3)\s*>(?=\s*(?:<|\Z))|(?=<parameter[=\s])|(?=</function>)|\Z)""",
     re.DOTALL,
 )
 _GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*<arg_value>(.*?)(?:</arg_value>|\Z)", re.DOTALL)
-_KIMI_ID = re.compile(r"\s*(?:functions\.)?([^\s:]+?)(?::\d+)?\s*$")
+_DSML_INVOKE = re.compile(r'<｜DSML｜invoke\s+name="([^"]+)"\s*>(.*?)</｜DSML｜invoke>', re.DOTALL)
+_DSML_PARAMETER = re.compile(
+    r'<｜DSML｜parameter\s+name="([^"]+)"(?:\s+string="(true|false)")?\s*>(.*?)</｜DSML｜parameter>', re.DOTALL)
+_GLM_WORDS = re.compile(r"([A-Za-z_][\w.\-]*)((?:\s+[\w.\-]+=\S+)+)")
+_KIMI_ID = re.compile(r"(?:functions\.)?([^\s:]+):\d+")
 
 
 def harmony_header(span: str) -> tuple[str | None, str | None, int] | None:
@@ -125,32 +163,64 @@ def read_mistral(body: str) -> Extraction | None:
     return json_call(m[1], rest)
 
 
+def deepseek_spelling(text: str) -> str:
+    for ascii_token, token in DEEPSEEK_ASCII.items():
+        text = text.replace(ascii_token, token)
+    return text
+
+
 def read_deepseek(span: str) -> Extraction:
+    """V3/R1: `function<sep>name\n```json\n{...}\n```` per call; V3.1: `name<sep>{...}`. A call without its
+    separator, its name or a JSON object is unreadable (as in Ollama's and vLLM's readers)."""
     out = Extraction()
     for part in span.split(DEEPSEEK_CALL)[1:]:
         part = part.split(DEEPSEEK_CALL_END, 1)[0]
-        kind, _, rest = part.partition(DEEPSEEK_SEP)
-        if "```" in rest or kind.strip() == "function":  # V3/R1: function<sep>name\n```json\n{...}\n```
+        kind, sep, rest = part.partition(DEEPSEEK_SEP)
+        if not sep:
+            return Extraction()
+        if kind.strip() == "function":
             name, _, fenced = rest.partition("\n")
-            arguments = re.sub(r"\A\s*```(?:json)?|```\s*\Z", "", fenced.strip())
-        else:  # V3.1: name<sep>{...}
+            m = re.fullmatch(r"\s*```(?:json)?\s*(.*?)\s*```\s*", fenced, re.DOTALL)
+            if m is None:
+                return Extraction()
+            arguments = m[1]
+        else:
             name, arguments = kind, rest
+        if not _NAME.fullmatch(name.strip()) or parse_arguments(arguments)[0] is None:
+            return Extraction()
         _merge(out, json_call(name.strip(), arguments))
     return out
 
 
-def read_kimi(span: str) -> Extraction:
+def read_kimi(span: str, tools: Offered) -> Extraction:
+    """`functions.f:0` (or `f:0`) names each call; a bare counter (`0`) names the one offered tool whose
+    parameters the arguments fit, and none when two fit (vLLM's reader). An id of another shape is no call."""
     out = Extraction()
     for part in span.split(KIMI_CALL)[1:]:
         ident, _, arguments = part.split(KIMI_CALL_END, 1)[0].partition(KIMI_ARGS)
-        if m := _KIMI_ID.match(ident):
+        if m := _KIMI_ID.fullmatch(ident.strip()):
             _merge(out, json_call(m[1], arguments))
+        elif re.fullmatch(r"\s*\d+\s*", ident) and (name := _fitting_tool(arguments, tools)):
+            _merge(out, json_call(name, arguments))
     return out
+
+
+def _fitting_tool(arguments: str, tools: Offered) -> str | None:
+    if len(tools) == 1:
+        return next(iter(tools))
+    parsed, _ = parse_arguments(arguments)
+    if not parsed:
+        return None
+    fits = [name for name, schema in tools.items() if set(parsed) <= set((schema or {}).get("properties") or {})]
+    return fits[0] if len(fits) == 1 else None
 
 
 def read_glm(body: str, tools: Offered) -> Extraction | None:
     """`name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>` inside `<tool_call>`; a bare offered name is a call
     without arguments. A line break may arrive escaped (`\\n`, sglang's test of GLM-4.6 output)."""
+    if m := _GLM_WORDS.fullmatch(body.strip()):  # `name a=1 b=2` (mlx-lm's glm47 reader takes it)
+        arguments = {k: _glm_value(v, parameter_schema(tools, m[1], k)) for k, v in re.findall(r"([\w.\-]+)=(\S+)", m[2])}
+        return Extraction(calls=[FoundCall(m[1], arguments)])
     head = re.split(r"\n|\\n|<arg_key>", body.strip(), maxsplit=1)[0].strip()
     pairs = _GLM_ARG.findall(body)
     if not re.fullmatch(r"[A-Za-z_][\w.\-]*", head) or not (pairs or head in tools):
@@ -160,9 +230,14 @@ def read_glm(body: str, tools: Offered) -> Extraction | None:
 
 
 def _glm_value(text: str, schema: dict | None) -> object:
-    """GLM's template writes a string as it is and any other value as JSON; a string the model wrote as JSON
-    (`"London"`) is read as one (mlx-lm's glm47 test), and JSON whose quotes came escaped (`[{\\"id\\": …}]`) too."""
+    """GLM's template writes a string as it is (spaces kept: vLLM's test) and any other value as JSON, so without a
+    schema a JSON number or boolean is one; a string the model wrote as JSON (`"London"`) is read as one (mlx-lm's
+    glm47 test), and JSON whose quotes came escaped (`[{\\"id\\": …}]`) too."""
+    if schema is None and re.fullmatch(r"\s*(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)\s*", text):
+        return json.loads(text)
     value = typed_value(text, schema)
+    if isinstance(value, str) and text.strip():
+        value = text  # as written: GLM's template puts no space or line break around a value
     if not isinstance(value, str):
         return value
     word = value.strip()
@@ -184,9 +259,54 @@ def read_invokes(span: str, tools: Offered) -> Extraction | None:
     return Extraction(calls=calls) if calls else None
 
 
+def read_dsml(span: str, tools: Offered) -> Extraction | None:
+    """DeepSeek V3.2's calls: each parameter says whether it is a string (`string="true"`); the tool's schema types
+    it either way, a string-only parameter keeps `null` as text, and without a schema `string="false"` is JSON
+    (vLLM's reader). A lone `arguments` or `input` parameter the tool does not take, holding an object, is the
+    arguments (the model wrapped them)."""
+    calls = []
+    for name, body in _DSML_INVOKE.findall(span):
+        arguments = {k: _dsml_value(v, is_string, parameter_schema(tools, name, k))
+                     for k, is_string, v in _DSML_PARAMETER.findall(body)}
+        if len(arguments) == 1 and (key := next(iter(arguments))) in ("arguments", "input"):
+            inner = arguments[key] if isinstance(arguments[key], dict) else _object_or_none(arguments[key])
+            if inner is not None and parameter_schema(tools, name, key) is None:
+                arguments = inner
+        calls.append(FoundCall(name, arguments))
+    return Extraction(calls=calls) if calls else None
+
+
+def _dsml_value(text: str, is_string: str, schema: dict | None) -> object:
+    if schema is not None:
+        kinds = [k for k in ([schema.get("type")] if isinstance(schema.get("type"), str) else schema.get("type") or [])]
+        return text if kinds == ["string"] else typed_value(text, schema)
+    if is_string == "false":
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def _object_or_none(value: object) -> dict | None:
+    try:
+        loaded = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
 def read_python(body: str) -> Extraction | None:
     """Llama 4's and LFM2's Python-style list of calls."""
     calls = python_calls(body, (), any_name=True)
+    return Extraction(calls=calls) if calls else None
+
+
+def read_olmo(body: str) -> Extraction | None:
+    """Olmo 3: one Python call per line between `<function_calls>` and `</function_calls>`."""
+    calls: list[FoundCall] = []
+    for line in body.strip().splitlines():  # a line that is no call is dropped; its siblings count (vLLM's test)
+        calls += python_calls(line, (), any_name=True) or []
     return Extraction(calls=calls) if calls else None
 
 
@@ -202,7 +322,10 @@ def xml_call(name: str, body: str, tools: Offered) -> Extraction:
 
 
 def json_call(name: str, text: str) -> Extraction:
-    """One call whose arguments are JSON text (repaired if need be; kept raw if no object can be read)."""
+    """One call whose arguments are JSON text (repaired if need be; kept raw if no object can be read, as the
+    native path keeps them); none when the name is none."""
+    if not _NAME.fullmatch(name):
+        return Extraction()
     arguments, repairs = parse_arguments(text)
     if arguments is None:
         return Extraction(

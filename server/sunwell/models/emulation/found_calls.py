@@ -59,4 +59,8 @@ class Extraction:
     thinking: str = ""
     """Reasoning the text carried in a dialect's own channel (gpt-oss' `analysis`), kept out of the answer."""
     cut_off: list[str] = field(default_factory=list)
-    """Calls the reply was cut off in (it ended by length, or the stream broke): never run."""
+    """Calls whose JSON or closing marker never came (the reply ended inside them): never run, never shown."""
+    unreadable: list[str] = field(default_factory=list)
+    """Text between a family's call markers that says no call (no name, no arguments that can be read)."""
+    unknown: list[FoundCall] = field(default_factory=list)
+    """Calls of a tool that was not offered: no calls of the reply (the parsers' tests say so), never run."""

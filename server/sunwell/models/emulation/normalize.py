@@ -14,16 +14,19 @@ What counts as a call (a JSON value inside a candidate):
   `input`/`params`, else from the object's other keys;
 - an object whose only key is an offered tool's name (`{"read_file": {"path": "a.txt"}}`);
 - a near-miss: a call-shaped object (a name key with a string and an arguments key) naming a tool that is not
-  offered. It is returned as a call, so the engine answers `unknown_tool` and the model can correct itself (a
-  typical Qwen failure puts a file name where the tool name belongs). In bare prose JSON it must have no keys
-  besides name, arguments, `id` and `type`, and its arguments must not be a JSON Schema (a tool *definition*
-  is not a call); inside an explicit call marker (`<tool_call>`, `[TOOL_CALLS]`, `<|python_tag|>`, a
-  ```tool_call fence) those two restrictions are lifted.
+  offered (a typical Qwen failure puts a file name where the tool name belongs). In bare prose JSON it must have
+  no keys besides name, arguments, `id` and `type`, its arguments must not be a JSON Schema (a tool *definition*
+  is not a call) and must be ones an offered tool takes; inside an explicit call marker (`<tool_call>`,
+  `[TOOL_CALLS]`, `<|python_tag|>`, a ```tool_call fence) those restrictions are lifted.
 Anything else, e.g. `{"name": "Ada", "age": 3}` in an answer, stays text; so does code in backticks (`{...}`, or
 ```json …``` written inside a sentence): an example being explained is no call.
 
-A candidate the text ends inside (a `partial` step) is a call cut off; when the reply was cut off (`cut_off`: it
-ended by length, or the stream broke) it is never run, and never shown.
+What is never a call (issue 47), each said to the user in a notice and never run:
+- a call the reply ended inside (a `partial` step) whose JSON or closing marker never came, whether the reply was
+  cut off by length or just ended there: the complete calls before it still count;
+- text between a family's call markers that says no call (`<tool_call>abc</tool_call>`): it is no answer either;
+- a call of a tool that was not offered (`unknown`): what the parsers' own tests expect, and nothing runs; a name
+  the loop would respell into an offered one (`Read_File`) is offered.
 """
 
 from __future__ import annotations
@@ -35,11 +38,16 @@ from typing import Any
 
 from sunwell.models.arguments import load_json, parse_arguments
 from sunwell.models.emulation import dialects
+from sunwell.models.emulation.between_calls import Echo, Separator
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered
+from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
+from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.pythonic import python_calls
 from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
+from sunwell.models.emulation.unfinished import complete_part, cut_name
+from sunwell.vocabulary import canonical_tool_name
 
-__all__ = ["Extraction", "FoundCall", "Separator", "SpanScanner", "parse_span", "settle"]
+__all__ = ["Echo", "Extraction", "FoundCall", "Separator", "SpanScanner", "parse_span", "settle"]
 
 NAME_KEYS = ("name", "tool", "tool_name", "function")
 ARGUMENT_KEYS = ("arguments", "args", "parameters", "input", "params")
@@ -47,13 +55,19 @@ _CALL_KEYS = {*NAME_KEYS, *ARGUMENT_KEYS, "id", "type", "call_id"}
 _WRAPPER_KEYS = ("arguments", "args", "parameters")  # {"arguments": {"arguments": {...}}} is unwrapped
 
 
-def _extract(text: str, tools: Offered, explicit: bool, cut_off: bool = False) -> Extraction:
+def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True) -> Extraction:
+    """The calls in text that stands between a call's markers (a fence, `<tool_call>`): the closing marker came, so
+    what it encloses is whole, however its JSON ends (unless not `enclosed`)."""
     scanner, out, kept, pos = SpanScanner(tools), Extraction(), [], 0
-    separator = Separator()
+    separator, echo = Separator(), Echo()
     while pos < len(text):
         kind, end = scanner.step(text, pos, final=True)
         span, pos = text[pos:end], end
-        found = settle(kind, span, tools, cut_off=cut_off, explicit=explicit)
+        kind = "candidate" if kind == "partial" and enclosed else kind
+        if echo.repeats(kind, span):
+            continue
+        found = settle(kind, span, tools, cut_off=False, explicit=explicit)
+        echo.saw(span, found)
         if found is None:
             kept.append(separator.text(span))
             continue
@@ -63,47 +77,62 @@ def _extract(text: str, tools: Offered, explicit: bool, cut_off: bool = False) -
         out.repairs += found.repairs
         out.thinking += found.thinking
         out.cut_off += found.cut_off
+        out.unreadable += found.unreadable
+        out.unknown += found.unknown
     out.remaining_text = "".join(kept) + separator.held
     return out
 
 
-class Separator:
-    """The `;` Llama 3 writes between calls (`{…}; {…}`), dropped when a call follows it: text after a call that
-    may be one is held (`held`) until what comes next says."""
-
-    def __init__(self) -> None:
-        self.after_call = False
-        self.held = ""
-
-    def text(self, span: str) -> str:
-        """What of a text span to show now."""
-        if self.after_call and _SEPARATOR.fullmatch(self.held + span):
-            self.held += span
-            return ""
-        out, self.held, self.after_call = self.held + span, "", False
-        return out
-
-    def found(self, found: Extraction) -> str:
-        """What held text to show before a span that held calls (or thinking, or a control token)."""
-        out = "" if found.calls and ";" in self.held else self.held
-        self.held, self.after_call = "", bool(found.calls) or (self.after_call and not found.remaining_text)
-        return out
-
-
-_SEPARATOR = re.compile(r"\s*;?\s*")
+_RECIPIENT = re.compile(r"\s*(?:assistant\s+)?to=functions\.([^\s<]+)(?:\s+json)?\s*(?=\{)")
+_CALL_MARKERS = tuple(m for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.DEEPSEEK_ASCII)
+                      if m not in ("<|python_start|>", "<function=", "<function name=", "<tool name=", "<invoke name="))
+"""Markers that only ever open a call: what stands between them is a call or nothing (never the answer)."""
 
 
 def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bool = False) -> Extraction | None:
-    """What a scanned span is: None for text, else what it holds (calls, thinking, text to show instead)."""
+    """What a scanned span is: None for text, else what it holds (calls, thinking, text to show instead).
+    `cut_off` (the reply ended by length) changes nothing since issue 47: a call the reply ended inside is never
+    run, however the reply ended."""
+    del cut_off
     if kind == "text":
         return None
+    marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII))
+    # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view);
+    # so is a half-written Python line (`read_file(path=`): a mention as likely as a call
+    callish = marked or (span.lstrip()[:1] in ("{", "[", "`") and any(name in span for name in tools))
+    rest_cut = False
+    if kind == "partial":
+        complete = complete_part(span)
+        rest_cut = complete != span
+        if complete is None and not marked and span[:1] in "{[":
+            inner = _extract(span[1:], tools, explicit, enclosed=False)  # a broken object around a whole call
+            if inner.calls:
+                inner.remaining_text = ""
+                return inner
+        if complete is None:
+            return Extraction(cut_off=[cut_name(span)]) if callish else None
+        span = complete
     found = parse_span(span, tools, explicit=explicit)
-    marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY))
-    callish = marked or bool(CALLISH.search(span)) or any(name in span for name in tools)
-    if kind == "partial" and cut_off and (found is not None or callish):
-        names = [call.name for call in found.calls] if found else []
-        return Extraction(cut_off=names or [span[:40]])
+    if found is None and span.startswith(_CALL_MARKERS):
+        found = Extraction(unreadable=[span])
+    if found is not None:
+        _drop_unknown(found, tools)
+        if rest_cut:
+            found.cut_off.append("a further call")
+    elif rest_cut and callish:
+        return Extraction(cut_off=[cut_name(span)])
     return found
+
+
+def _drop_unknown(found: Extraction, tools: Offered) -> None:
+    """Moves the calls of tools that were not offered to `found.unknown`."""
+    names = sorted(tools)
+
+    def known(name: str) -> bool:
+        return name in tools or canonical_tool_name(name, names) is not None
+
+    found.unknown += [c for c in found.calls if not known(c.name)]
+    found.calls = [c for c in found.calls if known(c.name)]
 
 
 def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bool = False) -> Extraction | None:
@@ -116,13 +145,19 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         inner = span[m.end():]
         inner = inner.removesuffix("```")
         return _nonempty(_extract(inner, tools, explicit or m[1].lower() in CALL_FENCES))
+    if span.startswith(tuple(dialects.DEEPSEEK_ASCII)):
+        span = dialects.deepseek_spelling(span)
     if span in dialects.CONTROL:
         return Extraction()
     if span.startswith(dialects.HARMONY):
         return dialects.read_harmony(span)
-    if span.startswith("<tool_call>"):
-        body = _between(span, "<tool_call>", "</tool_call>")
-        return _nonempty(_extract(body, tools, True)) or dialects.read_glm(body, tools)
+    for opener in ("<tool_call>", "<longcat_tool_call>"):
+        if span.startswith(opener):
+            body = _between(span, opener, dialects.CLOSED[opener]).replace("<longcat_arg_", "<arg_")
+            body = body.replace("</longcat_arg_", "</arg_")
+            if m := _RECIPIENT.match(body):  # `assistant to=functions.f json\n{…}` (sglang's gpt-oss dialect)
+                return dialects.json_call(m[1], body[m.end():])
+            return _nonempty(_extract(body, tools, True)) or dialects.read_glm(body, tools)
     if span.startswith("[TOOL_CALLS]"):
         body = span.removeprefix("[TOOL_CALLS]")
         if body.lstrip()[:1] in ("{", "["):
@@ -135,16 +170,25 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
     for opener in ("<|python_start|>", "<|tool_call_start|>"):
         if span.startswith(opener):
             body = _between(span, opener, dialects.CLOSED[opener])
+            while body.startswith(opener):  # LFM2 may write its opener twice (Ollama's test)
+                body = body[len(opener):]
             found = dialects.read_python(body) or _json_calls(body, tools, explicit=True)
             return found or (Extraction(remaining_text=body) if opener == "<|python_start|>" else None)
     if span.startswith(("<｜tool▁calls▁begin｜>", dialects.DEEPSEEK_CALL)):
         return _nonempty(dialects.read_deepseek(span))
     if span.startswith(("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>", dialects.KIMI_CALL)):
-        return _nonempty(dialects.read_kimi(span))
+        return _nonempty(dialects.read_kimi(span, tools))
     if span.startswith(("<minimax:tool_call>", "<invoke name=")):
         return dialects.read_invokes(span, tools)
-    if span.startswith("<tool_calls>"):
-        return _nonempty(_extract(_between(span, "<tool_calls>", "</tool_calls>"), tools, True))
+    if span.startswith(tuple(GEMMA_OPENERS)):
+        return read_gemma(span)
+    if span.startswith((dialects.DSML_OPEN, "<｜DSML｜tool_calls>")):
+        return dialects.read_dsml(span, tools)
+    if span.startswith("<function_calls>"):
+        return dialects.read_olmo(_between(span, "<function_calls>", "</function_calls>"))
+    for opener in ("<tool_calls>", "<TOOLCALL>", "<|tools_prefix|>"):
+        if span.startswith(opener):
+            return _nonempty(_extract(_between(span, opener, dialects.CLOSED[opener]), tools, True))
     for pattern, closer in ((r"<function=([^>\s]+)\s*>", "</function>"),
                             (r"""<function\s+name=["']?([^"'>\s]+)["']?\s*>""", "</function>"),
                             (r"""<tool name=["']?([^"'>\s]+)["']?\s*>""", "</tool>"),
@@ -167,7 +211,7 @@ def _python_span(span: str, names: frozenset[str]) -> Extraction | None:
 
 def _nonempty(extraction: Extraction) -> Extraction | None:
     """The calls of a span read as a whole (the text between them in the span is the call's, not prose)."""
-    if not extraction.calls:
+    if not extraction.calls and not extraction.unknown:
         return None
     extraction.remaining_text = ""
     return extraction

@@ -7,7 +7,7 @@ a call of `final_answer` (`constrained.py`); a server that cannot is sent the re
 Where the model may answer, it first chooses between answering and calling free, and only a call is held to the
 schema (`choice.py`).
 `RecoveringProvider` is for native-but-unreliable models (local servers): it keeps native tool events as they are
-and recovers a call the model wrote as text instead (PROTOCOL.md "Model strings").
+and recovers a call the model wrote as text instead (docs/config.md "Model strings").
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from sunwell.models.emulation.prompt import (
     render_history_for_emulation,
     tool_prompt,
 )
-from sunwell.wire.messages import ToolResultMessage, UserMessage
+from sunwell.wire.messages import Message, ToolResultMessage, UserMessage
 
 
 class EmulatedProvider:
@@ -62,33 +62,33 @@ class EmulatedProvider:
         tools = request.tools if request.tool_choice != "none" else []
         system = request.system
         constrained = bool(tools) and self.constrained
-        answer = answer_tool(tools) if constrained and request.tool_choice == "auto" else None
+        listed = answer_tool(tools) if constrained else None
+        answer = listed if request.tool_choice == "auto" else None
         # Constrained, the reply is bare JSON whatever the prompt says, so the prompt and the history say JSON too:
         # with Qwen's own (hermes) wording a 0.5B model re-read a file it was asked to change, where with the JSON
         # wording it wrote it (BENCHMARKS.md, "Constrained decoding").
         style: Style = "json" if constrained else self.style
-        if tools:
-            if constrained:
-                prompt = constrained_prompt([*tools, *([answer] if answer else [])], answer and answer.name,
-                                            compact=self.compact, parallel=self.parallel)  # fmt: skip
+        if tools:  # the same words whatever the tool choice (the schema holds a call to it): a prompt cache keeps them
+            if listed:
+                prompt = constrained_prompt([*tools, listed], listed.name, compact=self.compact,
+                                            parallel=self.parallel)  # fmt: skip
             else:
                 prompt = tool_prompt(tools, style, compact=self.compact, parallel=self.parallel)
             system = f"{system}\n\n{prompt}"
-            if request.tool_choice == "required":
-                system += "\nYou must call a tool in this reply."
-            elif request.tool_choice != "auto":
-                system += f"\nYou must call {request.tool_choice} in this reply."
         messages = render_history_for_emulation(request.messages, style)
         # Constrained, the request is said again after the results: a 0.5B model that reads a result last re-reads
         # the file; reminded of the request there, it goes on to the write (BENCHMARKS.md, "Agentic read→write").
         if constrained and request.messages and isinstance(request.messages[-1], ToolResultMessage):
             asked = next((m.content_for_model() for m in reversed(request.messages) if isinstance(m, UserMessage)),
                          None)
-            if asked and isinstance(messages[-1], UserMessage):
-                messages[-1] = UserMessage(text=f"{messages[-1].text}\n\n{next_step(asked, answer and answer.name)}")
+            if asked:
+                messages = _said_last(messages, next_step(asked, answer and answer.name))
+        if tools and request.tool_choice != "auto":
+            must = "a tool" if request.tool_choice == "required" else request.tool_choice
+            messages = _said_last(messages, f"You must call {must} in this reply.", "\n")
         sent = replace(request, system=system.strip(), tools=[], tool_choice="auto", messages=messages)
         first_id = next_emulated_id(request.messages)
-        detector: CallDetector | ConstrainedReply = CallDetector(tools, first_id=first_id)
+        detector: CallDetector | ConstrainedReply = CallDetector(tools, first_id=first_id, unknown_as_calls=True)
         if constrained:  # with `answer`, the adapter lets the model choose free before a call is held (choice.py)
             sent = ConstrainedRequest(**{**vars(sent), "reply_schema": reply_schema(tools, request.tool_choice),
                                          "answer": answer and answer.name})  # fmt: skip
@@ -118,6 +118,13 @@ class EmulatedProvider:
         finally:
             if (aclose := getattr(events, "aclose", None)) is not None:
                 await aclose()
+
+
+def _said_last(messages: list[Message], text: str, separator: str = "\n\n") -> list[Message]:
+    """`messages` with `text` said at their end, in the last user turn (or one of its own after a reply)."""
+    if messages and isinstance(last := messages[-1], UserMessage):
+        return [*messages[:-1], UserMessage(text=f"{last.text}{separator}{text}")]
+    return [*messages, UserMessage(text=text)]
 
 
 def _through_first_call(events: list[StreamEvent]) -> list[StreamEvent]:

@@ -26,6 +26,9 @@ _PY_LINE_START = re.compile(r"[ \t]*(?:\[[ \t]*)?")
 _PY_LIST = re.compile(r"\[[ \t]*([A-Za-z_][\w.]*)[ \t]*\(")
 _PY_LIST_OPENING = re.compile(r"\[[ \t]*([A-Za-z_][\w.]*)?[ \t]*")
 
+_OPENERS = re.compile("|".join(re.escape(m) for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY)))
+"""Where a call's own markers begin: JSON in prose that runs into one was no call's JSON."""
+
 Kind = Literal["text", "candidate", "partial", "wait"]
 Step = tuple[Kind, int]
 
@@ -164,6 +167,8 @@ class SpanScanner:
             if not (buf[j] in "\"'{}" or buf[j].isalpha() or buf[j] == "_"):
                 return "text", pos + 1  # `{0}`, `{ x }` in code, `[1]`, `[link](…)`
         end = self._balanced_end(buf, start)
+        if lookahead and _OPENERS.search(buf, pos + 1, end if end is not None else len(buf)):
+            return "text", pos + 1  # `hi{hi[TOOL_CALLS]f{…}`: a brace in prose, then a call of its own
         if end is not None and (not lookahead or end - pos <= _LOOKAHEAD):
             return "candidate", end
         if lookahead and len(buf) - pos >= _LOOKAHEAD and not self._callish(buf[pos : pos + _LOOKAHEAD]):
@@ -278,7 +283,8 @@ class SpanScanner:
             return "wait", pos
         if m and k < len(buf) and buf[k] == "{":
             return self._json(buf, pos, k, final)
-        return ("partial", len(buf)) if k == len(buf) else ("candidate", k)
+        # a word after the marker that no JSON follows is no name: only the marker goes (vLLM's test)
+        return ("partial", len(buf)) if k == len(buf) else ("candidate", j)
 
     def _harmony(self, marker: str, buf: str, pos: int, final: bool) -> Step:
         """A gpt-oss message: a call through its JSON (or `<|call|>`), thinking through `<|end|>`, or else only

@@ -4,6 +4,10 @@ The wire conversation must alternate user / assistant, and every `tool_use` bloc
 `tool_result` block at the start of the next user turn; the mapping below guarantees both. Every request of a
 session asks for its prefix to be cached (anthropic_cache.py), and the usage read back tells the prompt tokens read
 from the cache and written to it apart from the rest. The `anthropic` SDK is imported when an adapter is built, not when this module is.
+
+A tool result's content is its text, as for every provider, when the tool gave one text (almost always: the request
+stays byte for byte what it was); a result of several parts is a list of blocks: text, JSON data as indented text,
+a resource link as a line, an image as an `image` block of base64 bytes.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from sunwell.wire.messages import (
     Usage,
     UserMessage,
 )
+from sunwell.wire.results import DataPart, ImagePart, ResourceLinkPart
 
 # An `error` event inside a 200 stream carries only a type; it means what this HTTP status would.
 _ERROR_TYPE_STATUS = {
@@ -168,12 +173,31 @@ def map_conversation(request: ModelRequest) -> tuple[str, list[dict[str, Any]]]:
             case ToolResultMessage():
                 block: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg.call_id,
                                          "is_error": not msg.ok}
-                if content := msg.content_for_model():
+                if content := _result_content(msg):
                     block["content"] = content
                 add("user", [block])
             case _:
                 assert_never(msg)
     return "\n\n".join(system), turns
+
+
+def _result_content(msg: ToolResultMessage) -> str | list[dict[str, Any]]:
+    """A tool_result block's `content`: the text every provider reads, or, for a result of several parts, its blocks
+    (an empty text block is a 400: none is sent)."""
+    if msg.error is not None or msg.parts is None:
+        return msg.content_for_model()
+    blocks: list[dict[str, Any]] = []
+    for part in msg.parts:
+        match part:
+            case TextPart(text=text):
+                blocks += [{"type": "text", "text": text}] if text else []
+            case DataPart() | ResourceLinkPart():
+                blocks.append({"type": "text", "text": part.as_text()})
+            case ImagePart(media_type=media_type, data=data):
+                blocks.append({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+            case _:
+                assert_never(part)
+    return blocks
 
 
 def _assistant_block(part: AssistantPart) -> dict[str, Any] | None:

@@ -1,7 +1,7 @@
 """Native tool calling first; a server that refuses `tools` gets the same request again in emulation.
 
-PROTOCOL.md: on `ollama` and `openai-compatible`, a server that rejects `tools` (e.g. "does not support tools")
-is retried once in emulation mode, and that is remembered for the session (`on_fallback`).
+On `ollama` and `openai-compatible`, a server that rejects `tools` (e.g. "does not support tools") is retried once
+in emulation mode, and that is remembered for the session (`on_fallback`; docs/config.md "Model strings").
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ that takes none gets the request without it. One the model may answer goes out f
 only when the reply opens a call (`choice.py`). OpenAI caches a prompt's prefix on its own; it is sent a key per
 session to keep a session's requests on one cache (`prompt_cache_key`), other servers are not (one that checks its
 parameters may refuse it; llama.cpp and Ollama reuse a prefix without being asked).
+
+A tool result is a `role: tool` message, text only: its parts one a line, an image as a note (wire/results.py
+`part_text`; an `image_url` user message after the results would split their run and reach models that cannot see).
 """
 
 from __future__ import annotations
@@ -161,7 +164,7 @@ class OpenAIChat:
         if request.cache_key and self.name == "openai":  # derived: the session's own id stays on this machine
             key = hashlib.blake2b(request.cache_key.encode(), digest_size=12).hexdigest()
             params["prompt_cache_key"] = f"sunwell-{key}"
-        # "none" sends no tools at all: the history's tool messages stay valid without them (PROTOCOL.md).
+        # "none" sends no tools at all: the history's tool messages stay valid without them (docs/events.md).
         if request.tools and request.tool_choice != "none":
             params["tools"] = [
                 {"type": "function",

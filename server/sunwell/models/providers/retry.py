@@ -1,8 +1,8 @@
 """Provider faults: what an HTTP status means to the user, how long to wait, and the retry loop of a stream.
 
-PROTOCOL.md "Provider faults": 429, 5xx and connection errors before the first streamed delta are retried with
-backoff that honours `retry-after`. After the first delta a retry would repeat what the user already saw (and
-maybe a half-streamed tool call), so the fault ends the turn instead. The SDKs' own retries are off
+429, 5xx and connection errors before the first streamed delta are retried with backoff that honours `retry-after`
+(docs/events.md "Provider faults and the tool-turn limit"). After the first delta a retry would repeat what the user
+already saw (and maybe a half-streamed tool call), so the fault ends the turn instead. The SDKs' own retries are off
 (`max_retries=0`) because they cannot know what was already streamed and would wait without telling the user.
 """
 

@@ -202,11 +202,12 @@ class MathEvalArguments(ToolArguments):
     expression: str = Field(description="Arithmetic with math's functions, e.g. \"sqrt(2) * (3 + 4) ** 2\".")
 
 
-async def math_eval(args: dict[str, Any], ctx: ToolContext) -> str:
-    return _shown(evaluate(MathEvalArguments.model_validate(args).expression))
+async def math_eval(arguments: MathEvalArguments, ctx: ToolContext) -> str:
+    return _shown(evaluate(arguments.expression))
 
 
-MATH_EVAL = Tool(
+MATH_EVAL = Tool.of(
+    MathEvalArguments, math_eval,
     name="math_eval",
     description=(
         "Evaluate an arithmetic expression exactly, instead of computing it in your head. Numbers, + - * / // % "
@@ -214,8 +215,6 @@ MATH_EVAL = Tool(
         f"round, min and max; no variables, text or lists. At most {MAX_EXPRESSION} characters; whole numbers up "
         'to about 3,000 digits. Example: {"expression": "round(1200 * (1 + 0.035) ** 10, 2)"}.'
     ),
-    parameters=MathEvalArguments.schema_for_tool(),
-    handler=math_eval,
     min_trust=Trust.discovery,
     harmless=True,
     expendable=True,

@@ -7,7 +7,7 @@ None of them touches the workspace or the network; the store lives in the sessio
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field
@@ -30,8 +30,7 @@ class GetTimeArguments(ToolArguments):
                                  description='IANA time zone such as "Europe/Paris" or "UTC". Default: local time.')
 
 
-async def get_time(args: dict[str, Any], ctx: ToolContext) -> str:
-    arguments = GetTimeArguments.model_validate(args)
+async def get_time(arguments: GetTimeArguments, ctx: ToolContext) -> str:
     zone = _zone(arguments.timezone)
     now = dt.datetime.now(zone) if zone is not None else dt.datetime.now().astimezone()
     match arguments.format:
@@ -53,7 +52,8 @@ def _zone(name: str | None) -> dt.tzinfo | None:
                           'use an IANA name such as "Europe/Paris", "America/New_York" or "UTC"') from None
 
 
-GET_TIME = Tool(
+GET_TIME = Tool.of(
+    GetTimeArguments, get_time,
     name="get_time",
     description=(
         "Get the current date and time. Use it whenever the answer depends on today's date or the time of day: "
@@ -61,8 +61,6 @@ GET_TIME = Tool(
         '"human"; `timezone` an IANA zone (default: the local time of the machine). An unknown zone is an error. '
         'Example: {"timezone": "Asia/Tokyo", "format": "human"}.'
     ),
-    parameters=GetTimeArguments.schema_for_tool(),
-    handler=get_time,
     min_trust=Trust.discovery,
     harmless=True,
     expendable=True,
@@ -87,8 +85,7 @@ def _state(ctx: ToolContext) -> ScratchState:
     return ctx.scratch.state
 
 
-async def kv_set(args: dict[str, Any], ctx: ToolContext) -> str:
-    arguments = KvSetArguments.model_validate(args)
+async def kv_set(arguments: KvSetArguments, ctx: ToolContext) -> str:
     state = _state(ctx)
     try:
         used = state.put(arguments.key, arguments.value)
@@ -101,8 +98,7 @@ async def kv_set(args: dict[str, Any], ctx: ToolContext) -> str:
     return f"Stored {arguments.key!r}. The store holds {len(state.values)} key(s), {used:,} of {MAX_BYTES:,} bytes."
 
 
-async def kv_get(args: dict[str, Any], ctx: ToolContext) -> str:
-    arguments = KvGetArguments.model_validate(args)
+async def kv_get(arguments: KvGetArguments, ctx: ToolContext) -> str:
     state = _state(ctx)
     if arguments.key in state.values:
         return state.values[arguments.key]
@@ -114,7 +110,8 @@ async def kv_get(args: dict[str, Any], ctx: ToolContext) -> str:
                       "use one of the keys it holds, or store the value first with kv_set")
 
 
-KV_SET = Tool(
+KV_SET = Tool.of(
+    KvSetArguments, kv_set,
     name="kv_set",
     description=(
         "Store a text value under a key for the rest of this session, to remember a fact, an intermediate result "
@@ -122,22 +119,19 @@ KV_SET = Tool(
         '64 KB (keys and values together) and is forgotten when the conversation is cleared. '
         'Example: {"key": "api_base", "value": "https://example.com/v2"}.'
     ),
-    parameters=KvSetArguments.schema_for_tool(),
-    handler=kv_set,
     min_trust=Trust.discovery,
     read_only=False,  # two sets of one key in one response must land in order
     expendable=True,
 )
 
-KV_GET = Tool(
+KV_GET = Tool.of(
+    KvGetArguments, kv_get,
     name="kv_get",
     description=(
         "Read a value stored earlier in this session with kv_set. Use it instead of asking the user again for "
         "something already noted. A key that was never set is an error that lists the keys held (at most 50). "
         'Example: {"key": "api_base"}.'
     ),
-    parameters=KvGetArguments.schema_for_tool(),
-    handler=kv_get,
     min_trust=Trust.discovery,
     harmless=True,
     expendable=True,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -17,9 +18,9 @@ from urllib.parse import unquote, urlparse
 from pydantic import Field, ValidationError
 
 from sunwell.tools.arguments import ToolArguments
-from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.base import M, Tool, ToolContext, ToolFailure, Trust
 from sunwell.tools.subject import Subject
-from sunwell.wire.protocol import CodeLocation
+from sunwell.wire.user_requests import CodeIntelParams, CodeLocation
 
 MAX_ITEMS = 200
 LINE_CHARS = 200
@@ -82,13 +83,13 @@ def _line_of(real: Path, line: int, cache: dict[Path, list[str] | None]) -> str:
 
 
 async def _ask(ctx: ToolContext, params: dict[str, Any], what: str) -> str:
-    if ctx.code_intel is None:
+    if not ctx.client.answers("codeIntel"):
         raise ToolFailure("unsupported", "code intelligence needs the editor (VS Code), which is not connected here",
                           "use search_files and read_file instead")
     wait = min(EDITOR_WAIT, ctx.own_deadline())
     try:
         async with asyncio.timeout(wait):
-            answer = await ctx.code_intel({key: value for key, value in params.items() if value is not None})
+            answer = await ctx.client.code_intel(CodeIntelParams.model_validate(params))
     except TimeoutError:
         raise ToolFailure("timeout", f"the editor did not answer about the {what} within {wait:g} s (its "
                           "language features may still be starting or busy)", "use search_files and read_file "
@@ -123,25 +124,21 @@ async def _ask(ctx: ToolContext, params: dict[str, Any], what: str) -> str:
     return "\n".join([*lines, *tail])
 
 
-async def diagnostics(args: dict[str, Any], ctx: ToolContext) -> str:
-    arguments = DiagnosticsArguments.model_validate(args)
+async def diagnostics(arguments: DiagnosticsArguments, ctx: ToolContext) -> str:
     path = _checked(ctx, arguments.path)
     return await _ask(ctx, {"kind": "diagnostics", "path": path}, "problems")
 
 
-async def find_symbol(args: dict[str, Any], ctx: ToolContext) -> str:
-    arguments = FindSymbolArguments.model_validate(args)
+async def find_symbol(arguments: FindSymbolArguments, ctx: ToolContext) -> str:
     return await _ask(ctx, {"kind": "symbols", "query": arguments.query}, f"symbols matching {arguments.query!r}")
 
 
-async def find_definition(args: dict[str, Any], ctx: ToolContext) -> str:
-    arguments = SymbolArguments.model_validate(args)
+async def find_definition(arguments: SymbolArguments, ctx: ToolContext) -> str:
     return await _ask(ctx, {"kind": "definition", "symbol": arguments.symbol, "path": _checked(ctx, arguments.path)},
                       f"definition of {arguments.symbol!r}")
 
 
-async def find_references(args: dict[str, Any], ctx: ToolContext) -> str:
-    arguments = SymbolArguments.model_validate(args)
+async def find_references(arguments: SymbolArguments, ctx: ToolContext) -> str:
     return await _ask(ctx, {"kind": "references", "symbol": arguments.symbol, "path": _checked(ctx, arguments.path)},
                       f"references to {arguments.symbol!r}")
 
@@ -151,10 +148,9 @@ def _checked(ctx: ToolContext, path: str | None) -> str | None:
     return None if path is None else ctx.jail.relative(ctx.jail.resolve(path))
 
 
-def _tool(name: str, description: str, model: type[ToolArguments], handler: Any) -> Tool:
-    return Tool(name=name, description=description, parameters=model.schema_for_tool(), handler=handler,
-                min_trust=Trust.discovery, harmless=True, subject=model.subject_of,
-                expendable=True)  # search_files and read_file do without: a small window drops these first
+def _tool(name: str, description: str, model: type[M], handler: Callable[[M, ToolContext], Awaitable[str]]) -> Tool[M]:
+    return Tool.of(model, handler, name=name, description=description, min_trust=Trust.discovery, harmless=True,
+                   expendable=True)  # search_files and read_file do without: a small window drops these first
 
 
 DIAGNOSTICS = _tool("diagnostics", (

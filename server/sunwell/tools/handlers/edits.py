@@ -17,14 +17,13 @@ import asyncio
 import difflib
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.handlers.files import string_arg
-from sunwell.tools.subject import Subject, Write
+from sunwell.tools.subject import CONTENT, Subject, Write
 from sunwell.tools.workspace.remote_schema import remote_schema
 from sunwell.tools.workspace.safe_write import (
     WriteTarget,
@@ -63,14 +62,32 @@ def commit(ctx: ToolContext, target: WriteTarget, data: bytes) -> bool:
     return created
 
 
+# ---- arguments -------------------------------------------------------------------------------------------------
+
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "replace")  # a lone surrogate counts as one byte: the handler refuses it anyway
+
+
+class WriteFileArguments(ToolArguments):
+    path: str = Field(description="File to write, relative to the workspace root.")
+    content: Annotated[str, CONTENT] = Field(description="The complete new content of the file.")
+
+    def subject(self) -> Subject:
+        return Subject(writes=(Write(self.path, _bytes(self.content)),))
+
+
+class EditFileArguments(ToolArguments):
+    path: str = Field(description="File to edit, relative to the workspace root.")
+    old_text: Annotated[str, CONTENT] = Field(description="Exact text to find in the file (not empty).")
+    new_text: Annotated[str, CONTENT] = Field(description="Text to put in its place (may be empty to delete).")
+    replace_all: bool = Field(False, description="Replace every match instead of requiring exactly one. Default false.")
+
+    def subject(self) -> Subject:
+        return Subject(writes=(Write(self.path, _bytes(self.new_text)),))
+
+
 # ---- write_file ------------------------------------------------------------------------------------------------
-
-
-def _required(args: dict[str, Any], name: str) -> str:
-    value = string_arg(args, name)
-    if value is None:
-        raise ToolFailure("validation", f"parameter {name!r} is required")
-    return value
 
 
 def _encode(text: str, name: str) -> bytes:
@@ -84,9 +101,9 @@ def _encode(text: str, name: str) -> bytes:
     return data
 
 
-async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    data = _encode(_required(args, "content"), "content")
-    target = prepare_write(ctx.jail, _required(args, "path"))
+async def write_file(args: WriteFileArguments, ctx: ToolContext) -> str:
+    data = _encode(args.content, "content")
+    target = prepare_write(ctx.jail, args.path)
     if await asyncio.to_thread(_holds, target, data):  # nothing would change: nothing to write, ask or undo
         return f"unchanged: {target.rel} already has exactly this content ({len(data)} bytes); nothing was written"
     created = await asyncio.to_thread(commit, ctx, target, data)
@@ -98,10 +115,10 @@ def _holds(target: WriteTarget, data: bytes) -> bool:
     return st is not None and st.st_size == len(data) and read_existing(target) == data
 
 
-def preview_write(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    content = _required(args, "content")
+def preview_write(args: WriteFileArguments, ctx: ToolContext) -> dict[str, Any]:
+    content = args.content
     _encode(content, "content")
-    target = prepare_write(ctx.jail, _required(args, "path"))
+    target = prepare_write(ctx.jail, args.path)
     st = inspect(target)
     if st is None:
         before = None
@@ -124,12 +141,9 @@ class _Edit:
     count: int
 
 
-def _plan_edit(args: dict[str, Any], ctx: ToolContext) -> _Edit:
+def _plan_edit(args: EditFileArguments, ctx: ToolContext) -> _Edit:
     """Everything edit_file decides before writing; the preview and the handler share it (and its failures)."""
-    path, old, new = _required(args, "path"), _required(args, "old_text"), _required(args, "new_text")
-    replace_all = args.get("replace_all", False)
-    if not isinstance(replace_all, bool):
-        raise ToolFailure("validation", "parameter 'replace_all' must be true or false")
+    path, old, new, replace_all = args.path, args.old_text, args.new_text, args.replace_all
     if not old:
         raise ToolFailure("validation", "parameter 'old_text' is empty; it must be text copied from the file",
                           "to create or overwrite a whole file, use write_file")
@@ -228,12 +242,12 @@ def _apply_edit(ctx: ToolContext, edit: _Edit) -> str:
     return f"{head}\n{_diff_excerpt(edit.before, edit.after, edit.target.rel)}"
 
 
-async def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
+async def edit_file(args: EditFileArguments, ctx: ToolContext) -> str:
     edit = await asyncio.to_thread(_plan_edit, args, ctx)
     return await asyncio.to_thread(_apply_edit, ctx, edit)
 
 
-def preview_edit(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+def preview_edit(args: EditFileArguments, ctx: ToolContext) -> dict[str, Any]:
     edit = _plan_edit(args, ctx)
     return _diff(edit.target.rel, edit.before, edit.after)
 
@@ -245,29 +259,8 @@ def _diff(rel: str, before: str | None, after: str) -> dict[str, Any]:
 # ---- definitions -----------------------------------------------------------------------------------------------
 
 
-def _bytes(text: str) -> bytes:
-    return text.encode("utf-8", "replace")  # a lone surrogate counts as one byte: the handler refuses it anyway
-
-
-class WriteFileArguments(ToolArguments):
-    path: str = Field(description="File to write, relative to the workspace root.")
-    content: str = Field(description="The complete new content of the file.")
-
-    def subject(self) -> Subject:
-        return Subject(writes=(Write(self.path, _bytes(self.content)),))
-
-
-class EditFileArguments(ToolArguments):
-    path: str = Field(description="File to edit, relative to the workspace root.")
-    old_text: str = Field(description="Exact text to find in the file (not empty).")
-    new_text: str = Field(description="Text to put in its place (may be empty to delete).")
-    replace_all: bool = Field(False, description="Replace every match instead of requiring exactly one. Default false.")
-
-    def subject(self) -> Subject:
-        return Subject(writes=(Write(self.path, _bytes(self.new_text)),))
-
-
-WRITE_FILE = Tool(
+WRITE_FILE = Tool.of(
+    WriteFileArguments, write_file,
     name="write_file",
     description=(
         "Create a file, or replace a file's whole content, in the workspace. Missing folders are created. To change "
@@ -275,9 +268,6 @@ WRITE_FILE = Tool(
         "text of the file. Blocked files (.env, keys, secrets, .git) and symbolic links cannot be written. "
         'Example: {"path": "src/hello.py", "content": "print(\'hello\')\\n"}.'
     ),
-    parameters=WriteFileArguments.schema_for_tool(),
-    handler=write_file,
-    subject=WriteFileArguments.subject_of,
     min_trust=Trust.workspace,
     approval="ask",
     risk="write",
@@ -285,7 +275,8 @@ WRITE_FILE = Tool(
     preview=preview_write,
 )
 
-EDIT_FILE = Tool(
+EDIT_FILE = Tool.of(
+    EditFileArguments, edit_file,
     name="edit_file",
     description=(
         "Change part of an existing file: replaces `old_text` with `new_text`. `old_text` must be copied exactly "
@@ -294,9 +285,6 @@ EDIT_FILE = Tool(
         "match, the error shows the closest lines so you can correct it. Read the file first. Example: "
         '{"path": "src/app.py", "old_text": "    return 42", "new_text": "    return 43"}.'
     ),
-    parameters=EditFileArguments.schema_for_tool(),
-    handler=edit_file,
-    subject=EditFileArguments.subject_of,
     min_trust=Trust.workspace,
     approval="ask",
     risk="write",

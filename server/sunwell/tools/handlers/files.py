@@ -8,7 +8,7 @@ import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from pydantic import Field
 
@@ -32,22 +32,21 @@ UTF8_BOM = b"\xef\xbb\xbf"
 # ---- arguments -------------------------------------------------------------------------------------------------
 
 
-def string_arg(args: dict[str, Any], name: str, default: str | None = None) -> str | None:
-    value = args.get(name)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise ToolFailure("validation", f"parameter {name!r} must be a string, got {type(value).__name__}")
-    return value
+class ListFilesArguments(ToolArguments):
+    path: str = Field(".", description="Folder to list, relative to the workspace root.")
+    pattern: str = Field("*", description='Glob such as "*.md" or "**/*.py"; "**" recurses into subfolders.')
+
+    def subject(self) -> Subject:
+        return Subject(reads=(self.path,))
 
 
-def _positive_int_arg(args: dict[str, Any], name: str) -> int | None:
-    value = args.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ToolFailure("validation", f"parameter {name!r} must be a whole number >= 1, got {value!r}")
-    return value
+class ReadFileArguments(ToolArguments):
+    path: str = Field(description="File to read, relative to the workspace root.")
+    offset: int | None = Field(None, ge=1, description="First line to read, 1-based. Default 1.")
+    limit: int | None = Field(None, ge=1, description="How many lines to read. Default 2000.")
+
+    def subject(self) -> Subject:
+        return Subject(reads=(self.path,))
 
 
 # ---- walking ---------------------------------------------------------------------------------------------------
@@ -95,9 +94,9 @@ def _is_real_dir(entry: os.DirEntry[str]) -> bool:
 # ---- list_files ------------------------------------------------------------------------------------------------
 
 
-async def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = string_arg(args, "path", ".") or "."
-    pattern = (string_arg(args, "pattern", "*") or "*").removeprefix("./")
+async def list_files(args: ListFilesArguments, ctx: ToolContext) -> str:
+    path = args.path or "."
+    pattern = (args.pattern or "*").removeprefix("./")
     top = ctx.jail.resolve(path)
     if not top.is_dir():
         raise ToolFailure(
@@ -149,12 +148,10 @@ def _list(
 # ---- read_file -------------------------------------------------------------------------------------------------
 
 
-async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = string_arg(args, "path")
-    if path is None:
-        raise ToolFailure("validation", "parameter 'path' is required", 'e.g. {"path": "src/app.py"}')
-    first = _positive_int_arg(args, "offset") or 1
-    limit = _positive_int_arg(args, "limit") or DEFAULT_LINES
+async def read_file(args: ReadFileArguments, ctx: ToolContext) -> str:
+    path = args.path
+    first = args.offset or 1
+    limit = args.limit or DEFAULT_LINES
     real = ctx.jail.resolve(path)
     budget = max(ctx.max_output_bytes - NOTICE_ROOM, 0)
     if _small_file(real):  # the jail's checks above did as much I/O on this thread already
@@ -306,24 +303,8 @@ def _count_lines(f: BinaryIO) -> int:
 # ---- definitions -----------------------------------------------------------------------------------------------
 
 
-class ListFilesArguments(ToolArguments):
-    path: str = Field(".", description="Folder to list, relative to the workspace root.")
-    pattern: str = Field("*", description='Glob such as "*.md" or "**/*.py"; "**" recurses into subfolders.')
-
-    def subject(self) -> Subject:
-        return Subject(reads=(self.path,))
-
-
-class ReadFileArguments(ToolArguments):
-    path: str = Field(description="File to read, relative to the workspace root.")
-    offset: int | None = Field(None, ge=1, description="First line to read, 1-based. Default 1.")
-    limit: int | None = Field(None, ge=1, description="How many lines to read. Default 2000.")
-
-    def subject(self) -> Subject:
-        return Subject(reads=(self.path,))
-
-
-LIST_FILES = Tool(
+LIST_FILES = Tool.of(
+    ListFilesArguments, list_files,
     name="list_files",
     description=(
         "List files and folders in the workspace. Use it to find out what exists before reading or searching. "
@@ -332,14 +313,12 @@ LIST_FILES = Tool(
         'Folders end with "/". At most 2,000 entries. Secrets (.env, keys), .git and node_modules are never '
         'shown. Example: {"path": "src", "pattern": "**/*.py"} lists every Python file under src.'
     ),
-    parameters=ListFilesArguments.schema_for_tool(),
-    handler=list_files,
-    subject=ListFilesArguments.subject_of,
     min_trust=Trust.discovery,
     harmless=True,
 )
 
-READ_FILE = Tool(
+READ_FILE = Tool.of(
+    ReadFileArguments, read_file,
     name="read_file",
     description=(
         "Read a text file from the workspace. Returns up to 2,000 lines (and about 100 KB) at a time; when the file "
@@ -348,9 +327,6 @@ READ_FILE = Tool(
         'blocked files (.env, keys, secrets, .git) cannot be read. Example: {"path": "src/app.py"}, then '
         '{"path": "src/app.py", "offset": 2001} for the next page.'
     ),
-    parameters=ReadFileArguments.schema_for_tool(),
-    handler=read_file,
-    subject=ReadFileArguments.subject_of,
     min_trust=Trust.read_only,
     harmless=True,
 )

@@ -7,9 +7,9 @@ session reopened later).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator
 
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
@@ -28,11 +28,13 @@ class UpdatePlanArguments(ToolArguments):
                                            description="The whole plan, in order, every step with its status.")
     explanation: str | None = Field(None, max_length=2_000, description="Why the plan changed, in a sentence.")
 
-    @model_validator(mode="after")
-    def _one_step_at_a_time(self) -> UpdatePlanArguments:
-        if sum(item.status == "in_progress" for item in self.items) > 1:
-            raise ValueError("at most one step may be in_progress at a time")
-        return self
+    @field_validator("items")
+    @classmethod
+    def _one_step_at_a_time(cls, items: list[PlanStepArguments]) -> list[PlanStepArguments]:
+        if sum(item.status == "in_progress" for item in items) > 1:  # what the schema cannot say
+            raise ValueError("at most one step may be in_progress at a time: mark the step you are working on "
+                             "in_progress and the others pending or done")
+        return items
 
 
 def checklist(plan: PlanEvent) -> str:
@@ -43,12 +45,7 @@ def checklist(plan: PlanEvent) -> str:
     return "\n".join([*lines, *([plan.explanation] if plan.explanation else [])])
 
 
-async def update_plan(args: dict[str, Any], ctx: ToolContext) -> str:
-    try:
-        arguments = UpdatePlanArguments.model_validate(args)
-    except ValueError as exc:  # the schema cannot say "one step in progress"
-        raise ToolFailure("validation", f"parameter 'items': {_reason(exc)}",
-                          "mark the step you are working on in_progress and the others pending or done") from None
+async def update_plan(arguments: UpdatePlanArguments, ctx: ToolContext) -> str:
     if ctx.scratch is None:
         raise ToolFailure("unsupported", "there is no session to keep a plan in here")
     plan = PlanEvent(items=[PlanItem(step=item.step, status=item.status) for item in arguments.items],
@@ -60,12 +57,8 @@ async def update_plan(args: dict[str, Any], ctx: ToolContext) -> str:
     return f"Plan updated: {done} of {len(plan.items)} steps done" + (f"; now: {current}" if current else "") + "."
 
 
-def _reason(exc: ValueError) -> str:
-    errors = getattr(exc, "errors", None)
-    return errors()[0]["msg"].removeprefix("Value error, ") if callable(errors) else str(exc)
-
-
-UPDATE_PLAN = Tool(
+UPDATE_PLAN = Tool.of(
+    UpdatePlanArguments, update_plan,
     name="update_plan",
     description=(
         "Show the user your plan for a task of several steps, as a checklist, and keep it current. Use it for "
@@ -75,8 +68,6 @@ UPDATE_PLAN = Tool(
         '"done"}, {"step": "Fix the parser", "status": "in_progress"}, {"step": "Run the tests", "status": '
         '"pending"}]}.'
     ),
-    parameters=UpdatePlanArguments.schema_for_tool(),
-    handler=update_plan,
     min_trust=Trust.discovery,
     read_only=False,  # two updates in one response must land in the order they were made
     harmless=True,

@@ -29,13 +29,11 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.handlers.files import string_arg
 from sunwell.tools.handlers.search_hits import (
     MAX_MATCHES,
     MAX_RECORD_BYTES,
@@ -59,18 +57,16 @@ NARROW_HINT = "use a narrower pattern or a glob such as '*.py'"
 _REGEX_HINT = "escape special characters such as ( [ { . * + ? with a backslash; look-around is not supported"
 
 
-async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
-    pattern = string_arg(args, "pattern")
-    if not pattern:
-        raise ToolFailure("validation", "parameter 'pattern' is required (a regular expression)")
+async def search_files(args: SearchFilesArguments, ctx: ToolContext) -> str:
+    pattern = args.pattern
     if len(pattern) > MAX_PATTERN_CHARS:
         raise ToolFailure(
             "validation",
             f"parameter 'pattern' is {len(pattern):,} characters long; the limit is {MAX_PATTERN_CHARS:,}",
             "search for a shorter, distinctive part of the text",
         )
-    path = string_arg(args, "path", ".") or "."
-    glob = string_arg(args, "glob") or None
+    path = args.path or "."
+    glob = args.glob or None
     timeout = _seconds(ctx.search.timeout) or ctx.own_deadline()
     top = ctx.jail.resolve(path)
     if not (top.is_dir() or top.is_file()):  # ripgrep would block forever on a named pipe
@@ -309,7 +305,8 @@ class SearchFilesArguments(ToolArguments):
         return Subject(reads=(self.path,))
 
 
-SEARCH_FILES = Tool(
+SEARCH_FILES = Tool.of(
+    SearchFilesArguments, search_files,
     name="search_files",
     description=(
         "Search the contents of workspace files with a regular expression and get back matching lines as "
@@ -318,9 +315,6 @@ SEARCH_FILES = Tool(
         "matches; long lines are cut. Binary files and blocked files (.env, keys, secrets, .git, node_modules) "
         'are skipped. Example: {"pattern": "def load_config", "glob": "*.py"}.'
     ),
-    parameters=SearchFilesArguments.schema_for_tool(),
-    handler=search_files,
-    subject=SearchFilesArguments.subject_of,
     min_trust=Trust.discovery,
     harmless=True,
 )

@@ -24,7 +24,6 @@ from pydantic import Field
 
 from sunwell.tools.arguments import ToolArguments
 from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.handlers.files import string_arg
 from sunwell.tools.policy.environment import command_env
 from sunwell.tools.policy.guarded import GuardedEntry, guarded_entries, quarantine_planted
 from sunwell.tools.sandbox.backend import backend_for, find_sandbox, shell_argv
@@ -40,8 +39,8 @@ from sunwell.tools.sandbox.snapshot import Snapshot
 from sunwell.tools.sandbox.staging import staging_parent, staging_problem
 from sunwell.tools.subject import Command, Subject
 
-__all__ = ["RUN_COMMAND", "command_cut_off", "command_preview", "run_command", "sandbox_warning", "stage_command",
-           "staging_problem"]
+__all__ = ["RUN_COMMAND", "RunCommandArguments", "command_cut_off", "command_preview", "run_command", "sandbox_warning",
+           "stage_command", "staging_problem"]
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_TIMEOUT = 600.0
 TIMEOUT_CEILING = 3600.0
@@ -76,16 +75,16 @@ class _Job:
     """Why it cannot run staged, or None."""
 
 
-async def _prepare(args: dict[str, Any], ctx: ToolContext) -> _Job:
-    command = string_arg(args, "command")
-    if not command or not command.strip():
+async def _prepare(args: RunCommandArguments, ctx: ToolContext) -> _Job:
+    command = args.command
+    if not command.strip():
         hint = 'e.g. {"command": "pytest -q tests/test_app.py"}'
         raise ToolFailure("validation", "parameter 'command' is required (a bash command line)", hint)
-    cwd_arg = string_arg(args, "cwd", ".") or "."
+    cwd_arg = args.cwd or "."
     cwd = ctx.jail.resolve(cwd_arg)
     if not cwd.is_dir():
         raise ToolFailure("unsupported", f"cwd is not a directory: {cwd_arg}", "pass a folder as cwd")
-    timeout = _timeout(args.get("timeout"), ctx)
+    timeout = _timeout(args.timeout, ctx)
     env = command_env(os.environ, ctx.commands.env_passthrough)
     argv = shell_argv(command)
     entries = await asyncio.to_thread(guarded_entries, ctx.jail)
@@ -108,7 +107,7 @@ async def _prepare(args: dict[str, Any], ctx: ToolContext) -> _Job:
     return _Job(command, cwd, timeout, env, prefix + argv, entries, await staging_problem(ctx))
 
 
-async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
+async def run_command(args: RunCommandArguments, ctx: ToolContext) -> str:
     job = await _prepare(args, ctx)
     if job.staging is None:
         staged = await _run_staged(job, ctx)
@@ -145,7 +144,7 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
     return render(out, err, f"[exit code: {code}]", ctx.max_output_bytes) + notes
 
 
-async def command_cut_off(args: dict[str, Any], ctx: ToolContext) -> str | None:
+async def command_cut_off(args: RunCommandArguments, ctx: ToolContext) -> str | None:
     """A command the crash cut off while it ran unstaged (RUN_COMMAND.cut_off): what it planted is moved out, what
     changed since its snapshot is recorded into the turn's checkpoints, and the snapshot goes; None when it left
     none (it ran staged, or never started)."""
@@ -166,7 +165,7 @@ async def command_cut_off(args: dict[str, Any], ctx: ToolContext) -> str | None:
             "; undo cannot restore what it did outside the workspace" + _lost_note(lost) + _planted_note(moved, folder))
 
 
-async def stage_command(args: dict[str, Any], ctx: ToolContext) -> StagedCommand:
+async def stage_command(args: RunCommandArguments, ctx: ToolContext) -> StagedCommand:
     """Run the command staged and hold back what it changed (RUN_COMMAND.stage); refused where it cannot be staged."""
     job = await _prepare(args, ctx)
     if job.staging is not None:
@@ -305,13 +304,14 @@ class RunCommandArguments(ToolArguments):
         return Subject(command=Command(self.command, self.cwd), staged=True)
 
 
-def command_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+def command_preview(args: RunCommandArguments, ctx: ToolContext) -> dict[str, Any]:
     """What an approval shows: the exact command and its jailed working directory."""
-    cwd = ctx.jail.resolve(args.get("cwd") or ".")
-    return {"kind": "command", "command": args["command"], "cwd": ctx.jail.relative(cwd)}
+    cwd = ctx.jail.resolve(args.cwd or ".")
+    return {"kind": "command", "command": args.command, "cwd": ctx.jail.relative(cwd)}
 
 
-RUN_COMMAND = Tool(
+RUN_COMMAND = Tool.of(
+    RunCommandArguments, run_command,
     name="run_command",
     description=(
         "Run a shell command (bash) in the workspace and get its output and exit code. Use it to run tests, "
@@ -321,10 +321,7 @@ RUN_COMMAND = Tool(
         "A non-zero exit code is reported in the result, it is not an error. "
         'Example: {"command": "pytest -q tests/test_app.py", "timeout": 120}.'
     ),
-    parameters=RunCommandArguments.schema_for_tool(),
-    handler=run_command,
     preview=command_preview,
-    subject=RunCommandArguments.subject_of,
     stage=stage_command,
     cut_off=command_cut_off,
     min_trust=Trust.shell,

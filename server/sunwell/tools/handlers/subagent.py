@@ -8,12 +8,11 @@ reads that would fill the main context become a paragraph.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from sunwell.tools.arguments import ToolArguments
-from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.base import Output, Tool, ToolContext, ToolFailure, ToolReturn, Trust
+from sunwell.wire.results import SubagentAnswer
 
 
 class TaskArguments(ToolArguments):
@@ -22,14 +21,16 @@ class TaskArguments(ToolArguments):
         "Its instructions, complete: it sees nothing of this conversation. Say what to find and what to report."))
 
 
-async def task(args: dict[str, Any], ctx: ToolContext) -> str:
-    arguments = TaskArguments.model_validate(args)
-    if ctx.subagent is None:
+async def task(arguments: TaskArguments, ctx: ToolContext) -> Output:
+    if ctx.turn.subagent is None:
         raise ToolFailure("unsupported", "a sub-agent cannot start another one", "do the work with your own tools")
-    return await ctx.subagent(ctx.call_id, arguments.description.strip(), arguments.prompt)
+    description = arguments.description.strip()
+    answer = await ctx.turn.subagent(ctx.call.id, description, arguments.prompt)
+    return ToolReturn.text(answer, SubagentAnswer(description=description, answer=answer))
 
 
-TASK = Tool(
+TASK = Tool.of(
+    TaskArguments, task,
     name="task",
     description=(
         "Hand a research job to a read-only sub-agent (list, search, read) that returns only its final answer: "
@@ -38,8 +39,6 @@ TASK = Tool(
         'Example: {"description": "Find the retry logic", "prompt": "Where are HTTP requests retried? Report '
         'files, functions, lines."}.'
     ),
-    parameters=TaskArguments.schema_for_tool(),
-    handler=task,
     min_trust=Trust.read_only,
     expendable=True,  # the agent can do without (it can read, or decide, itself): a small window drops it first
     timeout=1800.0,  # up to subagent.max_tool_turns model requests; cancelled with its turn

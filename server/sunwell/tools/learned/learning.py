@@ -30,7 +30,8 @@ PREVIEW_OPERATIONS = 200
 TAG_OPTIONS = 8
 """Tags offered as the question's options (most operations first); the user may type any other."""
 AskTags = Callable[[str, list[str]], Awaitable[str | None]]
-"""(question, options) -> the user's answer, None when none came: ToolContext.ask bound to the call."""
+"""(question, options) -> the user's answer, None when none came: the client port's `ask` for the call
+(tools/handlers/questions.py `ask_person`)."""
 
 
 def check_name(name: str, taken: set[str] = frozenset()) -> None:  # type: ignore[assignment]
@@ -151,7 +152,8 @@ def check_server(server: str, origin: Target | None, network: Any) -> str:
 
 
 def preview(api: LearnedApi, previous: LearnedApi | None = None) -> dict[str, Any]:
-    """The `learn` approval preview (PROTOCOL.md): the operations offered and the hosts; `changes` when re-learning."""
+    """The `learn` approval preview (docs/sidecar.md "LearnPreview"): the operations offered and the hosts;
+    `changes` when re-learning."""
     shown = {"kind": "learn", "name": api.name, "hosts": api.hosts,
              "operations": [{"tool": op.tool, "method": op.method, "path": op.path, "summary": op.summary}
                             for op in api.offered()[:PREVIEW_OPERATIONS]]}

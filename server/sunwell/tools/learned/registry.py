@@ -23,15 +23,23 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx2
 from pydantic import Field
 
 from sunwell.config import Settings, user_config_path
 from sunwell.config.learned_entries import remember
 from sunwell.hidden_text import removed_message
 from sunwell.tools.arguments import ToolArguments
-from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
-from sunwell.tools.learned.calls import RateLimit, credentials_for, render, send, target
+from sunwell.tools.base import Output, Tool, ToolContext, ToolFailure, ToolReturn, Trust
+from sunwell.tools.handlers.questions import ask_person
+from sunwell.tools.learned.calls import (
+    Exchange,
+    RateLimit,
+    client_credentials,
+    credentials_for,
+    render,
+    send,
+    target,
+)
 from sunwell.tools.learned.credentials import Credentials
 from sunwell.tools.learned.document import Operation, Scheme
 from sunwell.tools.learned.learning import (
@@ -44,10 +52,9 @@ from sunwell.tools.learned.learning import (
 )
 from sunwell.tools.learned.store import DEFAULT_RATE, LearnedApi, LearnedStore
 from sunwell.tools.mcp.naming import server_prefix
-from sunwell.tools.network.hosts import resolve
 from sunwell.tools.network.urls import UrlRefused, parse_url
-from sunwell.tools.policy.environment import remember_secret
 from sunwell.tools.subject import Subject
+from sunwell.wire.results import ApiAnswer
 
 READS = ("GET", "HEAD")
 HEADER_ROOM = 600
@@ -57,6 +64,14 @@ class LearnApiArguments(ToolArguments):
     source: str = Field(description="The URL or workspace path of an OpenAPI 3.x or Swagger 2.0 document.")
     name: str = Field(description="A short lower-case name for the API; its tools are named NAME__OPERATION.")
     tags: list[str] | None = Field(None, description="Offer only the operations with these tags (a large API).")
+
+    def subject(self) -> Subject:
+        if not is_url(self.source):
+            return Subject(reads=(self.source,))
+        try:
+            return Subject(web=parse_url(self.source), asked=True)
+        except UrlRefused as exc:
+            raise ToolFailure("permission", f"learn_api refused the source URL: {exc}") from None
 
 
 class LearnedApis:
@@ -113,7 +128,7 @@ class LearnedApis:
         description += f" ({op.method} {op.path} of the learned API {api.name}"
         description += ", asks the user)" if not reads else ")"
 
-        async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+        async def handler(args: dict[str, Any], ctx: ToolContext) -> Output:
             return await self._call(api, op, args, ctx)
 
         def subject(args: dict[str, Any]) -> Subject:
@@ -122,12 +137,11 @@ class LearnedApis:
         def shown(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
             return {"kind": "tool", "server": api.name, "tool": op.tool, "arguments": args}
 
-        return Tool(name=op.tool, description=description, parameters=op.schema, handler=handler,
-                    min_trust=Trust.read_only, approval="auto" if reads else "ask", risk="network",
-                    read_only=reads, source="learned", timeout=150.0, preview=shown,
-                    subject=subject)
+        return Tool.dynamic(op.schema, handler, name=op.tool, description=description, subject=subject,
+                            preview=shown, min_trust=Trust.read_only, approval="auto" if reads else "ask",
+                            risk="network", read_only=reads, source="learned", timeout=150.0)
 
-    async def _call(self, api: LearnedApi, op: Operation, args: dict[str, Any], ctx: ToolContext) -> str:
+    async def _call(self, api: LearnedApi, op: Operation, args: dict[str, Any], ctx: ToolContext) -> Output:
         if ctx.network is None:
             raise ToolFailure("unsupported", f"{op.tool}: no network here")
         if message := self.limits.check(api.name, self.rates.get(api.name, api.rate_per_min)):
@@ -144,23 +158,25 @@ class LearnedApis:
             status, kind, data, url = await send(op, args, ctx.network, secrets, self._oauth(api, ctx))
         except ToolFailure as failure:
             raise ToolFailure(failure.error.code, mask(failure.error.message), failure.error.suggestion) from None
-        return render(op, status, kind, data, url, max(ctx.max_output_bytes - HEADER_ROOM, 1_000), mask)
+        text = render(op, status, kind, data, url, max(ctx.max_output_bytes - HEADER_ROOM, 1_000), mask)
+        return ToolReturn.text(text, ApiAnswer(api=api.name, method=op.method, url=mask(url), status=status,
+                                               content_type=kind))
 
-    def _oauth(self, api: LearnedApi, ctx: ToolContext) -> Callable[[Scheme, str], Any]:
-        async def token(scheme: Scheme, value: str) -> str:
+    def _oauth(self, api: LearnedApi, ctx: ToolContext) -> Callable[[Scheme, str, Exchange], Any]:
+        async def token(scheme: Scheme, value: str, exchange: Exchange) -> str:
             kept = self._tokens.get((api.name, scheme.name))
             if kept:
                 return kept
-            client_id, _, secret = value.partition(":")
-            fetched = await _client_credentials(scheme, client_id, secret, api, ctx)
+            fetched = await client_credentials(scheme, value, api.name, api.hosts, ctx.network, exchange)
             self._tokens[(api.name, scheme.name)] = fetched
             return fetched
         return token
 
     # ---- learn_api ---------------------------------------------------------------------------------------------
 
-    def learn_tool(self) -> Tool:
-        return Tool(
+    def learn_tool(self) -> Tool[LearnApiArguments]:
+        return Tool.of(
+            LearnApiArguments, self._learn_call,
             name="learn_api",
             description=(
                 "Learn a web API from its OpenAPI (3.x) or Swagger 2.0 document, by URL or workspace path: once the "
@@ -168,14 +184,11 @@ class LearnedApis:
                 "in every session. The user is always asked; a document from the web is read only from a host the "
                 "user allowed (fetch it with web_fetch first if you were refused). "
                 'Example: {"source": "https://pokeapi.co/openapi.yml", "name": "pokeapi"}.'),
-            parameters=LearnApiArguments.schema_for_tool(),
-            handler=self._learn_call, subject=_learn_subject, preview=self._learn_preview,
-            min_trust=Trust.read_only, approval="ask", risk="network", timeout=180.0)
+            preview=self._learn_preview, min_trust=Trust.read_only, approval="ask", risk="network", timeout=180.0)
 
-    async def _learned(self, args: dict[str, Any], ctx: ToolContext) -> LearnedApi:
-        arguments = LearnApiArguments.model_validate(args)
+    async def _learned(self, arguments: LearnApiArguments, ctx: ToolContext) -> LearnedApi:
         check_name(arguments.name, self.taken)
-        key = json.dumps(args, sort_keys=True)
+        key = _key(arguments)
         if key in self._pending:
             return self._pending[key]
         if ctx.network is None:
@@ -186,20 +199,20 @@ class LearnedApis:
                               suggestion="fetch the document with web_fetch first (the user is asked for its host, "
                                          "and may allow it for the session), then call learn_api again")
         text, origin = await read_source(arguments.source, ctx.network, read_workspace_file(ctx.jail))
-        ask = partial(ctx.ask, ctx.call_id) if ctx.ask is not None else None  # which tags, for a large API
+        ask = partial(ask_person, ctx) if ctx.client.answers("ask") else None  # which tags, for a large API
         api = await learn(text, arguments.name, arguments.source, origin, ctx.network, arguments.tags,
                           self.rates.get(arguments.name, DEFAULT_RATE), ask)
-        if api.hidden and ctx.notify is not None:
-            ctx.notify("warning", "hidden_characters", removed_message(f"learned API {api.name}", api.hidden))
+        if api.hidden and ctx.turn.notify is not None:
+            ctx.turn.notify("warning", "hidden_characters", removed_message(f"learned API {api.name}", api.hidden))
         self._pending[key] = api
         return api
 
-    async def _learn_preview(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        self._pending.pop(json.dumps(args, sort_keys=True), None)  # what is asked is the document as it is now
+    async def _learn_preview(self, args: LearnApiArguments, ctx: ToolContext) -> dict[str, Any]:
+        self._pending.pop(_key(args), None)  # what is asked is the document as it is now
         api = await self._learned(args, ctx)
         return preview(api, self.store.get(api.name))
 
-    async def _learn_call(self, args: dict[str, Any], ctx: ToolContext) -> str:
+    async def _learn_call(self, args: LearnApiArguments, ctx: ToolContext) -> str:
         api = await self._learned(args, ctx)
         self._pending.clear()
         self.save(api)
@@ -228,42 +241,14 @@ class LearnedApis:
         return self.store.forget(name)
 
 
-def _learn_subject(args: dict[str, Any]) -> Subject:
-    source = str(args.get("source", ""))
-    if not is_url(source):
-        return Subject(reads=(source,))
-    try:
-        return Subject(web=parse_url(source), asked=True)
-    except UrlRefused as exc:
-        raise ToolFailure("permission", f"learn_api refused the source URL: {exc}") from None
-
-
-async def _client_credentials(scheme: Scheme, client_id: str, secret: str, api: LearnedApi,
-                              ctx: ToolContext) -> str:
-    """An OAuth2 access token by the client credentials grant, from the token URL (one of the API's hosts)."""
-
-
-    where = parse_url(scheme.token_url)
-    if where.host not in api.hosts or ctx.network.refusal(where):
-        raise ToolFailure("permission", f"the token URL of {api.name} is not on its hosts; not asked")
-    address = await resolve(where, ctx.network.rules, ctx.network.resolver)
-    async with httpx2.AsyncClient(trust_env=False, timeout=ctx.network.timeout) as client:
-        response = await client.post(str(httpx2.URL(where.url).copy_with(host=str(address))),
-                                     data={"grant_type": "client_credentials"}, auth=(client_id, secret),
-                                     headers={"Host": where.authority},
-                                     extensions={"sni_hostname": where.host} if where.address is None else {})
-    try:
-        token = response.json()["access_token"]
-    except (ValueError, KeyError, TypeError):
-        raise ToolFailure("permission", f"the token URL of {api.name} answered HTTP {response.status_code} "
-                          "without a token; the client credentials may be wrong") from None
-    remember_secret(str(token))  # masked like the credentials it was traded for
-    return str(token)
+def _key(arguments: LearnApiArguments) -> str:
+    """The call a preview read its document for: the same arguments in the handler find it again."""
+    return json.dumps(arguments.model_dump(exclude_unset=True), sort_keys=True)
 
 
 def remember_learned(api: LearnedApi) -> None:
-    """Name a newly learned API in the user config (`learned_apis`), as PROTOCOL.md says `sunwell tools learn`
-    does; a file that cannot be edited safely is left alone (the API is learned all the same)."""
+    """Name a newly learned API in the user config (`learned_apis`), as `sunwell tools learn` does (docs/cli.md
+    "sunwell tools learn"); a file that cannot be edited safely is left alone (the API is learned all the same)."""
 
     try:
         remember(user_config_path(), api.name, api.source, api.rate_per_min)

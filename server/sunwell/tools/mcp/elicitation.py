@@ -17,10 +17,11 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from mcp import types
 
+from sunwell.wire.user_requests import ElicitResult
+
 log = logging.getLogger(__name__)
-Elicit = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
-"""(server, message, schema) -> `{action: accept|decline|cancel, content?}`."""
-ACTIONS = ("accept", "decline", "cancel")
+Elicit = Callable[[str, str, dict[str, Any]], Awaitable[ElicitResult]]
+"""(server, message, schema) -> the person's answer (docs/sidecar.md `sunwell/elicit`)."""
 
 
 def elicitation_callback(server: str, asker: Callable[[], Elicit | None]) -> Any:
@@ -43,13 +44,10 @@ def elicitation_callback(server: str, asker: Callable[[], Elicit | None]) -> Any
     return callback
 
 
-def result_of(answer: Any, schema: dict[str, Any], server: str) -> types.ElicitResult:
-    action = answer.get("action") if isinstance(answer, dict) else None
-    if action not in ACTIONS:
-        return types.ElicitResult(action="decline")
-    if action != "accept":
-        return types.ElicitResult(action=action)
-    content = answer.get("content")
+def result_of(answer: ElicitResult, schema: dict[str, Any], server: str) -> types.ElicitResult:
+    if answer.action != "accept":
+        return types.ElicitResult(action=answer.action)
+    content = answer.content
     if not isinstance(content, dict) or (problem := _problem(content, schema)):
         log.info("the answer for MCP server %s does not fit its form (%s); declined", server,
                  "no content" if not isinstance(content, dict) else problem)
@@ -63,10 +61,3 @@ def _problem(content: dict[str, Any], schema: dict[str, Any]) -> str | None:
     except SchemaError as exc:
         return f"its schema is invalid: {exc.message}"
     return error.message if error is not None else None
-
-
-def form_fields(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-    """(name, property, required) of a form's fields, in the schema's order."""
-    required = set(schema.get("required") or [])
-    properties = schema.get("properties") or {}
-    return [(name, prop if isinstance(prop, dict) else {}, name in required) for name, prop in properties.items()]

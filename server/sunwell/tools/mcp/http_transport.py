@@ -21,7 +21,7 @@ import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
 from sunwell.tools.mcp.oversize import MAX_MESSAGE_BYTES, too_large_error
-from sunwell.tools.network.guard import pinned_by_rules
+from sunwell.tools.network.client import pinned_by_rules
 from sunwell.tools.network.hosts import HostRules
 
 
@@ -29,7 +29,7 @@ def http_transport(url: str, headers: dict[str, str], limit: int = MAX_MESSAGE_B
                    auth: httpx2.Auth | None = None, rules: HostRules | None = None) -> Any:
     """The transport `mcp.Client` takes for a server at `url` (`auth`: its OAuth sign-in, tools/mcp/oauth.py). Every
     request to a host other than `url`'s (an authorization server the sign-in discovers) passes the user's address
-    `rules` and goes to the address they checked (tools/network/guard.py)."""
+    `rules` and goes to the address they checked (tools/network/client.py `pinned_by_rules`)."""
     http = httpx2.AsyncClient(headers={"Accept-Encoding": "identity", **headers}, auth=auth,
                               timeout=httpx2.Timeout(30, read=300),
                               event_hooks={"request": [pinned_by_rules(rules or HostRules(), [url])],

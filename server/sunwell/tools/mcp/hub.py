@@ -11,32 +11,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sunwell.config import McpServerConfig
 from sunwell.tools.base import Tool, Trust
 from sunwell.tools.mcp.consent import Consents, fingerprint, launch_line
 from sunwell.tools.mcp.naming import server_prefix
-from sunwell.tools.mcp.surroundings import UNSANDBOXED, Notify, ServerDown, SignInFront, Surroundings
-from sunwell.tools.mcp.vaults import KeyringVault
+from sunwell.tools.mcp.surroundings import UNSANDBOXED, Notify, Opener, ServerDown, Surroundings
+from sunwell.tools.mcp.vaults import ClientVault, KeyringVault, Vault
 from sunwell.wire.approval import ApprovalRequest
+from sunwell.wire.client import HEADLESS, Client, OpenUrl
+from sunwell.wire.user_requests import ElicitParams, ElicitResult
 
 if TYPE_CHECKING:
     from sunwell.tools.mcp.server import McpServer
 
 log = logging.getLogger(__name__)
-Asker = Callable[[ApprovalRequest], Awaitable[str]]
-Elicitor = Callable[[str, str, str, dict[str, object]], Awaitable[dict[str, object]]]
-"""(session, server, message, schema) -> `{action, content?}` (PROTOCOL.md `sunwell/elicit`)."""
 
 
 @dataclass(frozen=True)
 class ServerStatus:
     name: str
     state: str
-    """`stopped`, `starting`, `running`, `failed: REASON` or `awaiting approval` (PROTOCOL.md `sunwell mcp list`)."""
+    """`stopped`, `starting`, `running`, `failed: REASON` or `awaiting approval` (docs/cli.md "sunwell mcp list")."""
     launch: str
     """The command line (with the variables it sets), or the url."""
     transport: str
@@ -59,8 +58,10 @@ class ServerStatus:
 
 
 class McpHub:
-    def __init__(self, around: Surroundings) -> None:
-        self.around = around
+    def __init__(self, around: Surroundings, client: Client = HEADLESS) -> None:
+        self.around, self.client = around, client
+        """`client`: the person on the other side (wire/client.py), asked to approve a server the workspace proposes,
+        to fill in a server's form, to open its sign-in page and to keep its sign-in."""
         self.consents = Consents(around.data_dir)
         self.servers: dict[str, McpServer] = {}
         self._for_this_run: set[tuple[str, str]] = set()
@@ -70,12 +71,8 @@ class McpHub:
         self._told: set[tuple[str, str]] = set()
         self._asking = asyncio.Lock()
         self._retired: set[asyncio.Task[None]] = set()
-        self.elicitor: Elicitor | None = None
-        """Asks the user for a server (`sunwell/elicit`, the terminal); None: every request is declined."""
         self._session = ""
         """The session of the latest turn: whom a server's question goes to."""
-        self.sign_in = SignInFront(vaults=lambda server, url: KeyringVault(self.around.data_dir, server, url))
-        """Where url servers' OAuth sign-ins are kept and who opens the browser: the front end sets both."""
 
     def configure(self, servers: dict[str, McpServerConfig], proposed: dict[str, McpServerConfig],
                   around: Surroundings | None = None) -> None:
@@ -98,7 +95,7 @@ class McpHub:
             if name in self.servers:
                 continue
             server = McpServer(name, config, around, proposed=is_proposed)
-            server.elicit, server.sign_in = self._elicit, self.sign_in
+            server.elicit, server.sign_in = self._elicit, self
             if is_proposed and not self.consents.approved(around.workspace, name, config):
                 server.wait_for_approval(f"proposed by the workspace config; {_how_to_approve(name)}")
             if (other := prefixes.setdefault(server_prefix(name), name)) != name:
@@ -121,15 +118,16 @@ class McpHub:
         return [server for server in self.servers.values() if server.trust <= trust
                 and (names is None or any(n.startswith(server_prefix(server.name)) for n in names))]
 
-    async def start(self, trust: Trust, names: Collection[str] | None, notify: Notify, *, ask: Asker | None = None,
+    async def start(self, trust: Trust, names: Collection[str] | None, notify: Notify, *, asking: bool = False,
                     ask_timeout: float = 600, session: str = "", turn: str = "") -> None:
-        """Start what a turn may use (see `wanted`); failures become notices, never exceptions."""
+        """Start what a turn may use (see `wanted`); failures become notices, never exceptions. `asking`: the client
+        is asked to approve a server the workspace proposes (approvals in `ask` mode)."""
         servers = self.wanted(trust, names)
         self._session = session or self._session
         for server in servers:
             if server.proposed:
                 try:
-                    await self._consent(server, notify, ask, ask_timeout, session, turn)
+                    await self._consent(server, notify, asking, ask_timeout, session, turn)
                 except OSError as exc:  # the approvals file: the server stays waiting
                     notify("error", "mcp_server", f"could not read or save the approval of {server.name}: {exc}")
         await asyncio.gather(*(self._ensure(server, notify) for server in servers))
@@ -143,7 +141,7 @@ class McpHub:
             log.exception("starting the MCP server %s failed", server.name)
             notify("error", "mcp_server", f"MCP server {server.name} could not be started: {exc}")
 
-    async def _consent(self, server: McpServer, notify: Notify, ask: Asker | None, timeout: float, session: str,
+    async def _consent(self, server: McpServer, notify: Notify, asking: bool, timeout: float, session: str,
                        turn: str) -> None:
         key = (server.name, fingerprint(server.config))
         if key in self._for_this_run or self.consents.approved(self.around.workspace, server.name, server.config):
@@ -152,9 +150,9 @@ class McpHub:
         line = launch_line(server.config)
         how = _how_to_approve(server.name)
         server.wait_for_approval(f"proposed by the workspace config; {how}")
-        if ask is not None and key not in self._refused:
+        if asking and self.client.answers("approve") and key not in self._refused:
             async with self._asking:
-                decision = await self._ask(server, line, ask, timeout, session, turn)
+                decision = await self._ask(server, line, timeout, session, turn)
             if decision in ("allow", "allowSession"):
                 if decision == "allow":
                     self.consents.approve(self.around.workspace, server.name, server.config)
@@ -168,7 +166,7 @@ class McpHub:
             notify("warning", "mcp_server", f"the workspace config proposes the MCP server {server.name} "
                                             f"(`{line}`); it does not start until you approve it: {how}")
 
-    async def _ask(self, server: McpServer, line: str, ask: Asker, timeout: float, session: str, turn: str) -> str:
+    async def _ask(self, server: McpServer, line: str, timeout: float, session: str, turn: str) -> str:
         config = server.config
         request = ApprovalRequest(
             session=session, turn=turn, call_id=f"mcp-server-{server.name}",
@@ -179,17 +177,36 @@ class McpHub:
             risk="shell" if config.command else "network",
             preview={"kind": "command", "command": line, "cwd": config.cwd or "."})
         try:
-            return await asyncio.wait_for(ask(request), timeout)
+            return (await asyncio.wait_for(self.client.approve(request), timeout)).decision
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - no answer is no
             log.info("approval of the MCP server %s failed: %r", server.name, exc)
             return "deny"
 
-    async def _elicit(self, server: str, message: str, schema: dict[str, object]) -> dict[str, object]:
-        if self.elicitor is None:
-            return {"action": "decline"}
-        return await self.elicitor(self._session, server, message, schema)
+    async def _elicit(self, server: str, message: str, schema: dict[str, Any]) -> ElicitResult:
+        if not self.client.answers("elicit"):
+            return ElicitResult(action="decline")
+        return await self.client.elicit(ElicitParams(session=self._session, server=server, message=message,
+                                                     schema=schema))
+
+    def vault(self, server: str, url: str) -> Vault:
+        """Where `server`'s sign-in is kept (tools/mcp/surroundings.py `SignInFront`)."""
+        if self.client.answers("secrets"):
+            return ClientVault(self.client, server, url)
+        return KeyringVault(self.around.data_dir, server, url)
+
+    @property
+    def opener(self) -> Opener | None:
+        """Who opens a sign-in page for a person (tools/mcp/surroundings.py `SignInFront`)."""
+        client = self.client
+        if not client.answers("openUrl"):
+            return None
+
+        async def open_page(server: str, url: str) -> bool:
+            return await client.open_url(OpenUrl(url=url, server=server))
+
+        return open_page
 
     def tool_patterns(self) -> list[str]:
         """`SERVER__*` for every server: what a lens may name in `allowed_tools` before the server has run."""
@@ -253,7 +270,7 @@ class McpHub:
         server = self.servers[name]
         if server.config.url is None:
             raise ValueError(f"{name} is a stdio server: it has no sign-in")
-        vault = self.sign_in.vaults(name, server.config.url)
+        vault = self.vault(name, server.config.url)
         forgotten = await vault.clear()
         await server.stop()
         server.failures, server.reason = 0, None

@@ -1,9 +1,9 @@
 """What an MCP server offers besides tools: its prompts, started as chat commands `::SERVER:PROMPT [name=value ...]`
-(PROTOCOL.md "CLI"), and its resources, attached as `@SERVER:URI` mentions. Both are listed when the server starts
-(when its capabilities say it has them); a listing that fails leaves them empty and the server running: its tools
-matter more. A prompt's messages become the turn's line; a resource's text is attached like a file's, a binary one
-is named with its type and size (the model cannot read its bytes). Their text, written by the server, shows the
-characters that hide text as escapes; a prompt's description loses them (sunwell/hidden_text.py).
+(docs/cli.md "Chat commands"), and its resources, attached as `@SERVER:URI` mentions. Both are listed when the
+server starts (when its capabilities say it has them); a listing that fails leaves them empty and the server
+running: its tools matter more. A prompt's messages become the turn's line; a resource's text is attached like a
+file's, a binary one is named with its type and size (the model cannot read its bytes). Their text, written by the
+server, shows the characters that hide text as escapes; a prompt's description loses them (sunwell/hidden_text.py).
 
 Nothing here imports the SDK (the chat commands read it, and importing `mcp` takes half a second): its models are
 read by their fields."""

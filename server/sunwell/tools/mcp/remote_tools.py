@@ -18,7 +18,7 @@ from mcp import Client, types
 
 from sunwell.config import McpServerConfig
 from sunwell.hidden_text import removed_message, strip_hidden_in
-from sunwell.tools.base import Tool, ToolContext, Trust
+from sunwell.tools.base import Output, Tool, ToolContext, Trust
 from sunwell.tools.mcp.naming import tool_name
 from sunwell.tools.subject import McpCall, Subject
 
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 MAX_DESCRIPTION = 2_000
 MAX_LIST_PAGES = 100
 ANY_OBJECT: dict[str, Any] = {"type": "object"}
-Call = Callable[[str, dict[str, Any], ToolContext], Awaitable[str]]
+Call = Callable[[str, dict[str, Any], ToolContext], Awaitable[Output]]
 """(the server's tool name, arguments, context) -> output: the server's `tools/call`."""
 
 
@@ -78,7 +78,7 @@ def _wrap(server: str, config: McpServerConfig, remote: types.Tool, name: str, c
              *(["read-only"] if read_only else []), *(["destructive"] if hints and hints.destructive_hint else [])]
     description = (remote.description or remote.title or remote.name)[:MAX_DESCRIPTION]
 
-    async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> Output:
         return await call(remote.name, args, ctx)
 
     definition = hashlib.sha256(json.dumps([description, remote.input_schema], sort_keys=True,
@@ -90,10 +90,10 @@ def _wrap(server: str, config: McpServerConfig, remote: types.Tool, name: str, c
     subject = Subject(mcp=McpCall(server, remote.name))
 
     # the executor's limit is a backstop: the call bounds itself by `timeout`, a restart before it too
-    return Tool(name=name, description=f"{description} ({', '.join(notes)})", parameters=input_schema(remote, server),
-                handler=handler, min_trust=Trust[config.needs], approval=config.approval, risk="mcp",
-                read_only=read_only, source="mcp", timeout=config.timeout * 3 + 15, preview=preview,
-                subject=lambda args: subject)
+    return Tool.dynamic(input_schema(remote, server), handler, name=name,
+                        description=f"{description} ({', '.join(notes)})", subject=lambda args: subject,
+                        preview=preview, min_trust=Trust[config.needs], approval=config.approval, risk="mcp",
+                        read_only=read_only, source="mcp", timeout=config.timeout * 3 + 15)
 
 
 def input_schema(remote: types.Tool, server: str) -> dict[str, Any]:

@@ -1,9 +1,10 @@
-"""What the model reads of an MCP `tools/call` result.
+"""What the model reads of an MCP `tools/call` result, as the parts of a tool result (wire/results.py).
 
-Text blocks are joined; structured content is shown as JSON unless the text already says the same (servers are told
-to send both); images, audio and binary resources become one placeholder line each, since a tool result is text;
-`isError` becomes an `execution` error whose message is the server's text. The output cap is the executor's, as for
-every tool.
+Text blocks are text parts; structured content is a JSON data part unless the text already says the same (servers
+are told to send both); an image is an image part (a provider that takes no image in a tool result reads a note in
+its place), a resource link a link part; audio and binary resources become one placeholder line each. `isError`
+becomes an `execution` error whose message is the server's text. The output cap is the executor's, as for every
+tool.
 """
 
 from __future__ import annotations
@@ -13,41 +14,44 @@ from typing import Any
 
 from mcp import types
 
-from sunwell.tools.base import ToolFailure
+from sunwell.tools.base import ToolFailure, ToolReturn
+from sunwell.wire.messages import TextPart
+from sunwell.wire.results import DataPart, ImagePart, ResourceLinkPart, ResultPart, part_text
 
 NO_OUTPUT = "(the tool returned no output)"
 
 
-def render_result(result: types.CallToolResult) -> str:
-    """The result as text, or a ToolFailure when the server says the call failed."""
-    parts = [_block(block) for block in result.content]
-    text = "\n".join(part for part in parts if part)
+def render_result(result: types.CallToolResult) -> ToolReturn:
+    """The result's parts, or a ToolFailure when the server says the call failed."""
+    parts = [part for block in result.content if (part := _block(block)) is not None]
+    text = "\n".join(shown for part in parts if (shown := part_text(part)))
     structured = result.structured_content
     if structured is not None and not _says_the_same(text, structured):
-        dumped = json.dumps(structured, ensure_ascii=False, indent=2)
-        text = f"{text}\n[structured content]\n{dumped}" if text else dumped
+        parts += [TextPart(text="[structured content]")] if text else []
+        parts.append(DataPart(data=structured))
     if result.is_error:
-        raise ToolFailure("execution", text or "the tool reported an error and said nothing more",
+        said = "\n".join(shown for part in parts if (shown := part_text(part)))
+        raise ToolFailure("execution", said or "the tool reported an error and said nothing more",
                           "read the error; fix the arguments or try another way")
-    return text or NO_OUTPUT
+    return ToolReturn(parts or [TextPart(text=NO_OUTPUT)])
 
 
-def _block(block: Any) -> str:
+def _block(block: Any) -> ResultPart | None:
     if isinstance(block, types.TextContent):
-        return block.text
+        return TextPart(text=block.text) if block.text else None
     if isinstance(block, types.ImageContent):
-        return f"[image: {block.mime_type}, {_size(block.data)} — not shown, tool results are text]"
+        return ImagePart(media_type=block.mime_type, data=block.data)
     if isinstance(block, types.AudioContent):
-        return f"[audio: {block.mime_type}, {_size(block.data)} — not shown, tool results are text]"
+        return TextPart(text=f"[audio: {block.mime_type}, {_size(block.data)} — not shown, tool results are text]")
     if isinstance(block, types.ResourceLink):
-        return f"[resource link: {block.uri}" + (f" ({block.name})" if block.name else "") + "]"
+        return ResourceLinkPart(uri=str(block.uri), name=block.name or None, media_type=block.mime_type)
     if isinstance(block, types.EmbeddedResource):
         resource = block.resource
         if isinstance(resource, types.TextResourceContents):
-            return f"[resource {resource.uri}]\n{resource.text}"
+            return TextPart(text=f"[resource {resource.uri}]\n{resource.text}")
         mime = getattr(resource, "mime_type", None) or "binary"
-        return f"[resource {resource.uri}: {mime}, {_size(getattr(resource, 'blob', ''))} — not shown]"
-    return f"[{getattr(block, 'type', 'unknown')} content — not shown]"
+        return TextPart(text=f"[resource {resource.uri}: {mime}, {_size(getattr(resource, 'blob', ''))} — not shown]")
+    return TextPart(text=f"[{getattr(block, 'type', 'unknown')} content — not shown]")
 
 
 def _size(data: str | bytes) -> str:

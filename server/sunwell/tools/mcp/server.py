@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from sunwell import __version__
 from sunwell.config import McpServerConfig
-from sunwell.tools.base import Tool, ToolContext, ToolFailure, Trust
+from sunwell.tools.base import Tool, ToolContext, ToolFailure, ToolReturn, Trust
 from sunwell.tools.mcp.elicitation import Elicit, elicitation_callback
 from sunwell.tools.mcp.http_transport import http_transport
 from sunwell.tools.mcp.launch import Launch, LaunchError, stdio_launch
@@ -162,7 +162,7 @@ class McpServer:
                 name.lower() == "authorization" for name in self.config.headers):
             return None
         try:
-            vault = self.sign_in.vaults(self.name, url)
+            vault = self.sign_in.vault(self.name, url)
             return await oauth_auth(self.name, url, self.config.oauth, vault, self.sign_in.opener, self._tell)
         except Exception as exc:  # noqa: BLE001 - the vault (the keyring, the editor's secret storage) failed
             raise LaunchError(f"could not read its sign-in: {describe(exc)}") from None
@@ -317,10 +317,10 @@ class McpServer:
     def _hidden(self, message: str) -> None:
         self._notices.append(("warning", "hidden_characters", message))
 
-    async def call(self, tool: str, args: dict[str, Any], ctx: ToolContext) -> str:
+    async def call(self, tool: str, args: dict[str, Any], ctx: ToolContext) -> ToolReturn:
         """One `tools/call`; every way it can fail is a ToolFailure the model reads."""
         try:
-            await self.ensure(ctx.notify)
+            await self.ensure(ctx.turn.notify)
         except ServerDown as exc:
             raise ToolFailure("execution", f"the MCP server {self.name} is not available: {exc}",
                               "do not call its tools again in this conversation; tell the user") from None
@@ -339,9 +339,9 @@ class McpServer:
                               f"the MCP server {self.name} {self.reason}") from None
         finally:
             self._quarantine()
-            self.flush(ctx.notify)
+            self.flush(ctx.turn.notify)
         try:
-            return self._secrets.mask(render_result(result))
+            return render_result(result).changed(self._secrets.mask)
         except ToolFailure as failure:
             failure.error = failure.error.model_copy(update={"message": self._secrets.mask(failure.error.message)})
             raise

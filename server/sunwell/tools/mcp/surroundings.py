@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from sunwell.tools.mcp.vaults import Vaults
+from sunwell.tools.mcp.vaults import Vault
 from sunwell.tools.network.hosts import HostRules
 from sunwell.tools.workspace.jail import Jail
 
@@ -42,15 +43,18 @@ Opener = Callable[[str, str], Awaitable[bool]]
 """(server, url) -> whether the page was opened for a person."""
 
 
-@dataclass
-class SignInFront:
-    """What a browser sign-in (tools/mcp/oauth.py) needs from the front end; one for every server of a hub."""
+class SignInFront(Protocol):
+    """What a browser sign-in (tools/mcp/oauth.py) needs from the front end (the hub, from its client port)."""
 
-    vaults: Vaults
-    """Where each server's sign-in is kept: VS Code's secret storage, else the OS keyring."""
-    opener: Opener | None = None
-    """Opens the authorization page for a person (VS Code's `window/showDocument`, the terminal's browser); None: no
-    one is here, and a server that asks for a sign-in fails at once, saying how to sign in."""
+    def vault(self, server: str, url: str) -> Vault:
+        """Where `server`'s sign-in is kept: the front end's secret storage (VS Code's), else the OS keyring."""
+        ...
+
+    @property
+    def opener(self) -> Opener | None:
+        """Opens the authorization page for a person (VS Code's `window/showDocument`, the terminal's browser);
+        None: no one is here, and a server that asks for a sign-in fails at once, saying how to sign in."""
+        ...
 
 
 class ServerDown(Exception):

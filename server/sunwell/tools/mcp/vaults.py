@@ -1,7 +1,8 @@
 """Where an MCP server's sign-in is kept (tools/mcp/token_vault.py says what): a vault of secrets per server, keyed
 by its name and url, so a server moved to another url signs in anew.
 
-In VS Code the vault is the editor's secret storage, asked over the wire (lsp/secrets.py); elsewhere it is the OS
+In VS Code the vault is the editor's secret storage, asked through the client port (`secret`, wire/client.py: the
+sidecar's `sunwell/secret`); elsewhere it is the OS
 keyring (user `mcp-oauth:NAME URL:PART`), else `<data>/mcp-oauth.json`, a file only the user may read
 (tools/secret_store.py). No SDK here: the hub names the vaults before any server starts.
 """
@@ -9,11 +10,12 @@ keyring (user `mcp-oauth:NAME URL:PART`), else `<data>/mcp-oauth.json`, a file o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from sunwell.tools.secret_store import SecretStore
+from sunwell.wire.client import Client
+from sunwell.wire.user_requests import SecretParams
 
 PARTS = ("tokens", "client", "metadata")
 
@@ -33,10 +35,6 @@ class Vault(Protocol):
         ...
 
 
-Vaults = Callable[[str, str], Vault]
-"""(server name, url) -> its vault."""
-
-
 def vault_key(server: str, url: str) -> str:
     return f"{server} {url}"
 
@@ -54,3 +52,23 @@ class KeyringVault:
 
     async def clear(self) -> bool:
         return await asyncio.to_thread(self.store.forget, self.group, list(PARTS))
+
+
+class ClientVault:
+    """One server's sign-in in the front end's secret storage, under `mcp-oauth:NAME URL:PART`. A secret crosses the
+    wire only between the two processes of one editor window; it is never in a notice, a log or a result."""
+
+    def __init__(self, client: Client, server: str, url: str) -> None:
+        self.client, self.key, self.where = client, f"mcp-oauth:{vault_key(server, url)}", client.secret_storage
+
+    async def get(self, part: str) -> str | None:
+        return (await self.client.secret(SecretParams(action="get", key=f"{self.key}:{part}"))).value
+
+    async def put(self, part: str, value: str) -> None:
+        await self.client.secret(SecretParams(action="store", key=f"{self.key}:{part}", value=value))
+
+    async def clear(self) -> bool:
+        found = [await self.get(part) for part in PARTS]
+        for part in PARTS:
+            await self.client.secret(SecretParams(action="delete", key=f"{self.key}:{part}"))
+        return any(found)

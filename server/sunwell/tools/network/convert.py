@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from sunwell.tools.base import ToolFailure
+from sunwell.tools.failure import ToolFailure
 
 Format = str  # "markdown" | "text" | "raw"
 _BINARY_TYPES = re.compile(r"^(image|audio|video|font)/|^application/(pdf|zip|gzip|x-tar|octet-stream|x-7z|vnd\.|msword"

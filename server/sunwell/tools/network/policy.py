@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sunwell.tools.network.cache import PageCache
+from sunwell.tools.network.client import Edge
 from sunwell.tools.network.hosts import HostRules, Resolver
 from sunwell.tools.network.search import SearchService
 from sunwell.tools.network.urls import Target, secret_in_url
@@ -36,6 +37,11 @@ class Network:
     cache: PageCache = field(default_factory=PageCache)
     search: SearchService | None = None
     """The search service the user configured for web_search, or None."""
+
+    @property
+    def edge(self) -> Edge:
+        """The way out under these rules, this cap and this deadline (tools/network/client.py)."""
+        return Edge(self.rules, self.timeout, self.max_bytes, self.resolver)
 
     def refusal(self, target: Target) -> str | None:
         """Why `target` is never fetched, or None."""

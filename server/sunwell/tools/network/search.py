@@ -2,7 +2,9 @@
 documented wire format, each answer read into the same hits (title, URL, snippet).
 
 The service is the user's choice, made in their own config (a workspace config cannot set it), so its endpoint is
-not judged like a fetched page: a self-hosted SearXNG on 127.0.0.1 is the usual case. Its key is read from the
+not judged like a fetched page: a self-hosted SearXNG on 127.0.0.1 is the usual case. It is asked through the same
+way out as a page (tools/network/client.py), with that one host allowed: pinned to the address its name resolved
+to, redirects not followed, the answer capped, one deadline (`network.timeout`). Its key is read from the
 environment variable the user named, sent only in the header the service wants, and masked wherever it could show:
 it is a secret environment value (tools/policy/environment.py). The pages of the hits are fetched, if at all, by
 web_fetch, under its rules.
@@ -16,12 +18,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
-
-from sunwell.tools.base import ToolFailure
+from sunwell.tools.failure import ToolFailure
+from sunwell.tools.network.client import Edge, Request, Said, Wording
+from sunwell.tools.network.hosts import HostRules
+from sunwell.tools.network.urls import Target, UrlRefused, parse_url
 
 PUBLIC_ENDPOINTS = {"brave": "https://api.search.brave.com/res/v1/web/search", "tavily": "https://api.tavily.com/search"}
 MAX_ANSWER_BYTES = 2_000_000
+USER_AGENT = "Sunwell/0.1 (web_search)"
 
 
 @dataclass(frozen=True)
@@ -56,44 +60,39 @@ class SearchService:
             where = f"the environment variable {self.key_env}" if self.key_env else "web_search.api_key_env"
             raise ToolFailure("unsupported", f"web_search needs a {self.provider} API key: the user must set {where}")
         try:
-            async with httpx2.AsyncClient(trust_env=False, timeout=self.timeout) as client:
-                response = await client.send(self._request(client, query, count), stream=True)
-                try:
-                    body = await _bounded(response)
-                finally:
-                    await response.aclose()
-        except httpx2.HTTPError as exc:
-            raise ToolFailure("network", f"the {self.provider} search service did not answer: "
-                              f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}") from None
-        if not 200 <= response.status_code < 300:
-            raise ToolFailure("network", f"the {self.provider} search service answered HTTP {response.status_code}: "
-                              f"{_error_text(body)}")
+            endpoint = parse_url(self.endpoint)
+        except UrlRefused as exc:
+            raise ToolFailure("unsupported", f"web_search cannot ask {self.endpoint}: {exc}") from None
+        edge = Edge(HostRules([endpoint.host]), self.timeout, MAX_ANSWER_BYTES)
+        reply = await edge.send(self._request(endpoint, query, count), _wording(self.provider))
+        if not 200 <= reply.status < 300:
+            raise ToolFailure("network", f"the {self.provider} search service answered HTTP {reply.status}: "
+                              f"{_error_text(reply.body)}")
         try:
-            answer = json.loads(body)
+            answer = json.loads(reply.body)
         except ValueError:
             raise ToolFailure("network", f"the {self.provider} search service answered something that is not JSON"
                               + (" (is `format=json` enabled in its settings.yml?)" if self.provider == "searxng"
                                  else "")) from None
         return _hits(self.provider, answer)[:count]
 
-    def _request(self, client: httpx2.AsyncClient, query: str, count: int) -> httpx2.Request:
-        headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
+    def _request(self, endpoint: Target, query: str, count: int) -> Request:
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if self.provider == "brave":
-            return client.build_request("GET", self.endpoint, params={"q": query, "count": count},
-                                        headers={**headers, "X-Subscription-Token": self.key or ""})
+            return Request("GET", endpoint, {**headers, "X-Subscription-Token": self.key or ""},
+                           query=[("q", query), ("count", str(count))])
         if self.provider == "tavily":
-            return client.build_request("POST", self.endpoint, json={"query": query, "max_results": count},
-                                        headers={**headers, "Authorization": f"Bearer {self.key}"})
-        return client.build_request("GET", self.endpoint, params={"q": query, "format": "json"}, headers=headers)
+            return Request("POST", endpoint, {**headers, "Authorization": f"Bearer {self.key}",
+                                              "Content-Type": "application/json"},
+                           json.dumps({"query": query, "max_results": count}).encode())
+        return Request("GET", endpoint, headers, query=[("q", query), ("format", "json")])
 
 
-async def _bounded(response: httpx2.Response) -> bytes:
-    body = bytearray()
-    async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) > MAX_ANSWER_BYTES:
-            raise ToolFailure("network", f"the search service's answer is larger than {MAX_ANSWER_BYTES:,} bytes")
-    return bytes(body)
+def _wording(provider: str) -> Wording:
+    no_answer = Said("the {name} search service did not answer: {reason:.200}")
+    return Wording(provider, unreachable=no_answer, broken=no_answer,
+                   timed_out=Said("the {name} search service did not answer within {seconds:g} s"),
+                   too_large=Said("the search service's answer is larger than {cap:,} bytes"))
 
 
 def _hits(provider: str, answer: Any) -> list[Hit]:

@@ -1,6 +1,6 @@
 """A URL the network tools may request, parsed once into a `Target` whose host is the one that will be connected to.
 
-Refused before any library reads the URL: a scheme other than `http`/`https`, a URL without `//host`, user info
+Refused before any library reads the URL: one longer than `MAX_URL`, a scheme other than `http`/`https`, a URL without `//host`, user info
 (`allowed.com@evil.com`), a control character anywhere (C0, DEL, C1, line separators; `urlsplit` silently drops tab,
 CR and LF, so the raw text is checked first, and the percent-decoded host again: `%00`), a backslash in the authority
 (browsers read it as `/`, `urlsplit` does not, so the two disagree on the host), a port outside 1-65535, and a host
@@ -26,6 +26,9 @@ import idna
 from sunwell.tools.network.addresses import Address, parse_ip
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+MAX_URL = 32_768
+"""Characters of a URL at most: servers refuse far shorter ones (8 KB is common), and the redactor that looks for a
+secret in it keeps 64 KB of a string (tools/policy/audit.py)."""
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _PORT = re.compile(r"[0-9]{1,5}")
 _HOST_NAME = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*")
@@ -65,6 +68,8 @@ class Target:
 
 def parse_url(raw: str) -> Target:
     """`raw` as a Target, or UrlRefused saying what is wrong with it (module docstring)."""
+    if len(raw) > MAX_URL:
+        raise UrlRefused(f"the URL is {len(raw):,} characters long; at most {MAX_URL:,} are requested")
     _refuse_controls(raw, "the URL")
     scheme_match = _SCHEME.match(raw)
     scheme = scheme_match.group(1).lower() if scheme_match else ""

@@ -16,7 +16,7 @@ Always asked, whatever the entries say:
 - variable assignments (`FOO=1 git status`), `eval`, `exec`, `source`, `.`, function definitions, `if`/`for`/
   `while`/`until`, arithmetic, control characters, and anything bashlex cannot parse (`case`, `[[`, arrays...);
 - what bashlex reads differently from bash: a trailing backslash, a named fd (`{fd}>&1`), `!;`. The differential
-  test in tests/test_allowlist.py runs what this module allows in real bash and checks the argv that ran.
+  test in tests/tools/policy/test_allowlist.py runs what this module allows in real bash and checks the argv that ran.
 
 Quote removal must not smuggle shell syntax: a word whose value holds anything but plain characters (`*`, `?`, `[`,
 `{`, `~`, spaces...) matches an entry word only if it is also spelled the same, so `ls '*'` (a literal star) and

@@ -1,6 +1,6 @@
-"""Who says yes to a risky call: one small interface, a request in and a decision out.
+"""Who says yes to a risky call: the policy's rules, else the person, asked through the client port (wire/client.py).
 
-The terminal answers it with a prompt, the sidecar with a `sunwell/approve` request to VS Code; `auto` and `deny`
+The terminal answers with a prompt, the sidecar with a `sunwell/approve` request to VS Code; `auto` and `deny`
 modes, the command allowlist and allow-for-session rules answer it without asking anyone (`by: "policy"`).
 Allow-for-session remembers the exact tool for writes, the exact command string for shell (never a prefix), the
 host for a web request.
@@ -11,47 +11,42 @@ configuration the host executes) skips the allowlist and session rules and the `
 or, with no one to ask, it is denied.
 
 The request is the wire model of `sunwell/approve` (sunwell.wire.approval), re-exported here for the policy's
-users.
+users; the answer is `ApproveResult` (sunwell.wire.user_requests).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from sunwell.vocabulary import DECISIONS, ApprovalMode, DecidedBy, Decision
 from sunwell.wire.approval import HOST_RULE, ApprovalRequest
+from sunwell.wire.client import HEADLESS, Client
+from sunwell.wire.user_requests import ApproveResult
 
-__all__ = ["Answer", "ApprovalPolicy", "ApprovalRequest", "Asker", "Ruling"]
+__all__ = ["ApprovalPolicy", "ApprovalRequest", "Ruling"]
 log = logging.getLogger(__name__)
-
-
-class Answer(NamedTuple):
-    """A person's answer: the decision, and what they said with it (a denial's note for the model)."""
-
-    decision: str
-    note: str | None = None
 
 
 class Ruling(NamedTuple):
     decision: Decision
     by: DecidedBy
     note: str | None = None
-    """What the user said with a denial (PROTOCOL.md: the approve result's `note`), for the model to read."""
+    """What the user said with a denial (the approve result's `note`: docs/sidecar.md "ApproveResult"), for the
+    model to read."""
 
 
-Asker = Callable[[ApprovalRequest], Awaitable[str | Answer]]
-"""Asks a person; returns a decision string or an Answer (anything unknown counts as deny)."""
 NOTE_LIMIT = 500
 
 
 @dataclass
 class ApprovalPolicy:
     mode: ApprovalMode = "deny"
-    ask: Asker | None = None
+    client: Client = HEADLESS
+    """Who is asked when the rules do not answer (`ask` mode); one who answers no approvals means deny."""
     timeout: float = 600.0
     is_allowlisted: Callable[[str], bool] = lambda command: False
     _session_rules: set[tuple[str, str, str]] = field(default_factory=set)
@@ -65,16 +60,16 @@ class ApprovalPolicy:
                 return Ruling("allow", "policy")
             if self.mode == "auto":
                 return Ruling("allow", "policy")
-        if self.mode == "deny" or self.ask is None:
+        if self.mode == "deny" or not self.client.answers("approve"):
             return Ruling("deny", "policy")
         try:
-            answer = await asyncio.wait_for(self.ask(request), timeout=self.timeout)
+            answer = await asyncio.wait_for(self.client.approve(request), timeout=self.timeout)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a client that errors or never answers means deny
             log.warning("approval of %s failed: %r; denying", request.name, exc)
             return Ruling("deny", "policy")
-        decision, note = answer if isinstance(answer, Answer) else (answer, None)
+        decision, note = (answer.decision, answer.note) if isinstance(answer, ApproveResult) else (answer, None)
         if decision not in DECISIONS:
             log.warning("approval of %s got unknown decision %r; denying", request.name, decision)
             return Ruling("deny", "policy")

@@ -1,11 +1,12 @@
-"""The audit log: one JSON line per tool call in `<data>/audit/tools-YYYY-MM-DD.jsonl` (PROTOCOL.md "Files and
-places"; the UTC day of the call), read back by `sunwell audit [--since]`.
+"""The audit log: one JSON line per tool call in `<data>/audit/tools-YYYY-MM-DD.jsonl` (docs/config.md
+"Files and places"; the UTC day of the call), read back by `sunwell audit [--since]`.
 
 A line holds `time` (ISO 8601, UTC), `session`, `turn`, `tool`, `call_id`, `arguments`, `decision` (`allow`, `deny`,
 `allowSession`, `auto` when no approval was needed, null when none was reached), `by` (`user`, `policy`, null),
-`ok`, `error` (the error code or null) and `duration_ms`. File contents never enter the log: `content`, `old_text`,
-`new_text` and `raw` (unparsable arguments, which may hold a file) become `{"bytes": n, "sha256": ...}`. Every string
-of the line goes through `redact` first. The directory is 0700 and the files 0600; a line is one `write` on an
+`ok`, `error` (the error code or null) and `duration_ms`. File contents never enter the log: the arguments a tool's
+arguments model marks as file text (`CONTENT`, tools/subject.py: write_file's content, edit_file's old and new text),
+given as `content`, become `{"bytes": n, "sha256": ...}`; this module names no tool's arguments. Every string of
+the line goes through `redact` first. The directory is 0700 and the files 0600; a line is one `write` on an
 O_APPEND descriptor, so several processes can share a day file.
 """
 
@@ -16,17 +17,19 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from sunwell.clipping import CappedLogRecords, cut
 from sunwell.tools.policy.environment import EnvSecrets
 from sunwell.tools.workspace import open_flags
 
 log = logging.getLogger(__name__)
 REDACTED = "[REDACTED]"
-HASHED_ARGUMENTS = frozenset({"content", "old_text", "new_text", "raw"})
+MAX_STRING = 65_536
+"""Characters of one string a redacted value keeps (an audit line's argument, a URL checked for a secret)."""
 FILE_NAME = re.compile(r"tools-(\d{4}-\d{2}-\d{2})\.jsonl")
 
 _TOKEN_SHAPES: list[tuple[re.Pattern[str], str]] = [  # a shape added here needs its literal in _ANY_SHAPE
@@ -51,46 +54,43 @@ class Redactor:
     """Masks credentials in strings, and in the strings inside dicts, lists and tuples.
 
     `environ` is read once, here: the values of every variable a command may not see (tools/policy/environment.py) are
-    removed wherever they appear; token-shaped strings are masked whatever their source."""
+    removed wherever they appear; token-shaped strings are masked whatever their source. A string longer than
+    `limit` keeps its first `limit` characters and its size (sunwell.clipping), so the work is bounded whatever the
+    input: it is masked in twice that much first, so that a secret the cut falls in goes whole."""
 
-    def __init__(self, environ: Mapping[str, str] | None = None, passthrough: Iterable[str] = ()) -> None:
+    def __init__(self, environ: Mapping[str, str] | None = None, passthrough: Iterable[str] = (),
+                 limit: int = MAX_STRING) -> None:
         self.env = EnvSecrets(os.environ if environ is None else environ, passthrough, REDACTED)
+        self.limit = limit
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, str):
-            value = self.env.mask(value)
-            if not _ANY_SHAPE.search(value):
-                return value
-            for pattern, replacement in _TOKEN_SHAPES:
-                value = pattern.sub(replacement, value)
-            return value
+            return self.text(value, self.limit)
         if isinstance(value, Mapping):
             return {self(k): self(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self(v) for v in value]
         return value
 
+    def text(self, value: str, limit: int) -> str:
+        masked = self.env.mask(value[:2 * limit])
+        if _ANY_SHAPE.search(masked):
+            for pattern, replacement in _TOKEN_SHAPES:
+                masked = pattern.sub(replacement, masked)
+        return masked if len(value) <= limit else cut(masked[:limit], value)
 
-class MaskedLogRecords(logging.Filter):
+
+class MaskedLogRecords(CappedLogRecords):
     """A log handler's filter that masks credentials in every record it writes, a library's too: an HTTP client logs
-    each request's URL, which carries a learned API's query key (tools/learned/calls.py adds it to the request)."""
+    each request's URL, which carries a learned API's query key (tools/learned/calls.py adds it to the request).
+    Capped as `CappedLogRecords` caps, the masking within the cap."""
 
     def __init__(self) -> None:
         super().__init__()
         self.redact = Redactor()
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a record that cannot be formatted is logging's to report, as it does
-            return True
-        if (masked := self.redact(message)) != message:
-            record.msg, record.args = masked, None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = self.redact(record.exc_text)
-        return True
+    def shorten(self, text: str, limit: int) -> str:
+        return self.redact.text(text, limit)
 
 
 def redact(value: Any, environ: Mapping[str, str] | None = None) -> Any:
@@ -98,9 +98,9 @@ def redact(value: Any, environ: Mapping[str, str] | None = None) -> Any:
     return Redactor(environ)(value)
 
 
-def digest_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The arguments with file contents replaced by their size and sha256."""
-    return {k: _digest(v) if k in HASHED_ARGUMENTS else v for k, v in arguments.items()}
+def digest_arguments(arguments: Mapping[str, Any], content: Collection[str]) -> dict[str, Any]:
+    """The arguments with those named in `content` (file text) replaced by their size and sha256."""
+    return {k: _digest(v) if k in content else v for k, v in arguments.items()}
 
 
 def _digest(value: Any) -> dict[str, Any]:
@@ -127,13 +127,13 @@ class AuditLog:
 
     def record(self, *, session: str, turn: str, tool: str, call_id: str, arguments: Mapping[str, Any] | None,
                decision: str | None, by: str | None, ok: bool, error: str | None,
-               duration_ms: float) -> dict[str, Any]:  # fmt: skip
-        """Append one call's line and return it (as written). A failing write is logged, never raised: the call it
-        describes has already happened."""
+               duration_ms: float, content: Collection[str] = ()) -> dict[str, Any]:  # fmt: skip
+        """Append one call's line and return it (as written); `content` names the arguments that carry file text
+        (`Tool.content`). A failing write is logged, never raised: the call it describes has already happened."""
         now = _as_utc(self.clock())
         entry = self.redact({
             "time": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"), "session": session,
-            "turn": turn, "tool": tool, "call_id": call_id, "arguments": digest_arguments(arguments or {}),
+            "turn": turn, "tool": tool, "call_id": call_id, "arguments": digest_arguments(arguments or {}, content),
             "decision": decision, "by": by, "ok": ok, "error": error, "duration_ms": round(duration_ms),
         })  # fmt: skip
         line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"

@@ -169,7 +169,8 @@ def _repositories(stage: Stage | CopyStage, root: Path, changes: Sequence[Change
 
 
 def preview(effects: Effects, jail: Jail, *, command: str, cwd: str, exit_code: int, output: str) -> dict[str, Any]:
-    """PROTOCOL.md's `effects` preview: every file with its text before and after where it is text and small."""
+    """The `effects` preview (docs/sidecar.md "EffectsPreview"): every file with its text before and after where
+    it is text and small."""
     listed, summaries = _group(effects.files)
     budget = TEXT_BUDGET
     changes = []

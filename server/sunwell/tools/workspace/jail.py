@@ -18,7 +18,7 @@ from difflib import get_close_matches
 from functools import lru_cache
 from pathlib import Path
 
-from sunwell.tools.base import ToolFailure
+from sunwell.tools.failure import ToolFailure
 
 DEFAULT_BLOCKED: tuple[str, ...] = (
     ".env*", ".git/", "node_modules/", "__pycache__/", "*.pem", "*.key", "secrets/", ".ssh/", ".sunwell/",

@@ -1,0 +1,100 @@
+"""Gemma's call syntax, read from its text: FunctionGemma's `<start_function_call>call:f{a:<escape>x<escape>}
+<end_function_call>` and Gemma 4's `<|tool_call>call:f{a:<|"|>x<|"|>}<tool_call|>`.
+
+The arguments are an object with bare keys; a string stands between two string delimiters (`<escape>`, `<|"|>`) or
+in JSON quotes; numbers, `true`, `false` and `null` are bare, and so is a word the model forgot to quote (read as the
+string it spells). Nothing is evaluated.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from sunwell.models.emulation.found_calls import Extraction, FoundCall
+
+OPENERS = {"<start_function_call>": "<end_function_call>", "<|tool_call>": "<tool_call|>"}
+_DELIMITERS = ("<escape>", '<|"|>')
+_CALL = re.compile(r"\s*call:([^\s{]+)\s*\{", re.DOTALL)
+_BARE = re.compile(r"[^,}\]]*")
+
+
+class _Unreadable(ValueError):
+    pass
+
+
+def read_gemma(span: str) -> Extraction | None:
+    """The calls between one pair of Gemma's markers; None when the text between them is no call."""
+    opener = next(o for o in OPENERS if span.startswith(o))
+    body = span[len(opener):].removesuffix(OPENERS[opener])
+    calls, at = [], 0
+    while body[at:].strip():  # one call, or several with nothing between them (mlx-lm's test)
+        m = _CALL.match(body, at)
+        if m is None:
+            return None
+        try:
+            arguments, at = _object(body, m.end())
+        except (ValueError, IndexError):  # _Unreadable is a ValueError; so is a key without its colon
+            return None
+        calls.append(FoundCall(m[1], arguments))
+    return Extraction(calls=calls) if calls else None
+
+
+def _object(text: str, i: int) -> tuple[dict[str, Any], int]:
+    """The object whose `{` is just before `i`, and where it ends."""
+    out: dict[str, Any] = {}
+    i = _space(text, i)
+    while text[i] != "}":
+        key_end = text.index(":", i)
+        key = text[i:key_end].strip().strip('"')
+        if not key or any(c in key for c in "{}[],"):
+            raise _Unreadable(key)
+        out[key], i = _value(text, _space(text, key_end + 1))
+        i = _space(text, i)
+        if text[i] == ",":
+            i = _space(text, i + 1)
+        elif text[i] != "}":
+            raise _Unreadable(text[i:i + 20])
+    return out, i + 1
+
+
+def _value(text: str, i: int) -> tuple[Any, int]:
+    for delimiter in _DELIMITERS:
+        if text.startswith(delimiter, i):
+            end = text.find(delimiter, i + len(delimiter))
+            if end < 0:
+                raise _Unreadable("a string never closed")
+            return text[i + len(delimiter):end], end + len(delimiter)
+    if text[i] == "{":
+        return _object(text, i + 1)
+    if text[i] == "[":
+        items: list[Any] = []
+        i = _space(text, i + 1)
+        while text[i] != "]":
+            item, i = _value(text, i)
+            items.append(item)
+            i = _space(text, i)
+            if text[i] == ",":
+                i = _space(text, i + 1)
+            elif text[i] != "]":
+                raise _Unreadable(text[i:i + 20])
+        return items, i + 1
+    if text[i] == '"':
+        decoder = json.JSONDecoder()
+        try:
+            return decoder.raw_decode(text, i)
+        except ValueError:
+            raise _Unreadable("a JSON string") from None
+    word = _BARE.match(text, i)[0]
+    try:
+        value = json.loads(word.strip())
+    except ValueError:
+        value = word.strip()
+    return value, i + len(word)
+
+
+def _space(text: str, i: int) -> int:
+    while text[i].isspace():
+        i += 1
+    return i
