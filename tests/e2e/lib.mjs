@@ -153,16 +153,26 @@ export async function waitForWorkbench(page, timeoutMs = 60_000) {
 
 /** Runs a command from the palette (F1), by its label as shown there, e.g. "Sunwell: Open Chat". */
 export async function runCommand(page, label) {
-  await quickInput(page, `>${label}`);
-  const row = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: label }).first();
-  // The palette lists the commands known when it opened: on a loaded machine an extension's may come later.
-  if (!(await row.waitFor({ timeout: 10_000 }).then(() => true, () => false))) {
-    await page.keyboard.press('Escape');
-    await sleep(3000);
+  // The row of exactly this command ("View: Close All Editors", not "… in Group" above it), clicked: Enter would run
+  // whichever row the palette ranked first.
+  const rows = '.quick-input-list .monaco-list-row';
+  const row = page.locator(`${rows}[aria-label="${label}"], ${rows}[aria-label^="${label},"]`).first();
+  // The palette lists the commands known when it opened (on a loaded machine an extension's may come later), and it
+  // closes when the focus leaves it (a Settings editor saving a value it was typed into re-renders and takes it):
+  // then it is opened again.
+  for (let attempt = 1; ; attempt++) {
     await quickInput(page, `>${label}`);
+    if (await row.waitFor({ timeout: 8000 }).then(() => true, () => false)) break;
+    const focused = await page.evaluate(() => {
+      const el = document.activeElement;
+      return el ? `${el.tagName}.${String(el.className).slice(0, 80)}` : 'nothing';
+    });
+    console.log(`  (palette for "${label}" not shown, attempt ${attempt}; focus on ${focused})`);
+    if (attempt === 3) throw new Error(`the command palette would not show "${label}" (focus on ${focused})`);
+    await page.keyboard.press('Escape');
+    await sleep(2000);
   }
-  await row.waitFor({ timeout: 10_000 });
-  await page.keyboard.press('Enter');
+  await row.click();
   await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
 }
 

@@ -240,8 +240,10 @@ function otherVenv() {
 
 /** Types a value into a setting of the Settings UI (Preferences: Open Settings (UI)), as a user does. */
 async function setInSettingsUi(key, label, value) {
+  const step = (what) => (err) => { throw new Error(`Settings UI, ${key}: ${what} (${err.message.split('\n')[0]})`); };
   await runCommand(page, 'Preferences: Open Settings (UI)');
-  await page.locator('.settings-editor .settings-header').first().waitFor({ timeout: 10_000 });
+  await page.locator('.settings-editor .settings-header').first().waitFor({ timeout: 10_000 })
+    .catch(step('the Settings editor did not open'));
   await page.locator('.settings-editor .suggest-input-container').first().click(); // the search box
   await page.keyboard.press('Control+A');
   await page.keyboard.type(key);
@@ -251,7 +253,11 @@ async function setInSettingsUi(key, label, value) {
   if (!(await item.waitFor({ timeout: 3000 }).then(() => true, () => false))) {
     await page.locator('.settings-editor .settings-tabs-widget .action-label').filter({ hasText: 'Remote' }).first().click();
   }
-  await item.waitFor({ timeout: 10_000 });
+  await item.waitFor({ timeout: 10_000 }).catch(async (err) => {
+    const tabs = await page.locator('.settings-editor .settings-tabs-widget .action-label').allInnerTexts().catch(() => []);
+    const found = await page.locator('.settings-editor .settings-count-widget').innerText().catch(() => '?');
+    step(`no "Sunwell: ${label}" in the tabs ${JSON.stringify(tabs)} (${found})`)(err);
+  });
   const input = item.locator('input').first();
   await input.click();
   await input.fill('');
