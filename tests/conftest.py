@@ -10,8 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from fake_provider import FakeProvider
+
+# Property tests generate their examples on a machine that runs other tests beside them (xdist workers, CI's
+# installs): slow generation there is load, not a fault of the test. What they check is unchanged.
+settings.register_profile("shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("shared-machine")
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = ROOT / "server"

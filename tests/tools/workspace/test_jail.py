@@ -198,7 +198,7 @@ hostile_paths = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(path=hostile_paths, absolute=st.booleans(), must_exist=st.booleans())
 def test_resolve_never_leaves_the_workspace(
     shared_root: Path, path: str, absolute: bool, must_exist: bool
