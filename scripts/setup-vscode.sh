@@ -10,6 +10,7 @@
 # when something cannot be installed. Prints "code-server: PATH" (and "vsix: PATH") on stdout, notes on stderr.
 #   --no-browser        skip chromium and playwright-core (scripts/start.sh: you bring the browser)
 #   --vsix              also make sure the .vsix is built and current
+#   --vsix-only         only that: neither code-server nor the browser (scripts/test.sh builds it in the background)
 #   SUNWELL_E2E_CACHE   where code-server goes (default ~/.cache/sunwell-e2e)
 #   SUNWELL_NO_VSIX_BUILD=1   take the .vsix as it is (only fail when it is missing)
 set -euo pipefail
@@ -21,16 +22,45 @@ CS_DIR=$CACHE/code-server-$CODE_SERVER_VERSION
 CS_BIN=$CS_DIR/node_modules/.bin/code-server
 BROWSER=1
 VSIX=0
+CODE_SERVER=1
 for arg in "$@"; do
   case $arg in
     --no-browser) BROWSER=0 ;;
     --vsix) VSIX=1 ;;
+    --vsix-only) VSIX=1 BROWSER=0 CODE_SERVER=0 ;;
     *) echo "setup-vscode: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
 
 say() { echo "setup-vscode: $*" >&2; }
 die() { say "$*"; exit 1; }
+
+# ---- the .vsix ---------------------------------------------------------------------------------------------------
+vsix() {
+  VSIX_FILE=$ROOT/sunwell-$(node -p 'require("./package.json").version').vsix
+  stale() {
+    [ -f "$VSIX_FILE" ] || return 0
+    [ "${SUNWELL_NO_VSIX_BUILD:-0}" = 1 ] && return 1
+    [ -n "$(find package.json package-lock.json pyproject.toml esbuild.config.mjs tsconfig.json extension/src extension/media \
+      extension/build extension/README.md syntaxes server/sunwell -newer "$VSIX_FILE" -type f -not -name '*.pyc' \
+      -print -quit 2>/dev/null)" ]
+  }
+  if stale; then
+    say "building $(basename "$VSIX_FILE") (missing or older than its sources; 30 s, or about 5 minutes when pip has none of its wheels)"
+    if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+      npm ci --no-audit --no-fund --loglevel=error >/tmp/sunwell-setup-npm-ci.log 2>&1 \
+        || die "npm ci failed; last lines:$(echo; tail -15 /tmp/sunwell-setup-npm-ci.log)"
+    fi
+    npm run package >/tmp/sunwell-setup-package.log 2>&1 \
+      || die "npm run package failed; last lines:$(echo; tail -20 /tmp/sunwell-setup-package.log)"
+    [ -f "$VSIX_FILE" ] || die "npm run package made no $VSIX_FILE (log: /tmp/sunwell-setup-package.log)"
+  fi
+  echo "vsix: $VSIX_FILE"
+}
+if [ "$CODE_SERVER" = 0 ]; then
+  vsix
+  exit 0
+fi
 
 # ---- Node: code-server 4.100.3 is the last release for Node 20, and its postinstall insists on Node 20 ----------
 command -v node >/dev/null || die "node is not installed (code-server $CODE_SERVER_VERSION needs Node 20: apt-get install nodejs npm)"
@@ -113,27 +143,5 @@ if [ "$BROWSER" = 1 ]; then
   (cd "$E2E" && node -e 'require("playwright-core")') 2>/dev/null || die "playwright-core does not load from tests/e2e/node_modules"
 fi
 
-# ---- the .vsix ---------------------------------------------------------------------------------------------------
-if [ "$VSIX" = 1 ]; then
-  VSIX_FILE=$ROOT/sunwell-$(node -p 'require("./package.json").version').vsix
-  stale() {
-    [ -f "$VSIX_FILE" ] || return 0
-    [ "${SUNWELL_NO_VSIX_BUILD:-0}" = 1 ] && return 1
-    [ -n "$(find package.json package-lock.json pyproject.toml esbuild.config.mjs tsconfig.json extension/src extension/media \
-      extension/build extension/README.md syntaxes server/sunwell -newer "$VSIX_FILE" -type f -not -name '*.pyc' \
-      -print -quit 2>/dev/null)" ]
-  }
-  if stale; then
-    say "building $(basename "$VSIX_FILE") (missing or older than its sources; about 30 s)"
-    if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-      npm ci --no-audit --no-fund --loglevel=error >/tmp/sunwell-setup-npm-ci.log 2>&1 \
-        || die "npm ci failed; last lines:$(echo; tail -15 /tmp/sunwell-setup-npm-ci.log)"
-    fi
-    npm run package >/tmp/sunwell-setup-package.log 2>&1 \
-      || die "npm run package failed; last lines:$(echo; tail -20 /tmp/sunwell-setup-package.log)"
-    [ -f "$VSIX_FILE" ] || die "npm run package made no $VSIX_FILE (log: /tmp/sunwell-setup-package.log)"
-  fi
-  echo "vsix: $VSIX_FILE"
-fi
-
+[ "$VSIX" = 0 ] || vsix
 echo "code-server: $CS_BIN"

@@ -23,6 +23,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVER = ROOT / "server"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`--dist loadgroup`) the real-model tests share one worker: their llama server takes both
+    cores, and it interrupts a request when another arrives."""
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.xdist_group("real-model"))
+
+
 @pytest.fixture
 def fake():
     with FakeProvider() as server:

@@ -171,12 +171,14 @@ async def test_a_refusal_that_states_no_limit_lowers_the_window_to_a_likely_size
     fake.script(Fail(400, "the request exceeds the available context size, try increasing it"),
                 Reply(text="Fine."))
     events = []
-    done = await turn(session, "hello", events)
+    # The instructions and tools are ~3.6k tokens, a hair under a 4k window's room: a ~2k-token line puts the request
+    # well inside the 8k guess, however long the workspace's path (pytest-xdist's is longer) or a tool's description.
+    done = await turn(session, "hello " + "more words here " * 500, events)
     assert done.status == "completed" and len(fake.requests) == 2, done.error
     [overflow] = [e for e in events if e.type == "notice" and e.code == "context_overflow"]
-    # sent ~1k tokens + the 4,096 reserved for the answer: the largest power of two below that
-    assert "taken as 4,096 tokens (was 32,768)" in overflow.message
-    assert fake.requests[1].body["max_completion_tokens"] == 512  # the answer's reserve in a 4k window
+    # sent ~5.6k tokens + the 4,096 reserved for the answer: the largest power of two below that
+    assert "taken as 8,192 tokens (was 32,768)" in overflow.message
+    assert fake.requests[1].body["max_completion_tokens"] == 1024  # the answer's reserve in an 8k window
 
 
 async def test_a_conversation_that_cannot_fit_even_after_compaction_ends_clearly(fake, files, make_engine):

@@ -113,7 +113,7 @@ class Terminal:
         with contextlib.suppress(OSError):  # the process is gone
             self.screen += self._decoder.decode(os.read(self.master, 65536))
 
-    def expect(self, needle: str, timeout: float = 20) -> str:
+    def expect(self, needle: str, timeout: float = 60) -> str:  # failures only; xdist: 4 workers, 2 cores
         """Wait for `needle` after what was already expected; returns the screen from there to it."""
         deadline = time.monotonic() + timeout
         while (found := self.screen.find(needle, self.seen)) < 0:

@@ -134,9 +134,10 @@ def test_cut_stream_never_runs_a_partial_call(sunwell, fake, workspace):
 
 
 def test_provider_rejection_shows_its_message(sunwell, fake):
-    # a refusal for length is retried once, made smaller (test_context_budget.py); the second one ends the turn
+    # a refusal for length is retried once, made smaller (test_context_budget.py); the second one ends the turn. The
+    # ~2k-token prompt keeps the retry inside the guessed window (8k) whatever the length of the workspace's path.
     fake.script(Fail(400, "context length exceeded by 10 tokens"), Fail(400, "context length exceeded by 10 tokens"))
-    run = sunwell("run", "hi", "--model", OPENAI)
+    run = sunwell("run", "hi " + "more words here " * 500, "--model", OPENAI)
     assert run.code == 1 and len(fake.requests) == 2
     assert "context length exceeded by 10 tokens" in run.stderr and len(run.stderr.splitlines()) == 1
 

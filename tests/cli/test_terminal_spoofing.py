@@ -55,7 +55,7 @@ class Pty:
         with contextlib.suppress(OSError):  # the process is gone
             self.screen += os.read(self.master, 65536)
 
-    def expect(self, needle: str, timeout: float = 20) -> bytes:
+    def expect(self, needle: str, timeout: float = 60) -> bytes:  # failures only; xdist: 4 workers, 2 cores
         """Wait for `needle` after what was already expected; returns the bytes from there to it."""
         wanted, deadline = needle.encode(), time.monotonic() + timeout
         while (found := self.screen.find(wanted, self.seen)) < 0:

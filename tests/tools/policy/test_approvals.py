@@ -45,7 +45,7 @@ class Terminal:
         os.close(slave)
         self.screen = ""
 
-    def expect(self, needle: str, timeout: float = 20) -> str:
+    def expect(self, needle: str, timeout: float = 60) -> str:  # failures only; xdist: 4 workers, 2 cores
         deadline = time.monotonic() + timeout
         while needle not in self.screen:
             assert time.monotonic() < deadline, f"never saw {needle!r} in:\n{self.screen}"
