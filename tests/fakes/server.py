@@ -81,6 +81,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         except OSError as exc:  # the client went away (cancellation)
+            with self.server.fake._lock:
+                self.server.fake.abandoned += 1
             raise _Cut from exc
 
     def _cut(self) -> None:
@@ -226,6 +228,8 @@ class FakeProvider:
         self.tokenizer = tokenizer or approximate_tokens
         self._count = tokenizer is not None
         self.refusals = 0
+        self.abandoned = 0
+        """Streams the client closed before their end (a stopped turn): a server then stops generating."""
         self.caches = {"anthropic": AnthropicCache(), "openai": OpenAICache()} if cache else None
         """Each vendor's prompt cache (fake_cache.py), when the fake bills by it."""
         self.stopping = threading.Event()

@@ -103,6 +103,8 @@ async def test_cancel_mid_stream_ends_the_turn_within_two_seconds(sidecar, fake)
     done = events[-1]
     assert done["type"] == "done" and done["status"] == "cancelled"
     assert sidecar.event_times[sidecar.events.index(done)] - cancelled_at < 2.0
+    # the stream is closed, not left to run: a local server stops generating the stopped answer (issue 46 item 3)
+    await sidecar.wait_for(lambda: fake.abandoned == 1, timeout=10)
     if result is not None:
         check_turn(events, result)
         sidecar.check_done_before_answer(first["turn"], msg_id)
@@ -359,3 +361,23 @@ async def test_the_model_picker_lists_what_the_configured_server_offers(sidecar_
     down = await sidecar_factory({"dataDir": str(tmp_path / "c"), "model": "openai-compatible:qwen2.5-coder-7b",
                                   "baseUrl": server.url + "/v1"})
     assert [m["id"] for m in (await down.request(protocol.MODELS, {}))["models"]] == ["openai-compatible:qwen2.5-coder-7b"]
+
+
+async def test_stop_closes_a_small_local_models_stream_too(sidecar_factory, fake, tmp_path):
+    """Issue 46 item 3: Stop on a small local model (tool calls taught in the prompt, answer-or-call) closes the
+    request's stream, so a server such as llama-cpp-python stops generating instead of finishing the stopped answer
+    while the next turn waits."""
+    sidecar = await sidecar_factory({"dataDir": str(tmp_path / "data"), "model": "openai-compatible:qwen2.5-coder-0.5b",
+                                     "baseUrl": f"{fake.url}/v1"})
+    fake.script(*[Reply(text="word " * 400, chunk=5, delay=0.02)] * 3)
+    msg_id = sidecar.next_id()
+    request = asyncio.ensure_future(sidecar.request(protocol.CHAT, {"text": "talk a lot"}, msg_id=msg_id))
+    await sidecar.wait_for(lambda: fake.requests, timeout=20)
+    await asyncio.sleep(0.3)  # the stream has begun
+    sidecar.cancel(msg_id)
+    await sidecar.wait_for(lambda: fake.abandoned >= 1, timeout=10)
+    try:
+        await asyncio.wait_for(request, 10)
+    except JsonRpcException as exc:
+        assert exc.code == -32800
+    assert fake.abandoned == len(fake.requests), "a request of the stopped turn was left running"
