@@ -52,6 +52,8 @@ LEAK_MARKERS = (
     "<longcat_",
     "<TOOLCALL>",
     "<|tools_prefix|>",
+    "<|action_start|>",
+    "<|action_end|>",
     "<minimax:",
     "<invoke",
     '"arguments"',
