@@ -1,7 +1,8 @@
 """Issues 32 and 47: the cases the public parsers (sglang, vLLM, mlx-lm, Ollama) test their own servers with, read by
 Sunwell complete and streamed in any chunking: exactly the calls, no call text in the answer, the prose around the
 calls kept (whitespace aside: the projects trim it around calls each their own way), and no call from a reply that
-ended inside one. The corpus is tests/dialects/ported/ (its README says how the cases were ported and where the
+ended inside one. A case kept as a `known_miss` (a format Sunwell does not read yet, saying why) is read and expected
+to fail. The corpus is tests/dialects/ported/ (its README says how the cases were ported and where the
 projects disagree); a case kept with a `skip_reason` is loaded, counted and not read."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from text_calls import extract_tool_calls
 
 CASES = ported_cases(held_out=False)
 KEPT = ported_cases(held_out=False, skipped=True)
+READ = [pytest.param(c, marks=pytest.mark.xfail(reason=c.known_miss, strict=False)) if c.known_miss else c for c in CASES]
 
 
 def by_id(case: Case) -> str:
@@ -49,7 +51,7 @@ def test_a_skipped_case_keeps_its_data_and_says_why():
     assert {c.name for c in skipped}.isdisjoint({c.name for c in CASES})
 
 
-@pytest.mark.parametrize("case", CASES, ids=by_id)
+@pytest.mark.parametrize("case", READ, ids=by_id)
 def test_a_complete_reply(case):
     out = extract_tool_calls(case.text, case.tools, cut_off=case.cut_off)
     assert [(c.name, c.arguments) for c in out.calls] == case.calls
@@ -57,7 +59,7 @@ def test_a_complete_reply(case):
     assert leaks(case, out.remaining_text) == []
 
 
-@pytest.mark.parametrize("case", CASES, ids=by_id)
+@pytest.mark.parametrize("case", READ, ids=by_id)
 def test_a_reply_streamed_in_random_chunks(case):
     rng = random.Random(case.name)
     n = len(case.text)

@@ -68,6 +68,7 @@ CLOSED = {
     "<TOOLCALL>": "</TOOLCALL>",  # Nemotron: a JSON list
     "<longcat_tool_call>": "</longcat_tool_call>",  # LongCat: GLM's form with its own tag names, or JSON
     "<|tools_prefix|>": "<|tools_suffix|>",  # Apertus: a JSON list
+    "<|action_start|><|plugin|>": "<|action_end|>",  # InternLM2: one JSON call (`parameters`)
     **GEMMA_OPENERS,
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
