@@ -937,6 +937,7 @@ export interface UserMessageEvent {
   type: 'userMessage';
   text: string;
   mentions?: string[];
+  imageCount: number;
 }
 export interface SessionInfo {
   id: string;
