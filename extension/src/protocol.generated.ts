@@ -937,7 +937,7 @@ export interface UserMessageEvent {
   type: 'userMessage';
   text: string;
   mentions?: string[];
-  imageCount: number;
+  imageCount?: number | null;
 }
 export interface SessionInfo {
   id: string;
