@@ -31,6 +31,17 @@ export class ImageTray {
         showPreview(this.images[index]);
       }
     });
+    this.row.addEventListener('keydown', (e) => {  // a chip by keyboard: Enter shows it, Delete takes it off
+      const index = Number((e.target as HTMLElement).closest<HTMLElement>('[data-index]')?.dataset.index ?? NaN);
+      if (!this.images[index] || (e.target as HTMLElement).closest('button')) return;
+      if (e.key === 'Enter' || e.key === ' ') showPreview(this.images[index]);
+      else if (e.key === 'Delete' || e.key === 'Backspace') {
+        this.images.splice(index, 1);
+        this.draw();
+        this.focus();
+      } else return;
+      e.preventDefault();
+    });
   }
 
   /** Pasted or dropped files: those the chat takes become chips; a note says what became of the others. */
