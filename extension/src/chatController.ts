@@ -9,6 +9,7 @@ import { ChatRequests } from './chatRequests';
 import type { ApprovalBroker } from './common/approvals';
 import { isCommandLine } from './common/commandline';
 import { undoSummary } from './common/format';
+import type { ImageUpload } from './common/images';
 import { mentionsFromLabels, type MentionRef, type ResourceRef } from './common/mentions';
 import type { HostToWebview } from './common/messages';
 import { forStorage, initialState, isBusy, lastExchange, reduce, type ChatAction, type ChatState } from './common/state';
@@ -98,8 +99,10 @@ export class ChatController implements vscode.Disposable {
    * Sends a line. With `replaces` (Edit & resend, Retry) it goes in place of the last exchange, the one that turn
    * ended: the transcript drops it and the sidecar takes the conversation back to before it (`replaceTurn`), so the
    * model never sees it again; the log keeps it. A `::command` replaces nothing: it is no part of the conversation.
+   * `images` (pasted, dropped) go to the sidecar as base64; the transcript keeps their names and thumbnails only.
    */
-  async send(text: string, mentionRefs: readonly MentionRef[] = [], replaces?: string): Promise<void> {
+  async send(text: string, mentionRefs: readonly MentionRef[] = [], replaces?: string,
+    images: readonly ImageUpload[] = []): Promise<void> {
     text = text.trim();
     if (!text) return;
     if (isBusy(this.state)) {
@@ -114,15 +117,17 @@ export class ChatController implements vscode.Disposable {
       this.setDraft(text);
       return;
     }
-    this.lastLine = { text, mentions: mentionRefs };
+    this.lastLine = { text, mentions: mentionRefs, images };
     const mentions = this.mentionSources.resolve(mentionRefs);
     this.dispatch({ type: 'userMessage', text, ...(mentions.length ? { mentions: mentions.map((m) => m.label) } : {}),
+      ...(images.length ? { images: images.map((i) => ({ name: i.name, ...(i.thumb ? { thumb: i.thumb } : {}) })) } : {}),
       ...(exchange ? { replaces: exchange.end.turn } : {}) });
     await this.runTurn((token) => this.sidecar.request('sunwell/chat', {
       session: this.state.session ?? undefined,
       text,
       lens: this.lens ?? undefined,
       ...(mentions.length ? { mentions } : {}),
+      ...(images.length ? { images: images.map((i) => ({ data: i.data, mediaType: i.mediaType })) } : {}),
       // a turn that never reached the log (it failed before it began) left nothing to take back
       ...(exchange?.logged ? { replaceTurn: exchange.end.turn } : {}),
     }, token));
@@ -172,11 +177,13 @@ export class ChatController implements vscode.Disposable {
     if (!exchange || exchange.command || isBusy(this.state)) return;
     if (exchange.end.resumable) return this.resume();
     const last = this.lastLine;
-    const mentions = last?.text === exchange.user.text ? last.mentions : mentionsFromLabels(exchange.user.mentions ?? []);
-    await this.send(exchange.user.text, mentions, exchange.end.turn);
+    const same = last?.text === exchange.user.text;
+    const mentions = same ? last.mentions : mentionsFromLabels(exchange.user.mentions ?? []);
+    // the images go again when this window sent them (the transcript keeps no bytes)
+    await this.send(exchange.user.text, mentions, exchange.end.turn, same ? last.images : []);
   }
 
-  private lastLine: { text: string; mentions: readonly MentionRef[] } | undefined;
+  private lastLine: { text: string; mentions: readonly MentionRef[]; images: readonly ImageUpload[] } | undefined;
   /** The MCP servers' resources, for the `@` picker (from `sunwell/commands`). */
   private resources: ResourceRef[] = [];
   /** The workspace's files as the `@` picker last got them (null: not asked for yet). */

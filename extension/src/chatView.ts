@@ -47,7 +47,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
         this.controller.attachView(port);
         break;
       case 'send':
-        void this.controller.send(message.text, message.mentions ?? [], message.replaces);
+        void this.controller.send(message.text, message.mentions ?? [], message.replaces, message.images ?? []);
         break;
       case 'listFiles':
         void this.controller.listFiles();

@@ -937,6 +937,7 @@ export interface UserMessageEvent {
   type: 'userMessage';
   text: string;
   mentions?: string[];
+  imageCount?: number | null;
 }
 export interface SessionInfo {
   id: string;

@@ -101,6 +101,8 @@ let page;
 let codeServer;
 const results = [];
 let shotNumber = 0;
+/** A real 96×64 PNG (a blue field, a yellow box, a red disc), as a pasted screenshot would be. */
+const SMALL_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAGAAAABACAIAAABqVuVZAAABJElEQVR42u3bTRHCMBCGYZKJDk4oQUElIIIDIhCBhCrgjAjEIID8Nyns7rtHaDfMM9+WUlp3vL0OVLo8BAABBBBAAAEEEEBUrEL+7fdy+dUnO60PEsSIAQQQQBRAAAEEkNQzaXH1XK/R18/L3TRQyuV7g1apoJ4mun09kzel07FjsEbTGiVvU6e+lbesU9OQ8yBdB+nh8Sm29ejkmzNiWkZsanwyS5Agfs1bANphvlILkSBGDCCAAAJIbhUumP3JPSgkqFDd/0lsX4gR4xhkBGiHKYsuQYIUjdjUEKWaC0vQJKNMW0ZM3bfY8BDlG4pM0ECjYisn+pnVLVcaK5VlH4O6o1S/o9Px1HN9lFpNnbLHwoffgud4bp4fqwABBBBAAAFktD4C6FB4/ZeUJQAAAABJRU5ErkJggg==';
 
 async function shot(name) {
   shotNumber += 1;
@@ -899,6 +901,85 @@ async function main() {
     await until(async () => /attachments: @src\/app\.py \(file, ~\d+ tokens\), @problems \(problems/.test(await byTest('command-output').last().innerText()),
       { timeoutMs: 10_000, message: '::context does not list the attachments' });
     await shot('mentions-sent');
+  });
+
+  // Issue 45 item 2: an image pasted into the input is a thumbnail chip (a click previews it, × removes it), a file
+  // that is no image is a note, and the sent line carries the image to the model in OpenAI's shape.
+  await scenario('image-paste', 120_000, async () => {
+    const mark = await script('chat');
+    const input = byTest('chat-input');
+    await input.click();
+    await input.fill('');
+    await input.evaluate((el, png) => {  // what Ctrl+V of a screenshot hands the page: a File on the clipboard
+      const data = new DataTransfer();
+      data.items.add(new File([Uint8Array.from(atob(png), (c) => c.charCodeAt(0))], 'image.png', { type: 'image/png' }));
+      el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+    }, SMALL_PNG);
+    const chip = chat().locator('[data-testid="image-chip"][data-name="image.png"]');
+    await chip.waitFor({ timeout: 10_000 });
+    check(await chip.locator('img').evaluate((img) => img.complete && img.naturalWidth > 0), 'the chip shows no thumbnail');
+    await input.evaluate((el, png) => {  // dropped from the desktop: a second image and a text file
+      const data = new DataTransfer();
+      data.items.add(new File([Uint8Array.from(atob(png), (c) => c.charCodeAt(0))], 'shot.png', { type: 'image/png' }));
+      data.items.add(new File(['not a picture'], 'notes.txt', { type: 'text/plain' }));
+      el.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+    }, SMALL_PNG);
+    await until(async () => (await count('image-chip')) === 2, { timeoutMs: 10_000, message: 'the dropped image made no chip' });
+    const note = await byTest('image-note').innerText();
+    check(/notes\.txt was not attached: text\/plain is not an image/.test(note), `no note for the text file: "${note}"`);
+    await chip.click();
+    const preview = byTest('image-preview');
+    await preview.waitFor({ timeout: 5000 });
+    const shown = await preview.locator('img').evaluate((img) => [img.naturalWidth, img.naturalHeight]);
+    check(shown[0] === 96 && shown[1] === 64, `the preview is not the image whole: ${shown}`);
+    await shot('image-preview');
+    await page.keyboard.press('Escape');
+    await until(async () => (await count('image-preview')) === 0, { timeoutMs: 3000, message: 'Escape did not close the preview' });
+    await chat().locator('[data-testid="image-chip"][data-name="shot.png"] [data-testid="image-chip-remove"]').click();
+    check(JSON.stringify(await byTest('image-chip').evaluateAll((els) => els.map((e) => e.dataset.name))) === '["image.png"]',
+      'x did not remove shot.png');
+    await input.click();
+    await page.keyboard.type('What is in this picture?');
+    await shot('image-chip');
+    const ends = await count('turn-end');
+    await page.keyboard.press('Enter');
+    await waitTurnEnd(ends, 'completed');
+    check(await count('image-chip') === 0, 'the chip stayed after the send');
+    const sentImages = byTest('user-message').last().locator('[data-testid="sent-image"] img');
+    check(await sentImages.count() === 1 && await sentImages.first().evaluate((img) => img.naturalWidth > 0),
+      'the sent line does not show the thumbnail');
+    const content = (await requestsSince(mark)).at(-1).body.messages.filter((m) => m.role === 'user').at(-1).content;
+    check(Array.isArray(content), `the line went as text only: ${JSON.stringify(content).slice(0, 200)}`);
+    const urls = content.filter((part) => part.type === 'image_url').map((part) => part.image_url.url);
+    check(urls.length === 1 && urls[0].startsWith('data:image/png;base64,') && urls[0].length > 200,
+      `the request does not carry the image as image_url: ${JSON.stringify(urls).slice(0, 200)}`);
+    check(content.some((part) => part.type === 'text' && part.text.includes('What is in this picture?')), 'the text is not sent with it');
+    log(`  sent: an image_url of ${urls[0].length} characters beside the text`);
+    await shot('image-sent');
+    // the light theme and a narrow side bar: the chips and the sent thumbnails fit
+    const userSettings = readFileSync(path.join(DATA, 'User', 'settings.json'), 'utf8');
+    const wide = (await page.locator('.part.sidebar').first().boundingBox()).width;
+    await setTheme('Default Light Modern');
+    await dragSidebarTo(280);
+    try {
+      await input.evaluate((el, png) => {
+        const data = new DataTransfer();
+        for (const name of ['one.png', 'two.png', 'three.png', 'four.png']) {
+          data.items.add(new File([Uint8Array.from(atob(png), (c) => c.charCodeAt(0))], name, { type: 'image/png' }));
+        }
+        el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+      }, SMALL_PNG);
+      await until(async () => (await count('image-chip')) === 4, { timeoutMs: 10_000, message: 'four pasted images, not four chips' });
+      const overflow = await chat().locator('main.scroller, footer.composer').evaluateAll((els) =>
+        els.filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => `${el.className}: ${el.scrollWidth} > ${el.clientWidth}`));
+      check(overflow.length === 0, `overflows sideways at 280 px: ${overflow.join('; ')}`);
+      await clearNotifications(page);
+      await shot('image-light-narrow');
+    } finally {
+      for (let i = await count('image-chip'); i > 0; i--) await byTest('image-chip-remove').first().click().catch(() => undefined);
+      await dragSidebarTo(wide).catch((err) => log(`  (sidebar not restored: ${err.message})`));
+      writeFileSync(path.join(DATA, 'User', 'settings.json'), userSettings);  // the theme it had
+    }
   });
 
   // Issue 15's effects card: a command that ran in a staging overlay lists what it changed (new.txt, added) with a

@@ -69,3 +69,20 @@ async def test_bad_images_are_notices_and_the_line_goes_on(sidecar, fake, worksp
 async def test_an_image_needs_one_source(sidecar, image):
     with pytest.raises(JsonRpcInvalidParams):
         await sidecar.request(protocol.CHAT, {"text": "hi", "images": [image]})
+
+
+async def test_an_image_file_mention_goes_as_an_image_and_a_replay_counts_the_lines_images(sidecar, fake, workspace):
+    # The editor sends `@shot.png` as a file mention (its `@` picker): the engine attaches it as an image, not as text
+    (workspace / "shot.png").write_bytes(png_bytes((16, 16)))
+    fake.script(Reply(text="a green square"))
+    mentions = [{"kind": "file", "label": "@shot.png", "path": "shot.png"}]
+    images = [{"data": base64.b64encode(png_bytes()).decode(), "mediaType": "image/png"}]
+    result, _ = await sidecar.chat("what is this?", mentions=mentions, images=images)
+    assert result["status"] == "completed"
+    body = fake.requests[-1].body
+    assert len(sent_images(body)) == 2
+    assert "<attachment" not in str(body["messages"][-1]["content"])
+    # a reopened session shows that the line had images (their bytes stay in the log's image files)
+    shown = await sidecar.request(protocol.SESSION, {"session": result["session"]})
+    line = next(e for e in shown["events"] if e["type"] == "userMessage")
+    assert line["imageCount"] == 2 and line["text"] == "what is this?"

@@ -2,6 +2,7 @@
 // with `ready`; the host answers with a `snapshot` of the transcript it keeps, then streams `action`s that both
 // sides feed to the same reducer (common/state.ts).
 import { Vocabulary, type Decision } from '../protocol';
+import { isImageUpload, MAX_IMAGES, type ImageUpload } from './images';
 import type { MentionRef, ResourceRef } from './mentions';
 import type { ChatAction, ChatState } from './state';
 
@@ -18,8 +19,8 @@ export type HostToWebview =
 
 export type WebviewToHost =
   | { type: 'ready' }
-  /** `replaces`: Edit & resend, the turn whose exchange the line is sent in place of. */
-  | { type: 'send'; text: string; mentions?: MentionRef[]; replaces?: string }
+  /** `replaces`: Edit & resend, the turn whose exchange the line is sent in place of; `images`: pasted or dropped. */
+  | { type: 'send'; text: string; mentions?: MentionRef[]; images?: ImageUpload[]; replaces?: string }
   | { type: 'stop' }
   | { type: 'approve'; callId: string; decision: Decision; note?: string }
   | { type: 'answer'; callId: string; answer: string | null }
@@ -105,6 +106,8 @@ export function isWebviewMessage(value: unknown): value is WebviewToHost {
   if (message.type === 'pick' && !PICK_TARGETS.has(message.target as string)) return false;
   if (message.type === 'send' && message.mentions !== undefined && !isMentionList(message.mentions)) return false;
   if (message.type === 'send' && !optionalString(message.replaces)) return false;
+  if (message.type === 'send' && message.images !== undefined
+    && !(Array.isArray(message.images) && message.images.length <= MAX_IMAGES && message.images.every(isImageUpload))) return false;
   if (message.type === 'showDiff' && message.path !== undefined && typeof message.path !== 'string') return false;
   if (message.type === 'openSetting' && !/^sunwell\.[A-Za-z]+$/.test(message.key as string)) return false;
   return true;

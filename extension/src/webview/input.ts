@@ -1,13 +1,15 @@
 // The chat input: a textarea over a mirror that highlights `::commands` as they are typed, a completion list fed
 // by `sunwell/commands`, `@` mentions picked from the same list and shown as removable chips, Enter to send and
-// Shift+Enter for a new line.
+// Shift+Enter for a new line. Images pasted or dropped wait above it (imageTray.ts).
 import { applyCompletion, completionContext, isCompleteCommand, matchCommands, segments, type CompletionContext } from '../common/commandline';
 import { chipText, matchMentions, mentionContext, removeMentionQuery, type MentionContext, type MentionRef, type ResourceRef } from '../common/mentions';
+import { isImageName, type ImageUpload } from '../common/images';
 import type { CommandInfo } from '../protocol';
 import { h, icon } from './dom';
+import { ImageTray } from './imageTray';
 
 export interface InputCallbacks {
-  send(text: string, mentions: MentionRef[]): void;
+  send(text: string, mentions: MentionRef[], images: ImageUpload[]): void;
   /** The workspace's files for the `@` picker (empty until the host sent them; `needFiles` asks). */
   files(): readonly string[];
   /** The MCP servers' resources for the `@` picker (`@SERVER:URI`). */
@@ -34,6 +36,7 @@ export class ChatInput {
   private readonly chipRow: HTMLElement;
   /** What the user attached with `@`, sent with the next line. */
   mentions: MentionRef[] = [];
+  private readonly tray = new ImageTray(() => this.textarea.focus());
 
   constructor(private readonly callbacks: InputCallbacks, draft: string) {
     this.textarea = h('textarea', {
@@ -45,7 +48,7 @@ export class ChatInput {
     this.list = h('div', { id: 'command-completions', className: 'completions', role: 'listbox', hidden: true,
       'data-testid': 'command-completions' });
     this.chipRow = h('div', { className: 'mention-chips', 'data-testid': 'mention-chips', hidden: true });
-    this.element = h('div', { className: 'input-area' }, this.chipRow,
+    this.element = h('div', { className: 'input-area' }, this.tray.element, this.chipRow,
       h('div', { className: 'input-wrap' }, this.list, this.mirror, this.textarea));
     this.chipRow.addEventListener('click', (e) => {
       const remove = (e.target as HTMLElement).closest<HTMLElement>('[data-remove]');
@@ -53,6 +56,16 @@ export class ChatInput {
       this.mentions.splice(Number(remove.dataset.remove), 1);
       this.drawChips();
       this.textarea.focus();
+    });
+    this.textarea.addEventListener('paste', (e) => this.onPaste(e));
+    this.element.addEventListener('dragover', (e) => {
+      if (e.dataTransfer?.types.includes('Files')) e.preventDefault();
+    });
+    this.element.addEventListener('drop', (e) => {
+      const files = [...(e.dataTransfer?.files ?? [])];
+      if (!files.length) return;
+      e.preventDefault();
+      void this.tray.add(files);
     });
     this.textarea.value = draft;
     this.textarea.addEventListener('input', () => this.onInput());
@@ -136,7 +149,7 @@ export class ChatInput {
       e.preventDefault();
       const text = this.textarea.value;
       if (!text.trim() || this.callbacks.busy()) return;
-      this.callbacks.send(text, this.mentions);
+      this.callbacks.send(text, this.mentions, this.images);
       this.clear();
       return;
     }
@@ -168,8 +181,27 @@ export class ChatInput {
     this.drawChips();
   }
 
+  /** The pasted and dropped images of the next line. */
+  get images(): ImageUpload[] {
+    return this.tray.images;
+  }
+
+  setImages(images: readonly ImageUpload[]): void {
+    this.tray.set(images);
+  }
+
+  /** Files on the clipboard become images (a wrong type is a note); text pasted with them still goes in. */
+  private onPaste(e: ClipboardEvent): void {
+    const files = [...(e.clipboardData?.items ?? [])].filter((item) => item.kind === 'file')
+      .map((item) => item.getAsFile()).filter((file): file is File => file !== null);
+    if (!files.length) return;
+    if (!e.clipboardData?.types.includes('text/plain')) e.preventDefault();
+    void this.tray.add(files);
+  }
+
   /** After a send: no text, no chips. */
   clear(): void {
+    this.tray.set([]);
     this.mentions = [];
     this.drawChips();
     this.value = '';
@@ -204,7 +236,7 @@ export class ChatInput {
       this.list.replaceChildren(...this.mentionMatches.map((m, i) => h('div', {
         className: `completion mention-option${i === this.selected ? ' selected' : ''}`, role: 'option', 'data-index': String(i),
         'aria-selected': i === this.selected ? 'true' : 'false', 'data-testid': 'mention-option', 'data-label': m.label,
-      }, icon(m.kind === 'file' ? 'file' : m.kind === 'selection' ? 'selection' : m.kind === 'problems' ? 'warning' : 'terminal'),
+      }, icon(m.kind === 'file' ? (isImageName(m.label) ? 'file-media' : 'file') : m.kind === 'selection' ? 'selection' : m.kind === 'problems' ? 'warning' : 'terminal'),
       h('span', { className: 'completion-name' }, m.label),
       h('span', { className: 'completion-description' }, m.description ?? ''))));
       this.list.querySelector('.selected')?.scrollIntoView({ block: 'nearest' });
@@ -250,7 +282,7 @@ export class ChatInput {
     this.chipRow.hidden = this.mentions.length === 0;
     this.chipRow.replaceChildren(...this.mentions.map((m, i) => h('span', {
       className: 'mention-chip', 'data-testid': 'mention-chip', 'data-label': m.label, title: m.path ?? m.label,
-    }, icon(m.kind === 'file' ? 'file' : m.kind === 'selection' ? 'selection' : m.kind === 'problems' ? 'warning'
+    }, icon(m.kind === 'file' ? (isImageName(m.label) ? 'file-media' : 'file') : m.kind === 'selection' ? 'selection' : m.kind === 'problems' ? 'warning'
       : m.kind === 'resource' ? 'plug' : 'terminal'),
     h('span', {}, chipText(m.label)),
     h('button', { className: 'mention-remove', 'data-remove': String(i), 'data-testid': 'mention-remove', title: `Remove ${m.label}`,

@@ -42,6 +42,14 @@ export function renderItem(item: Item, ctx: RenderContext): HTMLElement {
             ? h('div', { className: 'user-mentions', 'data-testid': 'user-mentions' },
               ...item.mentions.map((label) => h('span', { className: 'mention-chip', 'data-testid': 'sent-mention', 'data-label': label,
               title: label.replace(/^@/, '') }, chipText(label))))
+            : null,
+          item.images?.length
+            ? h('div', { className: 'user-images', 'data-testid': 'user-images' }, ...item.images.map((image) =>
+              h('span', { className: `sent-image${image.thumb ? '' : ' unseen'}`, 'data-testid': 'sent-image', 'data-name': image.name,
+                title: image.name },
+              // a line of an earlier window, or replayed: its picture was not kept, its name says it was there
+              image.thumb ? h('img', { src: image.thumb, alt: image.name }) : icon('file-media'),
+              image.thumb ? null : h('span', {}, image.name))))
             : null));
     case 'assistant': {
       const body = h('div', { className: 'markdown' });

@@ -1,5 +1,6 @@
 // What the user does in the chat, through one delegated listener per kind of event: the buttons of the cards and
 // the composer (a `data-action` on the element), links, the keys of a card's field, Edit & resend.
+import type { ImageUpload } from '../common/images';
 import type { WebviewToHost } from '../common/messages';
 import { mentionsFromLabels, type MentionRef } from '../common/mentions';
 import { answerOf, isBusy, lastExchange, type ChatState } from '../common/state';
@@ -48,7 +49,7 @@ export function listenToUser(host: UserActionHost) {
     switch (actionEl.dataset.action) {
       case 'send':
         if (input.value.trim() && !isBusy(host.state)) {
-          sendLine(input.value, input.mentions);
+          sendLine(input.value, input.mentions, input.images);
           input.clear();
         }
         input.focus();
@@ -161,6 +162,8 @@ export function listenToUser(host: UserActionHost) {
       ui.editing = exchange && !exchange.command ? exchange.end.turn : null;
       input.value = line.text;
       input.setMentions(mentionsFromLabels(line.mentions ?? []));
+      // its images, when this webview sent it (the transcript keeps no bytes of them)
+      input.setImages(lastSent?.text === line.text ? lastSent.images : []);
       input.textarea.setSelectionRange(line.text.length, line.text.length);
     }
     input.focus();
@@ -177,8 +180,12 @@ export function listenToUser(host: UserActionHost) {
     return true;
   }
 
-  function sendLine(text: string, mentions: MentionRef[]): void {
-    post({ type: 'send', text, mentions, ...(ui.editing ? { replaces: ui.editing } : {}) });
+  /** The images of the line this webview sent last, for Edit & resend. */
+  let lastSent: { text: string; images: ImageUpload[] } | undefined;
+
+  function sendLine(text: string, mentions: MentionRef[], images: ImageUpload[] = []): void {
+    lastSent = { text: text.trim(), images: [...images] };
+    post({ type: 'send', text, mentions, ...(images.length ? { images } : {}), ...(ui.editing ? { replaces: ui.editing } : {}) });
     ui.editing = null;
     scheduleRender();
   }

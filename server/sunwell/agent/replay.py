@@ -42,7 +42,7 @@ def replay(rows: Iterable[EventRow]) -> list[SessionEvent]:
             if isinstance(message, UserMessage) and turn is None:
                 labels = [attachment.label for attachment in message.attachments]
                 turns.append([UserMessageEvent(session=row.session, turn=row.turn, seq=row.seq, text=message.text,
-                                               mentions=labels)])
+                                               mentions=labels, image_count=len(message.images) or None)])
             elif isinstance(message, AssistantMessage) and turn is not None:
                 ids = {call.id for call in message.tool_calls}
                 at = next((i for i, e in enumerate(turn) if isinstance(e, ToolCallEvent) and e.call_id in ids),

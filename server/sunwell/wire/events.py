@@ -162,6 +162,9 @@ class UserMessageEvent(WireModel):
     text: str
     mentions: list[str] = Field(default_factory=list)
     """The labels of what the line had attached (`@src/app.py`); `text` is the line without them."""
+    image_count: int | None = Field(None, exclude_if=lambda count: count is None)
+    """How many images the line had, when it had any (pasted, dropped, `--image`, `@shot.png`); their bytes stay
+    in the log's image files, so a front end shows that they were there, not what they were."""
 
 
 SessionEvent = Annotated[UserMessageEvent | Event, Field(discriminator="type")]

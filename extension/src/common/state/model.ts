@@ -20,6 +20,7 @@ import type {
   TurnStatus,
   Usage,
 } from '../../protocol';
+import type { SentImage } from '../images';
 import type { ProcessView } from './processes';
 
 export interface UserItem {
@@ -28,6 +29,8 @@ export interface UserItem {
   text: string;
   /** The labels of what the line had attached with `@` (`@src/app.py`, `@selection`). */
   mentions?: string[];
+  /** The images it had (pasted, dropped); a replayed line knows only how many (`image 1`, …). */
+  images?: SentImage[];
 }
 
 export interface AssistantItem {
@@ -183,7 +186,8 @@ export interface ChatState {
 
 export type LocalAction =
   /** A line sent; with `replaces`, in place of the exchange that turn ended (Edit & resend, Retry): it goes first. */
-  | { type: 'userMessage'; text: string; mentions?: string[]; replaces?: string }
+  /** `images`: those sent now; `imageCount`: a replayed line's (the log keeps no name or picture to show). */
+  | { type: 'userMessage'; text: string; mentions?: string[]; images?: SentImage[]; imageCount?: number | null; replaces?: string }
   | { type: 'stopRequested' }
   /** Resume: the turn runs again from where its log ends; its end goes, its next events follow what it showed. */
   | { type: 'turnResumed'; turn: string }

@@ -1,6 +1,7 @@
 // The session around the transcript: a new one, its usage as the sidecar reports it, an undone turn, the list of
 // stored sessions, and what of it is kept between window reloads.
 import type { TurnUsage } from '../../protocol';
+import { namesOnly } from '../images';
 import { assertNever, replaceItem } from './items';
 import type { ChatState, LocalAction, ShownUsage, TurnEndItem } from './model';
 
@@ -37,7 +38,8 @@ export function reduceSession(state: ChatState, action: SessionAction): ChatStat
 
 /**
  * The transcript as the extension stores it between window reloads: transient parts dropped (nothing runs in a
- * new window) and long tool outputs cut, so the workspace state stays small.
+ * new window) and long tool outputs cut, so the workspace state stays small. A line's images keep their names only:
+ * their bytes never enter the transcript, their thumbnails are for the window that sent them.
  */
 export function forStorage(state: ChatState, maxOutput = 8000): ChatState {
   const cut = (text: string | null) =>
@@ -49,6 +51,7 @@ export function forStorage(state: ChatState, maxOutput = 8000): ChatState {
     commands: [],
     processes: [], // the sidecar's to tell: what ran in the last window was stopped with it
     items: state.items.map((item) => {
+      if (item.kind === 'user' && item.images) return { ...item, images: namesOnly(item.images) };
       if (item.kind !== 'tool') return item;
       const approval = item.approval?.state === 'pending' ? { ...item.approval, state: 'expired' as const } : item.approval;
       const question = item.question?.state === 'pending' ? { question: { ...item.question, state: 'expired' as const } } : {};

@@ -8,15 +8,17 @@ type TurnAction = Extract<LocalAction, { type: 'userMessage' | 'turnResumed' | '
 
 export function reduceTurn(state: ChatState, action: TurnAction): ChatState {
   switch (action.type) {
-    case 'userMessage':
+    case 'userMessage': {
+      const images = action.images ?? Array.from({ length: action.imageCount ?? 0 }, (_, i) => ({ name: `image ${i + 1}` }));
       return {
         ...state,
         items: [...(action.replaces ? withoutExchange(state.items, action.replaces) : state.items),
           { kind: 'user', id: `i${state.nextId}`, text: action.text,
-          ...(action.mentions?.length ? { mentions: action.mentions } : {}) }],
+          ...(action.mentions?.length ? { mentions: action.mentions } : {}), ...(images.length ? { images } : {}) }],
         nextId: state.nextId + 1,
         turn: { id: null, stopping: false },
       };
+    }
     case 'turnResumed': {
       const items = state.items.filter((i) => !(i.kind === 'turnEnd' && i.turn === action.turn));
       return { ...state, items, turn: { id: action.turn, stopping: false } };
