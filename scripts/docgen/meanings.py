@@ -180,6 +180,9 @@ FIELDS: dict[str, str] = {
     "Settings.background": "Background processes (`run_command` with `background`): how many run at once, the "
                            "output kept of each, whether they end with their session, the folders they may write. "
                            "A workspace config may only narrow it.",
+    "Settings.worktrees": "Worktree sessions (`sunwell run --worktree`): where their checkouts go, how many run a "
+                          "turn at once, the untracked files copied into a new one. A workspace config may only "
+                          "narrow it.",
     "Settings.models": "Per-model overrides, keyed by model string or bare model id.",
     "Settings.network": "The web tools' host rules and limits.",
     "Settings.web_search": "The search service `web_search` uses; without it the tool is not offered.",

@@ -18,10 +18,18 @@ from pathlib import Path
 from sunwell.config import Settings
 from sunwell.tools.workspace.worktree_merge import Merged, merge
 from sunwell.tools.workspace.worktree_table import WorktreeRecord
-from sunwell.tools.workspace.worktrees import Repository, WorktreeError, Worktrees, check_name, name_for
+from sunwell.tools.workspace.worktrees import (
+    NAME_PATTERN,
+    NAME_RULE,
+    Repository,
+    WorktreeError,
+    Worktrees,
+    check_name,
+    name_for,
+)
 from sunwell.wire.worktrees import WorktreeRow
 
-__all__ = ["Merged", "TurnEnd", "WorktreeBusy", "WorktreeError", "WorktreeRecord", "WorktreeSessions"]
+__all__ = ["NAME_PATTERN", "NAME_RULE", "Merged", "TurnEnd", "WorktreeBusy", "WorktreeError", "WorktreeRecord", "WorktreeSessions"]
 
 SUBJECT_LIMIT = 72
 """The longest first line of a worktree commit's message (git's convention)."""
@@ -53,9 +61,16 @@ class WorktreeSessions:
 
     @contextmanager
     def turn(self, name: str, line: str) -> Iterator[TurnEnd]:
-        """One turn in worktree `name`: refused when `max_running` turns run already (or one runs in it); at the end,
-        what changed is committed and the row says how the turn ended."""
-        pid, cap = os.getpid(), self.settings.worktrees.max_running
+        """One turn in worktree `name` (`begin`, then `end` whatever happens)."""
+        end = self.begin(name)
+        try:
+            yield end
+        finally:
+            self.end(name, line, end)
+
+    def begin(self, name: str) -> TurnEnd:
+        """A turn starts in worktree `name`: refused when `max_running` turns run already, or one runs in it."""
+        cap = self.settings.worktrees.max_running
         with self.worktrees.table.changing() as rows:
             row = rows[name]
             running = [other.name for other in rows.values() if other.state == "running"]
@@ -64,14 +79,11 @@ class WorktreeSessions:
             if len(running) >= cap:
                 raise WorktreeBusy(f"{len(running)} worktree sessions are running (worktrees.max_running: {cap}); "
                                    f"wait for one to end ({', '.join(sorted(running))})")
-            row.state, row.pid = "running", pid
-        end = TurnEnd()
-        try:
-            yield end
-        finally:
-            self._end(name, line, end)
+            row.state, row.pid = "running", os.getpid()
+        return TurnEnd()
 
-    def _end(self, name: str, line: str, end: TurnEnd) -> None:
+    def end(self, name: str, line: str, end: TurnEnd) -> None:
+        """The turn ended: what it changed committed on the branch, the row saying how it ended."""
         row = self.worktrees.table.get(name)
         if row is None:
             return

@@ -127,7 +127,7 @@ def _add_worktrees(sub: argparse._SubParsersAction) -> None:
     drop = worktrees_sub.add_parser("drop", help="remove its worktree and branch")
     drop.add_argument("--force", action="store_true", help="even with changes not in a commit")
     for parser_ in (diff, merge, drop):
-        parser_.add_argument("name")
+        parser_.add_argument("name", help="the worktree session, as `worktrees list` names it")
     for parser_ in (listing, diff, merge, drop):
         parser_.add_argument("--workspace", type=Path, default=None)
 

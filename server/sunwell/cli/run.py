@@ -16,14 +16,13 @@ from sunwell.agent.chat import Overrides, UserInput
 from sunwell.agent.engine import Engine
 from sunwell.agent.session import Session, latest_session
 from sunwell.agent.sessions import SessionStoreError
-from sunwell.agent.worktree_sessions import TurnEnd, WorktreeSessions
+from sunwell.agent.worktree_sessions import NAME_PATTERN, TurnEnd, WorktreeSessions
 from sunwell.cli.client import TerminalClient
 from sunwell.cli.exit_codes import EXIT_CANCELLED, EXIT_ERROR, STATUS_EXIT, UsageError
 from sunwell.cli.options import tool_names, turn_settings
 from sunwell.cli.rendering import JsonLines, Transcript, visible
 from sunwell.cli.terminal_input import StdinLines
 from sunwell.errors import SetupError
-from sunwell.tools.workspace.worktrees import NAME_PATTERN
 from sunwell.wire.client import Headless, Request
 
 STOP_GRACE = 2.0

@@ -20,7 +20,6 @@ from sunwell.wire.messages import Message, ShortText, Usage, WireModel
 from sunwell.wire.options import Params  # re-exported: the contract's names stay in one place
 from sunwell.wire.processes import ProcessInfo, ProcessRow
 from sunwell.wire.usage import SessionUsage
-from sunwell.wire.worktrees import WorktreeActionParams, WorktreeActionResult, WorktreesResult
 from sunwell.wire.user_requests import (  # what the sidecar asks its client: named here in REQUESTS too
     ApproveResult,
     AskParams,
@@ -32,6 +31,7 @@ from sunwell.wire.user_requests import (  # what the sidecar asks its client: na
     SecretParams,
     SecretResult,
 )
+from sunwell.wire.worktrees import WorktreeActionParams, WorktreeActionResult, WorktreesResult
 
 CHAT = "sunwell/chat"
 RESUME = "sunwell/resume"
