@@ -46,6 +46,7 @@ SOURCES: list[tuple[str, str]] = [
     ("sunwell.wire.events", "UserMessageEvent"),
     ("sunwell.wire.usage", "SessionUsage"),
     ("sunwell.wire.processes", "*"),
+    ("sunwell.wire.worktrees", "*"),
 ]
 
 

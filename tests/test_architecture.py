@@ -128,6 +128,7 @@ DEFERRED = {
     "sunwell.lsp.lens_features": ("sunwell.lens",),
     "sunwell.lsp.mcp": ENGINE_FLOOR,
     "sunwell.lsp.processes": ENGINE_FLOOR,
+    "sunwell.lsp.worktrees": (*ENGINE_FLOOR, "sunwell.lsp.client", "sunwell.lsp.configuration"),
     "sunwell.lsp.sessions": ENGINE_FLOOR,
     "sunwell.models.providers.anthropic_messages": ("anthropic",),
     "sunwell.models.providers.openai_chat": ("openai",),

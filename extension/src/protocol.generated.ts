@@ -88,6 +88,7 @@ export type SessionEvent =
   | DoneEvent;
 export type TrustName = 'discovery' | 'read_only' | 'workspace' | 'shell' | 'full';
 export type TurnStatus = 'completed' | 'cancelled' | 'limitReached' | 'error' | 'interrupted';
+export type WorktreeState = 'new' | 'running' | 'done' | 'failed' | 'interrupted' | 'merged';
 
 /**
  * Every exported wire type, generated from the Python models.
@@ -173,6 +174,11 @@ export interface SunwellProtocol {
   UsageParams?: UsageParams;
   UserMessageEvent?: UserMessageEvent;
   WebSearchOptions?: WebSearchOptions;
+  WorktreeActionParams?: WorktreeActionParams;
+  WorktreeActionResult?: WorktreeActionResult;
+  WorktreeRow?: WorktreeRow;
+  WorktreeState?: WorktreeState;
+  WorktreesResult?: WorktreesResult;
 }
 /**
  * A risky call waiting for a decision: the params of `sunwell/approve`.
@@ -295,6 +301,7 @@ export interface ChatParams {
   model?: string | null;
   trust?: ('discovery' | 'read_only' | 'workspace' | 'shell' | 'full') | null;
   mentions?: Mention[];
+  worktree?: string | null;
   images?: ImageAttachment[];
   replaceTurn?: string | null;
 }
@@ -1019,6 +1026,30 @@ export interface UndoResult {
 export interface UsageParams {
   session: string;
 }
+export interface WorktreeActionParams {
+  name: string;
+  action: 'merge' | 'discard' | 'continue';
+  into?: string | null;
+  force?: boolean;
+}
+export interface WorktreeActionResult {
+  worktree: WorktreeRow;
+  message: string;
+}
+/**
+ * One worktree session of the workspace's repository.
+ */
+export interface WorktreeRow {
+  name: string;
+  branch: string;
+  base: string;
+  path: string;
+  session: string | null;
+  state: 'new' | 'running' | 'done' | 'failed' | 'interrupted' | 'merged';
+}
+export interface WorktreesResult {
+  worktrees: WorktreeRow[];
+}
 
 /** Every custom method name of the sidecar (sunwell.wire.protocol). */
 export const Method = {
@@ -1044,6 +1075,8 @@ export const Method = {
   tools: 'sunwell/tools',
   undo: 'sunwell/undo',
   usage: 'sunwell/usage',
+  worktrees: 'sunwell/worktrees',
+  worktreeAction: 'sunwell/worktreeAction',
 } as const;
 
 /** Request method -> its params and result types. */
@@ -1069,6 +1102,8 @@ export interface Requests {
   'sunwell/tools': { params: ToolsParams; result: ToolsResult };
   'sunwell/undo': { params: UndoParams; result: UndoResult };
   'sunwell/usage': { params: UsageParams; result: SessionUsage };
+  'sunwell/worktreeAction': { params: WorktreeActionParams; result: WorktreeActionResult };
+  'sunwell/worktrees': { params: EmptyParams; result: WorktreesResult };
 }
 
 /** The values of each word of the shared vocabulary (sunwell.vocabulary), in order. */
@@ -1083,4 +1118,5 @@ export const Vocabulary = {
   Risk: ['write', 'shell', 'network', 'mcp'] as readonly Risk[],
   TrustName: ['discovery', 'read_only', 'workspace', 'shell', 'full'] as readonly TrustName[],
   TurnStatus: ['completed', 'cancelled', 'limitReached', 'error', 'interrupted'] as readonly TurnStatus[],
+  WorktreeState: ['new', 'running', 'done', 'failed', 'interrupted', 'merged'] as readonly WorktreeState[],
 };

@@ -48,6 +48,9 @@ FIELDS: dict[str, str] = {
     "Usage.output_tokens": "Tokens the model wrote.",
     # the sidecar's params and results
     "ChatParams.text": "The user's line: a message for the model, or a `::command`.",
+    "ChatParams.worktree": "Run the line in this worktree session (made from the workspace's branch when new): its "
+                           "checkout is the turn's workspace, and what the turn changed is committed on its branch. "
+                           "Refused when `worktrees.max_running` turns run in worktrees already.",
     "ChatParams.model": "The model for this turn (`PROVIDER:MODEL`); default: the configured one.",
     "ChatParams.trust": "The trust level for this turn; default: the configured one.",
     "ChatResult.status": "How the turn ended.",
@@ -177,6 +180,9 @@ FIELDS: dict[str, str] = {
     "Settings.background": "Background processes (`run_command` with `background`): how many run at once, the "
                            "output kept of each, whether they end with their session, the folders they may write. "
                            "A workspace config may only narrow it.",
+    "Settings.worktrees": "Worktree sessions (`sunwell run --worktree`): where their checkouts go, how many run a "
+                          "turn at once, the untracked files copied into a new one. A workspace config may only "
+                          "narrow it.",
     "Settings.models": "Per-model overrides, keyed by model string or bare model id.",
     "Settings.network": "The web tools' host rules and limits.",
     "Settings.web_search": "The search service `web_search` uses; without it the tool is not offered.",
@@ -219,6 +225,14 @@ METHODS: dict[str, str] = {
     "sunwell/mcp": "The MCP servers, their state and tools (as `sunwell mcp list`).",
     "sunwell/mcpRestart": "Stops a configured MCP server and starts it again.",
     "sunwell/learnedForget": "Forgets a learned API, its tools and its credentials.",
+    "sunwell/learnedApis": "The learned APIs (VS Code's \"Sunwell: Learned APIs\"), as `sunwell tools list --json` "
+                           "shows them.",
+    "sunwell/usage": "Tokens per turn and in total of a session, and their cost at the model's price (`prices:`).",
+    "sunwell/processes": "A session's background processes, as VS Code's processes strip lists them (the ended ones "
+                         "too).",
+    "sunwell/worktrees": "The worktree sessions of the workspace's repository (README \"Worktree sessions\"), as "
+                         "`sunwell worktrees list --json` shows them.",
+    "sunwell/worktreeAction": "Merges, discards or continues a worktree session (`sunwell worktrees merge | drop`).",
     "sunwell/approve": "Asks the user to allow a risky call, with a preview of what it will do.",
 }
 ARGUMENTS: dict[str, str] = {

@@ -253,6 +253,20 @@ def test_a_workspace_may_only_take_writable_folders_back_from_background_process
     assert (narrowed.writable, narrowed.max_processes, narrowed.stop_at_session_end) == ([".next"], 1, True)
 
 
+def test_a_workspace_may_only_narrow_worktrees_and_never_choose_where_they_go(tmp_path):
+    env = write(tmp_path, "worktrees: {copy_untracked: [notes.txt]}\n",
+                "worktrees: {folder: /tmp/elsewhere, max_running: 30, copy_untracked: [notes.txt, .env]}\n")
+    settings = load_settings(tmp_path / "ws", env=env)
+    assert (settings.worktrees.folder, settings.worktrees.max_running, settings.worktrees.copy_untracked) == (
+        None, 3, ["notes.txt"])
+    assert settings.ignored_workspace_keys == ["worktrees.folder", "worktrees.max_running",
+                                               "worktrees.copy_untracked"]
+    env = write(tmp_path, "worktrees: {copy_untracked: [notes.txt, data]}\n",
+                "worktrees: {max_running: 1, copy_untracked: [data]}\n")
+    narrowed = load_settings(tmp_path / "ws", env=env).worktrees
+    assert (narrowed.max_running, narrowed.copy_untracked) == (1, ["data"])
+
+
 def test_prices_are_the_users_alone(tmp_path):
     env = write(tmp_path, 'prices: {"openai:gpt-4o": {input: 2.5, output: 10}}\n',
                 'prices: {"openai:gpt-4o": {input: 0, output: 0}, gpt-4o: {input: 0, output: 0}}\n')

@@ -53,6 +53,9 @@ def build_parser() -> Parser:
                       help="attach an image (PNG, JPEG, GIF or WebP) to the prompt; repeat for more")
     run_.add_argument("--replace-turn", metavar="TURN",
                       help="send the prompt in place of TURN of --session: the conversation goes back to before it")
+    run_.add_argument("--worktree", metavar="NAME", nargs="?", const="",
+                      help="run in a git worktree of its own on branch sunwell/NAME (made when new, continued when "
+                           "not; NAME from the prompt when left out); the changes are committed there")
     add_turn_options(run_)
     add_turn_options(apply)
     sessions = sub.add_parser("sessions", help="stored sessions")
@@ -82,6 +85,7 @@ def build_parser() -> Parser:
     check = lens_sub.add_parser("check", help="print diagnostics; exit 1 if any error")
     check.add_argument("files", nargs="+", type=Path)
 
+    _add_worktrees(sub)
     _add_mcp(sub)
     _add_tools(sub)
     _add_hooks(sub)
@@ -109,6 +113,22 @@ def _add_mcp(sub: argparse._SubParsersAction) -> None:
     for parser_ in (login, logout):
         parser_.add_argument("name")
     for parser_ in (mcp_list, approve, login, logout):
+        parser_.add_argument("--workspace", type=Path, default=None)
+
+
+def _add_worktrees(sub: argparse._SubParsersAction) -> None:
+    worktrees = sub.add_parser("worktrees", help="worktree sessions (`run --worktree`): list, diff, merge, drop")
+    worktrees_sub = worktrees.add_subparsers(dest="worktrees_command", required=True)
+    listing = worktrees_sub.add_parser("list", help="the worktree sessions of this repository")
+    listing.add_argument("--json", action="store_true", help="one JSON object per worktree session")
+    diff = worktrees_sub.add_parser("diff", help="a worktree session's branch against its base")
+    merge = worktrees_sub.add_parser("merge", help="merge its branch (fast-forward or a merge commit)")
+    merge.add_argument("--into", metavar="BRANCH", help="the branch to merge into (default: the one checked out)")
+    drop = worktrees_sub.add_parser("drop", help="remove its worktree and branch")
+    drop.add_argument("--force", action="store_true", help="even with changes not in a commit")
+    for parser_ in (diff, merge, drop):
+        parser_.add_argument("name", help="the worktree session, as `worktrees list` names it")
+    for parser_ in (listing, diff, merge, drop):
         parser_.add_argument("--workspace", type=Path, default=None)
 
 

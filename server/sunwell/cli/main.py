@@ -83,6 +83,9 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
         case "tools":
             from sunwell.cli.learned import cmd_tools
             return cmd_tools
+        case "worktrees":
+            from sunwell.cli.worktrees import cmd_worktrees
+            return cmd_worktrees
         case "hooks":
             from sunwell.cli.hooks import cmd_hooks
             return cmd_hooks

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+from contextlib import nullcontext
 from pathlib import Path
 
 from sunwell.agent.attached_images import ImageInput
@@ -15,6 +16,7 @@ from sunwell.agent.chat import Overrides, UserInput
 from sunwell.agent.engine import Engine
 from sunwell.agent.session import Session, latest_session
 from sunwell.agent.sessions import SessionStoreError
+from sunwell.agent.worktree_sessions import NAME_PATTERN, TurnEnd, WorktreeSessions
 from sunwell.cli.client import TerminalClient
 from sunwell.cli.exit_codes import EXIT_CANCELLED, EXIT_ERROR, STATUS_EXIT, UsageError
 from sunwell.cli.options import tool_names, turn_settings
@@ -34,9 +36,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--resume takes no prompt: it takes up the turn where its log ends")
     if getattr(args, "replace_turn", None) and (resuming or not args.session):
         raise UsageError("--replace-turn needs --session (the session whose turn the prompt replaces), not --resume")
+    _prompt_after_worktree(args)
     prompt = args.prompt if args.prompt is not None or resuming else _read_stdin()
     if not resuming and (not prompt or not prompt.strip()):
         raise UsageError("no prompt: pass it as an argument or on stdin")
+    worktree = None
+    if getattr(args, "worktree", None) is not None:
+        worktree, row = _open_worktree(args, settings, workspace, prompt or "")
+        workspace, settings = turn_settings(args)  # the checkout's own config, which may only narrow
     names = tool_names(args)
     images = _images(getattr(args, "image", []))  # a file that cannot be read stops here, before any turn
     sink = JsonLines() if args.json else Transcript(color=sys.stdout.isatty())
@@ -55,9 +62,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     answering |= {"ask", "openUrl"} if someone else set()
     client = TerminalClient(stdin=lines, color=sys.stderr.isatty(), answering=answering) if lines else Headless()
     try:
-        engine = Engine(settings, workspace, client=client)
-        turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names, images)
-        done = _run_cancellable(_then_close(engine, turn))
+        with worktree.turn(row.name, prompt or "") if worktree else nullcontext(TurnEnd()) as end:
+            engine = Engine(settings, workspace, client=client)
+            turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names, images)
+            done = _run_cancellable(_then_close(engine, turn))
+            end.status, end.session = (done.status, done.session) if done else ("cancelled", args.session)
+        if worktree and end.commit:
+            print(f"sunwell: committed on {row.branch}: {end.commit[:12]}", file=sys.stderr)
         if done is None:
             print("sunwell: cancelled", file=sys.stderr)
             return EXIT_CANCELLED
@@ -81,6 +92,27 @@ async def _turn(engine, prompt, sink, args, names, images):
     line = UserInput(prompt, overrides=Overrides(lens=args.lens, tool_names=names), mentions_in_text=True,
                      replace_turn=getattr(args, "replace_turn", None), images=images)
     return (await Session(engine, args.session).submit(line, sink)).done
+
+
+def _prompt_after_worktree(args: argparse.Namespace) -> None:
+    """`--worktree "fix the parser"`: argparse took the prompt for the optional NAME; what is no name is the prompt."""
+    name = getattr(args, "worktree", None)
+    if name and args.prompt is None and not NAME_PATTERN.fullmatch(name):
+        args.prompt, args.worktree = name, ""
+
+
+def _open_worktree(args, settings, workspace, prompt):
+    """The worktree the run goes to (made when new); `args` then name its checkout and its session."""
+    try:
+        worktrees = WorktreeSessions(settings, workspace)
+        row, made = worktrees.open(args.worktree or None, prompt)
+    except SetupError as exc:  # not git, a hostile name, no commit yet: one line, nothing made
+        raise UsageError(str(exc)) from None
+    if made:
+        print(f"sunwell: worktree {row.name} on {row.branch} at {row.path}", file=sys.stderr)
+    args.session = args.session or row.session
+    args.workspace = worktrees.workspace_of(row)
+    return worktrees, row
 
 
 def _images(files: list[str]) -> list[ImageInput]:

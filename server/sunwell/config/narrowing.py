@@ -24,9 +24,11 @@ WORKSPACE_MAY_NOT_SET = frozenset({
 # Limits a workspace may lower but not raise; in the groups, every field is one.
 CEILINGS = ("max_tool_turns", "max_output_bytes", "max_tokens", "provider_attempts", "tool_timeout_sec",
             "max_command_timeout_sec", "approval_timeout_sec", "compact_at")  # fmt: skip
-LIMIT_GROUPS = ("rate_limits", "staging", "subagent", "background", "images")
+LIMIT_GROUPS = ("rate_limits", "staging", "subagent", "background", "images", "worktrees")
 RAISED_NARROWS = ("background.stop_at_session_end",)
 """Limits of the groups that narrow when raised (on is the careful setting); a list narrows to a subset."""
+USERS_ALONE = ("worktrees.folder",)
+"""Fields of the groups a workspace never sets: where Sunwell writes on this machine."""
 # Where each provider's endpoint or key is set (docs/config.md "Model strings"): a user who set one chose that provider.
 PROVIDER_VARIABLES = {
     "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
@@ -84,6 +86,8 @@ def narrowed(user: dict[str, Any], workspace: dict[str, Any],
 
 
 def _wider(name: str, theirs: Any, ours: Any) -> bool:
+    if name in USERS_ALONE:
+        return theirs != ours
     if name in RAISED_NARROWS:
         return not theirs >= ours
     if isinstance(theirs, list):

@@ -224,6 +224,20 @@ class ImageSettings(BaseModel):
     """The most images one message may carry; the rest are left out, and the user is told."""
 
 
+class WorktreeSettings(BaseModel):
+    """Sessions in their own git worktree (`sunwell run --worktree`, README "Worktree sessions"). A workspace config
+    may only lower `max_running` and shorten `copy_untracked`; `folder` is the user's alone."""
+
+    model_config = ConfigDict(extra="forbid")
+    folder: Path | None = None
+    """Where the checkouts go (`FOLDER/REPO-ID/NAME`); unset: under the data dir, `worktrees/REPO-ID/NAME`."""
+    max_running: int = Field(3, ge=1, le=32)
+    """How many worktree sessions may run a turn at once; one more is refused with a message."""
+    copy_untracked: list[str] = Field(default_factory=list)
+    """Untracked files of the repository copied into a new worktree (paths from its root, no globs): what the task
+    needs that git does not carry. Nothing else is copied, `.env` only when listed here; never committed."""
+
+
 class Price(BaseModel):
     """What a model costs, in USD per million tokens (docs/config.md "prices.<name>"), for the cost display only."""
 
@@ -304,6 +318,7 @@ class Settings(BaseModel):
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     """The user's hooks, run as the user; a workspace config's are proposals (`proposed_hooks`)."""
     subagent: SubagentSettings = Field(default_factory=SubagentSettings)
+    worktrees: WorktreeSettings = Field(default_factory=WorktreeSettings)
     images: ImageSettings = Field(default_factory=ImageSettings)
     """How images are bounded before a model is sent one (README "Images"); a workspace config may only lower them."""
     _ignored: list[str] = PrivateAttr(default_factory=list)

@@ -26,11 +26,13 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from sunwell.errors import InvalidReplace, SessionBusy, SunwellError
 from sunwell.lsp.failures import RequestFailed
+from sunwell.lsp.worktrees import worktree_turn
 from sunwell.wire.events import DoneEvent
 from sunwell.wire.messages import WireModel
 from sunwell.wire.protocol import CHAT, RESUME, ChatParams, ChatResult, ResumeParams
 
 if TYPE_CHECKING:
+    from sunwell.agent.engine import Engine
     from sunwell.lsp.server import SunwellServer
     from sunwell.wire.events import Event
 
@@ -111,14 +113,17 @@ async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
     from sunwell.agent.mentions import Mention
     from sunwell.agent.session import Session
 
-    async def submit(relay: Relay) -> DoneEvent:
+    async def submit(relay: Relay, engine: Engine | None = None, session: str | None = request.session) -> DoneEvent:
         line = UserInput(request.text, [Mention(**mention.model_dump()) for mention in request.mentions],
                          Overrides(model=request.model, trust=request.trust, lens=request.lens),
                          replace_turn=request.replace_turn,
                          images=[ImageInput(data=image.data, path=image.path, label=image.path or f"image {n}")
                                  for n, image in enumerate(request.images, 1)])
-        return (await Session(ls.engine, request.session).submit(line, relay)).done
+        return (await Session(engine or ls.engine, session).submit(line, relay)).done
 
+    if request.worktree is not None:
+        return await worktree_turn(ls, request.worktree, request.text, request.session, lambda engine, session:
+                                   _relayed(ls, session, lambda relay: submit(relay, engine, session)))
     return await _relayed(ls, request.session, submit)
 
 

@@ -69,6 +69,7 @@ FEATURES: tuple[str, ...] = (
     "sunwell.lsp.mcp",
     "sunwell.lsp.learned",
     "sunwell.lsp.processes",
+    "sunwell.lsp.worktrees",
 )
 """Modules with a `setup(server)`, loaded in this order."""
 
@@ -190,6 +191,8 @@ class SunwellServer(LanguageServer):
         self.settings: Settings | None = None
         self.lenses: LensRegistry | None = None
         self._engine: Engine | None = None
+        self.worktree_engines: dict[Path, Engine] = {}
+        """The engines of worktree sessions' checkouts, by checkout (lsp/worktrees.py)."""
         self._engine_error: str | None = "the sidecar is not initialized yet"
         self._tasks: set[asyncio.Task[Any]] = set()
         self._engine_hooks: list[Hook] = []

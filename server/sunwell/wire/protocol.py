@@ -31,6 +31,7 @@ from sunwell.wire.user_requests import (  # what the sidecar asks its client: na
     SecretParams,
     SecretResult,
 )
+from sunwell.wire.worktrees import WorktreeActionParams, WorktreeActionResult, WorktreesResult
 
 CHAT = "sunwell/chat"
 RESUME = "sunwell/resume"
@@ -49,20 +50,17 @@ MCP_RESTART = "sunwell/mcpRestart"
 MCP_SIGN_OUT = "sunwell/mcpSignOut"
 """Forgets a url server's OAuth sign-in and stops it (VS Code's "Sunwell: MCP Servers", `sunwell mcp logout`)."""
 LEARNED_APIS = "sunwell/learnedApis"
-"""The learned APIs (VS Code's "Sunwell: Learned APIs"), as `sunwell tools list --json` shows them."""
 LEARNED_FORGET = "sunwell/learnedForget"
 USAGE = "sunwell/usage"
-"""Tokens per turn and in total of a session, and their cost at the model's price (`prices:`)."""
 APPROVE = "sunwell/approve"
 ELICIT = "sunwell/elicit"
 """Server -> client: an MCP server asks the user `{session, server, message, schema}` -> `{action, content?}`."""
-"""Server -> client request."""
 ASK = "sunwell/ask"
 """Server -> client request: `ask_user`'s question to the person."""
 CODE_INTEL = "sunwell/codeIntel"
 """Server -> client request: the editor's language features (diagnostics, symbols, definitions, references)."""
 PROCESSES = "sunwell/processes"
-"""A session's background processes, as VS Code's processes strip lists them (the ended ones too)."""
+WORKTREES, WORKTREE_ACTION = "sunwell/worktrees", "sunwell/worktreeAction"  # meanings: scripts/docgen/meanings.py
 PROCESS_STOP = "sunwell/processStop"
 """Stops a background process of a session (SIGTERM, then SIGKILL after a grace) and answers once it ended."""
 SECRET = "sunwell/secret"
@@ -134,6 +132,7 @@ class ChatParams(Params):
     trust: TrustName | None = None
     mentions: list[Mention] = Field(default_factory=list)
     """Attachments sent with the line, within a quarter of the context window; `::context` lists them."""
+    worktree: Name | None = None
     images: list[ImageAttachment] = Field(default_factory=list)
     """Images sent with the line, at most `images.per_message` of them; a model that cannot see reads a line in
     their place and the user gets an `images_not_seen` notice."""
@@ -370,6 +369,7 @@ REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     LEARNED_FORGET: (LearnedForgetParams, LearnedForgetResult),
     PROCESSES: (ProcessesParams, ProcessesResult),
     PROCESS_STOP: (ProcessStopParams, ProcessStopResult),
+    WORKTREES: (EmptyParams, WorktreesResult), WORKTREE_ACTION: (WorktreeActionParams, WorktreeActionResult),
     USAGE: (UsageParams, SessionUsage),
     APPROVE: (ApprovalRequest, ApproveResult),
     ASK: (AskParams, AskResult),
