@@ -98,6 +98,26 @@ def test_a_truncated_png_is_refused_with_one_line():
     assert refused.value.error.message == "cut.png is a damaged or cut-short PNG image: it cannot be read"
 
 
+def _with_chunk(data: bytes, kind: bytes, body: bytes, crc_ok: bool) -> bytes:
+    """`data` (a PNG) with a chunk added after IHDR, its checksum right or wrong."""
+    crc = zlib.crc32(kind + body) ^ (0 if crc_ok else 0xFFFF)
+    chunk = struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc & 0xFFFFFFFF)
+    return data[:33] + chunk + data[33:]
+
+
+def test_a_broken_extra_chunk_is_skipped_as_a_browser_does_a_broken_pixel_chunk_is_not():
+    """The MCP reference server's logo carries an iCCP chunk with a wrong checksum: browsers show it, so does
+    Sunwell (the chunk is metadata, dropped anyway); a wrong checksum on the pixels is a damaged image."""
+    broken_profile = _with_chunk(png(20, 20), b"iCCP", b"sRGB\x00\x00" + zlib.compress(b"x" * 100), crc_ok=False)
+    part = prepare(broken_profile, LIMITS, "logo.png")
+    assert (part.media_type, part.width, part.height) == ("image/png", 20, 20)
+    good = png(20, 20)
+    idat = good.index(b"IDAT")
+    broken_pixels = good[:idat + 4] + bytes([good[idat + 4] ^ 0xFF]) + good[idat + 5:]
+    with pytest.raises(ToolFailure, match="damaged or cut-short PNG"):
+        prepare(broken_pixels, LIMITS, "bad.png")
+
+
 def test_an_svg_is_refused_not_rasterized():
     svg = b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>'
     with pytest.raises(ToolFailure) as refused:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import base64
 import io
+import struct
+import zlib
 from typing import TYPE_CHECKING
 
 from sunwell.config.settings import ImageSettings
@@ -66,6 +68,8 @@ def prepare(data: bytes, limits: ImageSettings, name: str = "the image") -> Imag
         raise _refused(f"{name} is not a PNG, JPEG, GIF or WebP image (by its bytes)")
     if len(data) > MAX_INPUT_BYTES:
         raise _refused(f"{name} is {len(data):,} bytes: too large an image to open (at most {MAX_INPUT_BYTES:,})")
+    if media_type == "image/png":
+        data = _without_broken_extras(data)
     image = _decoded(data, media_type, limits.max_side, name)
     encoded, sent_type, (width, height) = _encoded(image, media_type, limits, name)
     return ImagePart(media_type=sent_type, data=base64.b64encode(encoded).decode("ascii"), width=width,
@@ -102,6 +106,24 @@ def _decoded(data: bytes, media_type: str, max_side: int, name: str) -> Image:
     if max(image.size) > max_side:
         image.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
     return image
+
+
+def _without_broken_extras(png: bytes) -> bytes:
+    """`png` without its ancillary chunks whose checksum is wrong (the MCP reference server's logo has a broken
+    iCCP): browsers skip such a chunk and show the image, Pillow refuses the whole file. Nothing of them would be
+    sent anyway (metadata is dropped); a broken critical chunk (IHDR, PLTE, IDAT, IEND) stays, and is refused."""
+    kept, at = [png[:8]], 8
+    while at + 12 <= len(png):
+        (length,) = struct.unpack(">I", png[at:at + 4])
+        end = at + 12 + length
+        if end > len(png):
+            return png  # cut short: Pillow says so
+        kind, body = png[at + 4:at + 8], png[at + 8:at + 8 + length]
+        ancillary = bool(kind[0] & 0x20)
+        if not ancillary or zlib.crc32(kind + body) == struct.unpack(">I", png[end - 4:end])[0]:
+            kept.append(png[at:end])
+        at = end
+    return b"".join(kept) + png[at:]
 
 
 def _encoded(image: Image, media_type: str, limits: ImageSettings, name: str
