@@ -131,7 +131,8 @@ def test_every_method_has_a_json_schema_with_camel_case_keys():
                             protocol.MODELS, protocol.COMMANDS, protocol.MCP, protocol.MCP_RESTART, protocol.APPROVE,
                             protocol.USAGE, protocol.RESUME, protocol.ASK, protocol.CODE_INTEL,
                             protocol.LEARNED_APIS, protocol.LEARNED_FORGET, protocol.MCP_SIGN_OUT, protocol.SECRET,
-                            protocol.ELICIT, protocol.PROCESSES, protocol.PROCESS_STOP}
+                            protocol.ELICIT, protocol.PROCESSES, protocol.PROCESS_STOP, protocol.WORKTREES,
+                            protocol.WORKTREE_ACTION}
     assert "toolCalls" in schemas[protocol.CHAT]["result"]["properties"]
     assert "callId" in schemas[protocol.APPROVE]["params"]["properties"]
     assert schemas[protocol.CHAT]["params"]["required"] == ["text"]
