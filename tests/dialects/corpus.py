@@ -54,6 +54,7 @@ LEAK_MARKERS = (
     "<|tools_prefix|>",
     "<|action_start|>",
     "<|action_end|>",
+    "functools[{",
     "<minimax:",
     "<invoke",
     '"arguments"',

@@ -74,6 +74,9 @@ CLOSED = {
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
 JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>")
 """Markers followed by JSON (Llama 3, Mistral, Granite); Mistral's current form puts the name first."""
+FUNCTOOLS = "functools"
+"""Phi-4-mini: `functools[{...}, ...]`, a JSON list of calls after a word (not a control token): a marker only where
+it stands as a word with `[{` after it, so `functools.partial` and `myfunctools[` stay prose."""
 HARMONY = ("<|start|>", "<|channel|>")
 """gpt-oss: a message header, up to `<|message|>`, says what the message is."""
 HARMONY_MESSAGE, HARMONY_CALL_END = "<|message|>", "<|call|>"
@@ -97,6 +100,8 @@ CONTROL = (
     "<end_function_call>",
     "<tool_call|>",
     "</tool_call>",  # left after a call whose opening tag was left out (vLLM's Qwen3-Coder test)
+    "<|action_start|>",  # InternLM2's, when no `<|plugin|>` follows (what follows is read as it stands)
+    "<|action_end|>",
     "<|tool_response>",  # Gemma 4 ending its turn for the tool's answer
     "<tool_response|>",
     *(f"<|{t}|>" for t in ("tool▁calls▁end", "tool▁call▁end", "end▁of▁sentence", "tool▁outputs▁begin",
