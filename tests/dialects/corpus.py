@@ -55,6 +55,8 @@ LEAK_MARKERS = (
     "<|action_start|>",
     "<|action_end|>",
     "functools[{",
+    "<seed:tool_call>",
+    "<seed:think>",
     "<minimax:",
     "<invoke",
     '"arguments"',

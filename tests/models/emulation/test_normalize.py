@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sunwell.models.base import Notice, TextDelta, ToolCallDone
+from sunwell.models.base import Notice, TextDelta, ThinkingDelta, ToolCallDone
 from sunwell.models.emulation.call_detector import CallDetector
 from sunwell.models.emulation.normalize import FoundCall
 from text_calls import extract_tool_calls
@@ -230,3 +230,20 @@ def test_a_fence_inside_a_json_string_does_not_end_the_block():
 def test_unknown_xml_elements_are_text():
     text = "<div><path>a.txt</path></div>"
     assert extract_tool_calls(text, TOOLS).remaining_text == text
+
+
+def test_seed_oss_thinking_is_thinking_and_a_call_shown_in_it_no_call():
+    call = "<seed:tool_call>\n<function=read_file>\n<parameter=path>a.txt</parameter>\n</function>\n</seed:tool_call>"
+    text = f"<seed:think>The format is {call.replace('a.txt', 'b.txt')}. Fine.</seed:think>{call}"
+    for size in (1, 7, len(text)):
+        detector = CallDetector(TOOLS)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
+        assert "b.txt" in "".join(e.text for e in events if isinstance(e, ThinkingDelta)), size
+        assert not [e for e in events if isinstance(e, TextDelta | Notice)], size
+
+
+def test_a_reply_that_ends_in_seed_oss_thinking_is_thinking_not_a_call_cut_off():
+    detector = CallDetector(TOOLS)
+    events = detector.feed("<seed:think>Let me see") + detector.finish()
+    assert [type(e).__name__ for e in events] == ["ThinkingDelta"]

@@ -45,6 +45,7 @@ KIMI_CALL, KIMI_ARGS, KIMI_CALL_END = (
     "<|tool_call_end|>",
 )
 
+SEED_THINK = "<seed:think>"
 CLOSED = {
     "<tool_call>": "</tool_call>",
     "<function=": "</function>",
@@ -69,6 +70,8 @@ CLOSED = {
     "<longcat_tool_call>": "</longcat_tool_call>",  # LongCat: GLM's form with its own tag names, or JSON
     "<|tools_prefix|>": "<|tools_suffix|>",  # Apertus: a JSON list
     "<|action_start|><|plugin|>": "<|action_end|>",  # InternLM2: one JSON call (`parameters`)
+    "<seed:tool_call>": "</seed:tool_call>",  # Seed-OSS: Qwen3-Coder's XML in its own tags
+    SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""

@@ -97,6 +97,8 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
     del cut_off
     if kind == "text":
         return None
+    if span.startswith(dialects.SEED_THINK):  # thinking, closed or not: never a call, never the answer
+        return Extraction(thinking=span.removeprefix(dialects.SEED_THINK).removesuffix("</seed:think>"))
     marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII,
                               dialects.FUNCTOOLS))
     # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view);
@@ -156,7 +158,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return Extraction()
     if span.startswith(dialects.HARMONY):
         return dialects.read_harmony(span)
-    for opener in ("<tool_call>", "<longcat_tool_call>"):
+    for opener in ("<tool_call>", "<longcat_tool_call>", "<seed:tool_call>"):
         if span.startswith(opener):
             body = _between(span, opener, dialects.CLOSED[opener]).replace("<longcat_arg_", "<arg_")
             body = body.replace("</longcat_arg_", "</arg_")
