@@ -47,6 +47,7 @@ def calls_in(name: str, arguments: dict) -> list[tuple[str, str]]:
          + "".join(f'<parameter name="{k}">{v}</parameter>' for k, v in arguments.items())
          + "</invoke></minimax:tool_call>", "</minimax:tool_call>"),
         (f'```json\n{{"name": "{name}", "arguments": {js}}}\n```', "}"),
+        (f'functools[{{"name": "{name}", "arguments": {js}}}]', "}"),
         (f"<|tool_call>call:{name}{{"
          + ",".join(f"{k}:<|\"|>{v}<|\"|>" if isinstance(v, str) else f"{k}:{v}" for k, v in arguments.items())
          + "}<tool_call|>", "}"),
@@ -59,7 +60,8 @@ COMPLETE = [(call, end, name) for name, args in ARGUMENTS.items() for call, end 
 WORDS = st.sampled_from([
     "Sure,", "I will", "read_file", "get_weather", "the file", "Paris", "then", "answer.", "`read_file`", "{}", "[1, 2]",
     '{"name": "Ada", "age": 3}', "<b>bold</b>", "<tool>", "a < b > c", "```python\nprint(1)\n```", "x = {'k': 1}",
-    '"arguments"', "name:", "<function", "functions.", "—", "日本語", "\n", "\n\n",
+    '"arguments"', "name:", "<function", "functions.", "—", "日本語", "\n", "\n\n", "functools", "functools.partial(f)",
+    "functools[0]", "myfunctools[",
 ])
 PROSE = st.lists(WORDS, max_size=8).map(" ".join)
 

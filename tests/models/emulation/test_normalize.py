@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sunwell.models.base import ToolCallDone
+from sunwell.models.base import Notice, TextDelta, ThinkingDelta, ToolCallDone
 from sunwell.models.emulation.call_detector import CallDetector
 from sunwell.models.emulation.normalize import FoundCall
 from text_calls import extract_tool_calls
@@ -159,17 +159,56 @@ def test_calls_are_name_and_arguments_pairs():
     assert READ_A.raw is None
 
 
-def test_a_call_without_arguments_gets_an_empty_object():
-    assert extract_tool_calls('{"name": "list_files"}', TOOLS).calls == [FoundCall("list_files", {})]
-    assert extract_tool_calls('{"name": "list_files", "arguments": null}', TOOLS).calls == [
-        FoundCall("list_files", {})]
+def test_arguments_given_as_null_or_empty_are_an_empty_object():
+    for text in ('{"name": "list_files", "arguments": null}', '{"name": "list_files", "arguments": {}}'):
+        assert extract_tool_calls(text, TOOLS).calls == [FoundCall("list_files", {})]
 
 
-def test_arguments_that_are_not_an_object_are_kept_raw():
-    out = extract_tool_calls('{"name": "read_file", "arguments": "a.txt"}', TOOLS)
+@pytest.mark.parametrize("text", ['{"name": "list_files"}', '{"name": "read_file", "arguments": "a.txt"}',
+                                  '[{"name": "read_file", "arguments": 3}]',
+                                  'functools[{"name": "read_file", "arguments": "a.txt"}]'])
+def test_a_call_object_without_arguments_that_are_an_object_is_text_and_a_notice(text):
+    """vLLM's Granite, Phi-4-mini and InternLM2 tests call it malformed: no call, the text stays, the user is told."""
+    detector = CallDetector(TOOLS)
+    events = detector.feed(text) + detector.finish()
+    assert not [e for e in events if isinstance(e, ToolCallDone)]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == text
+    assert [e.code for e in events if isinstance(e, Notice)] == ["tool_call_unreadable"]
+
+
+def test_hermes_arguments_that_are_not_an_object_are_kept_raw():
+    """vLLM's Hermes tests pass a string as arguments on as a call: the loop answers it with a validation error."""
+    out = extract_tool_calls('<tool_call>{"name": "read_file", "arguments": "a.txt"}</tool_call>', TOOLS)
     assert out.calls == [("read_file", {})]
     assert out.calls[0].raw == "a.txt"
     assert "not a JSON object" in out.repairs[0]
+
+
+def test_a_list_keeps_its_whole_calls_and_tells_of_the_malformed_one():
+    text = '[{"name": "read_file", "arguments": {"path": "a.txt"}}, {"name": "list_files"}]'
+    detector = CallDetector(TOOLS)
+    events = detector.feed(text) + detector.finish()
+    assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [("read_file", {"path": "a.txt"})]
+    assert [e.code for e in events if isinstance(e, Notice)] == ["tool_call_unreadable"]
+
+
+PHI4 = 'functools[{"name": "read_file", "arguments": {"path": "a.txt"}}]'
+
+
+@pytest.mark.parametrize(("text", "calls", "shown"), [
+    (f"Reading.\n{PHI4}\nDone.", [READ_A], "Reading.\n\nDone."),
+    (f"Reading. {PHI4}", [READ_A], "Reading. "),
+    (f"my{PHI4}", [READ_A], "myfunctools"),  # inside a word no marker: the bare list is a call of its own
+    ("Use functools.partial(f, 1) or functools[0].", [], "Use functools.partial(f, 1) or functools[0]."),
+    ("functools[] is empty; functools[ x ] too", [], "functools[] is empty; functools[ x ] too"),
+])
+def test_phi4_functools_is_a_marker_only_as_a_word_before_a_list_of_objects(text, calls, shown):
+    """Phi-4-mini's marker is a word, found by the scanner wherever a word may begin, in any chunking."""
+    for size in (1, 2, 5, len(text)):
+        detector = CallDetector(TOOLS)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == calls, size
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown, size
 
 
 def test_xml_values_keep_block_content_and_trim_scalars():
@@ -191,3 +230,20 @@ def test_a_fence_inside_a_json_string_does_not_end_the_block():
 def test_unknown_xml_elements_are_text():
     text = "<div><path>a.txt</path></div>"
     assert extract_tool_calls(text, TOOLS).remaining_text == text
+
+
+def test_seed_oss_thinking_is_thinking_and_a_call_shown_in_it_no_call():
+    call = "<seed:tool_call>\n<function=read_file>\n<parameter=path>a.txt</parameter>\n</function>\n</seed:tool_call>"
+    text = f"<seed:think>The format is {call.replace('a.txt', 'b.txt')}. Fine.</seed:think>{call}"
+    for size in (1, 7, len(text)):
+        detector = CallDetector(TOOLS)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
+        assert "b.txt" in "".join(e.text for e in events if isinstance(e, ThinkingDelta)), size
+        assert not [e for e in events if isinstance(e, TextDelta | Notice)], size
+
+
+def test_a_reply_that_ends_in_seed_oss_thinking_is_thinking_not_a_call_cut_off():
+    detector = CallDetector(TOOLS)
+    events = detector.feed("<seed:think>Let me see") + detector.finish()
+    assert [type(e).__name__ for e in events] == ["ThinkingDelta"]

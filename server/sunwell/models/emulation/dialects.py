@@ -45,6 +45,7 @@ KIMI_CALL, KIMI_ARGS, KIMI_CALL_END = (
     "<|tool_call_end|>",
 )
 
+SEED_THINK = "<seed:think>"
 CLOSED = {
     "<tool_call>": "</tool_call>",
     "<function=": "</function>",
@@ -69,11 +70,16 @@ CLOSED = {
     "<longcat_tool_call>": "</longcat_tool_call>",  # LongCat: GLM's form with its own tag names, or JSON
     "<|tools_prefix|>": "<|tools_suffix|>",  # Apertus: a JSON list
     "<|action_start|><|plugin|>": "<|action_end|>",  # InternLM2: one JSON call (`parameters`)
+    "<seed:tool_call>": "</seed:tool_call>",  # Seed-OSS: Qwen3-Coder's XML in its own tags
+    SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
 JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>")
 """Markers followed by JSON (Llama 3, Mistral, Granite); Mistral's current form puts the name first."""
+FUNCTOOLS = "functools"
+"""Phi-4-mini: `functools[{...}, ...]`, a JSON list of calls after a word (not a control token): a marker only where
+it stands as a word with `[{` after it, so `functools.partial` and `myfunctools[` stay prose."""
 HARMONY = ("<|start|>", "<|channel|>")
 """gpt-oss: a message header, up to `<|message|>`, says what the message is."""
 HARMONY_MESSAGE, HARMONY_CALL_END = "<|message|>", "<|call|>"
@@ -97,6 +103,8 @@ CONTROL = (
     "<end_function_call>",
     "<tool_call|>",
     "</tool_call>",  # left after a call whose opening tag was left out (vLLM's Qwen3-Coder test)
+    "<|action_start|>",  # InternLM2's, when no `<|plugin|>` follows (what follows is read as it stands)
+    "<|action_end|>",
     "<|tool_response>",  # Gemma 4 ending its turn for the tool's answer
     "<tool_response|>",
     *(f"<|{t}|>" for t in ("tool▁calls▁end", "tool▁call▁end", "end▁of▁sentence", "tool▁outputs▁begin",

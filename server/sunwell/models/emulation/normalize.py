@@ -55,9 +55,9 @@ _CALL_KEYS = {*NAME_KEYS, *ARGUMENT_KEYS, "id", "type", "call_id"}
 _WRAPPER_KEYS = ("arguments", "args", "parameters")  # {"arguments": {"arguments": {...}}} is unwrapped
 
 
-def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True) -> Extraction:
+def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True, raw_ok: bool = False) -> Extraction:
     """The calls in text that stands between a call's markers (a fence, `<tool_call>`): the closing marker came, so
-    what it encloses is whole, however its JSON ends (unless not `enclosed`)."""
+    what it encloses is whole, however its JSON ends (unless not `enclosed`). `raw_ok`: see `_json_calls`."""
     scanner, out, kept, pos = SpanScanner(tools), Extraction(), [], 0
     separator, echo = Separator(), Echo()
     while pos < len(text):
@@ -66,7 +66,7 @@ def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True) -
         kind = "candidate" if kind == "partial" and enclosed else kind
         if echo.repeats(kind, span):
             continue
-        found = settle(kind, span, tools, cut_off=False, explicit=explicit)
+        found = settle(kind, span, tools, cut_off=False, explicit=explicit, raw_ok=raw_ok)
         echo.saw(span, found)
         if found is None:
             kept.append(separator.text(span))
@@ -89,14 +89,18 @@ _CALL_MARKERS = tuple(m for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *diale
 """Markers that only ever open a call: what stands between them is a call or nothing (never the answer)."""
 
 
-def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bool = False) -> Extraction | None:
+def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bool = False,
+           raw_ok: bool = False) -> Extraction | None:
     """What a scanned span is: None for text, else what it holds (calls, thinking, text to show instead).
     `cut_off` (the reply ended by length) changes nothing since issue 47: a call the reply ended inside is never
     run, however the reply ended."""
     del cut_off
     if kind == "text":
         return None
-    marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII))
+    if span.startswith(dialects.SEED_THINK):  # thinking, closed or not: never a call, never the answer
+        return Extraction(thinking=span.removeprefix(dialects.SEED_THINK).removesuffix("</seed:think>"))
+    marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII,
+                              dialects.FUNCTOOLS))
     # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view);
     # so is a half-written Python line (`read_file(path=`): a mention as likely as a call
     callish = marked or (span.lstrip()[:1] in ("{", "[", "`") and any(name in span for name in tools))
@@ -112,9 +116,11 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
         if complete is None:
             return Extraction(cut_off=[cut_name(span)]) if callish else None
         span = complete
-    found = parse_span(span, tools, explicit=explicit)
+    found = parse_span(span, tools, explicit=explicit, raw_ok=raw_ok)
     if found is None and span.startswith(_CALL_MARKERS):
         found = Extraction(unreadable=[span])
+    elif found is not None and found.unreadable and span.startswith(_CALL_MARKERS):
+        found.remaining_text = ""  # a malformed call between a family's markers is no answer either
     if found is not None:
         _drop_unknown(found, tools)
         if rest_cut:
@@ -135,7 +141,8 @@ def _drop_unknown(found: Extraction, tools: Offered) -> None:
     found.calls = [c for c in found.calls if known(c.name)]
 
 
-def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bool = False) -> Extraction | None:
+def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bool = False,
+               raw_ok: bool = False) -> Extraction | None:
     """The calls in one candidate span, or None when it holds none (then the span is ordinary text). An
     extraction without calls drops the span (a control token), shows other text instead of it (a harmony
     header, code between Llama 4's python markers) or holds thinking."""
@@ -151,13 +158,13 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return Extraction()
     if span.startswith(dialects.HARMONY):
         return dialects.read_harmony(span)
-    for opener in ("<tool_call>", "<longcat_tool_call>"):
+    for opener in ("<tool_call>", "<longcat_tool_call>", "<seed:tool_call>"):
         if span.startswith(opener):
             body = _between(span, opener, dialects.CLOSED[opener]).replace("<longcat_arg_", "<arg_")
             body = body.replace("</longcat_arg_", "</arg_")
             if m := _RECIPIENT.match(body):  # `assistant to=functions.f json\n{…}` (sglang's gpt-oss dialect)
                 return dialects.json_call(m[1], body[m.end():])
-            return _nonempty(_extract(body, tools, True)) or dialects.read_glm(body, tools)
+            return _nonempty(_extract(body, tools, True, raw_ok=True)) or dialects.read_glm(body, tools)
     if span.startswith("[TOOL_CALLS]"):
         body = span.removeprefix("[TOOL_CALLS]")
         if body.lstrip()[:1] in ("{", "["):
@@ -174,6 +181,11 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
                 body = body[len(opener):]
             found = dialects.read_python(body) or _json_calls(body, tools, explicit=True)
             return found or (Extraction(remaining_text=body) if opener == "<|python_start|>" else None)
+    if span.startswith(dialects.FUNCTOOLS):  # a word: what holds no call stays the answer
+        found = _json_calls(span.removeprefix(dialects.FUNCTOOLS), tools, explicit=True)
+        if found is None or not (found.calls or found.unknown):
+            return Extraction(remaining_text=span, unreadable=found.unreadable if found else [])
+        return found
     if span.startswith(("<｜tool▁calls▁begin｜>", dialects.DEEPSEEK_CALL)):
         return _nonempty(dialects.read_deepseek(span))
     if span.startswith(("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>", dialects.KIMI_CALL)):
@@ -199,7 +211,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
             return dialects.xml_call(m[1], _between(span, m[0], closer or f"</{m[1]}>"), tools)
     if (calls := _python_span(span, names)) is not None:
         return calls
-    return _json_calls(span, tools, explicit)
+    return _json_calls(span, tools, explicit, raw_ok)
 
 
 def _python_span(span: str, names: frozenset[str]) -> Extraction | None:
@@ -222,31 +234,39 @@ def _between(span: str, opener: str, closer: str) -> str:
     return body.removesuffix(closer)
 
 
-def _json_calls(text: str, tools: Offered, explicit: bool) -> Extraction | None:
+def _json_calls(text: str, tools: Offered, explicit: bool, raw_ok: bool = False) -> Extraction | None:
+    """The calls in a JSON value. A call object whose arguments are missing (`{"name": "f"}`) or no object
+    (`"arguments": "not a dict"`) is no call (vLLM's Granite, Phi-4-mini and InternLM2 tests call it malformed): it is
+    `unreadable` (a notice), and outside a family's markers its text stays the answer. `raw_ok`: Hermes'
+    `<tool_call>`, whose vLLM tests pass string arguments on as a call (the loop answers it with a validation error)."""
     if not explicit and not (CALLISH.search(text) or any(name in text for name in tools)):
         return None
     loaded = load_json(text.strip())
     if loaded is None:
         return None
     value, repair = loaded
-    found = _calls_from_value(value, tools, explicit)
+    malformed: list[str] = []
+    found = _calls_from_value(value, tools, explicit, raw_ok, malformed)
     if not found:
-        return None
+        return Extraction(remaining_text=text, unreadable=malformed) if malformed else None
     calls = [call for call, _ in found]
     repairs = [f"{', '.join(c.name for c in calls)}: {repair}"] if repair else []
-    return Extraction(calls=calls, repairs=repairs + [note for _, notes in found for note in notes])
+    return Extraction(calls=calls, repairs=repairs + [note for _, notes in found for note in notes],
+                      unreadable=malformed)
 
 
-def _calls_from_value(value: Any, names: Offered, explicit: bool) -> list[tuple[FoundCall, list[str]]]:
+def _calls_from_value(value: Any, names: Offered, explicit: bool, raw_ok: bool,
+                      malformed: list[str]) -> list[tuple[FoundCall, list[str]]]:
+    """The calls in a JSON value; the names of call objects without arguments that are an object go to `malformed`."""
     if isinstance(value, list):
-        return [found for item in value for found in _calls_from_value(item, names, explicit)]
+        return [found for item in value for found in _calls_from_value(item, names, explicit, raw_ok, malformed)]
     if not isinstance(value, dict):
         return []
     for wrapper in ("tool_calls", "function_call", "function"):  # OpenAI's own shapes, written out as text
         inner = value.get(wrapper)
         listed = wrapper == "tool_calls" and isinstance(inner, list)
         if listed or (isinstance(inner, dict) and "name" in inner):
-            return _calls_from_value(inner, names, True)
+            return _calls_from_value(inner, names, True, raw_ok, malformed)
     candidates = [value[k] for k in NAME_KEYS if isinstance(value.get(k), str)]
     name = next((c for c in candidates if c in names), candidates[0] if candidates else None)
     arg_key = next((k for k in ARGUMENT_KEYS if k in value), None)
@@ -264,8 +284,14 @@ def _calls_from_value(value: Any, names: Offered, explicit: bool) -> list[tuple[
             return []  # JSON data that names no tool (Ollama's "json not a tool call"), not a call gone wrong
     if arg_key is not None:
         args, raw, notes = _arguments(name, value[arg_key])
+        if raw is not None and not raw_ok:
+            malformed.append(name)
+            return []
         return [(FoundCall(name, args, raw), notes)]
     flat = {k: v for k, v in value.items() if k not in _CALL_KEYS}
+    if not flat:
+        malformed.append(name)
+        return []
     notes = [f"{name}: took the arguments from the top level of the call"] if flat else []
     return [(FoundCall(name, flat), notes)]
 

@@ -19,7 +19,7 @@ _HEADER_MAX = 300
 """A harmony header longer than this without `<|message|>` is no header."""
 CALLISH = re.compile(r"""["']?\b(?:name|tool|tool_name|function|tool_calls)\b["']?\s*:""")
 """A key that names a call (`"name":`, `tool:`): JSON with one may be a call."""
-_TRIGGER = re.compile(r"[`{\[<]")
+_TRIGGER = re.compile(rf"[`{{\[<]|(?<!\w){dialects.FUNCTOOLS}")
 FENCE_OPEN = re.compile(r"```([\w.+-]*)")
 PY_LINE = re.compile(r"[ \t]*(\[[ \t]*)?([A-Za-z_][\w.]*)")
 _PY_LINE_START = re.compile(r"[ \t]*(?:\[[ \t]*)?")
@@ -98,6 +98,8 @@ class SpanScanner:
         self._line_blank = True
         """Only whitespace since the last line break (or the start): a fence or a Python call may begin here."""
         self._balance: _Balance | None = None
+        self._word_before = False
+        """The text consumed so far ends in a word character (`myfunctools[` holds no marker, however chunked)."""
 
     def step(self, buf: str, pos: int, final: bool) -> Step:
         kind, end = self._step(buf, pos, final)
@@ -106,6 +108,7 @@ class SpanScanner:
             span = buf[pos:end]
             line = span.rfind("\n")
             self._line_blank = (line >= 0 or self._line_blank) and not span[line + 1 :].strip()
+            self._word_before = bool(re.match(r"\w", span[-1:])) if span else self._word_before
         return kind, end
 
     def _step(self, buf: str, pos: int, final: bool) -> Step:
@@ -114,10 +117,18 @@ class SpanScanner:
         if self._line_blank and (python := self._python_line(buf, pos, final)):
             return python
         m = _TRIGGER.search(buf, pos)
+        if m is not None and m.start() == pos and pos == 0 and self._word_before and buf[0] not in "`{[<":
+            m = _TRIGGER.search(buf, pos + 1)  # the word runs on from text already consumed
         line = buf.find("\n", pos)
         stop = min(m.start() if m else len(buf), line + 1 if line >= 0 else len(buf))
+        if m is None and line < 0 and not final:
+            stop = min(stop, self._word_marker_tail(buf, pos))
         if stop > pos:
             return "text", stop
+        if buf.startswith(dialects.FUNCTOOLS, pos):
+            return self._functools(buf, pos, final)
+        if m is None and not final:
+            return "wait", pos  # the text's end may begin `functools[`
         if buf[pos] == "`":
             return self._backticks(buf, pos, final)
         if buf[pos] == "{":
@@ -125,6 +136,8 @@ class SpanScanner:
         rest = buf[pos : pos + self._longest]
         for marker in self._markers:
             if rest.startswith(marker):
+                if not final and marker in dialects.CONTROL and self._may_grow(rest):
+                    return "wait", pos  # `<|action_start|>` may become `<|action_start|><|plugin|>`
                 return self._marked(marker, buf, pos, final)
         if not final and any(marker.startswith(rest) for marker in self._markers):
             return "wait", pos
@@ -137,6 +150,28 @@ class SpanScanner:
             if listed := self._python_list(buf, pos, final):
                 return listed
         return "text", pos + 1
+
+    def _may_grow(self, rest: str) -> bool:
+        return any(len(m) > len(rest) and m.startswith(rest) for m in self._markers)
+
+    def _word_marker_tail(self, buf: str, pos: int) -> int:
+        """Where the text's end may be the start of `functools[` (held until the next chunk says)."""
+        for n in range(min(len(dialects.FUNCTOOLS), len(buf) - pos), 0, -1):
+            at = len(buf) - n
+            before = buf[at - 1] if at > 0 else ("a" if self._word_before else " ")
+            if buf.endswith(dialects.FUNCTOOLS[:n]) and not re.match(r"\w", before):
+                return at
+        return len(buf)
+
+    def _functools(self, buf: str, pos: int, final: bool) -> Step:
+        """Phi-4-mini's `functools[{...}]`: through the list; the word is prose when no `[{` follows it."""
+        j = pos + len(dialects.FUNCTOOLS)
+        k = _skip_space(buf, j + 1)
+        if not final and (j == len(buf) or (buf[j] == "[" and k == len(buf))):
+            return "wait", pos
+        if buf[j : j + 1] != "[" or buf[k : k + 1] != "{":
+            return "text", j
+        return self._json(buf, pos, j, final)
 
     def _python_list(self, buf: str, pos: int, final: bool) -> Step | None:
         """A bracketed list of Python calls of an offered tool, `[get_weather(city='Paris')]`, wherever it stands:

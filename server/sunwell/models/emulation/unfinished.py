@@ -29,7 +29,8 @@ def complete_part(span: str) -> str | None:
         return span if read_gemma(span) is not None else None
     if span.startswith(("<tool_call>", "<minimax:tool_call>")) and span.rstrip().endswith(("</function>", "</invoke>")):
         return span  # Qwen3-Coder's or MiniMax's call closed; only the wrapper's tag is missing
-    body_at = next((len(m) for m in (*dialects.CLOSED, *dialects.JSON_AFTER) if span.startswith(m)), 0)
+    openers = (*dialects.CLOSED, *dialects.JSON_AFTER, dialects.FUNCTOOLS)
+    body_at = next((len(m) for m in openers if span.startswith(m)), 0)
     if fence := FENCE_OPEN.match(span):
         body_at = fence.end()
     for marker in _ARGUMENTS_AT:
