@@ -61,7 +61,7 @@ WORDS = st.sampled_from([
     "Sure,", "I will", "read_file", "get_weather", "the file", "Paris", "then", "answer.", "`read_file`", "{}", "[1, 2]",
     '{"name": "Ada", "age": 3}', "<b>bold</b>", "<tool>", "a < b > c", "```python\nprint(1)\n```", "x = {'k': 1}",
     '"arguments"', "name:", "<function", "functions.", "—", "日本語", "\n", "\n\n", "functools", "functools.partial(f)",
-    "functools[0]", "myfunctools[",
+    "functools[0]", "myfunctools[0]",  # an unclosed `[` before `{}` and a tool's name would be a call cut short
 ])
 PROSE = st.lists(WORDS, max_size=8).map(" ".join)
 
