@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ChatProcesses } from './chatProcesses';
 import { ChatRequests } from './chatRequests';
+import { ChatWorktrees } from './chatWorktrees';
 import type { ApprovalBroker } from './common/approvals';
 import { isCommandLine } from './common/commandline';
 import { undoSummary } from './common/format';
@@ -35,10 +36,11 @@ export class ChatController implements vscode.Disposable {
   private currentModel: string | null = null;
   /** Counts session loads, so that only the last one asked for lands. */
   private loads = 0;
-  /** Approvals and `ask_user`'s questions: cards in the transcript, waiting for the person. */
-  private readonly requests: ChatRequests;
+  /** Approvals and `ask_user`'s questions (`questions.answer`: null declines): cards in the transcript. */
+  readonly requests: ChatRequests;
   /** The session's background processes: the processes strip's rows and buttons. */
   readonly processes: ChatProcesses;
+  readonly worktrees: ChatWorktrees; // the worktree session the chat's lines go to, and those left running
 
   constructor(
     private readonly sidecar: Sidecar,
@@ -54,10 +56,13 @@ export class ChatController implements vscode.Disposable {
     this.applySettings();
 
     this.requests = new ChatRequests(approvals, {
-      accepts: (session) => this.turns.listening && !(this.state.session && session !== this.state.session),
+      route: (session) => this.worktrees.route(session),
+      worktreeOf: (session) => this.worktrees.worktreeOf(session),
       dispatch: (action) => this.dispatch(action),
       view: () => this.view,
     });
+    this.worktrees = new ChatWorktrees(sidecar, memento, log, { state: () => this.state, turns: this.turns,
+      approvals: () => this.requests.approvals, dispatch: (a) => this.dispatch(a), load: (s) => this.load(s) });
     this.processes = new ChatProcesses(sidecar, { state: () => this.state, dispatch: (a) => this.dispatch(a), view: () => this.view }, log);
     sidecar.approvalHandler = (params, token) => this.requests.approve(params, token);
     sidecar.questionHandler = (params, token) => this.requests.ask(params, token);
@@ -70,10 +75,6 @@ export class ChatController implements vscode.Disposable {
       sidecar.onReady(({ afterCrash }) => void this.onSidecarReady(afterCrash)),
       vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('sunwell') && this.applySettings()),
     );
-  }
-
-  get approvals(): ApprovalBroker {
-    return this.requests.approvals;
   }
 
   get snapshot(): ChatState {
@@ -117,6 +118,7 @@ export class ChatController implements vscode.Disposable {
       this.setDraft(text);
       return;
     }
+    const worktree = await this.worktrees.forLine(text);
     this.lastLine = { text, mentions: mentionRefs, images };
     const mentions = this.mentionSources.resolve(mentionRefs);
     this.dispatch({ type: 'userMessage', text, ...(mentions.length ? { mentions: mentions.map((m) => m.label) } : {}),
@@ -126,6 +128,7 @@ export class ChatController implements vscode.Disposable {
       session: this.state.session ?? undefined,
       text,
       lens: this.lens ?? undefined,
+      ...(worktree ? { worktree } : {}),
       ...(mentions.length ? { mentions } : {}),
       ...(images.length ? { images: images.map((i) => ({ data: i.data, mediaType: i.mediaType })) } : {}),
       // a turn that never reached the log (it failed before it began) left nothing to take back
@@ -145,6 +148,7 @@ export class ChatController implements vscode.Disposable {
   private async runTurn(request: (token: vscode.CancellationToken) => Promise<ChatResult>): Promise<void> {
     const cancellation = new vscode.CancellationTokenSource();
     const turn = this.turns.begin(() => cancellation.cancel());
+    this.worktrees.started(() => cancellation.cancel());
     try {
       await this.turns.quiet(); // a turn this chat left is still ending: what it sends must not land here
       if (turn.left) return;
@@ -162,6 +166,7 @@ export class ChatController implements vscode.Disposable {
     } finally {
       this.turns.end(turn);
       cancellation.dispose();
+      this.worktrees.ended(turn);
       void this.refreshSessions();
       void this.refreshUsage();
       if (this.sidecar.status === 'ready') void this.refreshCommands();
@@ -233,21 +238,22 @@ export class ChatController implements vscode.Disposable {
     this.turns.stop();
   }
 
-  /** A new, empty chat; a turn that runs is stopped and stays in its own session. */
-  newSession(): void {
-    this.turns.leave();
+  /** A new, empty chat (in `worktree`); a turn that runs is left (chatWorktrees.ts: stopped, or in the background). */
+  newSession(worktree: string | null = null): void {
+    this.worktrees.enter(worktree);
     this.loads++;
     this.dispatch({ type: 'newSession' });
     this.persist();
     this.view?.post({ type: 'focusInput' });
   }
 
-  /** Opens a stored session; a turn that runs is stopped and stays in its own session. */
-  async openSession(session: string): Promise<void> {
-    if (session === this.state.session) return;
-    this.turns.leave();
+  /** Opens a stored session (of `worktree`: its turn taken back from the background); a running turn is left. */
+  async openSession(session: string, worktree: string | null = null): Promise<void> {
+    if (session === this.state.session && worktree === this.worktrees.name) return;
+    this.worktrees.enter(worktree);
     if (isBusy(this.state)) this.dispatch({ type: 'turnFinished', status: 'cancelled' }); // until the other shows
     await this.load(session);
+    this.worktrees.takeBack(session);
   }
 
   async setLens(lens: string | null): Promise<void> {
@@ -257,11 +263,6 @@ export class ChatController implements vscode.Disposable {
 
   answer(callId: string, decision: Decision, note?: string): boolean {
     return this.requests.approvals.answer(callId, decision, note);
-  }
-
-  /** The person's answer to `ask_user` (null: declined); false when the question is no longer pending. */
-  answerQuestion(callId: string, answer: string | null): boolean {
-    return this.requests.questions.answer(callId, answer);
   }
 
   focusInput(): void {
@@ -314,7 +315,8 @@ export class ChatController implements vscode.Disposable {
 
   private onEvent(event: ChatEvent): void {
     // A process's change comes between turns too; the reducer keeps those of the open session.
-    if (this.turns.listening || event.type === 'process') this.dispatch(event);
+    // A worktree session's turn in the background is not the chat's: its events are in its log, for Continue.
+    if ((this.turns.listening && !this.worktrees.inBackground(event.session)) || event.type === 'process') this.dispatch(event);
     if (event.type === 'process') this.processes.soon();
   }
 
@@ -389,6 +391,7 @@ export class ChatController implements vscode.Disposable {
   dispose(): void {
     this.persist();
     this.turns.stop();
+    this.worktrees.dispose();
     for (const d of this.disposables) d.dispose();
   }
 }

@@ -9,8 +9,12 @@ import type { ChatAction } from './common/state';
 import type { ApprovalRequest, ApproveResult, AskParams, AskResult } from './protocol';
 
 export interface ChatRequestHost {
-  /** Whether the open chat takes a request of `session` now: it listens to a turn, of that session. */
-  accepts(session: string): boolean;
+  /** Where a request of `session` goes: a card of the open chat (it listens to a turn of that session), a worktree
+   *  session's turn running in the background (it waits for the person, who is told), or refused (a turn the chat
+   *  left and stopped). */
+  route(session: string): 'card' | 'background' | 'refuse';
+  /** The worktree session running `session` in the background. */
+  worktreeOf(session: string): string | undefined;
   dispatch(action: ChatAction): void;
   /** The chat's view, while one is open. */
   view(): ChatViewPort | undefined;
@@ -36,8 +40,10 @@ export class ChatRequests implements vscode.Disposable {
   }
 
   async approve(params: ApprovalRequest, token: vscode.CancellationToken): Promise<ApproveResult> {
+    const route = this.host.route(params.session);
     // A turn this chat left, or of another session: no card to put it on, and that turn is being stopped anyway.
-    if (!this.host.accepts(params.session)) return { decision: 'deny' };
+    if (route === 'refuse') return { decision: 'deny' };
+    if (route === 'background') return this.approveInBackground(params, token);
     // The card first: a request the sidecar already gave up on then expires it at once.
     this.host.dispatch({ type: 'approvalRequested', params });
     const pending = this.approvals.request(params, token);
@@ -54,8 +60,18 @@ export class ChatRequests implements vscode.Disposable {
     return note ? { decision, note } : { decision };
   }
 
+  /** A worktree session's approval while the chat shows another: it waits in the broker (no other turn waits
+   *  for it), the person is told which session asks, and Continue on that session shows it as a card. */
+  private async approveInBackground(params: ApprovalRequest, token: vscode.CancellationToken): Promise<ApproveResult> {
+    const pending = this.approvals.request(params, token);
+    void this.notify(params, this.host.worktreeOf(params.session));
+    const decision = await pending;
+    const note = this.approvals.takeNote(params.callId);
+    return note ? { decision, note } : { decision };
+  }
+
   async ask(params: AskParams, token: vscode.CancellationToken): Promise<AskResult> {
-    if (!this.host.accepts(params.session)) return { answer: null };
+    if (this.host.route(params.session) !== 'card') return { answer: null };
     this.host.dispatch({ type: 'questionRequested', params });
     const pending = this.questions.request(params, token);
     const view = this.host.view();
@@ -74,20 +90,22 @@ export class ChatRequests implements vscode.Disposable {
     this.questions.expireAll();
   }
 
-  private async notify(params: ApprovalRequest): Promise<void> {
+  private async notify(params: ApprovalRequest, worktree?: string): Promise<void> {
     const preview = params.preview;
     const target = preview.kind === 'diff' ? `write ${preview.path}`
       : preview.kind === 'command' ? `run \`${preview.command}\``
       : preview.kind === 'effects' ? `keep what \`${preview.command}\` changed (${preview.changes.length} file${preview.changes.length === 1 ? '' : 's'})`
       : `use ${params.name}`;
-    const choices = preview.kind === 'diff' ? ['Allow', 'Deny', 'Show Diff'] : ['Allow', 'Deny', 'Show in Chat'];
+    const choices = preview.kind === 'diff' ? ['Allow', 'Deny', 'Show Diff'] : ['Allow', 'Deny', worktree ? 'Show Session' : 'Show in Chat'];
+    const who = worktree ? `Sunwell (worktree session ${worktree})` : 'Sunwell';
     const schema = preview.kind === 'diff' && preview.remoteSchema
       ? ` It names a remote schema, ${preview.remoteSchema}: VS Code will fetch it when the file is opened.` : '';
-    const choice = await vscode.window.showInformationMessage(`Sunwell wants to ${target}.${schema}`, ...choices);
+    const choice = await vscode.window.showInformationMessage(`${who} wants to ${target}.${schema}`, ...choices);
     if (choice === 'Allow') this.approvals.answer(params.callId, 'allow');
     else if (choice === 'Deny') this.approvals.answer(params.callId, 'deny');
     else if (choice === 'Show Diff') void vscode.commands.executeCommand('sunwell.approval.showDiff', params.callId);
     else if (choice === 'Show in Chat') void vscode.commands.executeCommand('sunwell.openChat');
+    else if (choice === 'Show Session') void vscode.commands.executeCommand('sunwell.continueWorktree', worktree);
   }
 
   dispose(): void {

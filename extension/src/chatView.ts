@@ -59,7 +59,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
         this.controller.answer(message.callId, message.decision, message.note);
         break;
       case 'answer':
-        this.controller.answerQuestion(message.callId, message.answer);
+        this.controller.requests.questions.answer(message.callId, message.answer);
         break;
       case 'showDiff':
         this.actions.showDiff(message.callId, message.path);

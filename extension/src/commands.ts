@@ -257,7 +257,7 @@ async function showSessions(controller: ChatController, sidecar: Sidecar): Promi
 }
 
 async function pickPendingApproval(controller: ChatController): Promise<string | undefined> {
-  const pending = controller.approvals.pendingParams();
+  const pending = controller.requests.approvals.pendingParams();
   if (pending.length <= 1) return pending[0]?.callId;
   const chosen = await vscode.window.showQuickPick(pending.map((p) => ({ label: p.name, description: JSON.stringify(p.arguments).slice(0, 80), callId: p.callId })));
   return chosen?.callId;

@@ -10,6 +10,7 @@ import { MentionSources } from './mentionSources';
 import { PythonEnvironments } from './python';
 import { ApiKeyStore } from './secrets';
 import { Sidecar } from './sidecar';
+import { registerWorktreeCommands } from './worktreeSessions';
 
 let sidecar: Sidecar | undefined;
 
@@ -37,6 +38,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     log, keys, sidecar, diffs, mentions, controller,
     vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, view),
     ...registerCommands({ controller, sidecar, keys, diffs, log }),
+    ...registerWorktreeCommands(controller, sidecar),
   );
   // Not awaited: the view and the commands are usable (and show the status) while the Python side starts.
   void sidecar.start();

@@ -1043,6 +1043,7 @@ export interface WorktreeRow {
   name: string;
   branch: string;
   base: string;
+  baseCommit?: string | null;
   path: string;
   session: string | null;
   state: 'new' | 'running' | 'done' | 'failed' | 'interrupted' | 'merged';

@@ -53,3 +53,22 @@ describe('ChatTurns', () => {
     assert.equal(turns.listening, true);
   });
 });
+
+describe('ChatTurns.detach (a worktree session goes on in the background)', () => {
+  it('a detached turn is not cancelled, is no longer the chat\'s, and does not hold the next turn back', async () => {
+    const turns = new ChatTurns();
+    let cancelled = 0;
+    const old = turns.begin(() => cancelled++);
+    assert.equal(turns.detach(), old);
+    assert.equal(cancelled, 0, 'a worktree session runs on when the chat leaves it');
+    assert.equal(old.left, true);
+    assert.equal(turns.running, false);
+    turns.begin(() => undefined);
+    assert.equal(turns.listening, true, 'its events are told apart by session, not by waiting for it');
+    await turns.quiet(10_000); // resolves at once: nothing is leaving
+  });
+
+  it('detaching with no turn running gives nothing', () => {
+    assert.equal(new ChatTurns().detach(), undefined);
+  });
+});

@@ -112,3 +112,28 @@ def test_merge_conflict_and_drop_with_uncommitted_changes_are_refused_and_change
     refused = sunwell("worktrees", "drop", "clash", cwd=repo)
     assert refused.code == 1 and "uncommitted change" in refused.stderr and Path(row["path"]).exists()
     assert sunwell("worktrees", "drop", "clash", "--force", cwd=repo).code == 0 and not Path(row["path"]).exists()
+
+
+def test_killed_mid_turn_the_worktree_says_interrupted_and_the_next_run_there_continues_its_session(
+        sunwell, fake, env, repo, tmp_path):
+    from test_durable_support import Crashing, requested
+
+    fake.script(write("plan.md", "written before the crash\n"),
+                Reply(text="never seen", wait_for=tmp_path / "never"))  # the slow answer the kill cuts off
+    run = Crashing(env, repo, "--worktree", "crash", "write the plan", "--model", "openai:gpt-4o", "--yes", "--json")
+    before = run.kill_when(requested(fake, 2))
+    session = before[0]["session"]
+    [row] = [json.loads(line) for line in sunwell("worktrees", "list", "--json", cwd=repo).stdout.splitlines()]
+    assert (row["name"], row["state"]) == ("crash", "interrupted")
+    assert (Path(row["path"]) / "plan.md").read_text() == "written before the crash\n"
+    assert git(repo, "status", "--porcelain") == ""  # the user's checkout: untouched
+
+    fake.script(Reply(text="picked up where it stopped"))
+    again = run_in(sunwell, repo, "--worktree", "crash", "go on")
+    assert again.code == 0, again.stderr
+    assert again.events[-1]["session"] == session  # the same session, continued in the same worktree
+    assert "write the plan" in json.dumps(fake.requests[-1].body)
+    assert git(repo, "show", "sunwell/crash:plan.md") == "written before the crash"
+    [row] = [json.loads(line) for line in sunwell("worktrees", "list", "--json", cwd=repo).stdout.splitlines()]
+    assert (row["state"], row["session"]) == ("done", session)
+    no_hook_ran(tmp_path)

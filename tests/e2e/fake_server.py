@@ -73,6 +73,13 @@ SCENARIOS: dict[str, list[Any]] = {
         Reply(text="`a.txt` says **hello from the demo**.", chunk=8, delay=0.02),
     ],
     # (d) a write that asks first; the user allows it
+    # a worktree session writes a file in its own checkout (allowed), then says so
+    "worktree-write": [
+        Reply(tool_calls=[Call("write_file", json.dumps({"path": "PLAN.md", "content": "# Plan\n\n- made in a worktree\n"}))],
+            chunk=16),
+        Reply(text="Wrote `PLAN.md` in the worktree.", chunk=8),
+    ],
+    "worktree-idea": [Reply(text="An idea not worth keeping.", chunk=8)],
     "write-allow": [
         Reply(tool_calls=[Call("write_file", json.dumps({"path": "notes/todo.md", "content": TODO}))], chunk=16),
         Reply(text="Created `notes/todo.md`.", chunk=8),

@@ -1849,6 +1849,110 @@ async function backgroundScenarios() {
       writeFileSync(path.join(DATA, 'User', 'settings.json'), userSettings);
     }
   });
+  await worktreeScenarios();
+}
+
+/** A row of the open quick pick, by its text, clicked. */
+async function pickRow(text) {
+  const row = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: text }).first();
+  await row.waitFor({ timeout: 10_000 });
+  await row.click();
+}
+
+async function toast(text, timeoutMs = 20_000) {
+  await until(async () => (await page.locator('.notifications-toasts').innerText().catch(() => '')).includes(text),
+    { timeoutMs, message: `no "${text}" notification (${await page.locator('.notifications-toasts').innerText().catch(() => '')})` });
+}
+
+// Worktree sessions (issue 48): a session in its own git worktree, listed, reviewed, merged; another discarded.
+// Last of all: it makes the workspace a git repository.
+async function worktreeScenarios() {
+  await scenario('worktree-sessions', 180_000, async () => {
+    const git = (...args) => {
+      const run = spawnSync('git', ['-c', 'core.hooksPath=/dev/null', '-c', 'user.name=E2E', '-c', 'user.email=e2e@localhost', ...args],
+        { cwd: WS, encoding: 'utf8' });
+      check(run.status === 0, `git ${args.join(' ')}: ${run.stderr}`);
+      return run.stdout;
+    };
+    if (!existsSync(path.join(WS, '.git'))) {
+      git('init', '-q', '-b', 'main');
+      git('add', '-A');
+      git('commit', '-q', '-m', 'the e2e workspace');
+    }
+    const branch = git('branch', '--show-current').trim();
+
+    // New Session in Worktree, named: the chat's lines go to worktree "plan"
+    await script('worktree-write');
+    await runCommand(page, 'Sunwell: New Session in Worktree');
+    await quickInput(page, 'plan');
+    await page.keyboard.press('Enter');
+    await until(async () => (await byTest('worktree-chip').isVisible()) && (await byTest('worktree-chip').innerText()).includes('plan'),
+      { timeoutMs: 10_000, message: 'the chat does not show its worktree' });
+    const ends = await count('turn-end');
+    await send('Write a plan');
+    const approval = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await approval.waitFor({ timeout: 30_000 });
+    check((await approval.innerText()).includes('PLAN.md'), `the approval does not name the file: ${await approval.innerText()}`);
+    await clearNotifications(page);
+    await shot('worktree-approval');
+    await approval.locator('[data-testid="approval-allow"]').click();
+    await waitTurnEnd(ends, 'completed', 60_000);
+    check(!existsSync(path.join(WS, 'PLAN.md')), 'the worktree session wrote into the workspace');
+    check(git('show', 'sunwell/plan:PLAN.md').includes('made in a worktree'), 'the branch sunwell/plan has no PLAN.md');
+    await shot('worktree-turn-done');
+
+    // Listed as done; Review opens its diff against the base, file by file
+    await runCommand(page, 'Sunwell: Worktree Sessions');
+    const row = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'plan' }).first();
+    await row.waitFor({ timeout: 10_000 });
+    const rowText = nbsp(await row.innerText());
+    check(/sunwell\/plan/.test(rowText) && /done/.test(rowText), `the row reads "${rowText}"`);
+    await shot('worktree-list');
+    await row.click();
+    await pickRow('Review');
+    await until(async () => (await page.locator('.tabs-container .tab.active').innerText().catch(() => '')).includes('sunwell/plan'),
+      { timeoutMs: 15_000, message: 'no review editor for sunwell/plan' });
+    await until(async () => nbsp(await page.locator('.part.editor').innerText().catch(() => '')).includes('made in a worktree'),
+      { timeoutMs: 15_000, message: 'the review does not show PLAN.md\'s new lines' });
+    check(nbsp(await page.locator('.part.editor').innerText()).includes('PLAN.md'), 'the review does not name PLAN.md');
+    await shot('worktree-review');
+    await runCommand(page, 'View: Close All Editors');
+
+    // Merge into the branch checked out: the file is in the workspace
+    await runCommand(page, 'Sunwell: Worktree Sessions');
+    await pickRow('plan');
+    await pickRow('Merge');
+    await pickRow(branch);
+    await toast('merged sunwell/plan');
+    check(readFileSync(path.join(WS, 'PLAN.md'), 'utf8').includes('made in a worktree'), 'Merge did not bring PLAN.md');
+    await shot('worktree-merged');
+    await clearNotifications(page);
+
+    // Another, named from its first line, discarded (asked first)
+    await script('worktree-idea');
+    await runCommand(page, 'Sunwell: New Session in Worktree');
+    await quickInput(page, '');
+    await page.keyboard.press('Enter');
+    await byTest('welcome').waitFor({ state: 'visible', timeout: 10_000 }); // the new, empty chat
+    await send('Try another idea');
+    await waitTurnEnd(0, 'completed', 60_000);
+    check((await byTest('worktree-chip').innerText()).includes('try-another-idea'), `the chip reads ${await byTest('worktree-chip').innerText()}`);
+    await runCommand(page, 'Sunwell: Worktree Sessions');
+    await pickRow('try-another-idea');
+    await pickRow('Discard');
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 10_000 });
+    await shot('worktree-discard-asks');
+    await dialog.locator('.monaco-button').filter({ hasText: 'Discard' }).first().click();
+    await toast('removed worktree try-another-idea');
+    check(!git('branch', '--list', 'sunwell/*').includes('try-another-idea'), 'the branch was not removed');
+    await runCommand(page, 'Sunwell: Worktree Sessions');
+    await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ timeout: 10_000 });
+    const rows = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
+    check(rows.length === 1 && /merged/.test(rows[0]), `the list after Discard: ${JSON.stringify(rows)}`);
+    await shot('worktree-list-after');
+    await page.keyboard.press('Escape');
+  });
 }
 
 let failedSetup = false;

@@ -59,6 +59,8 @@ async def test_two_worktree_sessions_run_at_once_and_come_back_as_branches(repo_
     rows = {row["name"]: row for row in (await sidecar.request(WORKTREES, {}))["worktrees"]}
     assert {name: (row["state"], row["session"], row["branch"]) for name, row in rows.items()} == {
         "one": ("done", first["session"], "sunwell/one"), "two": ("done", second["session"], "sunwell/two")}
+    # what a review compares the branch with: the commit it was made from, not where its base branch is now
+    assert rows["one"]["baseCommit"] == git(repo, "rev-parse", "HEAD")
 
     fake.script(Reply(text="still here"))
     again, _ = await sidecar.chat("task one, go on", worktree="one")

@@ -64,6 +64,26 @@ export class ChatTurns {
     void turn.settled.then(() => this.leaving.delete(turn.settled));
   }
 
+  /** The chat leaves its running turn without stopping it (a worktree session goes on in its own checkout): no
+   *  longer the chat's, and nothing to wait for, since its events name its session and the chat's reducer keeps
+   *  only its own session's. Returns the turn, to end when its request answers. */
+  detach(): OwnTurn | undefined {
+    const turn = this.own;
+    if (!turn) return undefined;
+    this.own = undefined;
+    turn.left = true;
+    return turn;
+  }
+
+  /** A detached turn becomes the chat's again (Continue on its worktree session); `cancel` stops it. */
+  adopt(turn: OwnTurn, cancel: () => void): void {
+    this.leave();
+    const entry = turn as Entry;
+    entry.left = false;
+    entry.cancel = cancel;
+    this.own = entry;
+  }
+
   /**
    * Resolves once every left turn has answered. A sidecar must answer a cancelled turn within 2 s; one that does
    * not is given up on after `timeoutMs`, so that the chat is never stuck behind it.

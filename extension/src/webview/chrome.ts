@@ -27,6 +27,9 @@ export function createChrome(inputElement: HTMLElement) {
   const modelChip = chip('model', 'sparkle', 'Select model');
   const trustChip = chip('trust', 'shield', 'Set trust level');
   const lensChip = chip('lens', 'eye', 'Use lens');
+  // The worktree session this chat's lines run in (its own checkout and branch): shown, not picked here.
+  const worktreeChip = h('span', { className: 'chip worktree-chip', 'data-testid': 'worktree-chip', hidden: true },
+    icon('git-branch'), h('span', { className: 'chip-label' }));
   const usage = h('span', { className: 'usage', 'data-testid': 'usage', title: 'Tokens used by the last turn' });
   const sessionUsage = h('span', { className: 'usage session-usage', 'data-testid': 'session-usage', hidden: true });
   const contextMeter = h('span', { className: 'context-meter', 'data-testid': 'context-meter', hidden: true },
@@ -47,7 +50,7 @@ export function createChrome(inputElement: HTMLElement) {
     planPanel,
     editBanner,
     inputElement,
-    h('div', { className: 'composer-bar' }, modelChip, trustChip, lensChip, h('span', { className: 'spacer' }), contextMeter, usage, sessionUsage, sendButton, stopButton));
+    h('div', { className: 'composer-bar' }, modelChip, trustChip, lensChip, worktreeChip, h('span', { className: 'spacer' }), contextMeter, usage, sessionUsage, sendButton, stopButton));
   document.getElementById('app')!.append(banner, scroller, composer);
   let drawnPlan: ChatState['plan'] | undefined;
   let drawnProcesses: ChatState['processes'] | undefined;
@@ -66,6 +69,10 @@ export function createChrome(inputElement: HTMLElement) {
     setChip(trustChip, state.settings.trust ?? 'workspace');
     setChip(lensChip, state.settings.lens ?? 'No lens');
     lensChip.classList.toggle('inactive', !state.settings.lens);
+    const worktree = state.settings.worktree;
+    worktreeChip.hidden = worktree === undefined || worktree === null;
+    setChip(worktreeChip, worktree || 'new worktree', worktree ? `Runs in worktree ${worktree}, on branch sunwell/${worktree}`
+      : 'Runs in a new worktree, named from the first line');
     usage.textContent = formatUsage(state.usage);
     usage.title = state.usage?.estimated ? 'Tokens of the last turn, estimated by Sunwell: the server reported no usage'
       : 'Tokens used by the last turn';

@@ -123,5 +123,5 @@ def commit_message(line: str, name: str, session: str | None) -> str:
 
 
 def row_of(row: WorktreeRecord) -> WorktreeRow:
-    return WorktreeRow(name=row.name, branch=row.branch, base=row.base, path=row.path, session=row.session,
+    return WorktreeRow(name=row.name, branch=row.branch, base=row.base, base_commit=row.base_commit, path=row.path, session=row.session,
                        state=row.state)

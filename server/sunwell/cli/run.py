@@ -64,6 +64,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         with worktree.turn(row.name, prompt or "") if worktree else nullcontext(TurnEnd()) as end:
             engine = Engine(settings, workspace, client=client)
+            if worktree and not args.session:  # a first turn killed before its end recorded it: its session
+                args.session = latest_session(engine)
             turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names, images)
             done = _run_cancellable(_then_close(engine, turn))
             end.status, end.session = (done.status, done.session) if done else ("cancelled", args.session)

@@ -25,6 +25,8 @@ class WorktreeRow(WireModel):
     """Its branch, `sunwell/NAME`, where each turn's changes are committed."""
     base: str
     """What the branch was made from (the branch checked out then); its diff is taken against that commit."""
+    base_commit: str | None = None
+    """The commit the branch was made from: what a review compares it with."""
     path: str
     """The worktree's checkout, outside the workspace (under the data dir or `worktrees.folder`)."""
     session: str | None

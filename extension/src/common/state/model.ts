@@ -176,7 +176,7 @@ export interface ChatState {
   context: ContextMeter | null;
   /** The session's latest plan (live, or from a replay of a stored session); null before its first. */
   plan: Plan | null;
-  settings: { model: string | null; trust: string | null; lens: string | null };
+  settings: { model: string | null; trust: string | null; lens: string | null; worktree?: string | null };
   sessions: SessionInfo[];
   commands: CommandInfo[];
   sidecar: { status: SidecarStatus; message: string | null };
@@ -205,7 +205,7 @@ export type LocalAction =
   | { type: 'usageReported'; session: string; usage: SessionUsage }
   | { type: 'turnUndone'; turn: string }
   | { type: 'commandsListed'; commands: CommandInfo[] }
-  | { type: 'settingsChanged'; model?: string | null; trust?: string | null; lens?: string | null }
+  | { type: 'settingsChanged'; model?: string | null; trust?: string | null; lens?: string | null; worktree?: string | null }
   | { type: 'sidecarStatus'; status: SidecarStatus; message?: string | null }
   /** `sunwell/processes` of `session`: its processes as they are now. */
   | { type: 'processesListed'; session: string; processes: ProcessRow[] }
