@@ -179,16 +179,22 @@ export async function runCommand(page, label) {
 /** Opens the quick input with F1 and types `text` (">" commands, ":" a line, else a file name). */
 export async function quickInput(page, text) {
   const widget = page.locator('.quick-input-widget');
-  if (!(await widget.isVisible())) {
-    // F1 does not reach the workbench while a webview (a markdown preview, the chat) has the focus: then the
-    // command center in the title bar opens the same quick input.
-    await page.keyboard.press('F1');
-    await widget.waitFor({ state: 'visible', timeout: 3000 })
-      .catch(() => page.locator('.command-center .command-center-center').first().click());
-    await widget.waitFor({ state: 'visible', timeout: 10_000 });
-  }
   const input = widget.locator('input.input').first();
-  await input.fill(text);
+  // F1 does not reach the workbench while a webview (a markdown preview, the chat) has the focus: then the command
+  // center in the title bar opens the same quick input. Something that takes the focus as it redraws (a Settings
+  // editor saving, the chat's input focused by a command just run) closes the quick input at once: opened again.
+  for (let attempt = 1; ; attempt++) {
+    if (!(await widget.isVisible())) {
+      await page.keyboard.press('F1');
+      if (!(await widget.waitFor({ state: 'visible', timeout: 3000 }).then(() => true, () => false))) {
+        await page.locator('.command-center .command-center-center').first().click().catch(() => undefined);
+        await widget.waitFor({ state: 'visible', timeout: 5000 }).catch(() => undefined);
+      }
+    }
+    if (await input.fill(text, { timeout: 3000 }).then(() => true, () => false)) return;
+    if (attempt === 3) throw new Error(`the quick input would not open to take "${text}", three times`);
+    await sleep(1000);
+  }
 }
 
 export async function openFile(page, name) {

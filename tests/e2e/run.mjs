@@ -266,6 +266,21 @@ async function setInSettingsUi(key, label, value) {
   // key by key, as a person types: the Settings UI saves as it goes, so the engine sees several changes in a row
   await page.keyboard.type(value, { delay: 120 });
   await page.keyboard.press('Tab');
+  // Saved: the Settings editor redraws the setting once the value is written, and takes the focus back then (a
+  // palette opened before that closes under the next step). User or Remote settings, wherever the UI wrote it.
+  const saved = () => ['User', 'Machine'].some((where) => {
+    let text = '';
+    try {
+      text = readFileSync(path.join(DATA, where, 'settings.json'), 'utf8');
+    } catch {
+      return false;
+    }
+    const written = text.includes(`"${key}": ${JSON.stringify(value)}`);
+    return value === '' ? !text.includes(`"${key}"`) || written : written;
+  });
+  await until(async () => saved(), { timeoutMs: 10_000, message: `${key} was not saved as ${JSON.stringify(value)}` })
+    .catch(step('the value was not saved'));
+  await sleep(800);
   // The focus away from the settings' controls (F1 does not open the palette from them), onto the editor's tab.
   await page.locator('.tabs-container .tab.active').first().click();
 }
@@ -1744,6 +1759,8 @@ async function agentToolScenarios() {
     await clearNotifications(page);
     await runCommand(page, 'Sunwell: Open Chat');
     await clickViewAction('New Session');
+    await until(async () => (await count('user-message')) === 0 && (await byTest('send-button').isVisible()),
+      { timeoutMs: 15_000, message: 'no new, idle session to start from' });
     const mark = await script('chat');
     const ends = await count('turn-end');
     await send('Which model answers?');
