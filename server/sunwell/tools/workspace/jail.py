@@ -136,8 +136,11 @@ class Jail:
         self._check_text(path)
         given = Path(path)
         real = Path(os.path.realpath(given if given.is_absolute() else self.root / given))
-        # A symlink loop leaves `..` unresolved in realpath's answer; don't let a lexical check pass it.
-        if ".." in real.parts or not (real == self.root or real.is_relative_to(self.root)):
+        # A symlink loop leaves the rest of the path unresolved in realpath's answer: `..` in it, or, once the `..`
+        # is folded away (`loop/../link_out`), a symlink still in it that leads out. Resolved again, a real path
+        # stays the same; one that does not went through a loop, and is refused.
+        looped = Path(os.path.realpath(real)) != real
+        if looped or ".." in real.parts or not (real == self.root or real.is_relative_to(self.root)):
             raise ToolFailure("permission", f"path escapes the workspace: {path}", RELATIVE_HINT)
         as_given = self._lexical_relative(given)
         if any(self.is_blocked(rel) for rel in (*as_given, self.relative(real))):
