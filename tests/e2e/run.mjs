@@ -241,6 +241,16 @@ function otherVenv() {
 }
 
 /** Types a value into a setting of the Settings UI (Preferences: Open Settings (UI)), as a user does. */
+/** Types `text` into the input box a command just opened, once it shows (never the palette: F1 there would open the
+ *  palette in its place), and accepts it. */
+async function answerInputBox(text) {
+  const box = page.locator('.quick-input-widget');
+  await box.waitFor({ state: 'visible', timeout: 10_000 });
+  await box.locator('input.input').first().fill(text);
+  await page.keyboard.press('Enter');
+  await box.waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
+}
+
 async function setInSettingsUi(key, label, value) {
   const step = (what) => (err) => { throw new Error(`Settings UI, ${key}: ${what} (${err.message.split('\n')[0]})`); };
   await runCommand(page, 'Preferences: Open Settings (UI)');
@@ -1901,8 +1911,7 @@ async function worktreeScenarios() {
     // New Session in Worktree, named: the chat's lines go to worktree "plan"
     await script('worktree-write');
     await runCommand(page, 'Sunwell: New Session in Worktree');
-    await quickInput(page, 'plan');
-    await page.keyboard.press('Enter');
+    await answerInputBox('plan');
     await until(async () => (await byTest('worktree-chip').isVisible()) && (await byTest('worktree-chip').innerText()).includes('plan'),
       { timeoutMs: 10_000, message: 'the chat does not show its worktree' });
     const ends = await count('turn-end');
@@ -1948,8 +1957,7 @@ async function worktreeScenarios() {
     // Another, named from its first line, discarded (asked first)
     await script('worktree-idea');
     await runCommand(page, 'Sunwell: New Session in Worktree');
-    await quickInput(page, '');
-    await page.keyboard.press('Enter');
+    await answerInputBox('');
     await byTest('welcome').waitFor({ state: 'visible', timeout: 10_000 }); // the new, empty chat
     await send('Try another idea');
     await waitTurnEnd(0, 'completed', 60_000);
