@@ -9,10 +9,9 @@
 // Python: as for gen-protocol-types.mjs ($SUNWELL_PYTHON, else the repo's .venv, else python3); commands_spec.py
 // needs nothing but the standard library.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { python } from './gen-protocol-types.mjs';
+import { python, writeOrCheck } from './gen-protocol-types.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const OUTPUT = path.join(root, 'extension', 'src', 'commands.generated.ts');
@@ -62,17 +61,4 @@ export function generate() {
 }
 
 const isMain = process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
-if (isMain) {
-  const text = generate();
-  if (process.argv.includes('--check')) {
-    const current = existsSync(OUTPUT) ? readFileSync(OUTPUT, 'utf8') : '';
-    if (current !== text) {
-      console.error(`${path.relative(root, OUTPUT)} is stale: run \`npm run gen\``);
-      process.exit(1);
-    }
-    console.log(`${path.relative(root, OUTPUT)} is current`);
-  } else {
-    writeFileSync(OUTPUT, text);
-    console.log(`wrote ${path.relative(root, OUTPUT)}`);
-  }
-}
+if (isMain) writeOrCheck(OUTPUT, generate());

@@ -73,18 +73,21 @@ export async function generate() {
   return ts;
 }
 
-const isMain = process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
-if (isMain) {
-  const text = await generate();
+/** Writes `text` to `output`, or with `--check` on the command line only says whether the file holds it (exit 1). */
+export function writeOrCheck(output, text) {
+  const shown = path.relative(root, output);
   if (process.argv.includes('--check')) {
-    const current = existsSync(OUTPUT) ? readFileSync(OUTPUT, 'utf8') : '';
+    const current = existsSync(output) ? readFileSync(output, 'utf8') : '';
     if (current !== text) {
-      console.error(`${path.relative(root, OUTPUT)} is stale: run \`npm run gen\``);
+      console.error(`${shown} is stale: run \`npm run gen\``);
       process.exit(1);
     }
-    console.log(`${path.relative(root, OUTPUT)} is current`);
+    console.log(`${shown} is current`);
   } else {
-    writeFileSync(OUTPUT, text);
-    console.log(`wrote ${path.relative(root, OUTPUT)}`);
+    writeFileSync(output, text);
+    console.log(`wrote ${shown}`);
   }
 }
+
+const isMain = process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
+if (isMain) writeOrCheck(OUTPUT, await generate());

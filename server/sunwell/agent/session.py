@@ -173,9 +173,7 @@ class Session:
     async def _turn(self, line: UserInput, sink: Sink) -> DoneEvent:
         state = self.state
         if line.replace_turn is not None:  # first: the turn's rows follow the rewind, on the branch it chose
-            session = rewind(self._engine.store, state.session, line.replace_turn)
-            if not any(row.kind == "message" for row in self._engine.store.events(session)):
-                self._engine.store.retitle(session, line.text)  # the first line replaced: the title follows
+            session = rewind(self._engine.store, state.session, line.replace_turn, title=line.text)
             self._engine.live.get(session).scratch.plan = None  # `::plan` reads the branch's own from the log
         done = await self._engine.run_turn(line.text, sink, session=state.session, model=state.model,
                                            trust=state.trust, tool_names=state.tool_names, lens=state.lens,
@@ -207,10 +205,11 @@ def _narrower(logged: str | None, now: str) -> str:
     return now if logged not in Trust.__members__ else min(Trust[logged], Trust[now]).name
 
 
-def rewind(store: SessionStore, session: str | None, turn: str) -> str:
+def rewind(store: SessionStore, session: str | None, turn: str, *, title: str | None = None) -> str:
     """Take `session`'s conversation back to before `turn`, a turn of its current branch (agent/branch.py): a
     `rewind` row, appended like every other row, so a crash right after it leaves the session rewound and nothing
-    else. InvalidReplace for a turn of another session, one already replaced, or an id no turn has."""
+    else. InvalidReplace for a turn of another session, one already replaced, or an id no turn has. `title`: the
+    line that replaces it, the session's title when `turn` was the branch's first (the history lists it so)."""
     try:
         rows = store.events(session) if session else []
     except SessionNotFound:
@@ -220,6 +219,8 @@ def rewind(store: SessionStore, session: str | None, turn: str) -> str:
         raise InvalidReplace(f"no turn {clip(turn)!r} to replace in {where}: "
                              "a line can replace only a turn of its own session's conversation")
     store.append(session, "", 0, "rewind", f"rewound to before turn {turn}", {"turn": turn})
+    if title is not None and next(row.turn for row in rows if row.kind == "message") == turn:
+        store.retitle(session, title)
     return session
 
 
