@@ -122,6 +122,13 @@ export class ChatWorktrees {
     return this.background.some((b) => b.session === session);
   }
 
+  /** The session of worktree `name` as the chat knows it: its turn in the background, or the one it shows. */
+  sessionOf(name: string): string | undefined {
+    const state = this.host.state();
+    return this.background.find((b) => b.worktree === name && b.session)?.session
+      ?? (this.name === name && state.session ? state.session : undefined);
+  }
+
   /** The worktree whose turn runs in the background under `session`. */
   worktreeOf(session: string): string | undefined {
     return this.background.find((b) => b.session === session)?.worktree;

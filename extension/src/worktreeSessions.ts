@@ -88,7 +88,9 @@ async function list(sidecar: Sidecar): Promise<WorktreeRow[] | undefined> {
 
 async function continueSession(controller: ChatController, row: WorktreeRow): Promise<void> {
   await vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
-  if (row.session) await controller.openSession(row.session, row.name);
+  // A first turn still running: its row names its session once it ends, the chat knows it from its events.
+  const session = row.session ?? controller.worktrees.sessionOf(row.name);
+  if (session) await controller.openSession(session, row.name);
   else controller.newSession(row.name);
 }
 
