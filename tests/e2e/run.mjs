@@ -1990,8 +1990,10 @@ async function worktreeScenarios() {
     };
     const stateOf = (rows, name) => rows.find((r) => r.startsWith(name))?.split('·')[1]?.trim().split('\n')[0];
     const mark = await script('worktree-two');
+    check(git('branch', 'release').status === 0, 'git branch release failed');
     await runCommand(page, 'Sunwell: New Session in Worktree');
     await answerInputBox('alpha');
+    await pickRow('release'); // the repository has another branch now: where to start from is asked
     await byTest('welcome').waitFor({ state: 'visible', timeout: 10_000 });
     await send('Write ALPHA.md');
     const alphaCard = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
@@ -2001,6 +2003,7 @@ async function worktreeScenarios() {
     // beta starts while alpha waits: alpha's turn goes on in the background, its approval still pending
     await runCommand(page, 'Sunwell: New Session in Worktree');
     await answerInputBox('beta');
+    await pickRow('checked out');
     await byTest('welcome').waitFor({ state: 'visible', timeout: 10_000 });
     await send('Write BETA.md');
     await until(async () => (await requestsSince(mark)).some((r) => JSON.stringify(r.body).includes('BETA')),
@@ -2008,6 +2011,8 @@ async function worktreeScenarios() {
     let rows = await rowsNow();
     check(stateOf(rows, 'alpha') === 'waiting for approval' && stateOf(rows, 'beta') === 'running',
       `the list while both run: ${JSON.stringify(rows)}`);
+    check(/from release/.test(rows.find((r) => r.startsWith('alpha'))) && /from main/.test(rows.find((r) => r.startsWith('beta'))),
+      `the bases listed: ${JSON.stringify(rows)}`);
     await shot('worktree-two-running');
 
     // alpha's approval answered while beta runs: Continue shows it as its card again
