@@ -4,6 +4,7 @@ repository whose hooks must never run, with the model's answers scripted at the 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -159,4 +160,20 @@ def test_base_starts_a_new_worktree_from_the_branch_named_and_a_wrong_base_chang
     alone = sunwell("run", "--base", "feature", "hi", "--model", "openai:gpt-4o", cwd=repo)
     assert alone.code == 2 and "use it with --worktree" in alone.stderr
     assert "sunwell/nowhere" not in git(repo, "branch") and fake.remaining == 0
+    no_hook_ran(tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_worktree_sessions_commands_write_only_its_checkout_not_the_repository_or_its_git_dir(
+        sunwell, fake, repo, tmp_path):
+    config, hook = (repo / ".git" / "config").read_bytes(), (repo / ".git" / "hooks" / "pre-push")
+    command = (f"echo inside > inside.txt; echo out > {repo}/mine.txt; echo '[core]' >> {repo}/.git/config; "
+               f"echo run > {hook}; git -C {repo} branch stolen; true")
+    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": command}))]), Reply(text="done"))
+    done = run_in(sunwell, repo, "--worktree", "boxed", "--trust", "shell", "try to get out")
+    assert done.code == 0, done.stderr
+    assert git(repo, "show", "sunwell/boxed:inside.txt") == "inside"
+    assert not (repo / "mine.txt").exists() and (repo / ".git" / "config").read_bytes() == config
+    assert not hook.exists()
+    assert "stolen" not in git(repo, "branch") and git(repo, "status", "--porcelain") == ""
     no_hook_ran(tmp_path)
