@@ -1,0 +1,104 @@
+"""More families' call markers (issue 47, vLLM's parser tests): each a known body in its own wrapper, read here or
+handed back to the common readers.
+
+- Cohere Command R7B/A: `<|START_THINKING|>…<|END_THINKING|>` (thinking), `<|START_ACTION|>[{"tool_name": …,
+  "parameters": …}]<|END_ACTION|>`, `<|START_RESPONSE|>…<|END_RESPONSE|>` (the answer; citations `<co>x</co: 0:[1]>`
+  keep their text)
+- dots.llm: `<dots_function_call>` around MiniMax's `<invoke name=…>` or one JSON call
+- GigaChat 3.5: DeepSeek V3.2's DSML spelled `｜GCML｜`; GigaChat 3: `<|function_call|>{…}` or
+  `<|message_sep|>\\n\\nfunction call<|role_sep|>\\n{…}`; Granite 20B FC: `<function_call> {…}` per call
+- CWM: `<tool: function>\\nNAME REST\\n</tool>` (or `<tool: NAME REST </tool>`), REST JSON or a command line
+- PLaMo 3: `<|plamo:begin_tool_requests:plamo|>` around requests, each a name and JSON arguments in their own tags
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+from sunwell.models.arguments import parse_arguments
+from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered
+
+_ACTION, _DOTS, _GCML, _CWM = "<|START_ACTION|>", "<dots_function_call>", "<｜GCML｜tool_calls>", "<tool:"
+_CITATION_END = "</co:"
+_PLAMO, _PLAMO_END = "<|plamo:begin_tool_requests:plamo|>", "<|plamo:end_tool_requests:plamo|>"
+THINKING = {"<|START_THINKING|>": "<|END_THINKING|>"}
+"""Thinking written into the text (never a call, never the answer)."""
+CLOSED = {
+    _ACTION: "<|END_ACTION|>",
+    _DOTS: "</dots_function_call>",
+    _GCML: "</｜GCML｜tool_calls>",
+    _CWM: "</tool>",
+    _PLAMO: _PLAMO_END,
+    _CITATION_END: ">",  # a citation's end tag, `</co: 0:[1,2]>`: no text of its own
+    **THINKING,
+}
+JSON_AFTER = ("<function_call>", "<|function_call|>", "<|message_sep|>\n\nfunction call<|role_sep|>")
+CONTROL = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<co>", "</dots_function_call>", "<|im_end|>", "<|plugin|>",
+           "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>")
+"""Control tokens with no text of their own (turn ends, a section's end left over, Intern-S1's spaced `<|plugin|>`)."""
+
+_CWM_BLOCK = re.compile(r"<tool:\s*([^>\s]+)\s*>\s*(.*?)\s*</tool>\Z", re.DOTALL)
+_CWM_SHORT = re.compile(r"<tool:\s*([^>\s]+)\s+(.*?)\s*</tool>\Z", re.DOTALL)
+_PLAMO_CALL = re.compile(
+    r"<\|plamo:begin_tool_request:plamo\|><\|plamo:begin_tool_name:plamo\|>(.*?)<\|plamo:end_tool_name:plamo\|>"
+    r"<\|plamo:begin_tool_arguments:plamo\|><\|plamo:constrain\|>json<\|plamo:msg\|>(.*?)"
+    r"<\|plamo:end_tool_arguments:plamo\|><\|plamo:end_tool_request:plamo\|>", re.DOTALL)
+
+
+def thinking(span: str) -> Extraction | None:
+    opener = next((o for o in THINKING if span.startswith(o)), None)
+    return Extraction(thinking=span[len(opener):].removesuffix(THINKING[opener])) if opener else None
+
+
+def read(span: str, tools: Offered, enclosed: Callable[[str], Extraction | None],
+         json_value: Callable[[str], Extraction | None]) -> Extraction | None:
+    """The calls in a span that opens with one of these markers; `enclosed` reads text between a family's markers
+    (JSON, `<invoke>`, DSML) and `json_value` the JSON after a marker, as the common readers do."""
+    if span.startswith(_CITATION_END):
+        return Extraction()
+    if span.startswith(_GCML):
+        return enclosed(span.replace("｜GCML｜", "｜DSML｜"))  # DeepSeek V4's wrapper, read as such
+    for opener in (_ACTION, _DOTS):
+        if span.startswith(opener):
+            return enclosed(span[len(opener):].removesuffix(CLOSED[opener]))
+    if span.startswith(_CWM):
+        return _cwm(span, tools)
+    if span.startswith(_PLAMO):
+        calls = [_json_call(name, arguments) for name, arguments in _PLAMO_CALL.findall(span)]
+        return Extraction(calls=calls) if calls and None not in calls else None
+    marker = next(m for m in JSON_AFTER if span.startswith(m))
+    body = span[len(marker):]
+    return json_value(body) if body.strip() else Extraction()
+
+
+def _cwm(span: str, tools: Offered) -> Extraction | None:
+    """The first word of the block names the tool (the short form's label does); the rest is its arguments as JSON,
+    or else the command line the tool's one string parameter (`command`) takes."""
+    if m := _CWM_BLOCK.match(span):
+        first, _, more = m[2].strip().partition("\n")
+        name, _, rest = first.strip().partition(" ")
+        rest = "\n".join(p for p in (rest.strip(), more.strip()) if p)
+    elif m := _CWM_SHORT.match(span):
+        name, rest = m[1], m[2]
+    else:
+        return None
+    if not re.fullmatch(r"[^\W\d][\w.\-]*", name):
+        return None
+    if rest.lstrip()[:1] in ("{", "["):
+        parsed, _ = parse_arguments(rest)
+        if isinstance(parsed, dict):
+            return Extraction(calls=[FoundCall(name, parsed)])
+    properties = (tools.get(name) or {}).get("properties") or {}
+    strings = [k for k, v in properties.items() if isinstance(v, dict) and v.get("type") == "string"]
+    key = "command" if "command" in properties or len(strings) != 1 else strings[0]
+    return Extraction(calls=[FoundCall(name, {key: rest})])
+
+
+def _json_call(name: str, arguments: str) -> FoundCall | None:
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return None
+    return FoundCall(name.strip(), parsed) if isinstance(parsed, dict) and name.strip() else None
