@@ -9,6 +9,8 @@ handed back to the common readers.
   `<|message_sep|>\\n\\nfunction call<|role_sep|>\\n{…}`; Granite 20B FC: `<function_call> {…}` per call
 - CWM: `<tool: function>\\nNAME REST\\n</tool>` (or `<tool: NAME REST </tool>`), REST JSON or a command line
 - PLaMo 3: `<|plamo:begin_tool_requests:plamo|>` around requests, each a name and JSON arguments in their own tags
+- Solar Open 2: `<|tool_call:start|>NAME\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE<|tool_arg:end|>…<|tool_call:end|>`,
+  `<|think:start|>…<|think:end|>` its thinking
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import json
 import re
 from collections.abc import Callable
 
-from sunwell.models.arguments import parse_arguments
-from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered
+from sunwell.models.arguments import parse_arguments, typed_value
+from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 
 _ACTION, _DOTS, _GCML, _CWM = "<|START_ACTION|>", "<dots_function_call>", "<｜GCML｜tool_calls>", "<tool:"
 _CITATION_END = "</co:"
 _PLAMO, _PLAMO_END = "<|plamo:begin_tool_requests:plamo|>", "<|plamo:end_tool_requests:plamo|>"
-THINKING = {"<|START_THINKING|>": "<|END_THINKING|>"}
+_SOLAR, _SOLAR_END = "<|tool_call:start|>", "<|tool_call:end|>"
+THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>"}
 """Thinking written into the text (never a call, never the answer)."""
 CLOSED = {
     _ACTION: "<|END_ACTION|>",
@@ -31,6 +34,7 @@ CLOSED = {
     _GCML: "</｜GCML｜tool_calls>",
     _CWM: "</tool>",
     _PLAMO: _PLAMO_END,
+    _SOLAR: _SOLAR_END,
     _CITATION_END: ">",  # a citation's end tag, `</co: 0:[1,2]>`: no text of its own
     **THINKING,
 }
@@ -41,6 +45,9 @@ CONTROL = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<co>", "</dots_function_ca
 
 _CWM_BLOCK = re.compile(r"<tool:\s*([^>\s]+)\s*>\s*(.*?)\s*</tool>\Z", re.DOTALL)
 _CWM_SHORT = re.compile(r"<tool:\s*([^>\s]+)\s+(.*?)\s*</tool>\Z", re.DOTALL)
+_SOLAR_ARG = re.compile(  # a key runs into no marker; a value ends at its end tag or where the next one begins
+    r"<\|tool_arg:start\|>((?:(?!<\|).)*?)<\|tool_arg:value\|>(.*?)"
+    r"(?:<\|tool_arg:end\|>|(?=<\|tool_arg:start\|>)|(?=<\|tool_call:end\|>)|\Z)", re.DOTALL)
 _PLAMO_CALL = re.compile(
     r"<\|plamo:begin_tool_request:plamo\|><\|plamo:begin_tool_name:plamo\|>(.*?)<\|plamo:end_tool_name:plamo\|>"
     r"<\|plamo:begin_tool_arguments:plamo\|><\|plamo:constrain\|>json<\|plamo:msg\|>(.*?)"
@@ -65,6 +72,9 @@ def read(span: str, tools: Offered, enclosed: Callable[[str], Extraction | None]
             return enclosed(span[len(opener):].removesuffix(CLOSED[opener]))
     if span.startswith(_CWM):
         return _cwm(span, tools)
+    if span.startswith(_SOLAR):
+        calls = [c for part in span.split(_SOLAR)[1:] if (c := _solar_call(part.removesuffix(_SOLAR_END), tools))]
+        return Extraction(calls=calls) if calls else None
     if span.startswith(_PLAMO):
         calls = [_json_call(name, arguments) for name, arguments in _PLAMO_CALL.findall(span)]
         return Extraction(calls=calls) if calls and None not in calls else None
@@ -102,3 +112,26 @@ def _json_call(name: str, arguments: str) -> FoundCall | None:
     except ValueError:
         return None
     return FoundCall(name.strip(), parsed) if isinstance(parsed, dict) and name.strip() else None
+
+
+def _solar_call(part: str, tools: Offered) -> FoundCall | None:
+    """One call (a start marker with no end before the next start closes the one before, vLLM's test): the name is
+    the rest of the start line; a block whose name runs into a marker is none. A repeated key keeps its first value."""
+    name, newline, body = part.partition("\n")
+    if not newline or not re.fullmatch(r"[^\W\d][\w.\-]*", name.strip()):
+        return None
+    arguments: dict = {}
+    for key, value in _SOLAR_ARG.findall(body):
+        arguments.setdefault(key, _solar_value(value, parameter_schema(tools, name.strip(), key)))
+    return FoundCall(name.strip(), arguments)
+
+
+def _solar_value(text: str, schema: dict | None) -> object:
+    """A string parameter's value as written (`null` too); other types as the schema says, `1`/`0` for a boolean."""
+    kinds = schema.get("type") if isinstance(schema, dict) else None
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    if schema is None or kinds == ["string"]:
+        return text
+    if "boolean" in kinds and text.strip() in ("1", "0"):
+        return text.strip() == "1"
+    return typed_value(text, schema)
