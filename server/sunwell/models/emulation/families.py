@@ -7,6 +7,7 @@ handed back to the common readers.
 - dots.llm: `<dots_function_call>` around MiniMax's `<invoke name=…>` or one JSON call
 - GigaChat 3.5: DeepSeek V3.2's DSML spelled `｜GCML｜`; GigaChat 3: `<|function_call|>{…}` or
   `<|message_sep|>\\n\\nfunction call<|role_sep|>\\n{…}`; Granite 20B FC: `<function_call> {…}` per call
+- HyperCLOVA X SEED Think 14B: ` -> tool/function_call\n[{…}]`
 - CWM: `<tool: function>\\nNAME REST\\n</tool>` (or `<tool: NAME REST </tool>`), REST JSON or a command line
 - PLaMo 3: `<|plamo:begin_tool_requests:plamo|>` around requests, each a name and JSON arguments in their own tags
 - Solar Open 2: `<|tool_call:start|>NAME\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE<|tool_arg:end|>…<|tool_call:end|>`,
@@ -38,7 +39,8 @@ CLOSED = {
     _CITATION_END: ">",  # a citation's end tag, `</co: 0:[1,2]>`: no text of its own
     **THINKING,
 }
-JSON_AFTER = ("<function_call>", "<|function_call|>", "<|message_sep|>\n\nfunction call<|role_sep|>")
+JSON_AFTER = ("<function_call>", "<|function_call|>", "<|message_sep|>\n\nfunction call<|role_sep|>",
+              "-> tool/function_call")  # HyperCLOVA X 14B's role header before its JSON list
 CONTROL = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<co>", "</dots_function_call>", "<|im_end|>", "<|plugin|>",
            "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>")
 """Control tokens with no text of their own (turn ends, a section's end left over, Intern-S1's spaced `<|plugin|>`)."""
