@@ -44,6 +44,8 @@ JSON_AFTER = ("<function_call>", "<|function_call|>", "<|message_sep|>\n\nfuncti
 CONTROL = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<co>", "</dots_function_call>", "<|im_end|>", "<|plugin|>",
            "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>")
 """Control tokens with no text of their own (turn ends, a section's end left over, Intern-S1's spaced `<|plugin|>`)."""
+TURN_END = ("<|plamo:tag|>",)
+"""Tokens that end the model's turn: nothing after one is the reply (vLLM's PLaMo 3 test)."""
 
 _CWM_BLOCK = re.compile(r"<tool:\s*([^>\s]+)\s*>\s*(.*?)\s*</tool>\Z", re.DOTALL)
 _CWM_SHORT = re.compile(r"<tool:\s*([^>\s]+)\s+(.*?)\s*</tool>\Z", re.DOTALL)
