@@ -59,8 +59,11 @@ _PLAMO_CALL = re.compile(
 
 
 def thinking(span: str) -> Extraction | None:
+    """Thinking in a family's own markers; Cohere's citation tags (`<co>x</co: 0:[1]>`) keep only their text."""
     opener = next((o for o in THINKING if span.startswith(o)), None)
-    return Extraction(thinking=span[len(opener):].removesuffix(THINKING[opener])) if opener else None
+    if opener is None:
+        return None
+    return Extraction(thinking=re.sub(r"<co>|</co:[^>]*>", "", span[len(opener):].removesuffix(THINKING[opener])))
 
 
 def read(span: str, tools: Offered, enclosed: Callable[[str], Extraction | None],
