@@ -21,6 +21,7 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
+from sunwell.models.emulation import families
 from sunwell.models.emulation.between_calls import Echo, Separator
 from sunwell.models.emulation.found_calls import Extraction, Offered, offered
 from sunwell.models.emulation.normalize import settle
@@ -56,9 +57,11 @@ class CallDetector:
         self._separator, self._echo = Separator(), Echo()
         self._pythonic: bool | None = None
         """Whether the reply began as a Python call (then it is held to the end: only a whole reply is one)."""
+        self._ended = False
+        """The turn's end token came (`families.TURN_END`)."""
 
     def feed(self, delta: str) -> list[StreamEvent]:
-        self._buf += delta
+        self._buf += delta if not self._ended else ""
         return self._drain(final=False)
 
     def finish(self, *, cut_off: bool = False) -> list[StreamEvent]:
@@ -88,6 +91,9 @@ class CallDetector:
             if kind == "wait":
                 break
             span, self._buf = self._buf[:end], self._buf[end:]
+            if span in families.TURN_END:  # what a server that did not stop there wrote after it is no reply
+                self._buf, self._ended = "", True
+                break
             if self._echo.repeats(kind, span):
                 continue
             found = settle(kind, span, self._tools, cut_off=cut_off)
