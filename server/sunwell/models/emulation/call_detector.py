@@ -35,6 +35,8 @@ UNREADABLE_NOTICE = "tool_call_unreadable"
 UNKNOWN_NOTICE = "tool_call_unknown"
 
 
+STRIKE, STRIKE_END = "<s>", "</s>"  # HTML's strikethrough; `</s>` alone is also a turn end (families.CONTROL)
+
 class CallDetector:
     """Finds tool calls in streamed text.
 
@@ -59,6 +61,8 @@ class CallDetector:
         """Whether the reply began as a Python call (then it is held to the end: only a whole reply is one)."""
         self._ended = False
         """The turn's end token came (`families.TURN_END`)."""
+        self._struck, self._tail = False, ""
+        """The answer opened HTML's strikethrough `<s>`: a `</s>` now closes it (else it is a turn's end token)."""
 
     def feed(self, delta: str) -> list[StreamEvent]:
         self._buf += delta if not self._ended else ""
@@ -96,9 +100,15 @@ class CallDetector:
                 break
             if self._echo.repeats(kind, span):
                 continue
+            if span == STRIKE_END and self._struck:
+                self._struck = False
+                text.append(self._separator.text(span))
+                continue
             found = settle(kind, span, self._tools, cut_off=cut_off)
             self._echo.saw(span, found)
             if found is None:
+                seen, self._tail = self._tail + span, (self._tail + span)[-2:]  # `<` and `s>` come apart
+                self._struck = self._struck or STRIKE in seen
                 text.append(self._separator.text(span))
                 continue
             text += [self._separator.found(found), found.remaining_text]
