@@ -57,6 +57,7 @@ LEAK_MARKERS = (
     "functools[{",
     "<seed:tool_call>",
     "<seed:think>",
+    "<|close|>message<|sep|>",
     "<minimax:",
     "<invoke",
     '"arguments"',

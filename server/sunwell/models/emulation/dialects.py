@@ -107,6 +107,7 @@ CONTROL = (
     "<|action_end|>",
     "<|tool_response>",  # Gemma 4 ending its turn for the tool's answer
     "<tool_response|>",
+    "<|close|>message<|sep|>",  # Kimi K3 closing its message (vLLM holds it back from the content)
     *(f"<|{t}|>" for t in ("tool▁calls▁end", "tool▁call▁end", "end▁of▁sentence", "tool▁outputs▁begin",
                            "tool▁output▁begin", "tool▁output▁end", "tool▁outputs▁end")),
 )
