@@ -12,7 +12,8 @@ import json
 import re
 from typing import Any
 
-from sunwell.models.emulation.found_calls import Extraction, FoundCall
+from sunwell.models.arguments import typed_value
+from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 
 OPENERS = {"<start_function_call>": "<end_function_call>", "<|tool_call>": "<tool_call|>"}
 _DELIMITERS = ("<escape>", '<|"|>')
@@ -24,7 +25,7 @@ class _Unreadable(ValueError):
     pass
 
 
-def read_gemma(span: str) -> Extraction | None:
+def read_gemma(span: str, tools: Offered) -> Extraction | None:
     """The calls between one pair of Gemma's markers; None when the text between them is no call."""
     opener = next(o for o in OPENERS if span.startswith(o))
     body = span[len(opener):].removesuffix(OPENERS[opener])
@@ -37,8 +38,16 @@ def read_gemma(span: str) -> Extraction | None:
             arguments, at = _object(body, m.end())
         except (ValueError, IndexError):  # _Unreadable is a ValueError; so is a key without its colon
             return None
-        calls.append(FoundCall(m[1], arguments))
+        calls.append(FoundCall(m[1], {k: _typed(v, parameter_schema(tools, m[1], k)) for k, v in arguments.items()}))
     return Extraction(calls=calls) if calls else None
+
+
+def _typed(value: Any, schema: dict[str, Any] | None) -> Any:
+    """A string where the schema asks for another type (FunctionGemma escapes numbers too: `<escape>10<escape>`)."""
+    kinds = (schema or {}).get("type") or "string"
+    if not isinstance(value, str) or "string" in (kinds if isinstance(kinds, list) else [kinds]):
+        return value
+    return typed_value(value, schema)
 
 
 def _object(text: str, i: int) -> tuple[dict[str, Any], int]:
@@ -51,10 +60,11 @@ def _object(text: str, i: int) -> tuple[dict[str, Any], int]:
         if not key or any(c in key for c in "{}[],"):
             raise _Unreadable(key)
         out[key], i = _value(text, _space(text, key_end + 1))
+        delimited = text.endswith(_DELIMITERS, 0, i)
         i = _space(text, i)
         if text[i] == ",":
             i = _space(text, i + 1)
-        elif text[i] != "}":
+        elif text[i] != "}" and not delimited:  # a closing delimiter ends its value: a comma may be left out
             raise _Unreadable(text[i:i + 20])
     return out, i + 1
 

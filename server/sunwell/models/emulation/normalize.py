@@ -193,7 +193,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
     if span.startswith(("<minimax:tool_call>", "<invoke name=")):
         return dialects.read_invokes(span, tools)
     if span.startswith(tuple(GEMMA_OPENERS)):
-        return read_gemma(span)
+        return read_gemma(span, tools)
     if span.startswith((dialects.DSML_OPEN, "<｜DSML｜tool_calls>")):
         return dialects.read_dsml(span, tools)
     if span.startswith("<function_calls>"):
