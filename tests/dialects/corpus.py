@@ -58,6 +58,7 @@ LEAK_MARKERS = (
     "<seed:tool_call>",
     "<seed:think>",
     "<|close|>message<|sep|>",
+    "<ifm|",
     "<minimax:",
     "<invoke",
     '"arguments"',

@@ -71,6 +71,7 @@ CLOSED = {
     "<|tools_prefix|>": "<|tools_suffix|>",  # Apertus: a JSON list
     "<|action_start|><|plugin|>": "<|action_end|>",  # InternLM2: one JSON call (`parameters`)
     "<seed:tool_call>": "</seed:tool_call>",  # Seed-OSS: Qwen3-Coder's XML in its own tags
+    "<ifm|tool_calls>": "</ifm|tool_calls>",  # K2 Horizon: JSON or GLM's form in its own tags (ifm.py)
     SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
 }

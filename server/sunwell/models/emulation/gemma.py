@@ -12,8 +12,7 @@ import json
 import re
 from typing import Any
 
-from sunwell.models.arguments import typed_value
-from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
+from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, schema_typed
 
 OPENERS = {"<start_function_call>": "<end_function_call>", "<|tool_call>": "<tool_call|>"}
 _DELIMITERS = ("<escape>", '<|"|>')
@@ -38,16 +37,8 @@ def read_gemma(span: str, tools: Offered) -> Extraction | None:
             arguments, at = _object(body, m.end())
         except (ValueError, IndexError):  # _Unreadable is a ValueError; so is a key without its colon
             return None
-        calls.append(FoundCall(m[1], {k: _typed(v, parameter_schema(tools, m[1], k)) for k, v in arguments.items()}))
+        calls.append(schema_typed(tools, FoundCall(m[1], arguments)))  # FunctionGemma escapes numbers too
     return Extraction(calls=calls) if calls else None
-
-
-def _typed(value: Any, schema: dict[str, Any] | None) -> Any:
-    """A string where the schema asks for another type (FunctionGemma escapes numbers too: `<escape>10<escape>`)."""
-    kinds = (schema or {}).get("type") or "string"
-    if not isinstance(value, str) or "string" in (kinds if isinstance(kinds, list) else [kinds]):
-        return value
-    return typed_value(value, schema)
 
 
 def _object(text: str, i: int) -> tuple[dict[str, Any], int]:

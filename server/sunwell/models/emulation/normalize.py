@@ -37,9 +37,9 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from sunwell.models.arguments import load_json, parse_arguments
-from sunwell.models.emulation import dialects
+from sunwell.models.emulation import dialects, ifm
 from sunwell.models.emulation.between_calls import Echo, Separator
-from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered
+from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered, schema_typed
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.pythonic import python_calls
@@ -165,6 +165,11 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
             if m := _RECIPIENT.match(body):  # `assistant to=functions.f json\n{…}` (sglang's gpt-oss dialect)
                 return dialects.json_call(m[1], body[m.end():])
             return _nonempty(_extract(body, tools, True, raw_ok=True)) or dialects.read_glm(body, tools)
+    if span.startswith(ifm.OPEN):  # its parser types each value by the schema, JSON's strings too
+        found = _nonempty(_extract(ifm.plain_calls(span), tools, True))
+        if found is not None:
+            found.calls = [schema_typed(tools, call) for call in found.calls]
+        return found
     if span.startswith("[TOOL_CALLS]"):
         body = span.removeprefix("[TOOL_CALLS]")
         if body.lstrip()[:1] in ("{", "["):
