@@ -31,6 +31,7 @@ import re
 from sunwell.models.arguments import parse_arguments, typed_value
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
+from sunwell.models.emulation.gemma import THOUGHT as GEMMA_THOUGHT
 from sunwell.models.emulation.pythonic import python_calls
 
 DSML_OPEN = "<｜DSML｜function_calls>"
@@ -74,6 +75,7 @@ CLOSED = {
     "<ifm|tool_calls>": "</ifm|tool_calls>",  # K2 Horizon: JSON or GLM's form in its own tags (ifm.py)
     SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
+    **GEMMA_THOUGHT,  # Gemma 4's thought channel: thinking
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
 JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>")
@@ -108,6 +110,7 @@ CONTROL = (
     "<|action_end|>",
     "<|tool_response>",  # Gemma 4 ending its turn for the tool's answer
     "<tool_response|>",
+    "<channel|>",  # Gemma 4 closing a thought channel the template opened
     "<|close|>message<|sep|>",  # Kimi K3 closing its message (vLLM holds it back from the content)
     *(f"<|{t}|>" for t in ("tool▁calls▁end", "tool▁call▁end", "end▁of▁sentence", "tool▁outputs▁begin",
                            "tool▁output▁begin", "tool▁output▁end", "tool▁outputs▁end")),

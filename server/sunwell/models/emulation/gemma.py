@@ -4,19 +4,30 @@
 The arguments are an object with bare keys; a string stands between two string delimiters (`<escape>`, `<|"|>`) or
 in JSON quotes; numbers, `true`, `false` and `null` are bare, and so is a word the model forgot to quote (read as the
 string it spells). Nothing is evaluated.
+
+Gemma 4 also writes its call without the `<|tool_call>` token (vLLM's offline reader falls back to these): `call:f{…}`
+(or `<call>f{…}`, the token split) at the start of a line or right after its thought channel closes (`<channel|>`),
+read when `f` is an offered tool and its object closes (`bare_call`); `<|tool_call>:call:` (a stray colon); and
+`<turn|>`, the end of its turn, where `<tool_call|>` belongs. Its thought channel, `<|channel>thought\n…<channel|>`,
+is thinking (`THOUGHT`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, schema_typed
 
 OPENERS = {"<start_function_call>": "<end_function_call>", "<|tool_call>": "<tool_call|>"}
+THOUGHT = {"<|channel>": "<channel|>"}
+TURN_END = "<turn|>"
 _DELIMITERS = ("<escape>", '<|"|>')
-_CALL = re.compile(r"\s*call:([^\s{]+)\s*\{", re.DOTALL)
+_CALL = re.compile(r"\s*:?\s*(?:call:|<call>)([^\s{]+)\s*\{", re.DOTALL)
+_BARE_START = re.compile(r"[ \t]*(?:call:|<call>)([^\s{]*)(\{?)")
+BARE_PREFIXES = ("call:", "<call>")
 _BARE = re.compile(r"[^,}\]]*")
 
 
@@ -25,9 +36,10 @@ class _Unreadable(ValueError):
 
 
 def read_gemma(span: str, tools: Offered) -> Extraction | None:
-    """The calls between one pair of Gemma's markers; None when the text between them is no call."""
-    opener = next(o for o in OPENERS if span.startswith(o))
-    body = span[len(opener):].removesuffix(OPENERS[opener])
+    """The calls between one pair of Gemma's markers (or of a bare call); None when the text says no call."""
+    opener = next((o for o in OPENERS if span.startswith(o)), "")
+    body = span[len(opener):].removesuffix(OPENERS.get(opener, ""))
+    body = body.rstrip().removesuffix(TURN_END)
     calls, at = [], 0
     while body[at:].strip():  # one call, or several with nothing between them (mlx-lm's test)
         m = _CALL.match(body, at)
@@ -39,6 +51,28 @@ def read_gemma(span: str, tools: Offered) -> Extraction | None:
             return None
         calls.append(schema_typed(tools, FoundCall(m[1], arguments)))  # FunctionGemma escapes numbers too
     return Extraction(calls=calls) if calls else None
+
+
+def bare_call(buf: str, pos: int, final: bool, is_tool: Callable[[str], bool]) -> tuple[str, int] | None:
+    """A scanner step for a bare call at the start of a line (`call:f{…}`): `candidate` through its object when `f`
+    is offered and the object closed, `wait` while the text may still become one, None when it is no call."""
+    m = _BARE_START.match(buf, pos)
+    if m is None or not m[2]:
+        rest = buf[pos:].lstrip(" \t")
+        may_grow = (m is not None and m.end() == len(buf)) or any(p.startswith(rest) for p in BARE_PREFIXES)
+        return ("wait", pos) if not final and rest and may_grow else None
+    if not is_tool(m[1]):
+        return None
+    try:
+        return "candidate", _object(buf, m.end())[1]
+    except (ValueError, IndexError):  # not closed yet (or never): undecided until the text ends, then prose
+        return None if final else ("wait", pos)
+
+
+def thought(span: str) -> str:
+    """The thinking in Gemma 4's thought channel (closed or not)."""
+    body = span.removeprefix("<|channel>").removesuffix("<channel|>")
+    return re.sub(r"^thought\s*", "", body)
 
 
 def _object(text: str, i: int) -> tuple[dict[str, Any], int]:

@@ -37,7 +37,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from sunwell.models.arguments import load_json, parse_arguments
-from sunwell.models.emulation import dialects, ifm
+from sunwell.models.emulation import dialects, gemma, ifm
 from sunwell.models.emulation.between_calls import Echo, Separator
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered, schema_typed
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
@@ -99,6 +99,8 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
         return None
     if span.startswith(dialects.SEED_THINK):  # thinking, closed or not: never a call, never the answer
         return Extraction(thinking=span.removeprefix(dialects.SEED_THINK).removesuffix("</seed:think>"))
+    if span.startswith(tuple(gemma.THOUGHT)):
+        return Extraction(thinking=gemma.thought(span))
     marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII,
                               dialects.FUNCTOOLS))
     # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view);
@@ -197,7 +199,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return _nonempty(dialects.read_kimi(span, tools))
     if span.startswith(("<minimax:tool_call>", "<invoke name=")):
         return dialects.read_invokes(span, tools)
-    if span.startswith(tuple(GEMMA_OPENERS)):
+    if span.startswith(tuple(GEMMA_OPENERS)) or span.lstrip(" \t").startswith(gemma.BARE_PREFIXES):
         return read_gemma(span, tools)
     if span.startswith((dialects.DSML_OPEN, "<｜DSML｜tool_calls>")):
         return dialects.read_dsml(span, tools)

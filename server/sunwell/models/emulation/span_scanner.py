@@ -8,7 +8,7 @@ import re
 from collections.abc import Collection
 from typing import Literal
 
-from sunwell.models.emulation import dialects
+from sunwell.models.emulation import dialects, gemma
 from sunwell.vocabulary import canonical_tool_name
 
 JSON_FENCES = {"", "json", "jsonc", "json5", "xml"}
@@ -108,12 +108,15 @@ class SpanScanner:
             span = buf[pos:end]
             line = span.rfind("\n")
             self._line_blank = (line >= 0 or self._line_blank) and not span[line + 1 :].strip()
+            self._line_blank |= span.endswith(gemma.THOUGHT["<|channel>"])  # Gemma 4's call may follow its thought
             self._word_before = bool(re.match(r"\w", span[-1:])) if span else self._word_before
         return kind, end
 
     def _step(self, buf: str, pos: int, final: bool) -> Step:
         if self._in_code:
             return self._code_block(buf, pos, final)
+        if self._line_blank and (bare := gemma.bare_call(buf, pos, final, self._is_tool)):
+            return bare
         if self._line_blank and (python := self._python_line(buf, pos, final)):
             return python
         m = _TRIGGER.search(buf, pos)
