@@ -28,7 +28,6 @@ _DELIMITERS = ("<escape>", '<|"|>')
 _CALL = re.compile(r"\s*:?\s*(?:call:|<call>)([^\s{]+)\s*\{", re.DOTALL)
 _BARE_START = re.compile(r"[ \t]*(?:call:|<call>)([^\s{]*)(\{?)")
 BARE_PREFIXES = ("call:", "<call>")
-_BARE = re.compile(r"[^,}\]]*")
 
 
 class _Unreadable(ValueError):
@@ -121,12 +120,29 @@ def _value(text: str, i: int) -> tuple[Any, int]:
             return decoder.raw_decode(text, i)
         except ValueError:
             raise _Unreadable("a JSON string") from None
-    word = _BARE.match(text, i)[0]
+    word = _bare_word(text, i)
     try:
         value = json.loads(word.strip())
     except ValueError:
         value = word.strip()
     return value, i + len(word)
+
+
+def _bare_word(text: str, i: int) -> str:
+    """A value the model left unquoted: through the `,`, `}` or `]` at its own depth (`call:f{x:1}` is one value)."""
+    depth, j = 0, i
+    while j < len(text):
+        if delimiter := next((d for d in _DELIMITERS if text.startswith(d, j)), None):
+            end = text.find(delimiter, j + len(delimiter))
+            if end < 0:
+                break
+            j = end + len(delimiter)
+            continue
+        if text[j] in ",}]" and depth == 0:
+            break
+        depth += (text[j] in "{[") - (text[j] in "}]")
+        j += 1
+    return text[i:j]
 
 
 def _space(text: str, i: int) -> int:
