@@ -273,3 +273,8 @@ def test_a_bare_gemma_call_is_read_only_at_a_line_start_for_an_offered_tool_whol
         events = _read_in_chunks(text, size)
         assert not [e for e in events if isinstance(e, ToolCallDone)], (text, size)
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == text, (text, size)
+
+
+def test_a_gemma_key_in_string_delimiters_is_the_key():
+    text = '<|tool_call>call:read_file{<|"|>path<|"|>:<|"|>a.txt<|"|>}<tool_call|>'
+    assert extract_tool_calls(text, TOOLS).calls == [READ_A]

@@ -26,6 +26,8 @@ THOUGHT = {"<|channel>": "<channel|>"}
 TURN_END = "<turn|>"
 _DELIMITERS = ("<escape>", '<|"|>')
 _CALL = re.compile(r"\s*:?\s*(?:call:|<call>)([^\s{]+)\s*\{", re.DOTALL)
+_KEY_BEFORE = re.compile(r",\s*[^\W\d][\w.\-]*\s*:\s*\Z")
+_KEY_AFTER = re.compile(r"[^\W\d][\w.\-]*\s*:")
 _BARE_START = re.compile(r"[ \t]*(?:call:|<call>)([^\s{]*)(\{?)")
 BARE_PREFIXES = ("call:", "<call>")
 
@@ -81,6 +83,8 @@ def _object(text: str, i: int) -> tuple[dict[str, Any], int]:
     while text[i] != "}":
         key_end = text.index(":", i)
         key = text[i:key_end].strip().strip('"')
+        key = next((key[len(d):-len(d)] for d in _DELIMITERS if len(key) > 2 * len(d) and key.startswith(d)
+                    and key.endswith(d)), key)  # a key in string delimiters (vLLM's test_delimited_keys_stripped)
         if not key or any(c in key for c in "{}[],"):
             raise _Unreadable(key)
         out[key], i = _value(text, _space(text, key_end + 1))
@@ -96,10 +100,7 @@ def _object(text: str, i: int) -> tuple[dict[str, Any], int]:
 def _value(text: str, i: int) -> tuple[Any, int]:
     for delimiter in _DELIMITERS:
         if text.startswith(delimiter, i):
-            end = text.find(delimiter, i + len(delimiter))
-            if end < 0:
-                raise _Unreadable("a string never closed")
-            return text[i + len(delimiter):end], end + len(delimiter)
+            return _delimited(text, i + len(delimiter), delimiter)
     if text[i] == "{":
         return _object(text, i + 1)
     if text[i] == "[":
@@ -126,6 +127,22 @@ def _value(text: str, i: int) -> tuple[Any, int]:
     except ValueError:
         value = word.strip()
     return value, i + len(word)
+
+
+def _delimited(text: str, start: int, delimiter: str) -> tuple[str, int]:
+    """The string from `start` to its closing delimiter: the first one that the value's end follows (`,`, `}`, `]`,
+    or the next key where FunctionGemma left out the comma). One that a value follows is text inside the string,
+    unless `,key:` stands just before it: then the model left the string open and began the next key (vLLM's repair),
+    and the string ends before that comma."""
+    end = text.find(delimiter, start)
+    while end >= 0:
+        after = _space(text, end + len(delimiter)) if text[end + len(delimiter):].strip() else len(text)
+        if after == len(text) or text[after] in ",}]" or _KEY_AFTER.match(text, after):
+            return text[start:end], end + len(delimiter)
+        if key := _KEY_BEFORE.search(text, start, end):
+            return text[start:key.start()], key.start()
+        end = text.find(delimiter, end + len(delimiter))
+    raise _Unreadable("a string never closed")
 
 
 def _bare_word(text: str, i: int) -> str:
