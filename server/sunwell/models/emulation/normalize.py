@@ -37,7 +37,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from sunwell.models.arguments import load_json, parse_arguments
-from sunwell.models.emulation import dialects, gemma, ifm
+from sunwell.models.emulation import dialects, dsml, gemma, ifm
 from sunwell.models.emulation.between_calls import Echo, Separator
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered, schema_typed
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
@@ -201,8 +201,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return dialects.read_invokes(span, tools)
     if span.startswith(tuple(GEMMA_OPENERS)) or span.lstrip(" \t").startswith(gemma.BARE_PREFIXES):
         return read_gemma(span, tools)
-    if span.startswith((dialects.DSML_OPEN, "<｜DSML｜tool_calls>")):
-        return dialects.read_dsml(span, tools)
+    if span.startswith(tuple(dsml.BLOCKS)):
+        return dsml.read_dsml(span, tools)
     if span.startswith("<function_calls>"):
         return dialects.read_olmo(_between(span, "<function_calls>", "</function_calls>"))
     for opener in ("<tool_calls>", "<TOOLCALL>", "<|tools_prefix|>"):

@@ -8,7 +8,7 @@ import re
 from collections.abc import Collection
 from typing import Literal
 
-from sunwell.models.emulation import dialects, gemma
+from sunwell.models.emulation import dialects, dsml, gemma
 from sunwell.vocabulary import canonical_tool_name
 
 JSON_FENCES = {"", "json", "jsonc", "json5", "xml"}
@@ -307,6 +307,8 @@ class SpanScanner:
             if marker == "[TOOL_CALLS]":
                 return self._mistral_named(buf, pos, j, final)
             return "candidate", body  # a marker with no JSON after it: dropped
+        if marker == dsml.INVOKE and (header := dsml.invoke_header(buf, body, final)) != "call":
+            return ("wait", pos) if header == "wait" else ("text", body)  # a marker quoted in prose
         closer = dialects.CLOSED.get(marker) or "</" + marker[1:]
         k = buf.find(closer, body)
         if k >= 0:
