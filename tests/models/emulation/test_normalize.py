@@ -278,3 +278,13 @@ def test_a_bare_gemma_call_is_read_only_at_a_line_start_for_an_offered_tool_whol
 def test_a_gemma_key_in_string_delimiters_is_the_key():
     text = '<|tool_call>call:read_file{<|"|>path<|"|>:<|"|>a.txt<|"|>}<tool_call|>'
     assert extract_tool_calls(text, TOOLS).calls == [READ_A]
+
+
+@pytest.mark.parametrize("text", ['<tool_call>read_file{path:<|"|>a.txt<|"|>}</tool_call>',
+                                  '<tool_call>call:read_file{path:<|"|>a.txt<|"|>}</tool_call>'])
+def test_gemma4_call_in_plain_tool_call_tags_is_read(text):
+    """The fallback vLLM's Gemma 4 parser reads when the model regresses to `<tool_call>` (its module docstring)."""
+    for size in (1, 6, len(text)):
+        events = _read_in_chunks(text, size)
+        assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
+        assert not "".join(e.text for e in events if isinstance(e, TextDelta)), size

@@ -166,7 +166,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
             body = body.replace("</longcat_arg_", "</arg_")
             if m := _RECIPIENT.match(body):  # `assistant to=functions.f json\n{…}` (sglang's gpt-oss dialect)
                 return dialects.json_call(m[1], body[m.end():])
-            return _nonempty(_extract(body, tools, True, raw_ok=True)) or dialects.read_glm(body, tools)
+            return (_nonempty(_extract(body, tools, True, raw_ok=True)) or dialects.read_glm(body, tools)
+                    or gemma.read_gemma("call:" + body.strip(), tools))  # Gemma 4's `<tool_call>f{…}</tool_call>`
     if span.startswith(ifm.OPEN):  # its parser types each value by the schema, JSON's strings too
         found = _nonempty(_extract(ifm.plain_calls(span), tools, True))
         if found is not None:
