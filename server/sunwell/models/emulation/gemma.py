@@ -7,9 +7,10 @@ string it spells). Nothing is evaluated.
 
 Gemma 4 also writes its call without the `<|tool_call>` token (vLLM's offline reader falls back to these): `call:f{…}`
 (or `<call>f{…}`, the token split) at the start of a line or right after its thought channel closes (`<channel|>`),
-read when `f` is an offered tool and its object closes (`bare_call`); `<|tool_call>:call:` (a stray colon); and
-`<turn|>`, the end of its turn, where `<tool_call|>` belongs. Its thought channel, `<|channel>thought\n…<channel|>`,
-is thinking (`THOUGHT`).
+read when `f` is an offered tool and its object closes (`bare_call`); `<tool_call>f{…}</tool_call>` (plain tags);
+`<|tool_call>:call:` (a stray colon); and `<turn|>`, the end of its turn, where `<tool_call|>` belongs. Its thought
+channel, `<|channel>thought\n…<channel|>`, is thinking (`THOUGHT`). A string's closing delimiter is told from one
+written inside it by what follows (`_delimited`), as vLLM's parser versions test it.
 """
 
 from __future__ import annotations
