@@ -265,6 +265,7 @@ def test_gemma4_thought_channel_is_thinking_and_a_bare_call_after_it_a_call():
 
 @pytest.mark.parametrize("text", [
     'Then run call:read_file{path:<|"|>a.txt<|"|>} yourself.',  # inside a sentence: a mention
+    'call:read_file{path:<|"|>a.txt<|"|>} reads it.',  # prose after it on its line: a mention too
     'call:delete_all{path:<|"|>a.txt<|"|>}',  # not an offered tool
     "call:read_file{path:",  # never closed
 ])
@@ -285,6 +286,14 @@ def test_a_gemma_key_in_string_delimiters_is_the_key():
 def test_gemma4_call_in_plain_tool_call_tags_is_read(text):
     """The fallback vLLM's Gemma 4 parser reads when the model regresses to `<tool_call>` (its module docstring)."""
     for size in (1, 6, len(text)):
+        events = _read_in_chunks(text, size)
+        assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
+        assert not "".join(e.text for e in events if isinstance(e, TextDelta)), size
+
+
+def test_gemma4_end_of_turn_after_a_bare_call_is_no_text():
+    text = 'call:read_file{path:<|"|>a.txt<|"|>}<turn|>'
+    for size in (1, 5, len(text)):
         events = _read_in_chunks(text, size)
         assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
         assert not "".join(e.text for e in events if isinstance(e, TextDelta)), size

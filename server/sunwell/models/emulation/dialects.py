@@ -110,6 +110,7 @@ CONTROL = (
     "<|tool_response>",  # Gemma 4 ending its turn for the tool's answer
     "<tool_response|>",
     "<channel|>",  # Gemma 4 closing a thought channel the template opened
+    "<turn|>",  # Gemma 4 ending its turn (after a call, where <tool_call|> belongs)
     "</｜DSML｜tool_calls>",  # after an invoke whose block's opener was left out (vLLM's V4 test)
     "<|close|>message<|sep|>",  # Kimi K3 closing its message (vLLM holds it back from the content)
     *(f"<|{t}|>" for t in ("tool▁calls▁end", "tool▁call▁end", "end▁of▁sentence", "tool▁outputs▁begin",

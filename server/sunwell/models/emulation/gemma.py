@@ -56,8 +56,8 @@ def read_gemma(span: str, tools: Offered) -> Extraction | None:
 
 
 def bare_call(buf: str, pos: int, final: bool, is_tool: Callable[[str], bool]) -> tuple[str, int] | None:
-    """A scanner step for a bare call at the start of a line (`call:f{…}`): `candidate` through its object when `f`
-    is offered and the object closed, `wait` while the text may still become one, None when it is no call."""
+    """A scanner step for a bare call on a line of its own (`call:f{…}`): `candidate` through its object when `f` is
+    offered and the object closed, `wait` while the text may still become one, None when it is no call."""
     m = _BARE_START.match(buf, pos)
     if m is None or not m[2]:
         rest = buf[pos:].lstrip(" \t")
@@ -66,9 +66,14 @@ def bare_call(buf: str, pos: int, final: bool, is_tool: Callable[[str], bool]) -
     if not is_tool(m[1]):
         return None
     try:
-        return "candidate", _object(buf, m.end())[1]
+        end = _object(buf, m.end())[1]
     except (ValueError, IndexError):  # not closed yet (or never): undecided until the text ends, then prose
         return None if final else ("wait", pos)
+    line = buf.find("\n", end)
+    rest = buf[end : line if line >= 0 else len(buf)].strip()
+    if rest and rest not in (TURN_END, OPENERS["<|tool_call>"]):
+        return None  # prose after it on its line: a call mentioned, as a Python call is
+    return ("wait", pos) if line < 0 and not final else ("candidate", end)
 
 
 def thought(span: str) -> str:
