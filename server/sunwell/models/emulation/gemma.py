@@ -70,10 +70,11 @@ def bare_call(buf: str, pos: int, final: bool, is_tool: Callable[[str], bool]) -
     except (ValueError, IndexError):  # not closed yet (or never): undecided until the text ends, then prose
         return None if final else ("wait", pos)
     line = buf.find("\n", end)
+    open_line = line < 0 and not final
     rest = buf[end : line if line >= 0 else len(buf)].strip()
-    if rest and rest not in (TURN_END, OPENERS["<|tool_call>"]):
+    if rest and not any(t.startswith(rest) if open_line else t == rest for t in (TURN_END, OPENERS["<|tool_call>"])):
         return None  # prose after it on its line: a call mentioned, as a Python call is
-    return ("wait", pos) if line < 0 and not final else ("candidate", end)
+    return ("wait", pos) if open_line else ("candidate", end)
 
 
 def thought(span: str) -> str:
