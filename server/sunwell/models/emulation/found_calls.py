@@ -30,7 +30,6 @@ def parameter_schema(tools: Offered, name: str, parameter: str) -> dict[str, Any
     return properties.get(parameter) if isinstance(properties, dict) else None
 
 
-
 class _NameAndArguments(NamedTuple):
     name: str
     arguments: dict[str, Any]
