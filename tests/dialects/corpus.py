@@ -57,6 +57,8 @@ LEAK_MARKERS = (
     "functools[{",
     "<seed:tool_call>",
     "<seed:think>",
+    "<|close|>message<|sep|>",
+    "<ifm|",
     "<minimax:",
     "<invoke",
     '"arguments"',

@@ -32,6 +32,10 @@ def calls_in(name: str, arguments: dict) -> list[tuple[str, str]]:
     xml = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in arguments.items())
     glm = "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n" for k, v in arguments.items())
     py = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    gemma = ",".join(f"{k}:<|\"|>{v}<|\"|>" if isinstance(v, str) else f"{k}:{v}" for k, v in arguments.items())
+    ifm_xml = "".join(f"<ifm|arg_key>{k}</ifm|arg_key><ifm|arg_value>{v}</ifm|arg_value>" for k, v in arguments.items())
+    dsml = "".join(f'<｜DSML｜parameter name="{k}" string="{str(isinstance(v, str)).lower()}">{v}</｜DSML｜parameter>'
+                   for k, v in arguments.items())
     return [
         (f'<tool_call>\n{{"name": "{name}", "arguments": {js}}}\n</tool_call>', "}"),
         (f"<tool_call>\n<function={name}>\n{xml}</function>\n</tool_call>", "</function>"),
@@ -45,12 +49,16 @@ def calls_in(name: str, arguments: dict) -> list[tuple[str, str]]:
         (f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{js}<|call|>", "}"),
         (f'<minimax:tool_call><invoke name="{name}">'
          + "".join(f'<parameter name="{k}">{v}</parameter>' for k, v in arguments.items())
-         + "</invoke></minimax:tool_call>", "</invoke>"),  # its own end, as `</function>` is Qwen3-Coder's
+         + "</invoke></minimax:tool_call>", "</invoke>"),  # whole once </invoke> came (vLLM's MiniMax case)
         (f'```json\n{{"name": "{name}", "arguments": {js}}}\n```', "}"),
         (f'functools[{{"name": "{name}", "arguments": {js}}}]', "}"),
-        (f"<|tool_call>call:{name}{{"
-         + ",".join(f"{k}:<|\"|>{v}<|\"|>" if isinstance(v, str) else f"{k}:{v}" for k, v in arguments.items())
-         + "}<tool_call|>", "}"),
+        (f"<|tool_call>call:{name}{{" + gemma + "}<tool_call|>", "}"),
+        (f"call:{name}{{" + gemma + "}", "}"),  # Gemma 4's bare call, on a line of its own
+        (f"<tool_call>{name}{{" + gemma + "}</tool_call>", "}"),
+        (f"<ifm|tool_calls><ifm|tool_call>{name}{ifm_xml}</ifm|tool_call></ifm|tool_calls>", "</ifm|tool_calls>"),
+        (f'<ifm|tool_calls><ifm|tool_call>{{"name": "{name}", "arguments": {js}}}</ifm|tool_call></ifm|tool_calls>',
+         "</ifm|tool_calls>"),  # K2 Horizon: a group that never closed may have held more calls
+        (f'<｜DSML｜tool_calls><｜DSML｜invoke name="{name}">{dsml}</｜DSML｜invoke></｜DSML｜tool_calls>', "</｜DSML｜tool_calls>"),
     ]
 
 

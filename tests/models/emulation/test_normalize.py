@@ -247,3 +247,53 @@ def test_a_reply_that_ends_in_seed_oss_thinking_is_thinking_not_a_call_cut_off()
     detector = CallDetector(TOOLS)
     events = detector.feed("<seed:think>Let me see") + detector.finish()
     assert [type(e).__name__ for e in events] == ["ThinkingDelta"]
+
+
+def _read_in_chunks(text: str, size: int) -> list:
+    detector = CallDetector(TOOLS)
+    return [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+
+
+def test_gemma4_thought_channel_is_thinking_and_a_bare_call_after_it_a_call():
+    text = '<|channel>thought\nI should read it.\n<channel|>call:read_file{path:<|"|>a.txt<|"|>}'
+    for size in (1, 5, len(text)):
+        events = _read_in_chunks(text, size)
+        assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
+        assert "".join(e.text for e in events if isinstance(e, ThinkingDelta)).strip() == "I should read it.", size
+        assert not "".join(e.text for e in events if isinstance(e, TextDelta)).strip(), size
+
+
+@pytest.mark.parametrize("text", [
+    'Then run call:read_file{path:<|"|>a.txt<|"|>} yourself.',  # inside a sentence: a mention
+    'call:read_file{path:<|"|>a.txt<|"|>} reads it.',  # prose after it on its line: a mention too
+    'call:delete_all{path:<|"|>a.txt<|"|>}',  # not an offered tool
+    "call:read_file{path:",  # never closed
+])
+def test_a_bare_gemma_call_is_read_only_at_a_line_start_for_an_offered_tool_whole(text):
+    for size in (1, 4, len(text)):
+        events = _read_in_chunks(text, size)
+        assert not [e for e in events if isinstance(e, ToolCallDone)], (text, size)
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == text, (text, size)
+
+
+def test_a_gemma_key_in_string_delimiters_is_the_key():
+    text = '<|tool_call>call:read_file{<|"|>path<|"|>:<|"|>a.txt<|"|>}<tool_call|>'
+    assert extract_tool_calls(text, TOOLS).calls == [READ_A]
+
+
+@pytest.mark.parametrize("text", ['<tool_call>read_file{path:<|"|>a.txt<|"|>}</tool_call>',
+                                  '<tool_call>call:read_file{path:<|"|>a.txt<|"|>}</tool_call>'])
+def test_gemma4_call_in_plain_tool_call_tags_is_read(text):
+    """The fallback vLLM's Gemma 4 parser reads when the model regresses to `<tool_call>` (its module docstring)."""
+    for size in (1, 6, len(text)):
+        events = _read_in_chunks(text, size)
+        assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
+        assert not "".join(e.text for e in events if isinstance(e, TextDelta)), size
+
+
+def test_gemma4_end_of_turn_after_a_bare_call_is_no_text():
+    text = 'call:read_file{path:<|"|>a.txt<|"|>}<turn|>'
+    for size in (1, 5, len(text)):
+        events = _read_in_chunks(text, size)
+        assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
+        assert not "".join(e.text for e in events if isinstance(e, TextDelta)), size

@@ -14,8 +14,8 @@ text between them says a call.
   channel is thinking, the `final` channel the answer
 - Granite: `<|tool_call|>[{"name": ..., "arguments": ...}]`; Llama 3: `<|python_tag|>{"name": ..., "parameters": ...}`
 - Olmo 3: `<function_calls>f(a=1)\ng(b=2)</function_calls>`; Gemma: `call:f{a:<escape>x<escape>}` (`gemma.py`)
-- DeepSeek V3.2 (DSML): `<｜DSML｜function_calls><｜DSML｜invoke name="f"><｜DSML｜parameter name="a" string="true">1
-  </｜DSML｜parameter></｜DSML｜invoke></｜DSML｜function_calls>`
+- DeepSeek V3.2 and V4 (DSML): `<｜DSML｜function_calls>` or `<｜DSML｜tool_calls>` around `<｜DSML｜invoke name="f">…`
+  (`dsml.py`)
 
 `span_scanner.SpanScanner` finds where such a span begins (`CLOSED`, `HARMONY`, `CONTROL`) and ends; the readers
 here turn a span into calls. Arguments written as JSON go through `arguments.parse_arguments`, those written as bare
@@ -29,12 +29,12 @@ import json
 import re
 
 from sunwell.models.arguments import parse_arguments, typed_value
-from sunwell.models.emulation import families
+from sunwell.models.emulation import dsml, families
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
+from sunwell.models.emulation.gemma import THOUGHT as GEMMA_THOUGHT
 from sunwell.models.emulation.pythonic import python_calls
 
-DSML_OPEN = "<｜DSML｜function_calls>"
 DEEPSEEK_CALL, DEEPSEEK_SEP, DEEPSEEK_CALL_END = (
     "<｜tool▁call▁begin｜>",
     "<｜tool▁sep｜>",
@@ -64,17 +64,18 @@ CLOSED = {
     KIMI_CALL: KIMI_CALL_END,
     "<|tool▁calls▁begin|>": "<|tool▁calls▁end|>",  # DeepSeek's tokens spelled with ASCII bars
     "<|tool▁call▁begin|>": "<|tool▁call▁end|>",
-    DSML_OPEN: "</｜DSML｜function_calls>",
-    "<｜DSML｜tool_calls>": "</｜DSML｜tool_calls>",  # DeepSeek V4
+    **dsml.BLOCKS,  # DeepSeek V3.2's and V4's blocks, and an invoke whose block's opener was left out
     "<function_calls>": "</function_calls>",  # Olmo 3
     "<TOOLCALL>": "</TOOLCALL>",  # Nemotron: a JSON list
     "<longcat_tool_call>": "</longcat_tool_call>",  # LongCat: GLM's form with its own tag names, or JSON
     "<|tools_prefix|>": "<|tools_suffix|>",  # Apertus: a JSON list
     "<|action_start|><|plugin|>": "<|action_end|>",  # InternLM2: one JSON call (`parameters`)
     "<seed:tool_call>": "</seed:tool_call>",  # Seed-OSS: Qwen3-Coder's XML in its own tags
+    "<ifm|tool_calls>": "</ifm|tool_calls>",  # K2 Horizon: JSON or GLM's form in its own tags (ifm.py)
     SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
     **families.CLOSED,
+    **GEMMA_THOUGHT,  # Gemma 4's thought channel: thinking
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
 JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>", *families.JSON_AFTER)
@@ -110,6 +111,10 @@ CONTROL = (
     "<|tool_response>",  # Gemma 4 ending its turn for the tool's answer
     "<tool_response|>",
     *families.CONTROL,
+    "<channel|>",  # Gemma 4 closing a thought channel the template opened
+    "<turn|>",  # Gemma 4 ending its turn (after a call, where <tool_call|> belongs)
+    "</｜DSML｜tool_calls>",  # after an invoke whose block's opener was left out (vLLM's V4 test)
+    "<|close|>message<|sep|>",  # Kimi K3 closing its message (vLLM holds it back from the content)
     *(f"<|{t}|>" for t in ("tool▁calls▁end", "tool▁call▁end", "end▁of▁sentence", "tool▁outputs▁begin",
                            "tool▁output▁begin", "tool▁output▁end", "tool▁outputs▁end")),
 )
@@ -134,9 +139,6 @@ _XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (t
     re.DOTALL,
 )
 _GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*<arg_value>(.*?)(?:</arg_value>|\Z)", re.DOTALL)
-_DSML_INVOKE = re.compile(r'<｜DSML｜invoke\s+name="([^"]+)"\s*>(.*?)</｜DSML｜invoke>', re.DOTALL)
-_DSML_PARAMETER = re.compile(
-    r'<｜DSML｜parameter\s+name="([^"]+)"(?:\s+string="(true|false)")?\s*>(.*?)</｜DSML｜parameter>', re.DOTALL)
 _GLM_WORDS = re.compile(r"([A-Za-z_][\w.\-]*)((?:\s+[\w.\-]+=\S+)+)")
 _KIMI_ID = re.compile(r"(?:functions\.)?([^\s:]+):\d+")
 
@@ -269,45 +271,6 @@ def read_invokes(span: str, tools: Offered) -> Extraction | None:
     """MiniMax: one or more `<invoke name="f"><parameter name="a">1</parameter></invoke>`."""
     calls = [xml_call(m[1].strip(), m[2], tools).calls[0] for m in _INVOKE.finditer(span)]
     return Extraction(calls=calls) if calls else None
-
-
-def read_dsml(span: str, tools: Offered) -> Extraction | None:
-    """DeepSeek V3.2's calls: each parameter says whether it is a string (`string="true"`); the tool's schema types
-    it either way, a string-only parameter keeps `null` as text, and without a schema `string="false"` is JSON
-    (vLLM's reader). A lone `arguments` or `input` parameter the tool does not take, holding an object, is the
-    arguments (the model wrapped them)."""
-    calls = []
-    for name, body in _DSML_INVOKE.findall(span):
-        arguments = {k: _dsml_value(v, is_string, parameter_schema(tools, name, k))
-                     for k, is_string, v in _DSML_PARAMETER.findall(body)}
-        if len(arguments) == 1 and (key := next(iter(arguments))) in ("arguments", "input"):
-            inner = arguments[key] if isinstance(arguments[key], dict) else _object_or_none(arguments[key])
-            if inner is not None and parameter_schema(tools, name, key) is None:
-                arguments = inner
-        calls.append(FoundCall(name, arguments))
-    return Extraction(calls=calls) if calls else None
-
-
-def _dsml_value(text: str, is_string: str, schema: dict | None) -> object:
-    if schema is not None:
-        kinds = [k for k in ([schema.get("type")] if isinstance(schema.get("type"), str) else schema.get("type") or [])]
-        if kinds == ["string"] and is_string == "false" and re.fullmatch(r'\s*"(?:[^"\\]|\\.)*"\s*', text):
-            return json.loads(text)  # a string written as JSON, as `string="false"` says (GigaChat 3.5's test)
-        return text if kinds == ["string"] else typed_value(text, schema)
-    if is_string == "false":
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-    return text
-
-
-def _object_or_none(value: object) -> dict | None:
-    try:
-        loaded = json.loads(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
-    return loaded if isinstance(loaded, dict) else None
 
 
 def read_python(body: str) -> Extraction | None:

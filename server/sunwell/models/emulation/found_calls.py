@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Self
 
+from sunwell.models.arguments import typed_value
 from sunwell.wire.messages import ToolSpec
 
 Offered = Mapping[str, dict[str, Any]]
@@ -64,3 +65,17 @@ class Extraction:
     """Text between a family's call markers that says no call (no name, no arguments that can be read)."""
     unknown: list[FoundCall] = field(default_factory=list)
     """Calls of a tool that was not offered: no calls of the reply (the parsers' tests say so), never run."""
+
+
+def schema_typed(tools: Offered, call: FoundCall) -> FoundCall:
+    """The call with each argument written as a string that its schema types otherwise (`"2"` for an integer) read
+    as that type (a dialect whose values are all strings: Gemma's delimited ones, K2 Horizon's)."""
+
+    def typed(key: str, value: Any) -> Any:
+        schema = parameter_schema(tools, call.name, key)
+        kinds = (schema or {}).get("type") or "string"
+        if not isinstance(value, str) or "string" in (kinds if isinstance(kinds, list) else [kinds]):
+            return value
+        return typed_value(value, schema)
+
+    return FoundCall(call.name, {k: typed(k, v) for k, v in call.arguments.items()}, raw=call.raw)

@@ -37,9 +37,9 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from sunwell.models.arguments import load_json, parse_arguments
-from sunwell.models.emulation import dialects, families
+from sunwell.models.emulation import dialects, dsml, families, gemma, ifm
 from sunwell.models.emulation.between_calls import Echo, Separator
-from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered
+from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered, schema_typed
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.pythonic import python_calls
@@ -101,6 +101,8 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
         return Extraction(thinking=span.removeprefix(dialects.SEED_THINK).removesuffix("</seed:think>"))
     if (thought := families.thinking(span)) is not None:
         return thought
+    if span.startswith(tuple(gemma.THOUGHT)):
+        return Extraction(thinking=gemma.thought(span))
     marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII,
                               dialects.FUNCTOOLS))
     # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view);
@@ -167,10 +169,16 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
             if m := _RECIPIENT.match(body):  # `assistant to=functions.f json\n{…}` (sglang's gpt-oss dialect)
                 return dialects.json_call(m[1], body[m.end():])
             found = _nonempty(_extract(body, tools, True, raw_ok=opener == "<tool_call>"))  # Hermes' own tests
-            return found or dialects.read_glm(body, tools)
+            return (found or dialects.read_glm(body, tools)
+                    or gemma.read_gemma("call:" + body.strip(), tools))  # Gemma 4's `<tool_call>f{…}</tool_call>`
     if span.startswith((*families.CLOSED, *families.JSON_AFTER)):
         return families.read(span, tools, lambda body: _nonempty(_extract(body, tools, True)),
                              lambda body: _json_calls(body, tools, explicit=True))
+    if span.startswith(ifm.OPEN):  # its parser types each value by the schema, JSON's strings too
+        found = _nonempty(_extract(ifm.plain_calls(span), tools, True))
+        if found is not None:
+            found.calls = [schema_typed(tools, call) for call in found.calls]
+        return found
     if span.startswith("[TOOL_CALLS]"):
         body = span.removeprefix("[TOOL_CALLS]")
         if body.lstrip()[:1] in ("{", "["):
@@ -198,10 +206,10 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return _nonempty(dialects.read_kimi(span, tools))
     if span.startswith(("<minimax:tool_call>", "<invoke name=")):
         return dialects.read_invokes(span, tools)
-    if span.startswith(tuple(GEMMA_OPENERS)):
-        return read_gemma(span)
-    if span.startswith((dialects.DSML_OPEN, "<｜DSML｜tool_calls>")):
-        return dialects.read_dsml(span, tools)
+    if span.startswith(tuple(GEMMA_OPENERS)) or span.lstrip(" \t").startswith(gemma.BARE_PREFIXES):
+        return read_gemma(span, tools)
+    if span.startswith(tuple(dsml.BLOCKS)):
+        return dsml.read_dsml(span, tools)
     if span.startswith("<function_calls>"):
         return dialects.read_olmo(_between(span, "<function_calls>", "</function_calls>"))
     for opener in ("<tool_calls>", "<TOOLCALL>", "<|tools_prefix|>"):

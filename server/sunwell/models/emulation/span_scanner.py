@@ -8,7 +8,7 @@ import re
 from collections.abc import Collection
 from typing import Literal
 
-from sunwell.models.emulation import dialects
+from sunwell.models.emulation import dialects, dsml, gemma
 from sunwell.vocabulary import canonical_tool_name
 
 JSON_FENCES = {"", "json", "jsonc", "json5", "xml"}
@@ -108,12 +108,15 @@ class SpanScanner:
             span = buf[pos:end]
             line = span.rfind("\n")
             self._line_blank = (line >= 0 or self._line_blank) and not span[line + 1 :].strip()
+            self._line_blank |= span.endswith(gemma.THOUGHT["<|channel>"])  # Gemma 4's call may follow its thought
             self._word_before = bool(re.match(r"\w", span[-1:])) if span else self._word_before
         return kind, end
 
     def _step(self, buf: str, pos: int, final: bool) -> Step:
         if self._in_code:
             return self._code_block(buf, pos, final)
+        if self._line_blank and (bare := gemma.bare_call(buf, pos, final, self._is_tool)):
+            return bare
         if self._line_blank and (python := self._python_line(buf, pos, final)):
             return python
         m = _TRIGGER.search(buf, pos)
@@ -304,6 +307,8 @@ class SpanScanner:
             if marker == "[TOOL_CALLS]":
                 return self._mistral_named(buf, pos, j, final)
             return "candidate", body  # a marker with no JSON after it: dropped
+        if marker == dsml.INVOKE and (header := dsml.invoke_header(buf, body, final)) != "call":
+            return ("wait", pos) if header == "wait" else ("text", body)  # a marker quoted in prose
         closer = dialects.CLOSED.get(marker) or "</" + marker[1:]
         k = buf.find(closer, body)
         if k >= 0:

@@ -26,7 +26,7 @@ def complete_part(span: str) -> str | None:
     if cut := next((n for n in range(len(closer) - 1, 0, -1) if span.endswith(closer[:n])), 0):
         span = span[:-cut]  # the closing marker began to come: the call before it is what counts
     if span.startswith(tuple(GEMMA_OPENERS)):
-        return span if read_gemma(span) is not None else None
+        return span if read_gemma(span, {}) is not None else None
     if span.startswith(("<tool_call>", "<minimax:tool_call>")) and span.rstrip().endswith(("</function>", "</invoke>")):
         return span  # Qwen3-Coder's or MiniMax's call closed; only the wrapper's tag is missing
     openers = (*dialects.CLOSED, *dialects.JSON_AFTER, dialects.FUNCTOOLS)
