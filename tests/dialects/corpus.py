@@ -56,6 +56,7 @@ LEAK_MARKERS = (
     "<|action_end|>",
     "functools[{",
     "<seed:tool_call>",
+    "<tools>",
     "<seed:think>",
     "<minimax:",
     "<invoke",

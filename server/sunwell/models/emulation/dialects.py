@@ -12,7 +12,7 @@ text between them says a call.
 - Kimi K2: `<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{...}<|tool_call_end|>…`
 - gpt-oss (harmony): `<|channel|>commentary to=functions.f <|constrain|>json<|message|>{...}<|call|>`; the `analysis`
   channel is thinking, the `final` channel the answer
-- Granite: `<|tool_call|>[{"name": ..., "arguments": ...}]`; Llama 3: `<|python_tag|>{"name": ..., "parameters": ...}`
+- Granite: `<|tool_call|>[{"name": ..., "arguments": ...}]`; Qwen2.5-Coder: `<tools>{...}</tools>`; Llama 3: `<|python_tag|>{"name": ..., "parameters": ...}`
 - Olmo 3: `<function_calls>f(a=1)\ng(b=2)</function_calls>`; Gemma: `call:f{a:<escape>x<escape>}` (`gemma.py`)
 - DeepSeek V3.2 (DSML): `<｜DSML｜function_calls><｜DSML｜invoke name="f"><｜DSML｜parameter name="a" string="true">1
   </｜DSML｜parameter></｜DSML｜invoke></｜DSML｜function_calls>`
@@ -54,6 +54,7 @@ CLOSED = {
     "<invoke name=": "</invoke>",
     "<minimax:tool_call>": "</minimax:tool_call>",
     "<tool_calls>": "</tool_calls>",  # MiniMax-M1: one JSON call per line
+    "<tools>": "</tools>",  # Qwen2.5-Coder: a JSON call or a list of them
     "<|python_start|>": "<|python_end|>",
     "<|tool_call_start|>": "<|tool_call_end|>",
     "<｜tool▁calls▁begin｜>": "<｜tool▁calls▁end｜>",

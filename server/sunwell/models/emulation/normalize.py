@@ -85,8 +85,10 @@ def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True, r
 
 _RECIPIENT = re.compile(r"\s*(?:assistant\s+)?to=functions\.([^\s<]+)(?:\s+json)?\s*(?=\{)")
 _CALL_MARKERS = tuple(m for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.DEEPSEEK_ASCII)
-                      if m not in ("<|python_start|>", "<function=", "<function name=", "<tool name=", "<invoke name="))
-"""Markers that only ever open a call: what stands between them is a call or nothing (never the answer)."""
+                      if m not in ("<|python_start|>", "<function=", "<function name=", "<tool name=", "<invoke name=",
+                                   "<tools>"))
+"""Markers that only ever open a call: what stands between them is a call or nothing (never the answer). `<tools>`
+is also a word a reply may use: what it holds that says no call stays the answer."""
 
 
 def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bool = False,
@@ -198,7 +200,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return dialects.read_dsml(span, tools)
     if span.startswith("<function_calls>"):
         return dialects.read_olmo(_between(span, "<function_calls>", "</function_calls>"))
-    for opener in ("<tool_calls>", "<TOOLCALL>", "<|tools_prefix|>"):
+    for opener in ("<tool_calls>", "<TOOLCALL>", "<|tools_prefix|>", "<tools>"):
         if span.startswith(opener):
             return _nonempty(_extract(_between(span, opener, dialects.CLOSED[opener]), tools, True))
     for pattern, closer in ((r"<function=([^>\s]+)\s*>", "</function>"),
