@@ -45,7 +45,7 @@ def calls_in(name: str, arguments: dict) -> list[tuple[str, str]]:
         (f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{js}<|call|>", "}"),
         (f'<minimax:tool_call><invoke name="{name}">'
          + "".join(f'<parameter name="{k}">{v}</parameter>' for k, v in arguments.items())
-         + "</invoke></minimax:tool_call>", "</minimax:tool_call>"),
+         + "</invoke></minimax:tool_call>", "</invoke>"),
         (f'```json\n{{"name": "{name}", "arguments": {js}}}\n```', "}"),
         (f'functools[{{"name": "{name}", "arguments": {js}}}]', "}"),
         (f"<|tool_call>call:{name}{{"
