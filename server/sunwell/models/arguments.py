@@ -165,6 +165,9 @@ def _container(text: str) -> Any:
             value = ast.literal_eval(text)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return text
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        inner = _container(value)  # written as a JSON string of itself (a template's `json.dumps(str(dict))`)
+        return text if inner is value else inner
     try:
         # a tuple is an array; a set, an infinity or NaN is no JSON value
         value = json.loads(json.dumps(value, allow_nan=False))
