@@ -57,6 +57,7 @@ LEAK_MARKERS = (
     "functools[{",
     "<seed:tool_call>",
     "<tools>",
+    "<iquestcoder_tool_call>",
     "<seed:think>",
     "<minimax:",
     "<invoke",

@@ -5,7 +5,7 @@ text between them says a call.
   older Mistral: `[TOOL_CALLS] [{"name": ..., "arguments": ...}]`
 - Llama 4: `<|python_start|>[f(a=1)]<|python_end|>`; LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`
 - Qwen3-Coder: `<tool_call><function=f><parameter=a>\n1\n</parameter></function></tool_call>`
-- GLM-4.5: `<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>`
+- GLM-4.5: `<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>`; iQuest-Coder V2: the same in `<iquestcoder_tool_call>`
 - MiniMax: `<minimax:tool_call><invoke name="f"><parameter name="a">1</parameter></invoke></minimax:tool_call>`
 - DeepSeek V3/R1: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜>…`;
   V3.1: `<｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜>`
@@ -69,6 +69,7 @@ CLOSED = {
     "<function_calls>": "</function_calls>",  # Olmo 3
     "<TOOLCALL>": "</TOOLCALL>",  # Nemotron: a JSON list
     "<longcat_tool_call>": "</longcat_tool_call>",  # LongCat: GLM's form with its own tag names, or JSON
+    "<iquestcoder_tool_call>": "</iquestcoder_tool_call>",  # iQuest-Coder V2: GLM's form in its own tags
     "<|tools_prefix|>": "<|tools_suffix|>",  # Apertus: a JSON list
     "<|action_start|><|plugin|>": "<|action_end|>",  # InternLM2: one JSON call (`parameters`)
     "<seed:tool_call>": "</seed:tool_call>",  # Seed-OSS: Qwen3-Coder's XML in its own tags
@@ -233,6 +234,8 @@ def read_glm(body: str, tools: Offered) -> Extraction | None:
         return Extraction(calls=[FoundCall(m[1], arguments)])
     head = re.split(r"\n|\\n|<arg_key>", body.strip(), maxsplit=1)[0].strip()
     pairs = _GLM_ARG.findall(body)
+    if body.count("<arg_value>") != body.count("</arg_value>"):
+        return None  # a value never closed, though the call's end came: no call (vLLM's iQuest-Coder V2 test)
     if not re.fullmatch(r"[A-Za-z_][\w.\-]*", head) or not (pairs or head in tools):
         return None
     arguments = {k.strip(): _glm_value(v, parameter_schema(tools, head, k.strip())) for k, v in pairs}

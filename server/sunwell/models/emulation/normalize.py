@@ -160,7 +160,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return Extraction()
     if span.startswith(dialects.HARMONY):
         return dialects.read_harmony(span)
-    for opener in ("<tool_call>", "<longcat_tool_call>", "<seed:tool_call>"):
+    for opener in ("<tool_call>", "<longcat_tool_call>", "<seed:tool_call>", "<iquestcoder_tool_call>"):
         if span.startswith(opener):
             body = _between(span, opener, dialects.CLOSED[opener]).replace("<longcat_arg_", "<arg_")
             body = body.replace("</longcat_arg_", "</arg_")
