@@ -58,6 +58,8 @@ LEAK_MARKERS = (
     "<seed:tool_call>",
     "<tools>",
     "<iquestcoder_tool_call>",
+    "<tool_sep>",
+    ":opensource>",
     "<seed:think>",
     "<minimax:",
     "<invoke",

@@ -112,6 +112,10 @@ _NOT = object()
 
 
 def _as_type(kind: str, word: str) -> Any:
+    if re.fullmatch(r"u?int\d+", kind):  # a schema's sized type names (`uint32`, `int64`: vLLM's HY V4 test)
+        kind = "integer"
+    elif re.fullmatch(r"(?:float|double)\d*", kind):
+        kind = "number"
     if kind in ("integer", "int"):
         return int(word) if re.fullmatch(r"[-+]?\d+", word) else _NOT
     if kind in ("number", "float"):

@@ -184,6 +184,8 @@ def test_a_repair_never_invents_a_value():
         ("{'a': (1, 2)}", {"type": "object"}, {"a": [1, 2]}),
         ("\"{'key': 'value'}\"", {"type": "object"}, {"key": "value"}),  # an object as a JSON string of it (vLLM)
         ('"[1, 2]"', {"type": "array"}, [1, 2]),
+        ("42", {"type": "uint32"}, 42),  # a sized type name (vLLM's HY V4 test)
+        ("2.5", {"type": "float32"}, 2.5),
         ('"plain"', {"type": "object"}, '"plain"'),
         ('["x"]', {"anyOf": [{"type": "array"}, {"type": "null"}]}, ["x"]),
         (

@@ -31,6 +31,7 @@ import re
 from sunwell.models.arguments import parse_arguments, typed_value
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
+from sunwell.models.emulation.hunyuan import OPENERS as HUNYUAN_OPENERS
 from sunwell.models.emulation.pythonic import python_calls
 
 DSML_OPEN = "<｜DSML｜function_calls>"
@@ -53,7 +54,7 @@ CLOSED = {
     "<tool name=": "</tool>",
     "<invoke name=": "</invoke>",
     "<minimax:tool_call>": "</minimax:tool_call>",
-    "<tool_calls>": "</tool_calls>",  # MiniMax-M1: one JSON call per line
+    "<tool_calls>": "</tool_calls>",  # MiniMax-M1: one JSON call per line; Hunyuan: its calls (`hunyuan.py`)
     "<tools>": "</tools>",  # Qwen2.5-Coder: a JSON call or a list of them
     "<|python_start|>": "<|python_end|>",
     "<|tool_call_start|>": "<|tool_call_end|>",
@@ -75,6 +76,7 @@ CLOSED = {
     "<seed:tool_call>": "</seed:tool_call>",  # Seed-OSS: Qwen3-Coder's XML in its own tags
     SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
+    **HUNYUAN_OPENERS,  # HY V4's block with its checkpoint's suffix
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
 JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>")

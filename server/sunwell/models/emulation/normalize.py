@@ -42,6 +42,7 @@ from sunwell.models.emulation.between_calls import Echo, Separator
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
+from sunwell.models.emulation.hunyuan import is_hunyuan, read_hunyuan
 from sunwell.models.emulation.pythonic import python_calls
 from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
 from sunwell.models.emulation.unfinished import complete_part, cut_name
@@ -200,6 +201,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return dialects.read_dsml(span, tools)
     if span.startswith("<function_calls>"):
         return dialects.read_olmo(_between(span, "<function_calls>", "</function_calls>"))
+    if span.startswith(("<tool_calls", *dialects.HUNYUAN_OPENERS)) and is_hunyuan(span):
+        return _nonempty(read_hunyuan(span, tools))
     for opener in ("<tool_calls>", "<TOOLCALL>", "<|tools_prefix|>", "<tools>"):
         if span.startswith(opener):
             return _nonempty(_extract(_between(span, opener, dialects.CLOSED[opener]), tools, True))

@@ -10,6 +10,8 @@ import re
 from sunwell.models.emulation import dialects
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
+from sunwell.models.emulation.hunyuan import OPENERS as HUNYUAN_OPENERS
+from sunwell.models.emulation.hunyuan import is_hunyuan
 from sunwell.models.emulation.span_scanner import _PY_LIST, FENCE_OPEN, _Balance, _skip_space
 
 _ARGUMENTS_AT = (dialects.DEEPSEEK_SEP, "<|tool▁sep|>", dialects.KIMI_ARGS, dialects.HARMONY_MESSAGE, "[ARGS]")
@@ -29,6 +31,9 @@ def complete_part(span: str) -> str | None:
         return span if read_gemma(span) is not None else None
     if span.startswith(("<tool_call>", "<minimax:tool_call>")) and span.rstrip().endswith(("</function>", "</invoke>")):
         return span  # Qwen3-Coder's or MiniMax's call closed; only the wrapper's tag is missing
+    if span.startswith(("<tool_calls", *HUNYUAN_OPENERS)) and is_hunyuan(span):
+        whole = [m.end() for m in re.finditer(r"</tool_call(?::[^<>\s]*)?>", span)]
+        return span[: whole[-1]] if whole else None  # Hunyuan's calls whose own end came
     openers = (*dialects.CLOSED, *dialects.JSON_AFTER, dialects.FUNCTOOLS)
     body_at = next((len(m) for m in openers if span.startswith(m)), 0)
     if fence := FENCE_OPEN.match(span):
