@@ -60,6 +60,8 @@ LEAK_MARKERS = (
     "<iquestcoder_tool_call>",
     "<tool_sep>",
     ":opensource>",
+    "<steptml:",
+    "<｜tool_call",
     "<seed:think>",
     "<minimax:",
     "<invoke",

@@ -14,6 +14,7 @@ text between them says a call.
   channel is thinking, the `final` channel the answer
 - Granite: `<|tool_call|>[{"name": ..., "arguments": ...}]`; Qwen2.5-Coder: `<tools>{...}</tools>`; Llama 3: `<|python_tag|>{"name": ..., "parameters": ...}`
 - Olmo 3: `<function_calls>f(a=1)\ng(b=2)</function_calls>`; Gemma: `call:f{a:<escape>x<escape>}` (`gemma.py`)
+- Hunyuan: `<tool_calls><tool_call>f<tool_sep><arg_key>a</arg_key>…` (`hunyuan.py`); Step3: `<steptml:invoke>` (`step3.py`)
 - DeepSeek V3.2 (DSML): `<｜DSML｜function_calls><｜DSML｜invoke name="f"><｜DSML｜parameter name="a" string="true">1
   </｜DSML｜parameter></｜DSML｜invoke></｜DSML｜function_calls>`
 
@@ -32,6 +33,7 @@ from sunwell.models.arguments import parse_arguments, typed_value
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.hunyuan import OPENERS as HUNYUAN_OPENERS
+from sunwell.models.emulation.step3 import OPENERS as STEP3_OPENERS
 from sunwell.models.emulation.pythonic import python_calls
 
 DSML_OPEN = "<｜DSML｜function_calls>"
@@ -77,6 +79,7 @@ CLOSED = {
     SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
     **HUNYUAN_OPENERS,  # HY V4's block with its checkpoint's suffix
+    **STEP3_OPENERS,  # Step3: <steptml:invoke> calls
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
 JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>")

@@ -43,6 +43,8 @@ from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered,
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.hunyuan import is_hunyuan, read_hunyuan
+from sunwell.models.emulation.step3 import OPENERS as STEP3_OPENERS
+from sunwell.models.emulation.step3 import read_step3
 from sunwell.models.emulation.pythonic import python_calls
 from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
 from sunwell.models.emulation.unfinished import complete_part, cut_name
@@ -184,6 +186,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
                 body = body[len(opener):]
             found = dialects.read_python(body) or _json_calls(body, tools, explicit=True)
             return found or (Extraction(remaining_text=body) if opener == "<|python_start|>" else None)
+    if span.startswith(tuple(STEP3_OPENERS)):
+        return _nonempty(read_step3(span, tools))
     if span.startswith(dialects.FUNCTOOLS):  # a word: what holds no call stays the answer
         found = _json_calls(span.removeprefix(dialects.FUNCTOOLS), tools, explicit=True)
         if found is None or not (found.calls or found.unknown):
