@@ -61,6 +61,8 @@ LEAK_MARKERS = (
     "<tool_sep>",
     ":opensource>",
     "<steptml:",
+    "<param name=",
+    "<paramname=",
     "<｜tool_call",
     "<seed:think>",
     "<minimax:",

@@ -33,6 +33,7 @@ from sunwell.models.arguments import parse_arguments, typed_value
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.hunyuan import OPENERS as HUNYUAN_OPENERS
+from sunwell.models.emulation.minicpm import OPENERS as MINICPM_OPENERS
 from sunwell.models.emulation.step3 import OPENERS as STEP3_OPENERS
 from sunwell.models.emulation.pythonic import python_calls
 
@@ -80,6 +81,7 @@ CLOSED = {
     **GEMMA_OPENERS,
     **HUNYUAN_OPENERS,  # HY V4's block with its checkpoint's suffix
     **STEP3_OPENERS,  # Step3: <steptml:invoke> calls
+    **MINICPM_OPENERS,  # MiniCPM5's <function name=…> as its tokenizer spells it
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
 JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>")

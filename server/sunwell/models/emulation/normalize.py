@@ -43,6 +43,8 @@ from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered,
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.hunyuan import is_hunyuan, read_hunyuan
+from sunwell.models.emulation.minicpm import OPENERS as MINICPM_OPENERS
+from sunwell.models.emulation.minicpm import is_minicpm, read_minicpm
 from sunwell.models.emulation.step3 import OPENERS as STEP3_OPENERS
 from sunwell.models.emulation.step3 import read_step3
 from sunwell.models.emulation.pythonic import python_calls
@@ -89,7 +91,7 @@ def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True, r
 _RECIPIENT = re.compile(r"\s*(?:assistant\s+)?to=functions\.([^\s<]+)(?:\s+json)?\s*(?=\{)")
 _CALL_MARKERS = tuple(m for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.DEEPSEEK_ASCII)
                       if m not in ("<|python_start|>", "<function=", "<function name=", "<tool name=", "<invoke name=",
-                                   "<tools>"))
+                                   "<tools>", *MINICPM_OPENERS))
 """Markers that only ever open a call: what stands between them is a call or nothing (never the answer). `<tools>`
 is also a word a reply may use: what it holds that says no call stays the answer."""
 
@@ -210,6 +212,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
     for opener in ("<tool_calls>", "<TOOLCALL>", "<|tools_prefix|>", "<tools>"):
         if span.startswith(opener):
             return _nonempty(_extract(_between(span, opener, dialects.CLOSED[opener]), tools, True))
+    if is_minicpm(span):
+        return read_minicpm(span, tools)
     for pattern, closer in ((r"<function=([^>\s]+)\s*>", "</function>"),
                             (r"""<function\s+name=["']?([^"'>\s]+)["']?\s*>""", "</function>"),
                             (r"""<tool name=["']?([^"'>\s]+)["']?\s*>""", "</tool>"),
