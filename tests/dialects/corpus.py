@@ -63,6 +63,7 @@ LEAK_MARKERS = (
     "<steptml:",
     "<param name=",
     "<paramname=",
+    "]<]minimax[>[<",
     "<｜tool_call",
     "<seed:think>",
     "<minimax:",

@@ -34,6 +34,7 @@ from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered,
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.hunyuan import OPENERS as HUNYUAN_OPENERS
 from sunwell.models.emulation.minicpm import OPENERS as MINICPM_OPENERS
+from sunwell.models.emulation.minimax_m3 import OPENERS as MINIMAX_M3_OPENERS
 from sunwell.models.emulation.step3 import OPENERS as STEP3_OPENERS
 from sunwell.models.emulation.pythonic import python_calls
 
@@ -82,6 +83,7 @@ CLOSED = {
     **HUNYUAN_OPENERS,  # HY V4's block with its checkpoint's suffix
     **STEP3_OPENERS,  # Step3: <steptml:invoke> calls
     **MINICPM_OPENERS,  # MiniCPM5's <function name=…> as its tokenizer spells it
+    **MINIMAX_M3_OPENERS,  # MiniMax-M3: namespaced tags, nested arguments
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
 JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>")

@@ -45,6 +45,8 @@ from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.hunyuan import is_hunyuan, read_hunyuan
 from sunwell.models.emulation.minicpm import OPENERS as MINICPM_OPENERS
 from sunwell.models.emulation.minicpm import is_minicpm, read_minicpm
+from sunwell.models.emulation.minimax_m3 import OPENERS as MINIMAX_M3_OPENERS
+from sunwell.models.emulation.minimax_m3 import read_minimax_m3
 from sunwell.models.emulation.step3 import OPENERS as STEP3_OPENERS
 from sunwell.models.emulation.step3 import read_step3
 from sunwell.models.emulation.pythonic import python_calls
@@ -188,6 +190,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
                 body = body[len(opener):]
             found = dialects.read_python(body) or _json_calls(body, tools, explicit=True)
             return found or (Extraction(remaining_text=body) if opener == "<|python_start|>" else None)
+    if span.startswith(tuple(MINIMAX_M3_OPENERS)):
+        return _nonempty(read_minimax_m3(span, tools))
     if span.startswith(tuple(STEP3_OPENERS)):
         return _nonempty(read_step3(span, tools))
     if span.startswith(dialects.FUNCTOOLS):  # a word: what holds no call stays the answer

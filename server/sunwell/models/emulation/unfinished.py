@@ -12,6 +12,8 @@ from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.hunyuan import OPENERS as HUNYUAN_OPENERS
 from sunwell.models.emulation.hunyuan import is_hunyuan
+from sunwell.models.emulation.minimax_m3 import INVOKE_END as MINIMAX_M3_INVOKE_END
+from sunwell.models.emulation.minimax_m3 import OPENERS as MINIMAX_M3_OPENERS
 from sunwell.models.emulation.step3 import CALL_END as STEP3_CALL_END
 from sunwell.models.emulation.span_scanner import _PY_LIST, FENCE_OPEN, _Balance, _skip_space
 
@@ -32,6 +34,9 @@ def complete_part(span: str) -> str | None:
         return span if read_gemma(span) is not None else None
     if span.startswith(("<tool_call>", "<minimax:tool_call>")) and span.rstrip().endswith(("</function>", "</invoke>")):
         return span  # Qwen3-Coder's or MiniMax's call closed; only the wrapper's tag is missing
+    if span.startswith(tuple(MINIMAX_M3_OPENERS)):
+        k = span.rfind(MINIMAX_M3_INVOKE_END)
+        return span[: k + len(MINIMAX_M3_INVOKE_END)] if k >= 0 else None  # MiniMax-M3's calls whose </invoke> came
     if span.startswith(("<tool_calls", *HUNYUAN_OPENERS)) and is_hunyuan(span):
         whole = [m.end() for m in re.finditer(r"</tool_call(?::[^<>\s]*)?>", span)]
         return span[: whole[-1]] if whole else None  # Hunyuan's calls whose own end came
