@@ -30,12 +30,9 @@ import json
 import re
 
 from sunwell.models.arguments import parse_arguments, typed_value
+from sunwell.models.emulation import hunyuan, minicpm, minimax_m3, step3
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
-from sunwell.models.emulation.hunyuan import OPENERS as HUNYUAN_OPENERS
-from sunwell.models.emulation.minicpm import OPENERS as MINICPM_OPENERS
-from sunwell.models.emulation.minimax_m3 import OPENERS as MINIMAX_M3_OPENERS
-from sunwell.models.emulation.step3 import OPENERS as STEP3_OPENERS
 from sunwell.models.emulation.pythonic import python_calls
 
 DSML_OPEN = "<｜DSML｜function_calls>"
@@ -80,10 +77,7 @@ CLOSED = {
     "<seed:tool_call>": "</seed:tool_call>",  # Seed-OSS: Qwen3-Coder's XML in its own tags
     SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
-    **HUNYUAN_OPENERS,  # HY V4's block with its checkpoint's suffix
-    **STEP3_OPENERS,  # Step3: <steptml:invoke> calls
-    **MINICPM_OPENERS,  # MiniCPM5's <function name=…> as its tokenizer spells it
-    **MINIMAX_M3_OPENERS,  # MiniMax-M3: namespaced tags, nested arguments
+    **hunyuan.OPENERS, **step3.OPENERS, **minicpm.OPENERS, **minimax_m3.OPENERS,  # each family's module says
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
 JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>")

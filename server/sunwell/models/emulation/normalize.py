@@ -42,15 +42,16 @@ from sunwell.models.emulation.between_calls import Echo, Separator
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
+from sunwell.models.emulation.hunyuan import OPENERS as HUNYUAN_OPENERS
 from sunwell.models.emulation.hunyuan import is_hunyuan, read_hunyuan
 from sunwell.models.emulation.minicpm import OPENERS as MINICPM_OPENERS
 from sunwell.models.emulation.minicpm import is_minicpm, read_minicpm
 from sunwell.models.emulation.minimax_m3 import OPENERS as MINIMAX_M3_OPENERS
 from sunwell.models.emulation.minimax_m3 import read_minimax_m3
-from sunwell.models.emulation.step3 import OPENERS as STEP3_OPENERS
-from sunwell.models.emulation.step3 import read_step3
 from sunwell.models.emulation.pythonic import python_calls
 from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
+from sunwell.models.emulation.step3 import OPENERS as STEP3_OPENERS
+from sunwell.models.emulation.step3 import read_step3
 from sunwell.models.emulation.unfinished import complete_part, cut_name
 from sunwell.vocabulary import canonical_tool_name
 
@@ -211,7 +212,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return dialects.read_dsml(span, tools)
     if span.startswith("<function_calls>"):
         return dialects.read_olmo(_between(span, "<function_calls>", "</function_calls>"))
-    if span.startswith(("<tool_calls", *dialects.HUNYUAN_OPENERS)) and is_hunyuan(span):
+    if span.startswith(("<tool_calls", *HUNYUAN_OPENERS)) and is_hunyuan(span):
         return _nonempty(read_hunyuan(span, tools))
     for opener in ("<tool_calls>", "<TOOLCALL>", "<|tools_prefix|>", "<tools>"):
         if span.startswith(opener):

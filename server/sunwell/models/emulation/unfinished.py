@@ -14,8 +14,8 @@ from sunwell.models.emulation.hunyuan import OPENERS as HUNYUAN_OPENERS
 from sunwell.models.emulation.hunyuan import is_hunyuan
 from sunwell.models.emulation.minimax_m3 import INVOKE_END as MINIMAX_M3_INVOKE_END
 from sunwell.models.emulation.minimax_m3 import OPENERS as MINIMAX_M3_OPENERS
-from sunwell.models.emulation.step3 import CALL_END as STEP3_CALL_END
 from sunwell.models.emulation.span_scanner import _PY_LIST, FENCE_OPEN, _Balance, _skip_space
+from sunwell.models.emulation.step3 import CALL_END as STEP3_CALL_END
 
 _ARGUMENTS_AT = (dialects.DEEPSEEK_SEP, "<|tool▁sep|>", dialects.KIMI_ARGS, dialects.HARMONY_MESSAGE, "[ARGS]")
 _PER_CALL_END = (dialects.DEEPSEEK_CALL_END, "<|tool▁call▁end|>", dialects.KIMI_CALL_END, STEP3_CALL_END)
