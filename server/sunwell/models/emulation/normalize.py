@@ -49,6 +49,7 @@ from sunwell.models.emulation.minicpm import is_minicpm, read_minicpm
 from sunwell.models.emulation.minimax_m3 import OPENERS as MINIMAX_M3_OPENERS
 from sunwell.models.emulation.minimax_m3 import read_minimax_m3
 from sunwell.models.emulation.pythonic import python_calls
+from sunwell.models.emulation.qwen3_xml import read_function
 from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
 from sunwell.models.emulation.step3 import OPENERS as STEP3_OPENERS
 from sunwell.models.emulation.step3 import read_step3
@@ -226,6 +227,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         if m := re.match(pattern, span):
             if closer is None and m[1] not in names:
                 return None
+            if closer == "</function>" and pattern.startswith("<function=") and (found := read_function(span, tools)):
+                return found
             return dialects.xml_call(m[1], _between(span, m[0], closer or f"</{m[1]}>"), tools)
     if (calls := _python_span(span, names)) is not None:
         return calls

@@ -5,10 +5,10 @@ open-model family's markers, `dialects.py`); `normalize.parse_span` reads a cand
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Literal
 
-from sunwell.models.emulation import dialects
+from sunwell.models.emulation import dialects, qwen3_xml
 from sunwell.vocabulary import canonical_tool_name
 
 JSON_FENCES = {"", "json", "jsonc", "json5", "xml"}
@@ -85,6 +85,7 @@ class SpanScanner:
 
     def __init__(self, tool_names: Collection[str]) -> None:
         self.tool_names = frozenset(tool_names)
+        self._tools = tool_names if isinstance(tool_names, Mapping) else {}  # their schemas, where given
         self._markers = (
             *dialects.CLOSED,
             *dialects.JSON_AFTER,
@@ -304,6 +305,11 @@ class SpanScanner:
             if marker == "[TOOL_CALLS]":
                 return self._mistral_named(buf, pos, j, final)
             return "candidate", body  # a marker with no JSON after it: dropped
+        if marker in ("<tool_call>", "<function="):  # Qwen3-Coder's: a value may hold the format's tags as text
+            end = (qwen3_xml.tool_call_end(buf, body, self._tools) if marker == "<tool_call>"
+                   else qwen3_xml.function_end(buf, pos, self._tools))
+            if end is not None and (end != qwen3_xml.UNDECIDED or not final):
+                return ("wait", pos) if end == qwen3_xml.UNDECIDED else ("candidate", end)
         closer = dialects.CLOSED.get(marker) or "</" + marker[1:]
         k = buf.find(closer, body)
         if k >= 0:
