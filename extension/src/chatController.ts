@@ -118,7 +118,7 @@ export class ChatController implements vscode.Disposable {
       this.setDraft(text);
       return;
     }
-    const worktree = await this.worktrees.forLine(text);
+    const place = await this.worktrees.forLine(text); // {} in the workspace; the worktree (and a new one's base)
     this.lastLine = { text, mentions: mentionRefs, images };
     const mentions = this.mentionSources.resolve(mentionRefs);
     this.dispatch({ type: 'userMessage', text, ...(mentions.length ? { mentions: mentions.map((m) => m.label) } : {}),
@@ -128,7 +128,7 @@ export class ChatController implements vscode.Disposable {
       session: this.state.session ?? undefined,
       text,
       lens: this.lens ?? undefined,
-      ...(worktree ? { worktree } : {}),
+      ...place,
       ...(mentions.length ? { mentions } : {}),
       ...(images.length ? { images: images.map((i) => ({ data: i.data, mediaType: i.mediaType })) } : {}),
       // a turn that never reached the log (it failed before it began) left nothing to take back
@@ -239,8 +239,8 @@ export class ChatController implements vscode.Disposable {
   }
 
   /** A new, empty chat (in `worktree`); a turn that runs is left (chatWorktrees.ts: stopped, or in the background). */
-  newSession(worktree: string | null = null): void {
-    this.worktrees.enter(worktree);
+  newSession(worktree: string | null = null, base: string | null = null): void {
+    this.worktrees.enter(worktree, base);
     this.loads++;
     this.dispatch({ type: 'newSession' });
     this.persist();

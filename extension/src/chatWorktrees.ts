@@ -34,6 +34,8 @@ export class ChatWorktrees {
   /** The worktree of the turn the chat runs now, and how to stop it: what goes to the background on leaving. */
   private running: { worktree: string; cancel(): void } | null = null;
   private readonly background: BackgroundTurn[] = [];
+  /** The branch a new worktree session is made from, until its first line is sent; null: the one checked out. */
+  private base: string | null = null;
 
   constructor(private readonly sidecar: Sidecar, private readonly memento: vscode.Memento,
     private readonly log: vscode.LogOutputChannel, private readonly host: ChatWorktreeHost) {
@@ -47,9 +49,17 @@ export class ChatWorktrees {
     this.host.dispatch({ type: 'settingsChanged', worktree });
   }
 
-  /** The worktree for a line: a new session without a name takes one from its first line (the engine continues a
-   *  name that exists, so the chat names it against the list). */
-  async forLine(line: string): Promise<string | null> {
+  /** Where a line goes (`sunwell/chat`'s `worktree`, and for a new one its `worktreeBase`): a new session without a
+   *  name takes one from its first line (the engine continues a name that exists, so the chat names it against the
+   *  list). */
+  async forLine(line: string): Promise<{ worktree?: string; worktreeBase?: string }> {
+    const base = this.base;
+    this.base = null; // the first line makes the worktree; the next ones continue it
+    const name = await this.nameFor(line);
+    return name ? { worktree: name, ...(base ? { worktreeBase: base } : {}) } : {};
+  }
+
+  private async nameFor(line: string): Promise<string | null> {
     if (this.name !== '') return this.name;
     let taken = new Set<string>();
     try {
@@ -66,10 +76,12 @@ export class ChatWorktrees {
     this.running = this.name ? { worktree: this.name, cancel } : null;
   }
 
-  /** The chat opens another session, in `worktree` (null: the workspace); it leaves its turn first. */
-  enter(worktree: string | null): void {
+  /** The chat opens another session, in `worktree` (null: the workspace; a new one made from `base`, else from
+   *  the branch checked out); it leaves its turn first. */
+  enter(worktree: string | null, base: string | null = null): void {
     this.leave();
     this.set(worktree);
+    this.base = base;
   }
 
   /** The chat leaves its turn: a worktree session's goes on in the background, any other is stopped. */
@@ -120,6 +132,13 @@ export class ChatWorktrees {
   /** Whether `session`'s turn runs in the background (its events are not the chat's). */
   inBackground(session: string | undefined): boolean {
     return this.background.some((b) => b.session === session);
+  }
+
+  /** The session of worktree `name` as the chat knows it: its turn in the background, or the one it shows. */
+  sessionOf(name: string): string | undefined {
+    const state = this.host.state();
+    return this.background.find((b) => b.worktree === name && b.session)?.session
+      ?? (this.name === name && state.session ? state.session : undefined);
   }
 
   /** The worktree whose turn runs in the background under `session`. */

@@ -119,7 +119,6 @@ export interface SunwellProtocol {
   Event?: Event;
   FetchPreview?: FetchPreview;
   FileChange?: FileChange;
-  ImageAttachment?: ImageAttachment;
   InitializationOptions?: InitializationOptions;
   LearnPreview?: LearnPreview;
   LearnedApiInfo?: LearnedApiInfo;
@@ -302,6 +301,7 @@ export interface ChatParams {
   trust?: ('discovery' | 'read_only' | 'workspace' | 'shell' | 'full') | null;
   mentions?: Mention[];
   worktree?: string | null;
+  worktreeBase?: string | null;
   images?: ImageAttachment[];
   replaceTurn?: string | null;
 }

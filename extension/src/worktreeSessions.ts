@@ -39,8 +39,31 @@ async function newWorktreeSession(controller: ChatController): Promise<void> {
       : "1-63 letters, digits, '-' or '_', starting with a letter or digit",
   });
   if (name === undefined) return;
+  const base = await startFrom();
+  if (base === undefined) return;
   await vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
-  controller.newSession(name.trim());
+  controller.newSession(name.trim(), base);
+}
+
+/** The branch a new worktree starts from: asked only when the repository has another than the one checked out
+ *  (null: that one; undefined: the person went back). */
+async function startFrom(): Promise<string | null | undefined> {
+  const workspace = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  if (!workspace) return null;
+  const { current, others } = await branches(workspace).catch(() => ({ current: '', others: [] as string[] }));
+  if (!others.length) return null;
+  const picked = await vscode.window.showQuickPick(
+    [...(current ? [{ label: current, description: 'checked out' }] : []), ...others.map((b) => ({ label: b, description: '' }))],
+    { title: 'Sunwell: New Session in Worktree — start from', placeHolder: 'The branch its worktree is made from' },
+  );
+  return picked && (picked.label === current ? null : picked.label);
+}
+
+/** The repository's own branches (not worktree sessions'): the one checked out, and the others. */
+async function branches(workspace: string): Promise<{ current: string; others: string[] }> {
+  const current = (await git(workspace, 'branch', '--show-current')).trim();
+  const all = (await git(workspace, 'for-each-ref', '--format=%(refname:short)', 'refs/heads')).split('\n');
+  return { current, others: all.filter((b) => b && b !== current && !b.startsWith('sunwell/')) };
 }
 
 type Action = 'review' | 'merge' | 'open' | 'continue' | 'discard';
@@ -88,7 +111,9 @@ async function list(sidecar: Sidecar): Promise<WorktreeRow[] | undefined> {
 
 async function continueSession(controller: ChatController, row: WorktreeRow): Promise<void> {
   await vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
-  if (row.session) await controller.openSession(row.session, row.name);
+  // A first turn still running: its row names its session once it ends, the chat knows it from its events.
+  const session = row.session ?? controller.worktrees.sessionOf(row.name);
+  if (session) await controller.openSession(session, row.name);
   else controller.newSession(row.name);
 }
 
@@ -115,12 +140,9 @@ async function showAtCommit(uri: vscode.Uri): Promise<string> {
 }
 
 async function merge(sidecar: Sidecar, row: WorktreeRow): Promise<void> {
-  const workspace = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? row.path;
-  const current = (await git(workspace, 'branch', '--show-current')).trim();
-  const branches = (await git(workspace, 'for-each-ref', '--format=%(refname:short)', 'refs/heads'))
-    .split('\n').filter((b) => b && !b.startsWith('sunwell/'));
+  const { current, others } = await branches(vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? row.path);
   const into = await vscode.window.showQuickPick(
-    [current, ...branches.filter((b) => b !== current)].filter(Boolean).map((b) => ({ label: b, description: b === current ? 'checked out' : '' })),
+    [current, ...others].filter(Boolean).map((b) => ({ label: b, description: b === current ? 'checked out' : '' })),
     { title: `Merge ${row.branch} into…` },
   );
   if (!into) return;

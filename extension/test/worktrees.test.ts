@@ -22,10 +22,12 @@ describe('worktreeNameFor', () => {
 });
 
 describe('stateLabel', () => {
-  it('a running session with an approval pending says it waits for one', () => {
-    assert.equal(stateLabel(row(), new Set(['s1'])), 'waiting for approval');
-    assert.equal(stateLabel(row(), new Set(['s2'])), 'running');
-    assert.equal(stateLabel(row({ state: 'done' }), new Set(['s1'])), 'done');
+  it('a running session with an approval pending says it waits for one, known by its worktree\'s name', () => {
+    assert.equal(stateLabel(row(), new Set(['a'])), 'waiting for approval');
+    assert.equal(stateLabel(row({ session: null }), new Set(['a'])), 'waiting for approval'); // a first turn
+    assert.equal(stateLabel(row(), new Set(['s1'])), 'running');
+    assert.equal(stateLabel(row(), new Set(['b'])), 'running');
+    assert.equal(stateLabel(row({ state: 'done' }), new Set(['a'])), 'done');
     assert.equal(stateLabel(row({ state: 'interrupted' }), new Set()), 'interrupted');
   });
 });

@@ -4,6 +4,7 @@ repository whose hooks must never run, with the model's answers scripted at the 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -136,4 +137,43 @@ def test_killed_mid_turn_the_worktree_says_interrupted_and_the_next_run_there_co
     assert git(repo, "show", "sunwell/crash:plan.md") == "written before the crash"
     [row] = [json.loads(line) for line in sunwell("worktrees", "list", "--json", cwd=repo).stdout.splitlines()]
     assert (row["state"], row["session"]) == ("done", session)
+    no_hook_ran(tmp_path)
+
+
+def test_base_starts_a_new_worktree_from_the_branch_named_and_a_wrong_base_changes_nothing(sunwell, fake, repo, tmp_path):
+    git(repo, "switch", "-q", "-c", "feature")
+    (repo / "feature.txt").write_text("on feature\n")
+    git(repo, "add", "feature.txt")
+    git(repo, "commit", "-q", "-m", "feature work")
+    git(repo, "switch", "-q", "main")
+    fake.script(Reply(text="saw it"))
+    done = run_in(sunwell, repo, "--worktree", "onfeature", "--base", "feature", "look")
+    assert done.code == 0, done.stderr
+    [row] = [json.loads(line) for line in sunwell("worktrees", "list", "--json", cwd=repo).stdout.splitlines()]
+    assert row["base"] == "feature" and (Path(row["path"]) / "feature.txt").read_text() == "on feature\n"
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "main" and not (repo / "feature.txt").exists()
+
+    unknown = run_in(sunwell, repo, "--worktree", "nowhere", "--base", "no-such-branch", "look")
+    assert unknown.code == 2 and "unknown base 'no-such-branch'" in unknown.stderr
+    moved = run_in(sunwell, repo, "--worktree", "onfeature", "--base", "main", "look")
+    assert moved.code == 2 and "exists, made from feature" in moved.stderr
+    alone = sunwell("run", "--base", "feature", "hi", "--model", "openai:gpt-4o", cwd=repo)
+    assert alone.code == 2 and "use it with --worktree" in alone.stderr
+    assert "sunwell/nowhere" not in git(repo, "branch") and fake.remaining == 0
+    no_hook_ran(tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_worktree_sessions_commands_write_only_its_checkout_not_the_repository_or_its_git_dir(
+        sunwell, fake, repo, tmp_path):
+    config, hook = (repo / ".git" / "config").read_bytes(), (repo / ".git" / "hooks" / "pre-push")
+    command = (f"echo inside > inside.txt; echo out > {repo}/mine.txt; echo '[core]' >> {repo}/.git/config; "
+               f"echo run > {hook}; git -C {repo} branch stolen; true")
+    fake.script(Reply(tool_calls=[Call("run_command", json.dumps({"command": command}))]), Reply(text="done"))
+    done = run_in(sunwell, repo, "--worktree", "boxed", "--trust", "shell", "try to get out")
+    assert done.code == 0, done.stderr
+    assert git(repo, "show", "sunwell/boxed:inside.txt") == "inside"
+    assert not (repo / "mine.txt").exists() and (repo / ".git" / "config").read_bytes() == config
+    assert not hook.exists()
+    assert "stolen" not in git(repo, "branch") and git(repo, "status", "--porcelain") == ""
     no_hook_ran(tmp_path)

@@ -70,6 +70,18 @@ LEAK_MARKERS = (
     "<invoke",
     '"arguments"',
     "```json",
+    "<|START_ACTION|>",
+    "<|START_THINKING|>",
+    "<|START_RESPONSE|>",
+    "<dots_function_call>",
+    "<tool:",
+    "<function_call>",
+    "<|function_call|>",
+    "<|role_sep|>",
+    "｜GCML｜",
+    "<|plamo:",
+    "<|im_end|>",
+    "<|plugin|>",
 )
 """Text that only a call (or a dialect's control token) writes: seen in the answer, the call leaked."""
 

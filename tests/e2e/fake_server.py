@@ -7,6 +7,7 @@ control endpoint, one scenario at a time:
 
     POST {control}/scenario/<name>     drop what is left of the queue, script the scenario's replies;
                                        answers {"requests": N} (how many requests were recorded so far)
+    POST {control}/release/<name>      lets a reply held for `name` go (`_held`)
     GET  {control}/requests?since=N    the requests recorded since N: [{"path", "body"}]
     GET  {control}/state               {"remaining": n, "requests": N}
     GET  {control}/page.html           a small HTML page with a title, for web_fetch of a local address
@@ -40,12 +41,24 @@ TODO = "# TODO\n\n- [x] chat in VS Code\n- [ ] ship it\n"
 PAGE = ("<!doctype html><html><head><title>Sunwell test page</title></head><body><h1>Local docs</h1>"
         "<p>Served by the end-to-end test's fake server on 127.0.0.1.</p></body></html>")
 NEVER = Path(tempfile.gettempdir()) / f"sunwell-e2e-never-{os.getpid()}"  # a held reply waits for it until the fake stops
+RELEASED = Path(tempfile.mkdtemp(prefix="sunwell-e2e-release-"))  # a file per released name
 SLOW_TEXT = "Counting slowly, stop me whenever you like: " + ", ".join(str(n) for n in range(1, 400)) + "."
 
 
 def _after_denial(body: dict) -> Reply:
     """The model's answer once it has been told its write was denied."""
     return Reply(text="Understood: you denied the change, so I left `src/app.py` as it is.", chunk=12)
+
+
+def _two_worktrees(body: dict) -> Reply:
+    """Two worktree sessions at once, whatever order their requests come in: each writes the file its line names
+    (beta's first reply held until the test releases it: its turn runs while alpha's approval is answered)."""
+    said = json.dumps(body["messages"])
+    name = "alpha" if "ALPHA" in said else "beta"
+    if '"role": "tool"' in said:
+        return Reply(text=f"Wrote `{name.upper()}.md` in worktree {name}.", chunk=8)
+    call = Call("write_file", json.dumps({"path": f"{name.upper()}.md", "content": f"# {name}\n\nmade side by side\n"}))
+    return Reply(tool_calls=[call], chunk=16, wait_for=str(RELEASED / name) if name == "beta" else None)
 
 
 def _after_a_pause(body: dict) -> Reply:
@@ -80,6 +93,7 @@ SCENARIOS: dict[str, list[Any]] = {
         Reply(text="Wrote `PLAN.md` in the worktree.", chunk=8),
     ],
     "worktree-idea": [Reply(text="An idea not worth keeping.", chunk=8)],
+    "worktree-two": [_two_worktrees] * 4,
     "write-allow": [
         Reply(tool_calls=[Call("write_file", json.dumps({"path": "notes/todo.md", "content": TODO}))], chunk=16),
         Reply(text="Created `notes/todo.md`.", chunk=8),
@@ -205,6 +219,10 @@ def main() -> int:
         def do_POST(self) -> None:
             url = urlparse(self.path)
             parts = url.path.strip("/").split("/")
+            if len(parts) == 2 and parts[0] == "release" and parts[1].isalnum():
+                (RELEASED / parts[1]).touch()
+                self._json(200, {"released": parts[1]})
+                return
             if len(parts) != 2 or parts[0] != "scenario" or parts[1] not in SCENARIOS:
                 self._json(404, {"error": f"unknown: {url.path}; scenarios: {sorted(SCENARIOS)}"})
                 return

@@ -1978,6 +1978,91 @@ async function worktreeScenarios() {
     await shot('worktree-list-after');
     await page.keyboard.press('Escape');
   });
+
+  // Two at once: alpha waits for its approval while beta's turn runs; alpha's is answered from its card (Continue),
+  // beta's, in the background, from its notification, never on alpha's card; alpha merged, beta discarded.
+  await scenario('worktree-side-by-side', 180_000, async () => {
+    const git = (...args) => spawnSync('git', ['-c', 'core.hooksPath=/dev/null', ...args], { cwd: WS, encoding: 'utf8' });
+    const rowsNow = async () => {
+      await runCommand(page, 'Sunwell: Worktree Sessions');
+      await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ timeout: 10_000 });
+      return (await page.locator('.quick-input-list .monaco-list-row').allInnerTexts()).map(nbsp);
+    };
+    const stateOf = (rows, name) => rows.find((r) => r.startsWith(name))?.split('·')[1]?.trim().split('\n')[0];
+    const mark = await script('worktree-two');
+    check(git('branch', 'release').status === 0, 'git branch release failed');
+    await runCommand(page, 'Sunwell: New Session in Worktree');
+    await answerInputBox('alpha');
+    await pickRow('release'); // the repository has another branch now: where to start from is asked
+    await byTest('welcome').waitFor({ state: 'visible', timeout: 10_000 });
+    await send('Write ALPHA.md');
+    const alphaCard = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await alphaCard.waitFor({ timeout: 30_000 });
+    check((await alphaCard.innerText()).includes('ALPHA.md'), `alpha's card: ${await alphaCard.innerText()}`);
+
+    // beta starts while alpha waits: alpha's turn goes on in the background, its approval still pending
+    await runCommand(page, 'Sunwell: New Session in Worktree');
+    await answerInputBox('beta');
+    await pickRow('checked out');
+    await byTest('welcome').waitFor({ state: 'visible', timeout: 10_000 });
+    await send('Write BETA.md');
+    await until(async () => (await requestsSince(mark)).some((r) => JSON.stringify(r.body).includes('BETA')),
+      { timeoutMs: 30_000, message: 'beta never asked the model' });
+    let rows = await rowsNow();
+    check(stateOf(rows, 'alpha') === 'waiting for approval' && stateOf(rows, 'beta') === 'running',
+      `the list while both run: ${JSON.stringify(rows)}`);
+    check(/from release/.test(rows.find((r) => r.startsWith('alpha'))) && /from main/.test(rows.find((r) => r.startsWith('beta'))),
+      `the bases listed: ${JSON.stringify(rows)}`);
+    await shot('worktree-two-running');
+
+    // alpha's approval answered while beta runs: Continue shows it as its card again
+    await pickRow('alpha');
+    await pickRow('Continue');
+    const again = chat().locator('[data-testid="approval-card"][data-state="pending"]').last();
+    await again.waitFor({ timeout: 15_000 });
+    check((await again.innerText()).includes('ALPHA.md'), `the card after Continue: ${await again.innerText()}`);
+    await shot('worktree-alpha-continued');
+    const ends = await count('turn-end');
+    await again.locator('[data-testid="approval-allow"]').click();
+    await waitTurnEnd(ends, 'completed', 60_000);
+    check(git('show', 'sunwell/alpha:ALPHA.md').stdout.includes('made side by side'), 'sunwell/alpha has no ALPHA.md');
+    rows = await rowsNow();
+    check(stateOf(rows, 'alpha') === 'done' && stateOf(rows, 'beta') === 'running', `the list after alpha: ${JSON.stringify(rows)}`);
+    await page.keyboard.press('Escape');
+
+    // beta's model answers now: its approval comes as a notification naming it, not as a card of alpha's chat
+    await clearNotifications(page);
+    await json(`${fake.control}/release/beta`, { method: 'POST' });
+    const note = page.locator('.notifications-toasts .notification-toast').filter({ hasText: 'worktree session beta' }).first();
+    await note.waitFor({ timeout: 30_000 });
+    check((await note.innerText()).includes('BETA.md'), `the notification: ${await note.innerText()}`);
+    check(await chat().locator('[data-testid="approval-card"][data-state="pending"]').count() === 0,
+      'beta\'s approval showed on alpha\'s chat');
+    await shot('worktree-beta-asks');
+    await note.locator('.monaco-button').filter({ hasText: 'Allow' }).first().click();
+    await until(async () => git('show', 'sunwell/beta:BETA.md').status === 0, { timeoutMs: 30_000, message: 'sunwell/beta has no BETA.md' });
+    check(!existsSync(path.join(WS, 'BETA.md')) && !existsSync(path.join(WS, 'ALPHA.md')), 'a worktree session wrote into the workspace');
+    check(git('show', 'sunwell/beta:ALPHA.md').status !== 0, 'beta\'s branch has alpha\'s file');
+    await until(async () => { rows = await rowsNow(); await page.keyboard.press('Escape'); return stateOf(rows, 'beta') === 'done'; },
+      { timeoutMs: 30_000, message: 'beta never listed done' });
+
+    // alpha merged, beta discarded
+    await runCommand(page, 'Sunwell: Worktree Sessions');
+    await pickRow('alpha');
+    await pickRow('Merge');
+    await pickRow(git('branch', '--show-current').stdout.trim());
+    await toast('merged sunwell/alpha');
+    check(readFileSync(path.join(WS, 'ALPHA.md'), 'utf8').includes('made side by side'), 'Merge did not bring ALPHA.md');
+    await runCommand(page, 'Sunwell: Worktree Sessions');
+    await pickRow('beta');
+    await pickRow('Discard');
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 10_000 });
+    await dialog.locator('.monaco-button').filter({ hasText: 'Discard' }).first().click();
+    await toast('removed worktree beta');
+    check(!git('branch', '--list', 'sunwell/beta').stdout.trim(), 'the branch sunwell/beta was not removed');
+    await shot('worktree-side-by-side-after');
+  });
 }
 
 let failedSetup = false;

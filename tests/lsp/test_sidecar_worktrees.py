@@ -122,3 +122,49 @@ async def test_a_workspace_that_is_not_git_says_so(sidecar_factory, tmp_path):
         await sidecar.request(WORKTREES, {})
     with pytest.raises(JsonRpcException, match="is not in a git repository"):
         await sidecar.request("sunwell/chat", {"text": "hi", "worktree": "x"})
+
+
+async def test_worktree_base_starts_a_new_worktree_from_the_branch_named(repo_sidecar, fake, tmp_path):
+    repo, start = repo_sidecar
+    git(repo, "branch", "older", "HEAD")
+    (repo / "newer.txt").write_text("newer\n")
+    git(repo, "add", "newer.txt")
+    git(repo, "commit", "-q", "-m", "newer on main")
+    sidecar = await start()
+    with pytest.raises(JsonRpcException, match="unknown base 'nope'"):
+        await sidecar.request("sunwell/chat", {"text": "hi", "worktree": "x", "worktreeBase": "nope"})
+    fake.script(Reply(text="looked"))
+    await sidecar.chat("look", worktree="old", worktreeBase="older")
+    [row] = (await sidecar.request(WORKTREES, {}))["worktrees"]
+    assert row["base"] == "older" and row["baseCommit"] == git(repo, "rev-parse", "older")
+    assert not (Path(row["path"]) / "newer.txt").exists() and (repo / "newer.txt").exists()
+
+
+def serve(body: dict) -> Reply:
+    """Each session starts the project's dev server the way its README would: on $PORT, else the usual 8000."""
+    said = json.dumps(body["messages"])
+    if '"role": "tool"' in said:
+        return Reply(text="serving")
+    command = 'exec python3 -m http.server "${PORT:-8000}" --bind 127.0.0.1'
+    return Reply(tool_calls=[Call("run_command", json.dumps({"command": command, "background": True,
+                                                             "wait_for": "Serving HTTP", "timeout": 20}))])
+
+
+async def test_two_worktree_sessions_servers_get_ports_of_their_own(repo_sidecar, fake, tmp_path):
+    """With the machine's network (trust full: no namespace of its own), both servers would ask for 8000."""
+    repo, start = repo_sidecar
+    sidecar = await start(trust="full")
+    fake.script(*[serve] * 4)
+    (first, events_one), (second, events_two) = await asyncio.gather(
+        sidecar.chat("serve one", worktree="one"), sidecar.chat("serve two", worktree="two"))
+    assert (first["status"], second["status"]) == ("completed", "completed")
+    ports = []
+    for result in (first, second):
+        seen = await sidecar.wait_for(lambda result=result: [
+            e for e in sidecar.events if e["type"] == "process" and e["session"] == result["session"] and e["ports"]])
+        assert seen[-1]["state"] == "running", seen
+        ports.append(seen[-1]["ports"][0])
+    assert ports[0] != ports[1] and all(41000 <= port < 43000 for port in ports), ports
+    systems = [json.dumps(request.body["messages"][0]) for request in fake.requests]
+    assert all("every command gets PORT=" in system and "worktree" in system for system in systems)
+    assert {port for port in ports} == {int(s.split("PORT=")[1][:5]) for s in systems}

@@ -17,9 +17,10 @@ export function worktreeNameFor(line: string, taken: ReadonlySet<string>): strin
 
 export type WorktreeStateLabel = WorktreeRow['state'] | 'waiting for approval';
 
-/** A running session whose approval waits for the person (`waiting`: the sessions with one pending) says so. */
+/** A running session whose approval waits for the person (`waiting`: the worktrees with one pending) says so. By
+ *  name: a first turn's row names its session only once the turn has ended. */
 export function stateLabel(row: WorktreeRow, waiting: ReadonlySet<string>): WorktreeStateLabel {
-  return row.state === 'running' && row.session && waiting.has(row.session) ? 'waiting for approval' : row.state;
+  return row.state === 'running' && waiting.has(row.name) ? 'waiting for approval' : row.state;
 }
 
 export interface ChangedFile {

@@ -75,6 +75,10 @@ class Engine:
         self.host_rules = HostRules.configured(settings.network)
         self.mcp = McpHub(self._mcp_surroundings(settings), client)
         self.hooks = Hooks(settings, self.workspace)
+        self.command_env: dict[str, str] = {}
+        """Variables every command of this engine gets (a worktree session's ports: `PORT`)."""
+        self.instructions: list[str] = []
+        """Words on where this engine works, in every system prompt (a worktree session's branch and ports)."""
         self.reconfigure(settings)
 
     def reconfigure(self, settings: Settings) -> None:
@@ -248,7 +252,8 @@ class Engine:
         window = window or await self.models.window(spec, session)
         context = self.live.get(session).context if session else SessionContext()
         return await plan_turn(self.settings, spec, self.models.capabilities(spec), window, self.catalogue(lens), grant,
-                               jail=self.jail(lens), lens=lens, instructions=instructions, context=context, text=text)
+                               jail=self.jail(lens), lens=lens, instructions=[*self.instructions, *instructions], context=context,
+                               text=text)
 
     async def run_turn(self, text: str, sink: Sink, *, session: str | None = None, model: str | None = None,
                        trust: str | None = None, tool_names: Sequence[str] | None = None,

@@ -169,7 +169,7 @@ def tool_context(engine: Engine, log: TurnLog, trust: Trust, lens: Lens | None, 
             search=SearchSettings(ripgrep_path=settings.ripgrep_path), images=settings.images,
             commands=CommandSettings(
                 sandbox=settings.sandbox, network=trust >= Trust.full, max_timeout=settings.max_command_timeout_sec,
-                env_passthrough=tuple(settings.env_passthrough), quarantine_dir=data_dir / "quarantine",
+                env_passthrough=tuple(settings.env_passthrough), env=tuple(engine.command_env.items()), quarantine_dir=data_dir / "quarantine",
                 staging_dir=data_dir / "staging", staging_max_bytes=settings.staging.max_bytes,
                 staging_max_files=settings.staging.max_files)),
         client=TurnClient(engine.client, settings),

@@ -14,9 +14,11 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sunwell.config import Settings
 from sunwell.tools.workspace.worktree_merge import Merged, merge
+from sunwell.tools.workspace.worktree_ports import place_note, port_env
 from sunwell.tools.workspace.worktree_table import WorktreeRecord
 from sunwell.tools.workspace.worktrees import (
     NAME_PATTERN,
@@ -28,6 +30,9 @@ from sunwell.tools.workspace.worktrees import (
     name_for,
 )
 from sunwell.wire.worktrees import WorktreeRow
+
+if TYPE_CHECKING:
+    from sunwell.agent.engine import Engine
 
 __all__ = ["NAME_PATTERN", "NAME_RULE", "Merged", "TurnEnd", "WorktreeBusy", "WorktreeError", "WorktreeRecord", "WorktreeSessions"]
 
@@ -49,15 +54,27 @@ class WorktreeSessions:
     def rows(self) -> list[WorktreeRow]:
         return [row_of(row) for row in self.worktrees.table.rows()]
 
-    def open(self, name: str | None, prompt: str = "") -> tuple[WorktreeRecord, bool]:
-        """The worktree `name` (new: made from the main checkout's branch); a name from the prompt when none is
-        given. Returns it and whether it was made now."""
+    def open(self, name: str | None, prompt: str = "", base: str | None = None) -> tuple[WorktreeRecord, bool]:
+        """The worktree `name` (new: made from `base`, by default the main checkout's branch); a name from the
+        prompt when none is given. Returns it and whether it was made now; a base given for one that exists and
+        started elsewhere is refused (its branch cannot move)."""
         if name is not None and (row := self.worktrees.table.get(check_name(name))) is not None:
+            if base is not None and base != row.base:
+                raise WorktreeError(f"worktree '{row.name}' exists, made from {row.base}: leave out the base to "
+                                    f"continue it, or name a new worktree")
             return row, False
-        return self.worktrees.create(name or name_for(prompt, self.worktrees.taken())), True
+        return self.worktrees.create(name or name_for(prompt, self.worktrees.taken()), base), True
 
     def workspace_of(self, row: WorktreeRecord) -> Path:
         return self.worktrees.workspace_of(row)
+
+    @staticmethod
+    def equip(engine: Engine, row: WorktreeRecord) -> Engine:
+        """`engine`, of `row`'s checkout, told where it works: its commands get the worktree's ports, its model
+        the words on where it is (tools/workspace/worktree_ports.py)."""
+        engine.command_env = port_env(row.ports) if row.ports is not None else {}
+        engine.instructions = [place_note(row.name, row.branch, row.ports)]
+        return engine
 
     @contextmanager
     def turn(self, name: str, line: str) -> Iterator[TurnEnd]:

@@ -56,6 +56,9 @@ def build_parser() -> Parser:
     run_.add_argument("--worktree", metavar="NAME", nargs="?", const="",
                       help="run in a git worktree of its own on branch sunwell/NAME (made when new, continued when "
                            "not; NAME from the prompt when left out); the changes are committed there")
+    run_.add_argument("--base", metavar="BRANCH",
+                      help="with --worktree: the branch or commit a new worktree starts from (default: the branch "
+                           "checked out)")
     add_turn_options(run_)
     add_turn_options(apply)
     sessions = sub.add_parser("sessions", help="stored sessions")

@@ -37,6 +37,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if getattr(args, "replace_turn", None) and (resuming or not args.session):
         raise UsageError("--replace-turn needs --session (the session whose turn the prompt replaces), not --resume")
     _prompt_after_worktree(args)
+    if getattr(args, "base", None) is not None and getattr(args, "worktree", None) is None:
+        raise UsageError("--base names where a new worktree starts: use it with --worktree")
     prompt = args.prompt if args.prompt is not None or resuming else _read_stdin()
     if not resuming and (not prompt or not prompt.strip()):
         raise UsageError("no prompt: pass it as an argument or on stdin")
@@ -64,6 +66,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         with worktree.turn(row.name, prompt or "") if worktree else nullcontext(TurnEnd()) as end:
             engine = Engine(settings, workspace, client=client)
+            if worktree:
+                worktree.equip(engine, row)
             if worktree and not args.session:  # a first turn killed before its end recorded it: its session
                 args.session = latest_session(engine)
             turn = _resume(engine, sink, args, names) if resuming else _turn(engine, prompt, sink, args, names, images)
@@ -107,7 +111,7 @@ def _open_worktree(args, settings, workspace, prompt):
     """The worktree the run goes to (made when new); `args` then name its checkout and its session."""
     try:
         worktrees = WorktreeSessions(settings, workspace)
-        row, made = worktrees.open(args.worktree or None, prompt)
+        row, made = worktrees.open(args.worktree or None, prompt, getattr(args, "base", None))
     except SetupError as exc:  # not git, a hostile name, no commit yet: one line, nothing made
         raise UsageError(str(exc)) from None
     if made:

@@ -123,7 +123,8 @@ async def run_chat(ls: SunwellServer, request: ChatParams) -> DoneEvent:
 
     if request.worktree is not None:
         return await worktree_turn(ls, request.worktree, request.text, request.session, lambda engine, session:
-                                   _relayed(ls, session, lambda relay: submit(relay, engine, session)))
+                                   _relayed(ls, session, lambda relay: submit(relay, engine, session)),
+                                   request.worktree_base)
     return await _relayed(ls, request.session, submit)
 
 

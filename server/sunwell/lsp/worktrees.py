@@ -56,16 +56,16 @@ def setup(server: SunwellServer) -> None:
 
 
 async def worktree_turn(ls: SunwellServer, name: str, line: str, session: str | None,
-                        turn: Callable[[Engine, str | None], Awaitable[DoneEvent]]) -> DoneEvent:
+                        turn: Callable[[Engine, str | None], Awaitable[DoneEvent]], base: str | None = None) -> DoneEvent:
     """`turn` run by the engine of worktree `name` (made when new), in its session unless `session` names one;
     refused before anything runs when `worktrees.max_running` turns run already. Its changes are committed after."""
     from sunwell.agent.session import latest_session
 
     sessions = await _off_loop(ls, lambda sessions: sessions)
-    row, _ = await _off_loop(ls, lambda _: sessions.open(name, line), sessions)
+    row, _ = await _off_loop(ls, lambda _: sessions.open(name, line, base), sessions)
     end = await _off_loop(ls, lambda _: sessions.begin(row.name), sessions)
     try:
-        engine = _engine_for(ls, sessions.workspace_of(row))
+        engine = sessions.equip(_engine_for(ls, sessions.workspace_of(row)), row)
         # a first turn killed before its end recorded the row's session: the newest of the checkout's is it
         done = await turn(engine, session or row.session or await asyncio.to_thread(latest_session, engine))
         end.session, end.status = done.session, done.status

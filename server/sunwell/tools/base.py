@@ -81,6 +81,8 @@ class CommandSettings:
     """Extra host paths shown read-only in the sandbox (toolchains such as ~/.pyenv), never credentials."""
     env_passthrough: tuple[str, ...] = ()
     """Variables of Sunwell's environment commands may see besides the base allowlist (tools/policy/environment.py)."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Variables set for every command, on top of those: a worktree session's own ports (`PORT`)."""
     quarantine_dir: Any = None
     """Where what a command planted under a blocked or protected name is moved (a Path), else the temp dir."""
     staging_dir: Any = None

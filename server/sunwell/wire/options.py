@@ -4,12 +4,18 @@ and again in the `sunwell` section of `workspace/didChangeConfiguration`; with t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
 from sunwell.vocabulary import ApprovalMode, DryRun, TrustName
 from sunwell.wire.messages import WireModel
+
+NAME_LIMIT, PATH_LIMIT = 256, 4096
+"""The longest id or name a request may give (a session, a turn, a model, a server) and the longest path (Linux's):
+refused longer at the door, with the key named (a 60 MB name would travel on into every message about it)."""
+Name = Annotated[str, Field(max_length=NAME_LIMIT)]
+PathText = Annotated[str, Field(max_length=PATH_LIMIT)]
 
 
 class Params(WireModel):

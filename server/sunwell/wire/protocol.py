@@ -8,16 +8,21 @@ generated from these models (scripts/gen-protocol-types.py).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError
 
 from sunwell.errors import first_problem
 from sunwell.vocabulary import MentionKind, TrustName, TurnStatus
 from sunwell.wire.approval import ApprovalRequest
 from sunwell.wire.events import SessionEvent
+from sunwell.wire.images import ImageAttachment
 from sunwell.wire.messages import Message, ShortText, Usage, WireModel
-from sunwell.wire.options import Params  # re-exported: the contract's names stay in one place
+from sunwell.wire.options import (  # re-exported: the contract's names stay in one place
+    Name,
+    Params,
+    PathText,
+)
 from sunwell.wire.processes import ProcessInfo, ProcessRow
 from sunwell.wire.usage import SessionUsage
 from sunwell.wire.user_requests import (  # what the sidecar asks its client: named here in REQUESTS too
@@ -70,11 +75,6 @@ LANGUAGE_ID = "lens"
 CONFIG_SECTION = "sunwell"
 """`workspace/didChangeConfiguration` carries the initializationOptions keys under this section."""
 
-NAME_LIMIT, PATH_LIMIT = 256, 4096
-"""The longest id or name a request may give (a session, a turn, a model, a server) and the longest path (Linux's):
-refused longer at the door, with the key named (a 60 MB name would travel on into every message about it)."""
-Name = Annotated[str, Field(max_length=NAME_LIMIT)]
-PathText = Annotated[str, Field(max_length=PATH_LIMIT)]
 TAIL_LIMIT = 65_536  # the most of a process's output `sunwell/processes` hands back: a strip's tail, not a reader
 
 INVALID_PARAMS = -32602
@@ -98,30 +98,6 @@ class Mention(WireModel):
     """A resource: its URI, as the server listed it."""
 
 
-IMAGE_DATA_LIMIT = 70_000_000
-"""The longest base64 `data` of an image a request may carry (50 MB of bytes, the most Sunwell opens)."""
-
-
-class ImageAttachment(WireModel):
-    """An image sent with a line (pasted or dropped in the editor): its bytes in base64 or a workspace file. Sunwell
-    reads its type from its bytes, re-encodes it without metadata within the `images:` bounds, and attaches it to
-    the line; one it cannot (not an image, an SVG, damaged, a blocked or outside path) is an `image_refused`
-    notice, and the line goes on without it."""
-
-    data: str | None = Field(None, max_length=IMAGE_DATA_LIMIT)
-    """The image's bytes, base64 (standard alphabet, padded; no `data:` prefix)."""
-    path: PathText | None = None
-    """A workspace-relative file, read through the jail like any read (blocked files and folders refused)."""
-    media_type: Name | None = None
-    """Its MIME type as the client knows it (`image/png`); informative: the bytes decide."""
-
-    @model_validator(mode="after")
-    def _one_source(self) -> ImageAttachment:
-        if (self.data is None) == (self.path is None):
-            raise ValueError("give either `data` (base64) or `path` (a workspace file)")
-        return self
-
-
 class ChatParams(Params):
     session: Name | None = None
     """Continue this stored session; a new one is created when absent."""
@@ -133,6 +109,8 @@ class ChatParams(Params):
     mentions: list[Mention] = Field(default_factory=list)
     """Attachments sent with the line, within a quarter of the context window; `::context` lists them."""
     worktree: Name | None = None
+    worktree_base: Name | None = None
+    """A new worktree's base: a branch or commit of the repository (default: the branch checked out)."""
     images: list[ImageAttachment] = Field(default_factory=list)
     """Images sent with the line, at most `images.per_message` of them; a model that cannot see reads a line in
     their place and the user gets an `images_not_seen` notice."""

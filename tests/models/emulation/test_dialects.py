@@ -210,3 +210,17 @@ def test_tool_specs_give_the_schemas_that_type_the_values():
     )
     assert extract_tool_calls(text, [spec]).calls == [("search", {"query": "x", "max_results": 7})]
     assert extract_tool_calls(text, ["search"]).calls == [("search", {"query": "x", "max_results": "7"})]
+
+
+@pytest.mark.parametrize("cuts", [[], [9], [20, 21, 22], list(range(1, 60))])
+def test_a_strikethrough_the_answer_opened_keeps_its_closing_tag_while_a_turn_end_token_goes(cuts):
+    """`</s>` ends some models' turns (GigaChat's); in prose after `<s>` it is HTML's strikethrough closing."""
+    def shown(text: str) -> str:
+        detector, events = CallDetector(tools()), []
+        for a, b in zip([0, *cuts], [*[c for c in cuts if c < len(text)], len(text)], strict=False):
+            events += detector.feed(text[a:b])
+        events += detector.finish()
+        return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+    assert shown("Write <s>old</s> new, then <s>this</s> too.") == "Write <s>old</s> new, then <s>this</s> too."
+    assert shown("All done.</s>") == "All done."

@@ -46,7 +46,7 @@ def calls_in(name: str, arguments: dict) -> list[tuple[str, str]]:
         (f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{js}<|call|>", "}"),
         (f'<minimax:tool_call><invoke name="{name}">'
          + "".join(f'<parameter name="{k}">{v}</parameter>' for k, v in arguments.items())
-         + "</invoke></minimax:tool_call>", "</invoke>"),
+         + "</invoke></minimax:tool_call>", "</invoke>"),  # its own end, as `</function>` is Qwen3-Coder's
         (f'```json\n{{"name": "{name}", "arguments": {js}}}\n```', "}"),
         (f'functools[{{"name": "{name}", "arguments": {js}}}]', "}"),
         (f'<tools>{{"name": "{name}", "arguments": {js}}}</tools>', "}"),

@@ -219,3 +219,21 @@ def test_drop_refuses_uncommitted_changes_unless_forced_then_removes_worktree_an
     with pytest.raises(WorktreeError, match="no worktree session 'dropme'"):
         worktrees.drop("dropme")
     no_hook_ran(tmp_path)
+
+
+def test_each_worktree_gets_a_block_of_ports_of_its_own_passing_over_one_in_use(repo, tmp_path):
+    import socket
+
+    from sunwell.tools.workspace.worktree_ports import PORT_BLOCK, PORT_FIRST
+
+    worktrees = worktrees_of(repo, tmp_path)
+    with socket.socket() as squatter:  # another program holds the first block's port when the worktree is made
+        try:
+            squatter.bind(("127.0.0.1", PORT_FIRST))
+        except OSError:
+            pytest.skip(f"port {PORT_FIRST} is taken on this machine already")
+        one = worktrees.create("one")
+    two = worktrees.create("two")
+    assert one.ports == PORT_FIRST + PORT_BLOCK
+    assert two.ports == PORT_FIRST  # free again, and no other worktree has it
+    assert worktrees.get("one").ports == one.ports  # recorded: the session keeps its ports from turn to turn

@@ -21,6 +21,7 @@ from sunwell.models.base import (
     ToolCallDone,
     ToolCallStarted,
 )
+from sunwell.models.emulation import families
 from sunwell.models.emulation.between_calls import Echo, Separator
 from sunwell.models.emulation.found_calls import Extraction, Offered, offered
 from sunwell.models.emulation.normalize import settle
@@ -33,6 +34,8 @@ CUT_OFF_NOTICE = "tool_call_cut_off"
 UNREADABLE_NOTICE = "tool_call_unreadable"
 UNKNOWN_NOTICE = "tool_call_unknown"
 
+
+STRIKE, STRIKE_END = "<s>", "</s>"  # HTML's strikethrough; `</s>` alone is also a turn end (families.CONTROL)
 
 class CallDetector:
     """Finds tool calls in streamed text.
@@ -56,9 +59,13 @@ class CallDetector:
         self._separator, self._echo = Separator(), Echo()
         self._pythonic: bool | None = None
         """Whether the reply began as a Python call (then it is held to the end: only a whole reply is one)."""
+        self._ended = False
+        """The turn's end token came (`families.TURN_END`)."""
+        self._struck, self._tail = False, ""
+        """The answer opened HTML's strikethrough `<s>`: a `</s>` now closes it (else it is a turn's end token)."""
 
     def feed(self, delta: str) -> list[StreamEvent]:
-        self._buf += delta
+        self._buf += delta if not self._ended else ""
         return self._drain(final=False)
 
     def finish(self, *, cut_off: bool = False) -> list[StreamEvent]:
@@ -88,11 +95,20 @@ class CallDetector:
             if kind == "wait":
                 break
             span, self._buf = self._buf[:end], self._buf[end:]
+            if span in families.TURN_END:  # what a server that did not stop there wrote after it is no reply
+                self._buf, self._ended = "", True
+                break
             if self._echo.repeats(kind, span):
+                continue
+            if span == STRIKE_END and self._struck:
+                self._struck = False
+                text.append(self._separator.text(span))
                 continue
             found = settle(kind, span, self._tools, cut_off=cut_off)
             self._echo.saw(span, found)
             if found is None:
+                seen, self._tail = self._tail + span, (self._tail + span)[-2:]  # `<` and `s>` come apart
+                self._struck = self._struck or STRIKE in seen
                 text.append(self._separator.text(span))
                 continue
             text += [self._separator.found(found), found.remaining_text]

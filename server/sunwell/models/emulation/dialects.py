@@ -30,7 +30,7 @@ import json
 import re
 
 from sunwell.models.arguments import parse_arguments, typed_value
-from sunwell.models.emulation import hunyuan, minicpm, minimax_m3, step3
+from sunwell.models.emulation import families, hunyuan, minicpm, minimax_m3, step3
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.pythonic import python_calls
@@ -78,9 +78,10 @@ CLOSED = {
     SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
     **hunyuan.OPENERS, **step3.OPENERS, **minicpm.OPENERS, **minimax_m3.OPENERS,  # each family's module says
+    **families.CLOSED,
 }
 """Markers whose span ends at a closing marker (or, when it never comes, at the end of the text)."""
-JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>")
+JSON_AFTER = ("<|python_tag|>", "[TOOL_CALLS]", "<|tool_call|>", *families.JSON_AFTER)
 """Markers followed by JSON (Llama 3, Mistral, Granite); Mistral's current form puts the name first."""
 FUNCTOOLS = "functools"
 """Phi-4-mini: `functools[{...}, ...]`, a JSON list of calls after a word (not a control token): a marker only where
@@ -112,6 +113,7 @@ CONTROL = (
     "<|action_end|>",
     "<|tool_response>",  # Gemma 4 ending its turn for the tool's answer
     "<tool_response|>",
+    *families.CONTROL,
     *(f"<|{t}|>" for t in ("tool▁calls▁end", "tool▁call▁end", "end▁of▁sentence", "tool▁outputs▁begin",
                            "tool▁output▁begin", "tool▁output▁end", "tool▁outputs▁end")),
 )
@@ -295,6 +297,8 @@ def read_dsml(span: str, tools: Offered) -> Extraction | None:
 def _dsml_value(text: str, is_string: str, schema: dict | None) -> object:
     if schema is not None:
         kinds = [k for k in ([schema.get("type")] if isinstance(schema.get("type"), str) else schema.get("type") or [])]
+        if kinds == ["string"] and is_string == "false" and re.fullmatch(r'\s*"(?:[^"\\]|\\.)*"\s*', text):
+            return json.loads(text)  # a string written as JSON, as `string="false"` says (GigaChat 3.5's test)
         return text if kinds == ["string"] else typed_value(text, schema)
     if is_string == "false":
         try:

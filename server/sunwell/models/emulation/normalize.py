@@ -37,7 +37,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from sunwell.models.arguments import load_json, parse_arguments
-from sunwell.models.emulation import dialects
+from sunwell.models.emulation import dialects, families
 from sunwell.models.emulation.between_calls import Echo, Separator
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
@@ -110,6 +110,8 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
         return None
     if span.startswith(dialects.SEED_THINK):  # thinking, closed or not: never a call, never the answer
         return Extraction(thinking=span.removeprefix(dialects.SEED_THINK).removesuffix("</seed:think>"))
+    if (thought := families.thinking(span)) is not None:
+        return thought
     marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII,
                               dialects.FUNCTOOLS))
     # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view);
@@ -175,7 +177,11 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
             body = body.replace("</longcat_arg_", "</arg_")
             if m := _RECIPIENT.match(body):  # `assistant to=functions.f json\n{…}` (sglang's gpt-oss dialect)
                 return dialects.json_call(m[1], body[m.end():])
-            return _nonempty(_extract(body, tools, True, raw_ok=True)) or dialects.read_glm(body, tools)
+            found = _nonempty(_extract(body, tools, True, raw_ok=opener == "<tool_call>"))  # Hermes' own tests
+            return found or dialects.read_glm(body, tools)
+    if span.startswith((*families.CLOSED, *families.JSON_AFTER)):
+        return families.read(span, tools, lambda body: _nonempty(_extract(body, tools, True)),
+                             lambda body: _json_calls(body, tools, explicit=True))
     if span.startswith("[TOOL_CALLS]"):
         body = span.removeprefix("[TOOL_CALLS]")
         if body.lstrip()[:1] in ("{", "["):

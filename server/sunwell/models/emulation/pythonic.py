@@ -34,6 +34,12 @@ def pythonic_calls(text: str, tool_names: Collection[str]) -> Extraction | None:
     (`Read_file(path="a.txt")`, Llama 3.2's `[f(a=1), g(b=2)]`), else None. Nothing is evaluated."""
     if not PYTHONIC_OPEN.match(text):
         return None
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    if len(lines) > 1 and all(PYTHONIC_OPEN.match(line) for line in lines):  # a call a line (Granite's test)
+        each = [python_calls(line, tool_names) for line in lines]
+        if all(each):
+            return Extraction(calls=[c for calls in each for c in calls],
+                              repairs=[f"read calls written as Python: {text.strip()[:80]}"])
     calls = python_calls(text, tool_names)
     if not calls:
         return None

@@ -19,7 +19,7 @@ _HEADER_MAX = 300
 """A harmony header longer than this without `<|message|>` is no header."""
 CALLISH = re.compile(r"""["']?\b(?:name|tool|tool_name|function|tool_calls)\b["']?\s*:""")
 """A key that names a call (`"name":`, `tool:`): JSON with one may be a call."""
-_TRIGGER = re.compile(rf"[`{{\[<\]]|(?<!\w){dialects.FUNCTOOLS}")  # `]`: MiniMax-M3's namespace `]<]minimax[>[`
+_TRIGGER = re.compile(rf"[`{{\[<\]]|(?<!\w){dialects.FUNCTOOLS}|->|-\Z")  # `]`: MiniMax-M3's `]<]minimax[>[`; `->`: HyperCLOVA X's role header
 FENCE_OPEN = re.compile(r"```([\w.+-]*)")
 PY_LINE = re.compile(r"[ \t]*(\[[ \t]*)?([A-Za-z_][\w.]*)")
 _PY_LINE_START = re.compile(r"[ \t]*(?:\[[ \t]*)?")

@@ -88,7 +88,7 @@ async def _prepare(args: RunCommandArguments, ctx: ToolContext, writable: list[P
     if not cwd.is_dir():
         raise ToolFailure("unsupported", f"cwd is not a directory: {cwd_arg}", "pass a folder as cwd")
     timeout = _timeout(args.timeout, ctx)
-    env = command_env(os.environ, ctx.commands.env_passthrough)
+    env = command_env(os.environ, ctx.commands.env_passthrough) | dict(ctx.commands.env)
     argv = shell_argv(command)
     entries = await asyncio.to_thread(guarded_entries, ctx.jail)
     if ctx.commands.sandbox == "off":

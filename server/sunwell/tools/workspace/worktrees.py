@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from sunwell.config.settings import WorktreeSettings
 from sunwell.tools.workspace.git import Git, GitError
+from sunwell.tools.workspace.worktree_ports import free_block
 from sunwell.tools.workspace.worktree_table import WorktreeRecord, WorktreeTable
 
 BRANCH_PREFIX = "sunwell/"
@@ -136,7 +137,7 @@ class Worktrees:
             path.parent.mkdir(parents=True, exist_ok=True)
             git.run("worktree", "add", "--quiet", "-b", branch, str(path), found.stdout.strip())
             row = WorktreeRecord(name=name, branch=branch, base=base, base_commit=found.stdout.strip(),
-                                 path=str(path))
+                                 path=str(path), ports=free_block(other.ports for other in rows.values()))
             row.copied = self._copy_untracked(path)
             rows[name] = row
         return row
