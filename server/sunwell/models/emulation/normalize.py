@@ -37,22 +37,13 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from sunwell.models.arguments import load_json, parse_arguments
-from sunwell.models.emulation import dialects, families
+from sunwell.models.emulation import dialects, families, hunyuan, minicpm, minimax_m3, qwen3_xml, step3
 from sunwell.models.emulation.between_calls import Echo, Separator
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
-from sunwell.models.emulation.hunyuan import OPENERS as HUNYUAN_OPENERS
-from sunwell.models.emulation.hunyuan import is_hunyuan, read_hunyuan
-from sunwell.models.emulation.minicpm import OPENERS as MINICPM_OPENERS
-from sunwell.models.emulation.minicpm import is_minicpm, read_minicpm
-from sunwell.models.emulation.minimax_m3 import OPENERS as MINIMAX_M3_OPENERS
-from sunwell.models.emulation.minimax_m3 import read_minimax_m3
 from sunwell.models.emulation.pythonic import python_calls
-from sunwell.models.emulation.qwen3_xml import read_function
 from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
-from sunwell.models.emulation.step3 import OPENERS as STEP3_OPENERS
-from sunwell.models.emulation.step3 import read_step3
 from sunwell.models.emulation.unfinished import complete_part, cut_name
 from sunwell.vocabulary import canonical_tool_name
 
@@ -95,7 +86,7 @@ def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True, r
 _RECIPIENT = re.compile(r"\s*(?:assistant\s+)?to=functions\.([^\s<]+)(?:\s+json)?\s*(?=\{)")
 _CALL_MARKERS = tuple(m for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.DEEPSEEK_ASCII)
                       if m not in ("<|python_start|>", "<function=", "<function name=", "<tool name=", "<invoke name=",
-                                   "<tools>", *MINICPM_OPENERS))
+                                   "<tools>", *minicpm.OPENERS))
 """Markers that only ever open a call: what stands between them is a call or nothing (never the answer). `<tools>`
 is also a word a reply may use: what it holds that says no call stays the answer."""
 
@@ -198,10 +189,10 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
                 body = body[len(opener):]
             found = dialects.read_python(body) or _json_calls(body, tools, explicit=True)
             return found or (Extraction(remaining_text=body) if opener == "<|python_start|>" else None)
-    if span.startswith(tuple(MINIMAX_M3_OPENERS)):
-        return _nonempty(read_minimax_m3(span, tools))
-    if span.startswith(tuple(STEP3_OPENERS)):
-        return _nonempty(read_step3(span, tools))
+    if span.startswith(tuple(minimax_m3.OPENERS)):
+        return _nonempty(minimax_m3.read_minimax_m3(span, tools))
+    if span.startswith(tuple(step3.OPENERS)):
+        return _nonempty(step3.read_step3(span, tools))
     if span.startswith(dialects.FUNCTOOLS):  # a word: what holds no call stays the answer
         found = _json_calls(span.removeprefix(dialects.FUNCTOOLS), tools, explicit=True)
         if found is None or not (found.calls or found.unknown):
@@ -219,13 +210,13 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return dialects.read_dsml(span, tools)
     if span.startswith("<function_calls>"):
         return dialects.read_olmo(_between(span, "<function_calls>", "</function_calls>"))
-    if span.startswith(("<tool_calls", *HUNYUAN_OPENERS)) and is_hunyuan(span):
-        return _nonempty(read_hunyuan(span, tools))
+    if span.startswith(("<tool_calls", *hunyuan.OPENERS)) and hunyuan.is_hunyuan(span):
+        return _nonempty(hunyuan.read_hunyuan(span, tools))
     for opener in ("<tool_calls>", "<TOOLCALL>", "<|tools_prefix|>", "<tools>"):
         if span.startswith(opener):
             return _nonempty(_extract(_between(span, opener, dialects.CLOSED[opener]), tools, True))
-    if is_minicpm(span):
-        return read_minicpm(span, tools)
+    if minicpm.is_minicpm(span):
+        return minicpm.read_minicpm(span, tools)
     for pattern, closer in ((r"<function=([^>\s]+)\s*>", "</function>"),
                             (r"""<function\s+name=["']?([^"'>\s]+)["']?\s*>""", "</function>"),
                             (r"""<tool name=["']?([^"'>\s]+)["']?\s*>""", "</tool>"),
@@ -233,7 +224,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         if m := re.match(pattern, span):
             if closer is None and m[1] not in names:
                 return None
-            if closer == "</function>" and pattern.startswith("<function=") and (found := read_function(span, tools)):
+            if closer == "</function>" and pattern.startswith("<function=") and (found := qwen3_xml.read_function(span, tools)):
                 return found
             return dialects.xml_call(m[1], _between(span, m[0], closer or f"</{m[1]}>"), tools)
     if (calls := _python_span(span, names)) is not None:
