@@ -25,6 +25,18 @@ _TOKEN = re.compile(r"<parameter=[^>\s]+\s*>|</parameter>")
 _SPACE = re.compile(r"\s*")
 
 
+def marked(marker: str, buf: str, pos: int, final: bool, tools: Offered) -> tuple[str, int] | None:
+    """The scanner's step for a `<tool_call>` or `<function=` at `pos` read by structure: `wait` while the text so
+    far cannot tell, else the candidate; None where the first closing marker decides (another shape, or the reply
+    ended with no structural end)."""
+    if marker not in ("<tool_call>", "<function="):
+        return None
+    end = tool_call_end(buf, pos + len(marker), tools) if marker == "<tool_call>" else function_end(buf, pos, tools)
+    if end is None or (end == UNDECIDED and final):
+        return None
+    return ("wait", pos) if end == UNDECIDED else ("candidate", end)
+
+
 def tool_call_end(buf: str, body: int, tools: Offered) -> int | None:
     """Where `<tool_call>` (ending at `body`) closes, read by structure; None for another shape or no structure."""
     at = _SPACE.match(buf, body).end()

@@ -305,11 +305,8 @@ class SpanScanner:
             if marker == "[TOOL_CALLS]":
                 return self._mistral_named(buf, pos, j, final)
             return "candidate", body  # a marker with no JSON after it: dropped
-        if marker in ("<tool_call>", "<function="):  # Qwen3-Coder's: a value may hold the format's tags as text
-            end = (qwen3_xml.tool_call_end(buf, body, self._tools) if marker == "<tool_call>"
-                   else qwen3_xml.function_end(buf, pos, self._tools))
-            if end is not None and (end != qwen3_xml.UNDECIDED or not final):
-                return ("wait", pos) if end == qwen3_xml.UNDECIDED else ("candidate", end)
+        if (structural := qwen3_xml.marked(marker, buf, pos, final, self._tools)) is not None:
+            return structural  # Qwen3-Coder's: a value may hold the format's own tags as text
         closer = dialects.CLOSED.get(marker) or "</" + marker[1:]
         k = buf.find(closer, body)
         if k >= 0:
