@@ -247,3 +247,24 @@ def test_a_reply_that_ends_in_seed_oss_thinking_is_thinking_not_a_call_cut_off()
     detector = CallDetector(TOOLS)
     events = detector.feed("<seed:think>Let me see") + detector.finish()
     assert [type(e).__name__ for e in events] == ["ThinkingDelta"]
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "shown"),
+    [
+        ('Done: <tools>{"name": "read_file", "arguments": {"path": "a.txt"}}</tools>', [("read_file", {"path": "a.txt"})],
+         "Done: "),
+        ("Open the <tools> section of the config.", [], "Open the <tools> section of the config."),
+        ("The file lists <tools>hammer, saw</tools> and more.", [], "The file lists <tools>hammer, saw</tools> and more."),
+    ],
+)
+def test_qwen25_coder_tools_is_a_call_marker_only_around_a_call(text, calls, shown):
+    """`<tools>` (Qwen2.5-Coder) is also a word a reply may use: what it encloses that is no call, or prose after it
+    that never closes it, stays the answer, whole, however the text streams."""
+    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
+    assert [(c.name, c.arguments) for c in out.calls] == calls
+    assert out.remaining_text == shown
+    for size in (1, 3):
+        detector = CallDetector({"read_file": {}})
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown

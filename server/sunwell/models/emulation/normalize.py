@@ -105,6 +105,7 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
         return thought
     marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII,
                               dialects.FUNCTOOLS))
+    marked = marked and not (span.startswith("<tools>") and span[7:].lstrip()[:1] not in ("{", "["))  # a word
     # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view);
     # so is a half-written Python line (`read_file(path=`): a mention as likely as a call
     callish = marked or (span.lstrip()[:1] in ("{", "[", "`") and any(name in span for name in tools))
