@@ -268,3 +268,14 @@ def test_qwen25_coder_tools_is_a_call_marker_only_around_a_call(text, calls, sho
         detector = CallDetector({"read_file": {}})
         events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
+
+
+def test_minimax_m3_namespace_after_a_word_is_a_marker_in_any_chunking():
+    """MiniMax-M3's namespace begins with `]`: a marker even where it runs on from a word, wherever a chunk ends."""
+    ns = "]<]minimax[>["
+    text = f'Done{ns}<tool_call>\n{ns}<invoke name="read_file">{ns}<path>a.txt{ns}</path>{ns}</invoke>\n{ns}</tool_call>'
+    for cut in range(1, len(text)):
+        detector = CallDetector(TOOLS)
+        events = detector.feed(text[:cut]) + detector.feed(text[cut:]) + detector.finish()
+        assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], cut
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Done", cut

@@ -118,7 +118,7 @@ class SpanScanner:
         if self._line_blank and (python := self._python_line(buf, pos, final)):
             return python
         m = _TRIGGER.search(buf, pos)
-        if m is not None and m.start() == pos and pos == 0 and self._word_before and buf[0] not in "`{[<":
+        if m is not None and m.start() == pos and pos == 0 and self._word_before and buf[0] not in "`{[<]":
             m = _TRIGGER.search(buf, pos + 1)  # the word runs on from text already consumed
         line = buf.find("\n", pos)
         stop = min(m.start() if m else len(buf), line + 1 if line >= 0 else len(buf))
