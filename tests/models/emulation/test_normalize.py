@@ -279,3 +279,14 @@ def test_minimax_m3_namespace_after_a_word_is_a_marker_in_any_chunking():
         events = detector.feed(text[:cut]) + detector.feed(text[cut:]) + detector.finish()
         assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], cut
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Done", cut
+
+
+def test_a_hunyuan_block_with_text_between_its_pairs_is_no_call():
+    """Hunyuan's block is read strictly (vLLM's HY V4 reader): stray text between two arguments makes it unreadable,
+    however far a value could stretch to reach a later closing tag."""
+    text = ("<tool_calls><tool_call>read_file<arg_key>path</arg_key><arg_value>a.txt</arg_value>JUNK"
+            "<arg_key>mode</arg_key><arg_value>r</arg_value></tool_call></tool_calls>")
+    out = extract_tool_calls(text, TOOLS)
+    assert out.calls == [] and out.remaining_text == ""
+    good = text.replace("JUNK", "")
+    assert [(c.name, c.arguments) for c in extract_tool_calls(good, TOOLS).calls] == [("read_file", {"path": "a.txt", "mode": "r"})]

@@ -20,9 +20,10 @@ OPENERS = {f"<tool_calls{SUFFIX}>": f"</tool_calls{SUFFIX}>"}
 """Markers of the block with a suffix (the plain `<tool_calls>` is in `dialects.CLOSED`: MiniMax-M1 uses it too)."""
 
 _TAG = re.compile(r"<(/?)(tool_calls|tool_call|tool_sep|arg_key|arg_value)(?::[^<>\s]*)?>")
-_CALL = re.compile(r"\s*<tool_call>([^<]*?)(?:<tool_sep>)?\s*((?:<arg_key>[^<]*</arg_key>\s*<arg_value>.*?</arg_value>\s*)*)"
-                   r"</tool_call>\s*", re.DOTALL)
-_PAIR = re.compile(r"<arg_key>([^<]*)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL)
+_VALUE = r"<arg_value>((?:(?!</arg_value>).)*)</arg_value>"  # a value never runs past its own closing tag
+_CALL = re.compile(rf"\s*<tool_call>([^<]*?)(?:<tool_sep>)?\s*((?:<arg_key>[^<]*</arg_key>\s*{_VALUE}\s*)*)</tool_call>\s*",
+                   re.DOTALL)
+_PAIR = re.compile(rf"<arg_key>([^<]*)</arg_key>\s*{_VALUE}", re.DOTALL)
 _NAME = re.compile(r"[^\W\d][\w.\-:/]*")
 
 
