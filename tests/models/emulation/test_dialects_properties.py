@@ -22,6 +22,7 @@ TOOLS = {
     "get_weather": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}},
 }
 ARGUMENTS = {"read_file": {"path": "notes.txt"}, "get_weather": {"city": "Paris", "days": 2}}
+HY4, M3 = ":opensource", "]<]minimax[>["  # HY V4's tag suffix, MiniMax-M3's namespace
 
 
 def calls_in(name: str, arguments: dict) -> list[tuple[str, str]]:
@@ -59,6 +60,18 @@ def calls_in(name: str, arguments: dict) -> list[tuple[str, str]]:
         (f'<ifm|tool_calls><ifm|tool_call>{{"name": "{name}", "arguments": {js}}}</ifm|tool_call></ifm|tool_calls>',
          "</ifm|tool_calls>"),  # K2 Horizon: a group that never closed may have held more calls
         (f'<｜DSML｜tool_calls><｜DSML｜invoke name="{name}">{dsml}</｜DSML｜invoke></｜DSML｜tool_calls>', "</｜DSML｜tool_calls>"),
+        (f'<tools>{{"name": "{name}", "arguments": {js}}}</tools>', "}"),
+        (f"<tool_calls>\n<tool_call>{name}<tool_sep>\n{glm}</tool_call>\n</tool_calls>", "</tool_call>"),
+        (f"<tool_calls{HY4}><tool_call{HY4}>{name}" + "".join(f"<arg_key{HY4}>{k}</arg_key{HY4}><arg_value{HY4}>{v}</arg_value{HY4}>"
+         for k, v in arguments.items()) + f"</tool_call{HY4}></tool_calls{HY4}>", f"</tool_call{HY4}>"),
+        (f'<｜tool_calls_begin｜><｜tool_call_begin｜><steptml:invoke name="{name}">'
+         + "".join(f'<steptml:parameter name="{k}">{v}</steptml:parameter>' for k, v in arguments.items())
+         + "</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>", "<｜tool_call_end｜>"),
+        (f'<function name="{name}">' + "".join(f'<param name="{k}">{v}</param>' for k, v in arguments.items()) + "</function>",
+         "</function>"),
+        (f'{M3}<tool_call>\n{M3}<invoke name="{name}">' + "".join(f"{M3}<{k}>{v}{M3}</{k}>" for k, v in arguments.items())
+         + f"{M3}</invoke>\n{M3}</tool_call>", f"{M3}</invoke>"),
+        (f"<iquestcoder_tool_call>{name}{glm}</iquestcoder_tool_call>", "</iquestcoder_tool_call>"),
     ]
 
 

@@ -297,3 +297,46 @@ def test_gemma4_end_of_turn_after_a_bare_call_is_no_text():
         events = _read_in_chunks(text, size)
         assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
         assert not "".join(e.text for e in events if isinstance(e, TextDelta)), size
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "shown"),
+    [
+        ('Done: <tools>{"name": "read_file", "arguments": {"path": "a.txt"}}</tools>', [("read_file", {"path": "a.txt"})],
+         "Done: "),
+        ("Open the <tools> section of the config.", [], "Open the <tools> section of the config."),
+        ("The file lists <tools>hammer, saw</tools> and more.", [], "The file lists <tools>hammer, saw</tools> and more."),
+    ],
+)
+def test_qwen25_coder_tools_is_a_call_marker_only_around_a_call(text, calls, shown):
+    """`<tools>` (Qwen2.5-Coder) is also a word a reply may use: what it encloses that is no call, or prose after it
+    that never closes it, stays the answer, whole, however the text streams."""
+    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
+    assert [(c.name, c.arguments) for c in out.calls] == calls
+    assert out.remaining_text == shown
+    for size in (1, 3):
+        detector = CallDetector({"read_file": {}})
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
+
+
+def test_minimax_m3_namespace_after_a_word_is_a_marker_in_any_chunking():
+    """MiniMax-M3's namespace begins with `]`: a marker even where it runs on from a word, wherever a chunk ends."""
+    ns = "]<]minimax[>["
+    text = f'Done{ns}<tool_call>\n{ns}<invoke name="read_file">{ns}<path>a.txt{ns}</path>{ns}</invoke>\n{ns}</tool_call>'
+    for cut in range(1, len(text)):
+        detector = CallDetector(TOOLS)
+        events = detector.feed(text[:cut]) + detector.feed(text[cut:]) + detector.finish()
+        assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], cut
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Done", cut
+
+
+def test_a_hunyuan_block_with_text_between_its_pairs_is_no_call():
+    """Hunyuan's block is read strictly (vLLM's HY V4 reader): stray text between two arguments makes it unreadable,
+    however far a value could stretch to reach a later closing tag."""
+    text = ("<tool_calls><tool_call>read_file<arg_key>path</arg_key><arg_value>a.txt</arg_value>JUNK"
+            "<arg_key>mode</arg_key><arg_value>r</arg_value></tool_call></tool_calls>")
+    out = extract_tool_calls(text, TOOLS)
+    assert out.calls == [] and out.remaining_text == ""
+    good = text.replace("JUNK", "")
+    assert [(c.name, c.arguments) for c in extract_tool_calls(good, TOOLS).calls] == [("read_file", {"path": "a.txt", "mode": "r"})]

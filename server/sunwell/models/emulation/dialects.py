@@ -5,15 +5,16 @@ text between them says a call.
   older Mistral: `[TOOL_CALLS] [{"name": ..., "arguments": ...}]`
 - Llama 4: `<|python_start|>[f(a=1)]<|python_end|>`; LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`
 - Qwen3-Coder: `<tool_call><function=f><parameter=a>\n1\n</parameter></function></tool_call>`
-- GLM-4.5: `<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>`
+- GLM-4.5: `<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>`; iQuest-Coder V2: the same in `<iquestcoder_tool_call>`
 - MiniMax: `<minimax:tool_call><invoke name="f"><parameter name="a">1</parameter></invoke></minimax:tool_call>`
 - DeepSeek V3/R1: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜>…`;
   V3.1: `<｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜>`
 - Kimi K2: `<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{...}<|tool_call_end|>…`
 - gpt-oss (harmony): `<|channel|>commentary to=functions.f <|constrain|>json<|message|>{...}<|call|>`; the `analysis`
   channel is thinking, the `final` channel the answer
-- Granite: `<|tool_call|>[{"name": ..., "arguments": ...}]`; Llama 3: `<|python_tag|>{"name": ..., "parameters": ...}`
+- Granite: `<|tool_call|>[{"name": ..., "arguments": ...}]`; Qwen2.5-Coder: `<tools>{...}</tools>`; Llama 3: `<|python_tag|>{"name": ..., "parameters": ...}`
 - Olmo 3: `<function_calls>f(a=1)\ng(b=2)</function_calls>`; Gemma: `call:f{a:<escape>x<escape>}` (`gemma.py`)
+- Hunyuan: `<tool_calls><tool_call>f<tool_sep><arg_key>a</arg_key>…` (`hunyuan.py`); Step3: `<steptml:invoke>` (`step3.py`)
 - DeepSeek V3.2 and V4 (DSML): `<｜DSML｜function_calls>` or `<｜DSML｜tool_calls>` around `<｜DSML｜invoke name="f">…`
   (`dsml.py`)
 
@@ -29,7 +30,7 @@ import json
 import re
 
 from sunwell.models.arguments import parse_arguments, typed_value
-from sunwell.models.emulation import dsml, families
+from sunwell.models.emulation import dsml, families, hunyuan, minicpm, minimax_m3, step3
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import THOUGHT as GEMMA_THOUGHT
@@ -54,7 +55,8 @@ CLOSED = {
     "<tool name=": "</tool>",
     "<invoke name=": "</invoke>",
     "<minimax:tool_call>": "</minimax:tool_call>",
-    "<tool_calls>": "</tool_calls>",  # MiniMax-M1: one JSON call per line
+    "<tool_calls>": "</tool_calls>",  # MiniMax-M1: one JSON call per line; Hunyuan: its calls (`hunyuan.py`)
+    "<tools>": "</tools>",  # Qwen2.5-Coder: a JSON call or a list of them
     "<|python_start|>": "<|python_end|>",
     "<|tool_call_start|>": "<|tool_call_end|>",
     "<｜tool▁calls▁begin｜>": "<｜tool▁calls▁end｜>",
@@ -68,12 +70,14 @@ CLOSED = {
     "<function_calls>": "</function_calls>",  # Olmo 3
     "<TOOLCALL>": "</TOOLCALL>",  # Nemotron: a JSON list
     "<longcat_tool_call>": "</longcat_tool_call>",  # LongCat: GLM's form with its own tag names, or JSON
+    "<iquestcoder_tool_call>": "</iquestcoder_tool_call>",  # iQuest-Coder V2: GLM's form in its own tags
     "<|tools_prefix|>": "<|tools_suffix|>",  # Apertus: a JSON list
     "<|action_start|><|plugin|>": "<|action_end|>",  # InternLM2: one JSON call (`parameters`)
     "<seed:tool_call>": "</seed:tool_call>",  # Seed-OSS: Qwen3-Coder's XML in its own tags
     "<ifm|tool_calls>": "</ifm|tool_calls>",  # K2 Horizon: JSON or GLM's form in its own tags (ifm.py)
     SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
+    **hunyuan.OPENERS, **step3.OPENERS, **minicpm.OPENERS, **minimax_m3.OPENERS,  # each family's module says
     **families.CLOSED,
     **GEMMA_THOUGHT,  # Gemma 4's thought channel: thinking
 }
@@ -237,6 +241,8 @@ def read_glm(body: str, tools: Offered) -> Extraction | None:
         return Extraction(calls=[FoundCall(m[1], arguments)])
     head = re.split(r"\n|\\n|<arg_key>", body.strip(), maxsplit=1)[0].strip()
     pairs = _GLM_ARG.findall(body)
+    if body.count("<arg_value>") != body.count("</arg_value>"):
+        return None  # a value never closed, though the call's end came: no call (vLLM's iQuest-Coder V2 test)
     if not re.fullmatch(r"[A-Za-z_][\w.\-]*", head) or not (pairs or head in tools):
         return None
     arguments = {k.strip(): _glm_value(v, parameter_schema(tools, head, k.strip())) for k, v in pairs}

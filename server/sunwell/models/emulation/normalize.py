@@ -37,7 +37,18 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from sunwell.models.arguments import load_json, parse_arguments
-from sunwell.models.emulation import dialects, dsml, families, gemma, ifm
+from sunwell.models.emulation import (
+    dialects,
+    dsml,
+    families,
+    gemma,
+    hunyuan,
+    ifm,
+    minicpm,
+    minimax_m3,
+    qwen3_xml,
+    step3,
+)
 from sunwell.models.emulation.between_calls import Echo, Separator
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, offered, schema_typed
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
@@ -85,8 +96,10 @@ def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True, r
 
 _RECIPIENT = re.compile(r"\s*(?:assistant\s+)?to=functions\.([^\s<]+)(?:\s+json)?\s*(?=\{)")
 _CALL_MARKERS = tuple(m for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.DEEPSEEK_ASCII)
-                      if m not in ("<|python_start|>", "<function=", "<function name=", "<tool name=", "<invoke name="))
-"""Markers that only ever open a call: what stands between them is a call or nothing (never the answer)."""
+                      if m not in ("<|python_start|>", "<function=", "<function name=", "<tool name=", "<invoke name=",
+                                   "<tools>", *minicpm.OPENERS))
+"""Markers that only ever open a call: what stands between them is a call or nothing (never the answer). `<tools>`
+is also a word a reply may use: what it holds that says no call stays the answer."""
 
 
 def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bool = False,
@@ -105,6 +118,7 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
         return Extraction(thinking=gemma.thought(span))
     marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII,
                               dialects.FUNCTOOLS))
+    marked = marked and not (span.startswith("<tools>") and span[7:].lstrip()[:1] not in ("{", "["))  # a word
     # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view);
     # so is a half-written Python line (`read_file(path=`): a mention as likely as a call
     callish = marked or (span.lstrip()[:1] in ("{", "[", "`") and any(name in span for name in tools))
@@ -162,7 +176,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return Extraction()
     if span.startswith(dialects.HARMONY):
         return dialects.read_harmony(span)
-    for opener in ("<tool_call>", "<longcat_tool_call>", "<seed:tool_call>"):
+    for opener in ("<tool_call>", "<longcat_tool_call>", "<seed:tool_call>", "<iquestcoder_tool_call>"):
         if span.startswith(opener):
             body = _between(span, opener, dialects.CLOSED[opener]).replace("<longcat_arg_", "<arg_")
             body = body.replace("</longcat_arg_", "</arg_")
@@ -195,6 +209,10 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
                 body = body[len(opener):]
             found = dialects.read_python(body) or _json_calls(body, tools, explicit=True)
             return found or (Extraction(remaining_text=body) if opener == "<|python_start|>" else None)
+    if span.startswith(tuple(minimax_m3.OPENERS)):
+        return _nonempty(minimax_m3.read_minimax_m3(span, tools))
+    if span.startswith(tuple(step3.OPENERS)):
+        return _nonempty(step3.read_step3(span, tools))
     if span.startswith(dialects.FUNCTOOLS):  # a word: what holds no call stays the answer
         found = _json_calls(span.removeprefix(dialects.FUNCTOOLS), tools, explicit=True)
         if found is None or not (found.calls or found.unknown):
@@ -212,9 +230,13 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return dsml.read_dsml(span, tools)
     if span.startswith("<function_calls>"):
         return dialects.read_olmo(_between(span, "<function_calls>", "</function_calls>"))
-    for opener in ("<tool_calls>", "<TOOLCALL>", "<|tools_prefix|>"):
+    if span.startswith(("<tool_calls", *hunyuan.OPENERS)) and hunyuan.is_hunyuan(span):
+        return _nonempty(hunyuan.read_hunyuan(span, tools))
+    for opener in ("<tool_calls>", "<TOOLCALL>", "<|tools_prefix|>", "<tools>"):
         if span.startswith(opener):
             return _nonempty(_extract(_between(span, opener, dialects.CLOSED[opener]), tools, True))
+    if minicpm.is_minicpm(span):
+        return minicpm.read_minicpm(span, tools)
     for pattern, closer in ((r"<function=([^>\s]+)\s*>", "</function>"),
                             (r"""<function\s+name=["']?([^"'>\s]+)["']?\s*>""", "</function>"),
                             (r"""<tool name=["']?([^"'>\s]+)["']?\s*>""", "</tool>"),
@@ -222,6 +244,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         if m := re.match(pattern, span):
             if closer is None and m[1] not in names:
                 return None
+            if closer == "</function>" and pattern.startswith("<function=") and (found := qwen3_xml.read_function(span, tools)):
+                return found
             return dialects.xml_call(m[1], _between(span, m[0], closer or f"</{m[1]}>"), tools)
     if (calls := _python_span(span, names)) is not None:
         return calls

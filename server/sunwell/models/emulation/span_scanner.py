@@ -5,10 +5,10 @@ open-model family's markers, `dialects.py`); `normalize.parse_span` reads a cand
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Literal
 
-from sunwell.models.emulation import dialects, dsml, gemma
+from sunwell.models.emulation import dialects, dsml, gemma, qwen3_xml
 from sunwell.vocabulary import canonical_tool_name
 
 JSON_FENCES = {"", "json", "jsonc", "json5", "xml"}
@@ -19,7 +19,7 @@ _HEADER_MAX = 300
 """A harmony header longer than this without `<|message|>` is no header."""
 CALLISH = re.compile(r"""["']?\b(?:name|tool|tool_name|function|tool_calls)\b["']?\s*:""")
 """A key that names a call (`"name":`, `tool:`): JSON with one may be a call."""
-_TRIGGER = re.compile(rf"[`{{\[<]|(?<!\w){dialects.FUNCTOOLS}|->|-\Z")  # `->`: HyperCLOVA X's role header
+_TRIGGER = re.compile(rf"[`{{\[<\]]|(?<!\w){dialects.FUNCTOOLS}|->|-\Z")  # `]`: MiniMax-M3's `]<]minimax[>[`; `->`: HyperCLOVA X's role header
 FENCE_OPEN = re.compile(r"```([\w.+-]*)")
 PY_LINE = re.compile(r"[ \t]*(\[[ \t]*)?([A-Za-z_][\w.]*)")
 _PY_LINE_START = re.compile(r"[ \t]*(?:\[[ \t]*)?")
@@ -85,6 +85,7 @@ class SpanScanner:
 
     def __init__(self, tool_names: Collection[str]) -> None:
         self.tool_names = frozenset(tool_names)
+        self._tools = tool_names if isinstance(tool_names, Mapping) else {}  # their schemas, where given
         self._markers = (
             *dialects.CLOSED,
             *dialects.JSON_AFTER,
@@ -120,7 +121,7 @@ class SpanScanner:
         if self._line_blank and (python := self._python_line(buf, pos, final)):
             return python
         m = _TRIGGER.search(buf, pos)
-        if m is not None and m.start() == pos and pos == 0 and self._word_before and buf[0] not in "`{[<":
+        if m is not None and m.start() == pos and pos == 0 and self._word_before and buf[0] not in "`{[<]":
             m = _TRIGGER.search(buf, pos + 1)  # the word runs on from text already consumed
         line = buf.find("\n", pos)
         stop = min(m.start() if m else len(buf), line + 1 if line >= 0 else len(buf))
@@ -309,6 +310,8 @@ class SpanScanner:
             return "candidate", body  # a marker with no JSON after it: dropped
         if marker == dsml.INVOKE and (header := dsml.invoke_header(buf, body, final)) != "call":
             return ("wait", pos) if header == "wait" else ("text", body)  # a marker quoted in prose
+        if (structural := qwen3_xml.marked(marker, buf, pos, final, self._tools)) is not None:
+            return structural  # Qwen3-Coder's: a value may hold the format's own tags as text
         closer = dialects.CLOSED.get(marker) or "</" + marker[1:]
         k = buf.find(closer, body)
         if k >= 0:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 
-from sunwell.models.emulation import dialects
+from sunwell.models.emulation import dialects, hunyuan, minimax_m3, step3
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.span_scanner import _PY_LIST, FENCE_OPEN, _Balance, _skip_space
 
 _ARGUMENTS_AT = (dialects.DEEPSEEK_SEP, "<|tool▁sep|>", dialects.KIMI_ARGS, dialects.HARMONY_MESSAGE, "[ARGS]")
-_PER_CALL_END = (dialects.DEEPSEEK_CALL_END, "<|tool▁call▁end|>", dialects.KIMI_CALL_END)
+_PER_CALL_END = (dialects.DEEPSEEK_CALL_END, "<|tool▁call▁end|>", dialects.KIMI_CALL_END, step3.CALL_END)
 
 
 def complete_part(span: str) -> str | None:
@@ -29,6 +29,12 @@ def complete_part(span: str) -> str | None:
         return span if read_gemma(span, {}) is not None else None
     if span.startswith(("<tool_call>", "<minimax:tool_call>")) and span.rstrip().endswith(("</function>", "</invoke>")):
         return span  # Qwen3-Coder's or MiniMax's call closed; only the wrapper's tag is missing
+    if span.startswith(tuple(minimax_m3.OPENERS)):
+        k = span.rfind(minimax_m3.INVOKE_END)
+        return span[: k + len(minimax_m3.INVOKE_END)] if k >= 0 else None  # MiniMax-M3's calls whose </invoke> came
+    if span.startswith(("<tool_calls", *hunyuan.OPENERS)) and hunyuan.is_hunyuan(span):
+        whole = [m.end() for m in re.finditer(r"</tool_call(?::[^<>\s]*)?>", span)]
+        return span[: whole[-1]] if whole else None  # Hunyuan's calls whose own end came
     openers = (*dialects.CLOSED, *dialects.JSON_AFTER, dialects.FUNCTOOLS)
     body_at = next((len(m) for m in openers if span.startswith(m)), 0)
     if fence := FENCE_OPEN.match(span):

@@ -1,0 +1,68 @@
+"""MiniMax-M3's calls: every tag carries the namespace `]<]minimax[>[`, and a call's arguments are elements, nested
+as the schema nests them: `NS<tool_call>NS<invoke name="f">NS<city>Paris NS</city>NS<items>NS<item>…NS</item>NS</items>
+NS</invoke>NS</tool_call>` (NS standing for the namespace).
+
+An element holding elements is an object (a tag written twice is a list of its values), or, where the schema says
+array, the list of its children's values; an element holding text is typed by its schema, as every family's bare
+values are.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sunwell.models.arguments import typed_value
+from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered
+
+NS = "]<]minimax[>["
+OPENERS = {f"{NS}<tool_call>": f"{NS}</tool_call>"}
+INVOKE_END = f"{NS}</invoke>"
+
+_INVOKE = re.compile(r'<invoke\s+name="([^"]+)"\s*>(.*?)</invoke>', re.DOTALL)
+_TAG = re.compile(r"<(/?)([A-Za-z_][\w.\-]*)>")
+
+
+def read_minimax_m3(span: str, tools: Offered) -> Extraction:
+    calls = []
+    for name, body in _INVOKE.findall(span.replace(NS, "")):
+        arguments = _value(body, tools.get(name) or {"type": "object"})
+        calls.append(FoundCall(name.strip(), arguments if isinstance(arguments, dict) else {}))
+    return Extraction(calls=calls)
+
+
+def _value(text: str, schema: dict[str, Any]) -> Any:
+    children = _children(text)
+    if not children:
+        return typed_value(text, schema or None)
+    if schema.get("type") == "array":
+        return [_value(inner, schema.get("items") or {}) for _, inner in children]
+    properties = schema.get("properties") or {}
+    extra = schema.get("additionalProperties") if isinstance(schema.get("additionalProperties"), dict) else {}
+    out: dict[str, Any] = {}
+    repeated: set[str] = set()
+    for tag, inner in children:
+        value = _value(inner, properties.get(tag, extra))
+        if tag in out:
+            out[tag] = (out[tag] if tag in repeated else [out[tag]]) + [value]
+            repeated.add(tag)
+        else:
+            out[tag] = value
+    return out
+
+
+def _children(text: str) -> list[tuple[str, str]]:
+    """The top-level elements of `text` (tag, inner text); none when it holds no whole elements."""
+    out, depth, tag, start = [], 0, "", 0
+    for m in _TAG.finditer(text):
+        if not m[1]:
+            if depth == 0:
+                tag, start = m[2], m.end()
+            depth += 1
+        else:
+            depth -= 1
+            if depth < 0:
+                return []
+            if depth == 0:
+                out.append((tag, text[start : m.start()]))
+    return out if depth == 0 else []
