@@ -269,14 +269,16 @@ class Outcome:
     """Chat Completions requests the server answered for the case (counted at the adapter for Sunwell)."""
 
 
-_CALL_BEGUN = re.compile(r'\s*(?:```\w*\s*|<tool_call>\s*)?\{\s*"name"\s*:')
-"""A reply that is the start of a JSON call, cut off by the token limit before it closed (no call parsed)."""
+_CALL_BEGUN = re.compile(r'(?:\A|\n)\s*(?:```\w*\s*|<tool_call>\s*)?\{\s*"name"\s*:')
+"""A JSON call begun on a line of the reply, cut off by the token limit before it closed (no call parsed): at its
+start or after prose, for every client alike (Sunwell says so with a `tool_call_cut_off` notice, the anchor's text
+shows it)."""
 
 
 def judge(case: Case, outcome: Outcome) -> Outcome:
     if not case.answers:  # irrelevance: any call is wrong, however well formed, and so is one begun and cut off
         outcome.answer = outcome.calls[0] if outcome.calls else None
-        begun = "tool_call_cut_off" in outcome.notices or bool(_CALL_BEGUN.match(outcome.text))
+        begun = "tool_call_cut_off" in outcome.notices or bool(_CALL_BEGUN.search(outcome.text))
         # a case that failed (a timeout, a server error) said nothing: no answer either
         outcome.selected = outcome.correct = outcome.first_correct = not (outcome.calls or begun or outcome.failure)
         outcome.why = (f"called {outcome.calls[0]['name']!r}" if outcome.calls else
@@ -617,6 +619,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", action="store_true",
                         help="list the cases the anchor gets right and Sunwell does not, classified")
     args = parser.parse_args(argv)
+    if args.verbose:  # how each free reply opened, before the case's line (models/emulation/choice.py)
+        import logging
+
+        logging.basicConfig(format="  %(message)s")
+        logging.getLogger("sunwell.models.emulation.choice").setLevel(logging.DEBUG)
     args.limit = args.limit or None
     if args.rejudge:
         results = rejudge(Path(args.rejudge), data_dir(args.data))

@@ -16,6 +16,7 @@ Prose goes to the schema too when the server's log-probabilities say a call was 
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import fields
@@ -44,6 +45,7 @@ _NAME = re.compile(r'"((?:[^"\\]|\\.)*)("?)')
 _FENCE = re.compile(r"```([\w.+-]*)[^\n]*\n")
 _CALL_FENCES = {"", "json", "jsonc", "json5", "xml", "tool_call", "tool_calls", "tool", "function", "function_call"}
 _WORD = re.compile(r"[A-Za-z_][\w.]*")
+log = logging.getLogger(__name__)
 
 
 def opening(text: str, answer: str, tools: Collection[str]) -> Opening | None:
@@ -159,6 +161,7 @@ async def answer_or_call(stream: Stream, request: ConstrainedRequest) -> AsyncIt
                     yield item
     finally:
         await _close(events)
+    log.debug("free reply %s: %r, call share %.2f", verdict, text[:60], share)
     if verdict is None:  # the stream ended, without `Finished`, before its opening was told
         for item in held:
             yield item
