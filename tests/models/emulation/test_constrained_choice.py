@@ -74,6 +74,31 @@ def test_prose_with_a_call_close_behind_goes_to_the_schema(tmp_path, workspace, 
         assert said == "It says hello from a."  # nothing of the free prose reached the user
 
 
+@pytest.mark.parametrize("line,share,held", [
+    ("What is the fastest route from Los Angeles to New York?", 0.34, ["final_answer"]),  # no tool fits it: doubted
+    ("What is the fastest route from Los Angeles to New York?", 0.6, None),  # sure of its call: the schema holds it
+    ("Read the notes about the route to New York", 0.34, None),  # `read` fits read_file: a call
+])
+def test_a_call_opened_in_doubt_for_a_line_no_tool_fits_is_held_to_the_answer(tmp_path, workspace, fake, line, share, held):
+    """BFCL's irrelevance questions where the model's own template answers: the model opened JSON with little of its
+    first token's probability on calling, for a question none of the tools speaks of."""
+    first = [('{"', share), ("The", 0.2), ("To", 0.15), ("I", 0.1)]
+    opened = Reply(text=call("read_file", path="route.txt"), first_tokens=first)
+    if held:
+        fake.script(opened, Reply(text=answer("I cannot plan routes: no tool here knows roads.")))
+    else:
+        fake.script(opened, Reply(text=call("read_file", path="a.txt")), Reply(text="It says hello from a."))
+    wire = as_json(run_turn(engine(tmp_path, workspace, fake), line))
+
+    schema = branches(fake.requests[1].body)
+    calls = [e["name"] for e in wire if e["type"] == "toolCall"]
+    if held:
+        assert list(schema) == held and calls == []
+        assert "".join(e["delta"] for e in wire if e["type"] == "text") == "I cannot plan routes: no tool here knows roads."
+    else:
+        assert "read_file" in schema and "final_answer" in schema and calls == ["read_file"]
+
+
 def test_first_tokens_are_read_from_the_first_text_chunk_only_and_bad_ones_dropped():
     from sunwell.models.providers.openai_chat import ChatStreamReducer
 

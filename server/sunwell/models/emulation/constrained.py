@@ -64,6 +64,9 @@ class ConstrainedRequest(ModelRequest):
     answer: str | None = None
     """The answer tool's name when the model may answer (`tool_choice` auto): an adapter that sends the schema
     sends the request free first, and again with the schema only when the reply opens a call (`choice.py`)."""
+    line_fits: bool = True
+    """False when the request answers the user's line and that line shares no word with any offered tool
+    (`choice.fits`): a call the model opens there in doubt is held to the answer (`choice.CALL_DOUBT`)."""
 
 
 def answer_tool(tools: list[ToolSpec]) -> ToolSpec:

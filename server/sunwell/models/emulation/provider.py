@@ -29,6 +29,7 @@ from sunwell.models.base import (
     ToolCallStarted,
 )
 from sunwell.models.emulation.call_detector import CallDetector, next_emulated_id
+from sunwell.models.emulation.choice import fits
 from sunwell.models.emulation.constrained import (
     ConstrainedReply,
     ConstrainedRequest,
@@ -90,8 +91,10 @@ class EmulatedProvider:
         first_id = next_emulated_id(request.messages)
         detector: CallDetector | ConstrainedReply = CallDetector(tools, first_id=first_id, unknown_as_calls=True)
         if constrained:  # with `answer`, the adapter lets the model choose free before a call is held (choice.py)
+            last = request.messages[-1] if request.messages else None
             sent = ConstrainedRequest(**{**vars(sent), "reply_schema": reply_schema(tools, request.tool_choice),
-                                         "answer": answer and answer.name})  # fmt: skip
+                                         "answer": answer and answer.name,
+                                         "line_fits": not isinstance(last, UserMessage) or fits(last.text, tools)})
             detector = ConstrainedReply(tools, answer=answer.name if answer else None, first_id=first_id)
         events = self.inner.stream(sent)
         finished = False
