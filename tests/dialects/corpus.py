@@ -75,6 +75,8 @@ LEAK_MARKERS = (
     "<|START_ACTION|>",
     "<|START_THINKING|>",
     "<|START_RESPONSE|>",
+    "<|START_TEXT|>",
+    "<|END_TEXT|>",
     "<dots_function_call>",
     "<tool:",
     "<function_call>",

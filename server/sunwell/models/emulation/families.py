@@ -2,8 +2,8 @@
 handed back to the common readers.
 
 - Cohere Command R7B/A: `<|START_THINKING|>…<|END_THINKING|>` (thinking), `<|START_ACTION|>[{"tool_name": …,
-  "parameters": …}]<|END_ACTION|>`, `<|START_RESPONSE|>…<|END_RESPONSE|>` (the answer; citations `<co>x</co: 0:[1]>`
-  keep their text)
+  "parameters": …}]<|END_ACTION|>`, `<|START_RESPONSE|>…<|END_RESPONSE|>` or Command A's `<|START_TEXT|>…<|END_TEXT|>` (the answer;
+  citations `<co>x</co: 0:[1]>` keep their text), `<|END_OF_TURN_TOKEN|>` the turn's end
 - dots.llm: `<dots_function_call>` around MiniMax's `<invoke name=…>` or one JSON call
 - GigaChat 3.5: DeepSeek V3.2's DSML spelled `｜GCML｜`; GigaChat 3: `<|function_call|>{…}` or
   `<|message_sep|>\\n\\nfunction call<|role_sep|>\\n{…}`; Granite 20B FC: `<function_call> {…}` per call
@@ -42,9 +42,11 @@ CLOSED = {
 JSON_AFTER = ("<function_call>", "<|function_call|>", "<|message_sep|>\n\nfunction call<|role_sep|>",
               "-> tool/function_call")  # HyperCLOVA X 14B's role header before its JSON list
 CONTROL = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<co>", "</dots_function_call>", "<|im_end|>", "<|plugin|>",
-           "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>")
-"""Control tokens with no text of their own (turn ends, a section's end left over, Intern-S1's spaced `<|plugin|>`)."""
-TURN_END = ("<|plamo:tag|>",)
+           "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>",
+           "<|START_TEXT|>", "<|END_TEXT|>", "<|END_THINKING|>", "<|END_OF_TURN_TOKEN|>")
+"""Control tokens with no text of their own (turn ends, a section's end left over, Intern-S1's spaced `<|plugin|>`,
+Command A's answer markers and an empty thought's end)."""
+TURN_END = ("<|plamo:tag|>", "<|END_OF_TURN_TOKEN|>")
 """Tokens that end the model's turn: nothing after one is the reply (vLLM's PLaMo 3 test)."""
 
 _CWM_BLOCK = re.compile(r"<tool:\s*([^>\s]+)\s*>\s*(.*?)\s*</tool>\Z", re.DOTALL)
