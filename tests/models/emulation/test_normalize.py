@@ -340,3 +340,27 @@ def test_a_hunyuan_block_with_text_between_its_pairs_is_no_call():
     assert out.calls == [] and out.remaining_text == ""
     good = text.replace("JUNK", "")
     assert [(c.name, c.arguments) for c in extract_tool_calls(good, TOOLS).calls] == [("read_file", {"path": "a.txt", "mode": "r"})]
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "shown"),
+    [
+        ("Reading it.\n<user>read_file\n<arg_key>path</arg_key>\n<arg_value>a.txt</arg_value>\n</user>",
+         [("read_file", {"path": "a.txt"})], "Reading it.\n"),
+        ('<user>{"name": "read_file", "arguments": {"path": "a.txt"}}</user>', [("read_file", {"path": "a.txt"})], ""),
+        ("Greet the <user> by name.", [], "Greet the <user> by name."),
+        ("The field <user>bob</user> is set.", [], "The field <user>bob</user> is set."),
+        ("<user>write_file\n<arg_key>path</arg_key>\n<arg_value>a.txt</arg_value>\n</user>", [], ""),
+    ],
+)
+def test_laguna_user_tag_is_a_call_marker_only_around_a_call_of_an_offered_tool(text, calls, shown):
+    """Laguna sometimes writes `<user>` where `<tool_call>` belongs (Ollama's parser reads it): a call when it
+    encloses GLM's body or a JSON call (GLM's body naming a tool not offered is no call either: a notice says so);
+    a word, with what it encloses, anywhere else."""
+    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
+    assert [(c.name, c.arguments) for c in out.calls] == calls
+    assert out.remaining_text == shown
+    for size in (1, 3):
+        detector = CallDetector({"read_file": {}})
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown

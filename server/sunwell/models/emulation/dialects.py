@@ -234,8 +234,8 @@ def _fitting_tool(arguments: str, tools: Offered) -> str | None:
 
 
 def read_glm(body: str, tools: Offered) -> Extraction | None:
-    """`name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>` inside `<tool_call>`; a bare offered name is a call
-    without arguments. A line break may arrive escaped (`\\n`, sglang's test of GLM-4.6 output)."""
+    """`name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>` inside `<tool_call>` (or `name\n{JSON}`); a bare offered
+    name is a call without arguments. A line break may arrive escaped (`\\n`, sglang's test of GLM-4.6 output)."""
     if m := _GLM_WORDS.fullmatch(body.strip()):  # `name a=1 b=2` (mlx-lm's glm47 reader takes it)
         arguments = {k: _glm_value(v, parameter_schema(tools, m[1], k)) for k, v in re.findall(r"([\w.\-]+)=(\S+)", m[2])}
         return Extraction(calls=[FoundCall(m[1], arguments)])
@@ -245,6 +245,10 @@ def read_glm(body: str, tools: Offered) -> Extraction | None:
         return None  # a value never closed, though the call's end came: no call (vLLM's iQuest-Coder V2 test)
     if not re.fullmatch(r"[A-Za-z_][\w.\-]*", head) or not (pairs or head in tools):
         return None
+    rest = body.strip()[len(head):].strip()
+    if not pairs and rest.startswith("{"):  # the name on its line, its arguments a JSON object (Ollama's Laguna)
+        parsed, _ = parse_arguments(rest)
+        return Extraction(calls=[FoundCall(head, parsed)]) if parsed is not None else None
     arguments = {k.strip(): _glm_value(v, parameter_schema(tools, head, k.strip())) for k, v in pairs}
     return Extraction(calls=[FoundCall(head, arguments)])
 

@@ -10,6 +10,7 @@ handed back to the common readers.
 - HyperCLOVA X SEED Think 14B: ` -> tool/function_call\n[{…}]`
 - CWM: `<tool: function>\\nNAME REST\\n</tool>` (or `<tool: NAME REST </tool>`), REST JSON or a command line
 - PLaMo 3: `<|plamo:begin_tool_requests:plamo|>` around requests, each a name and JSON arguments in their own tags
+- Laguna: `<user>` where `<tool_call>` belongs (a fumbled tag), around GLM's `name\n<arg_key>…` or a JSON call
 - Solar Open 2: `<|tool_call:start|>NAME\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE<|tool_arg:end|>…<|tool_call:end|>`,
   `<|think:start|>…<|think:end|>` its thinking
 """
@@ -27,6 +28,7 @@ _ACTION, _DOTS, _GCML, _CWM = "<|START_ACTION|>", "<dots_function_call>", "<｜G
 _CITATION_END = "</co:"
 _PLAMO, _PLAMO_END = "<|plamo:begin_tool_requests:plamo|>", "<|plamo:end_tool_requests:plamo|>"
 _SOLAR, _SOLAR_END = "<|tool_call:start|>", "<|tool_call:end|>"
+USER = "<user>"
 THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>"}
 """Thinking written into the text (never a call, never the answer)."""
 CLOSED = {
@@ -36,6 +38,7 @@ CLOSED = {
     _CWM: "</tool>",
     _PLAMO: _PLAMO_END,
     _SOLAR: _SOLAR_END,
+    USER: "</user>",
     _CITATION_END: ">",  # a citation's end tag, `</co: 0:[1,2]>`: no text of its own
     **THINKING,
 }
@@ -49,6 +52,9 @@ Command A's answer markers and an empty thought's end)."""
 TURN_END = ("<|plamo:tag|>", "<|END_OF_TURN_TOKEN|>")
 """Tokens that end the model's turn: nothing after one is the reply (vLLM's PLaMo 3 test)."""
 
+WORD_MARKERS = ("<tools>", USER)
+"""Markers that are also words a reply may use: what they enclose that is no call stays the answer."""
+
 _CWM_BLOCK = re.compile(r"<tool:\s*([^>\s]+)\s*>\s*(.*?)\s*</tool>\Z", re.DOTALL)
 _CWM_SHORT = re.compile(r"<tool:\s*([^>\s]+)\s+(.*?)\s*</tool>\Z", re.DOTALL)
 _SOLAR_ARG = re.compile(  # a key runs into no marker; a value ends at its end tag or where the next one begins
@@ -58,6 +64,16 @@ _PLAMO_CALL = re.compile(
     r"<\|plamo:begin_tool_request:plamo\|><\|plamo:begin_tool_name:plamo\|>(.*?)<\|plamo:end_tool_name:plamo\|>"
     r"<\|plamo:begin_tool_arguments:plamo\|><\|plamo:constrain\|>json<\|plamo:msg\|>(.*?)"
     r"<\|plamo:end_tool_arguments:plamo\|><\|plamo:end_tool_request:plamo\|>", re.DOTALL)
+
+
+def opens_call(span: str, tools: Offered) -> bool:
+    """Whether a span the reply ended inside opens a call: `<tools>` only before JSON, `<user>` before JSON or an
+    offered tool's name; any other marker always."""
+    marker = next((m for m in WORD_MARKERS if span.startswith(m)), None)
+    if marker is None:
+        return True
+    rest = span[len(marker):].lstrip()
+    return rest[:1] in ("{", "[") or (marker == USER and re.split(r"\s|<", rest, maxsplit=1)[0] in tools)
 
 
 def thinking(span: str) -> Extraction | None:

@@ -97,9 +97,9 @@ def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True, r
 _RECIPIENT = re.compile(r"\s*(?:assistant\s+)?to=functions\.([^\s<]+)(?:\s+json)?\s*(?=\{)")
 _CALL_MARKERS = tuple(m for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.DEEPSEEK_ASCII)
                       if m not in ("<|python_start|>", "<function=", "<function name=", "<tool name=", "<invoke name=",
-                                   "<tools>", *minicpm.OPENERS))
+                                   *families.WORD_MARKERS, *minicpm.OPENERS))
 """Markers that only ever open a call: what stands between them is a call or nothing (never the answer). `<tools>`
-is also a word a reply may use: what it holds that says no call stays the answer."""
+and `<user>` are also words a reply may use: what they hold that says no call stays the answer."""
 
 
 def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bool = False,
@@ -118,7 +118,7 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
         return Extraction(thinking=gemma.thought(span))
     marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII,
                               dialects.FUNCTOOLS))
-    marked = marked and not (span.startswith("<tools>") and span[7:].lstrip()[:1] not in ("{", "["))  # a word
+    marked = marked and families.opens_call(span, tools)  # `<tools>`, `<user>`: words too
     # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view);
     # so is a half-written Python line (`read_file(path=`): a mention as likely as a call
     callish = marked or (span.lstrip()[:1] in ("{", "[", "`") and any(name in span for name in tools))
@@ -176,7 +176,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return Extraction()
     if span.startswith(dialects.HARMONY):
         return dialects.read_harmony(span)
-    for opener in ("<tool_call>", "<longcat_tool_call>", "<seed:tool_call>", "<iquestcoder_tool_call>"):
+    for opener in ("<tool_call>", "<longcat_tool_call>", "<seed:tool_call>", "<iquestcoder_tool_call>", families.USER):
         if span.startswith(opener):
             body = _between(span, opener, dialects.CLOSED[opener]).replace("<longcat_arg_", "<arg_")
             body = body.replace("</longcat_arg_", "</arg_")
