@@ -145,6 +145,7 @@ _XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (t
 _GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*<arg_value>(.*?)(?:</arg_value>|\Z)", re.DOTALL)
 _GLM_WORDS = re.compile(r"([A-Za-z_][\w.\-]*)((?:\s+[\w.\-]+=\S+)+)")
 _KIMI_ID = re.compile(r"(?:functions\.)?([^\s:]+):\d+")
+_CLIENT_ID = re.compile(r"(?!functions\.)[\w@.\-]+")  # a counter, `call_3`, `toolu_01…`, a UUID: no `name:N`
 
 
 def harmony_header(span: str) -> tuple[str | None, str | None, int] | None:
@@ -211,14 +212,15 @@ def read_deepseek(span: str) -> Extraction:
 
 
 def read_kimi(span: str, tools: Offered) -> Extraction:
-    """`functions.f:0` (or `f:0`) names each call; a bare counter (`0`) names the one offered tool whose
-    parameters the arguments fit, and none when two fit (vLLM's reader). An id of another shape is no call."""
+    """`functions.f:0` (or `f:0`) names each call; a bare counter (`0`) or a client's call id that the history
+    taught the model (`call_3`, `toolu_01…`: sglang's reader) names the one offered tool whose parameters the
+    arguments fit, and none when two fit. A `functions.` id of another shape is no call (vLLM's reader)."""
     out = Extraction()
     for part in span.split(KIMI_CALL)[1:]:
         ident, _, arguments = part.split(KIMI_CALL_END, 1)[0].partition(KIMI_ARGS)
         if m := _KIMI_ID.fullmatch(ident.strip()):
             _merge(out, json_call(m[1], arguments))
-        elif re.fullmatch(r"\s*\d+\s*", ident) and (name := _fitting_tool(arguments, tools)):
+        elif _CLIENT_ID.fullmatch(ident.strip()) and (name := _fitting_tool(arguments, tools)):
             _merge(out, json_call(name, arguments))
     return out
 
@@ -229,7 +231,8 @@ def _fitting_tool(arguments: str, tools: Offered) -> str | None:
     parsed, _ = parse_arguments(arguments)
     if not parsed:
         return None
-    fits = [name for name, schema in tools.items() if set(parsed) <= set((schema or {}).get("properties") or {})]
+    fits = [name for name, schema in tools.items()  # every key declared, every required key given
+            if set((schema or {}).get("required") or ()) <= set(parsed) <= set((schema or {}).get("properties") or {})]
     return fits[0] if len(fits) == 1 else None
 
 
