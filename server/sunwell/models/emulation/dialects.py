@@ -30,7 +30,7 @@ import json
 import re
 
 from sunwell.models.arguments import parse_arguments, typed_value
-from sunwell.models.emulation import dsml, families, hunyuan, minicpm, minimax_m3, step3
+from sunwell.models.emulation import dsml, families, hunyuan, kimi_k3, minicpm, minimax_m3, step3
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import THOUGHT as GEMMA_THOUGHT
@@ -77,7 +77,7 @@ CLOSED = {
     "<ifm|tool_calls>": "</ifm|tool_calls>",  # K2 Horizon: JSON or GLM's form in its own tags (ifm.py)
     SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
-    **hunyuan.OPENERS, **step3.OPENERS, **minicpm.OPENERS, **minimax_m3.OPENERS,  # each family's module says
+    **hunyuan.OPENERS, **step3.OPENERS, **minicpm.OPENERS, **minimax_m3.OPENERS, **kimi_k3.OPENERS,  # each family's module says
     **families.CLOSED,
     **GEMMA_THOUGHT,  # Gemma 4's thought channel: thinking
 }
@@ -115,6 +115,7 @@ CONTROL = (
     "<|tool_response>",  # Gemma 4 ending its turn for the tool's answer
     "<tool_response|>",
     *families.CONTROL,
+    *kimi_k3.CONTROL,
     "<channel|>",  # Gemma 4 closing a thought channel the template opened
     "<turn|>",  # Gemma 4 ending its turn (after a call, where <tool_call|> belongs)
     "</｜DSML｜tool_calls>",  # after an invoke whose block's opener was left out (vLLM's V4 test)

@@ -44,6 +44,7 @@ from sunwell.models.emulation import (
     gemma,
     hunyuan,
     ifm,
+    kimi_k3,
     minicpm,
     minimax_m3,
     qwen3_xml,
@@ -211,6 +212,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
             return found or (Extraction(remaining_text=body) if opener == "<|python_start|>" else None)
     if span.startswith(tuple(minimax_m3.OPENERS)):
         return _nonempty(minimax_m3.read_minimax_m3(span, tools))
+    if span.startswith(kimi_k3.OPEN):
+        return _nonempty(kimi_k3.read(span))
     if span.startswith(tuple(step3.OPENERS)):
         return _nonempty(step3.read_step3(span, tools))
     if span.startswith(dialects.FUNCTOOLS):  # a word: what holds no call stays the answer

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import re
 
-from sunwell.models.emulation import dialects, hunyuan, minimax_m3, step3
+from sunwell.models.emulation import dialects, hunyuan, kimi_k3, minimax_m3, step3
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.span_scanner import _PY_LIST, FENCE_OPEN, _Balance, _skip_space
 
 _ARGUMENTS_AT = (dialects.DEEPSEEK_SEP, "<|tool▁sep|>", dialects.KIMI_ARGS, dialects.HARMONY_MESSAGE, "[ARGS]")
-_PER_CALL_END = (dialects.DEEPSEEK_CALL_END, "<|tool▁call▁end|>", dialects.KIMI_CALL_END, step3.CALL_END)
+_PER_CALL_END = (dialects.DEEPSEEK_CALL_END, "<|tool▁call▁end|>", dialects.KIMI_CALL_END, step3.CALL_END,
+                 kimi_k3.CALL_END)
 
 
 def complete_part(span: str) -> str | None:
