@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 
 from sunwell.models.arguments import parse_arguments, typed_value
-from sunwell.models.emulation import kimi_k3
+from sunwell.models.emulation import ifm, kimi_k3
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 
 _ACTION, _DOTS, _GCML, _CWM = "<|START_ACTION|>", "<dots_function_call>", "<｜GCML｜tool_calls>", "<tool:"
@@ -30,7 +30,8 @@ _CITATION_END = "</co:"
 _PLAMO, _PLAMO_END = "<|plamo:begin_tool_requests:plamo|>", "<|plamo:end_tool_requests:plamo|>"
 _SOLAR, _SOLAR_END = "<|tool_call:start|>", "<|tool_call:end|>"
 USER = "<user>"
-THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>", **kimi_k3.THINKING}
+THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>", **kimi_k3.THINKING,
+            **ifm.THINKING}
 """Thinking written into the text (never a call, never the answer)."""
 CLOSED = {
     _ACTION: "<|END_ACTION|>",

@@ -189,7 +189,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
     if span.startswith((*families.CLOSED, *families.JSON_AFTER)):
         return families.read(span, tools, lambda body: _nonempty(_extract(body, tools, True)),
                              lambda body: _json_calls(body, tools, explicit=True))
-    if span.startswith(ifm.OPEN):  # its parser types each value by the schema, JSON's strings too
+    if span.startswith(tuple(ifm.OPENERS)):  # its parser types each value by the schema, JSON's strings too
         found = _nonempty(_extract(ifm.plain_calls(span), tools, True))
         if found is not None:
             found.calls = [schema_typed(tools, call) for call in found.calls]
