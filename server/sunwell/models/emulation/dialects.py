@@ -143,7 +143,8 @@ _XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (t
     r"""(?:</(?:parameter|\3)\s*>(?=\s*(?:<|\Z))|(?=<parameter[=\s])|(?=</function>)|\Z)""",
     re.DOTALL,
 )
-_GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*<arg_value>(.*?)(?:</arg_value>|\Z)", re.DOTALL)
+_GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*(<arg_value>)?(.*?)(?:</arg_value>|(?=<arg_key>)|\Z)", re.DOTALL)
+"""A key and its value; a value whose own tag is missing runs to the next key or the end (Ollama's GLM-4.6 repair)."""
 _GLM_WORDS = re.compile(r"([A-Za-z_][\w.\-]*)((?:\s+[\w.\-]+=\S+)+)")
 _KIMI_ID = re.compile(r"(?:functions\.)?([^\s:]+):\d+")
 _CLIENT_ID = re.compile(r"(?!functions\.)[\w@.\-]+")  # a counter, `call_3`, `toolu_01…`, a UUID: no `name:N`
@@ -237,17 +238,19 @@ def _fitting_tool(arguments: str, tools: Offered) -> str | None:
     return fits[0] if len(fits) == 1 else None
 
 
-def read_glm(body: str, tools: Offered) -> Extraction | None:
+def read_glm(body: str, tools: Offered, strict: bool = False) -> Extraction | None:
     """`name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>` inside `<tool_call>` (or `name\n{JSON}`); a bare offered
-    name is a call without arguments. A line break may arrive escaped (`\\n`, sglang's test of GLM-4.6 output)."""
+    name is a call without arguments. A line break may arrive escaped (`\\n`, sglang's test of GLM-4.6 output). In a
+    call whose end came, a value's missing tag is repaired (Ollama's GLM-4.6 reader), except where `strict` (iQuest-Coder
+    V2's own tags: vLLM's test reads no call)."""
     if m := _GLM_WORDS.fullmatch(body.strip()):  # `name a=1 b=2` (mlx-lm's glm47 reader takes it)
         arguments = {k: _glm_value(v, parameter_schema(tools, m[1], k)) for k, v in re.findall(r"([\w.\-]+)=(\S+)", m[2])}
         return Extraction(calls=[FoundCall(m[1], arguments)])
     head = re.split(r"\n|\\n|<arg_key>", body.strip(), maxsplit=1)[0].strip()
-    pairs = _GLM_ARG.findall(body)
-    if body.count("<arg_value>") != body.count("</arg_value>"):
+    pairs = [(k, v) for k, opened, v in _GLM_ARG.findall(body) if opened or not strict]
+    if strict and body.count("<arg_value>") != body.count("</arg_value>"):
         return None  # a value never closed, though the call's end came: no call (vLLM's iQuest-Coder V2 test)
-    if not re.fullmatch(r"[A-Za-z_][\w.\-]*", head) or not (pairs or head in tools):
+    if not re.fullmatch(r"[^\W\d][\w.\-]*", head) or not (pairs or head in tools):
         return None
     rest = body.strip()[len(head):].strip()
     if not pairs and rest.startswith("{"):  # the name on its line, its arguments a JSON object (Ollama's Laguna)
