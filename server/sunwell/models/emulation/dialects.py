@@ -260,6 +260,14 @@ def read_glm(body: str, tools: Offered, strict: bool = False) -> Extraction | No
     return Extraction(calls=[FoundCall(head, arguments)])
 
 
+def _unescaped(word: str) -> str:
+    """JSON the model wrote escaped as a string's content (`[{\\"task\\": \\"C:\\\\\\\\x\\"}]`): every escape undone once."""
+    try:
+        return json.loads(f'"{word}"')
+    except ValueError:
+        return word.replace('\\"', '"')
+
+
 def _glm_value(text: str, schema: dict | None) -> object:
     """GLM's template writes a string as it is (spaces kept: vLLM's test) and any other value as JSON, so without a
     schema a JSON number or boolean is one; a string the model wrote as JSON (`"London"`) is read as one (mlx-lm's
@@ -279,7 +287,7 @@ def _glm_value(text: str, schema: dict | None) -> object:
             return value
         return decoded if isinstance(decoded, str) else value
     if '\\"' in word and word[:1] in "[{":
-        unescaped = typed_value(word.replace('\\"', '"'), schema)
+        unescaped = typed_value(_unescaped(word), schema)
         return value if isinstance(unescaped, str) else unescaped
     return value
 
