@@ -364,3 +364,26 @@ def test_laguna_user_tag_is_a_call_marker_only_around_a_call_of_an_offered_tool(
         detector = CallDetector({"read_file": {}})
         events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "shown"),
+    [
+        (' to=read<|message|><atem:function_calls>\n<atem:invoke name="read_file">\n<atem:parameter name="path">a.txt'
+         "</atem:parameter>\n</atem:invoke>\n</atem:function_calls><|eot|>", [("read_file", {"path": "a.txt"})], ""),
+        (" to=self<|message|>Check it.<|eom|><|start|>assistant to=user<|message|>Done.<|eot|>", [], "Done."),
+        ("to be, or not to be", [], "to be, or not to be"),
+        (" to the point: set x to=5 <|message|> in the config.", [], " to the point: set x to=5 <|message|> in the config."),
+    ],
+)
+def test_glimmer_headers_open_a_reply_only_where_they_are_one(text, calls, shown):
+    """Glimmer's reply opens with its message header (` to=RECIPIENT<|message|>`): the header goes, a message to
+    `self` is thinking, an ATEM block is a call; prose that merely begins `to` (or holds `to=` later) stays whole,
+    however the text streams."""
+    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
+    assert [(c.name, c.arguments) for c in out.calls] == calls
+    assert out.remaining_text == shown
+    for size in (1, 3):
+        detector = CallDetector({"read_file": {}})
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown

@@ -30,7 +30,17 @@ import json
 import re
 
 from sunwell.models.arguments import parse_arguments, typed_value
-from sunwell.models.emulation import dsml, families, hunyuan, ifm, kimi_k3, minicpm, minimax_m3, step3
+from sunwell.models.emulation import (
+    dsml,
+    families,
+    glimmer,
+    hunyuan,
+    ifm,
+    kimi_k3,
+    minicpm,
+    minimax_m3,
+    step3,
+)
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import THOUGHT as GEMMA_THOUGHT
@@ -75,6 +85,7 @@ CLOSED = {
     "<|action_start|><|plugin|>": "<|action_end|>",  # InternLM2: one JSON call (`parameters`)
     "<seed:tool_call>": "</seed:tool_call>",  # Seed-OSS: Qwen3-Coder's XML in its own tags
     **ifm.OPENERS,  # K2 Horizon, K2-V3: JSON or GLM's form in its own tags (ifm.py)
+    **glimmer.OPENERS,  # Glimmer's ATEM calls (glimmer.py)
     SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
     **hunyuan.OPENERS, **step3.OPENERS, **minicpm.OPENERS, **minimax_m3.OPENERS, **kimi_k3.OPENERS,  # each family's module says
@@ -116,6 +127,7 @@ CONTROL = (
     "<tool_response|>",
     *families.CONTROL,
     *kimi_k3.CONTROL,
+    *glimmer.CONTROL,
     "<channel|>",  # Gemma 4 closing a thought channel the template opened
     "<turn|>",  # Gemma 4 ending its turn (after a call, where <tool_call|> belongs)
     "</｜DSML｜tool_calls>",  # after an invoke whose block's opener was left out (vLLM's V4 test)

@@ -42,6 +42,7 @@ from sunwell.models.emulation import (
     dsml,
     families,
     gemma,
+    glimmer,
     hunyuan,
     ifm,
     kimi_k3,
@@ -175,6 +176,10 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         span = dialects.deepseek_spelling(span)
     if span in dialects.CONTROL:
         return Extraction()
+    if span.startswith(glimmer.OPEN):
+        return _nonempty(glimmer.read_calls(span, tools))
+    if glimmer.is_header(span):
+        return glimmer.read_message(span)
     if span.startswith(dialects.HARMONY):
         return dialects.read_harmony(span)
     for opener in ("<tool_call>", "<longcat_tool_call>", "<seed:tool_call>", "<iquestcoder_tool_call>", families.USER):

@@ -8,7 +8,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Literal
 
-from sunwell.models.emulation import dialects, dsml, gemma, qwen3_xml
+from sunwell.models.emulation import dialects, dsml, gemma, glimmer, qwen3_xml
 from sunwell.vocabulary import canonical_tool_name
 
 JSON_FENCES = {"", "json", "jsonc", "json5", "xml"}
@@ -101,11 +101,13 @@ class SpanScanner:
         self._balance: _Balance | None = None
         self._word_before = False
         """The text consumed so far ends in a word character (`myfunctools[` holds no marker, however chunked)."""
+        self._fresh = True
+        """Nothing consumed yet: a Glimmer header (` to=user<|message|>`) may open the reply."""
 
     def step(self, buf: str, pos: int, final: bool) -> Step:
         kind, end = self._step(buf, pos, final)
         if kind != "wait":
-            self._balance = None
+            self._balance, self._fresh = None, False
             span = buf[pos:end]
             line = span.rfind("\n")
             self._line_blank = (line >= 0 or self._line_blank) and not span[line + 1 :].strip()
@@ -116,6 +118,8 @@ class SpanScanner:
     def _step(self, buf: str, pos: int, final: bool) -> Step:
         if self._in_code:
             return self._code_block(buf, pos, final)
+        if self._fresh and (header := glimmer.header_at_start(buf, pos, final)):
+            return header
         if self._line_blank and (bare := gemma.bare_call(buf, pos, final, self._is_tool)):
             return bare
         if self._line_blank and (python := self._python_line(buf, pos, final)):
@@ -338,6 +342,8 @@ class SpanScanner:
             return ("wait", pos) if undecided else ("candidate", pos + len(marker))
         channel, recipient, at = header
         body = pos + at
+        if channel is None and not (recipient or "functions.").startswith("functions."):
+            return glimmer.message(buf, pos, body, recipient, final)  # Glimmer's header has no channel
         if recipient:
             k = buf.find(dialects.HARMONY_CALL_END, body)
             if k >= 0:
