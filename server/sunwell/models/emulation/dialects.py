@@ -5,7 +5,7 @@ text between them says a call.
   older Mistral: `[TOOL_CALLS] [{"name": ..., "arguments": ...}]`
 - Llama 4: `<|python_start|>[f(a=1)]<|python_end|>`; LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`
 - Qwen3-Coder: `<tool_call><function=f><parameter=a>\n1\n</parameter></function></tool_call>`
-- GLM-4.5: `<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>`; iQuest-Coder V2: the same in `<iquestcoder_tool_call>`
+- GLM-4.5: `<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>`; iQuest-Coder V2: the same in `<iquestcoder_tool_call>` (`glm.py`)
 - MiniMax: `<minimax:tool_call><invoke name="f"><parameter name="a">1</parameter></invoke></minimax:tool_call>`
 - DeepSeek V3/R1: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜>…`;
   V3.1: `<｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜>`
@@ -26,7 +26,6 @@ A name must look like one (`_NAME`): text between a family's markers that says n
 
 from __future__ import annotations
 
-import json
 import re
 
 from sunwell.models.arguments import parse_arguments, typed_value
@@ -155,9 +154,6 @@ _XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (t
     r"""(?:</(?:parameter|\3)\s*>(?=\s*(?:<|\Z))|(?=<parameter[=\s])|(?=</function>)|\Z)""",
     re.DOTALL,
 )
-_GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*(<arg_value>)?(.*?)(?:</arg_value>|(?=<arg_key>)|\Z)", re.DOTALL)
-"""A key and its value; a value whose own tag is missing runs to the next key or the end (Ollama's GLM-4.6 repair)."""
-_GLM_WORDS = re.compile(r"([A-Za-z_][\w.\-]*)((?:\s+[\w.\-]+=\S+)+)")
 _KIMI_ID = re.compile(r"(?:functions\.)?([^\s:]+):\d+")
 _CLIENT_ID = re.compile(r"(?!functions\.)[\w@.\-]+")  # a counter, `call_3`, `toolu_01…`, a UUID: no `name:N`
 
@@ -248,60 +244,6 @@ def _fitting_tool(arguments: str, tools: Offered) -> str | None:
     fits = [name for name, schema in tools.items()  # every key declared, every required key given
             if set((schema or {}).get("required") or ()) <= set(parsed) <= set((schema or {}).get("properties") or {})]
     return fits[0] if len(fits) == 1 else None
-
-
-def read_glm(body: str, tools: Offered, strict: bool = False) -> Extraction | None:
-    """`name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>` inside `<tool_call>` (or `name\n{JSON}`); a bare offered
-    name is a call without arguments. A line break may arrive escaped (`\\n`, sglang's test of GLM-4.6 output). In a
-    call whose end came, a value's missing tag is repaired (Ollama's GLM-4.6 reader), except where `strict` (iQuest-Coder
-    V2's own tags: vLLM's test reads no call)."""
-    if m := _GLM_WORDS.fullmatch(body.strip()):  # `name a=1 b=2` (mlx-lm's glm47 reader takes it)
-        arguments = {k: _glm_value(v, parameter_schema(tools, m[1], k)) for k, v in re.findall(r"([\w.\-]+)=(\S+)", m[2])}
-        return Extraction(calls=[FoundCall(m[1], arguments)])
-    head = re.split(r"\n|\\n|<arg_key>", body.strip(), maxsplit=1)[0].strip()
-    pairs = [(k, v) for k, opened, v in _GLM_ARG.findall(body) if opened or not strict]
-    if strict and body.count("<arg_value>") != body.count("</arg_value>"):
-        return None  # a value never closed, though the call's end came: no call (vLLM's iQuest-Coder V2 test)
-    if not re.fullmatch(r"[^\W\d][\w.\-]*", head) or not (pairs or head in tools):
-        return None
-    rest = body.strip()[len(head):].strip()
-    if not pairs and rest.startswith("{"):  # the name on its line, its arguments a JSON object (Ollama's Laguna)
-        parsed, _ = parse_arguments(rest)
-        return Extraction(calls=[FoundCall(head, parsed)]) if parsed is not None else None
-    arguments = {k.strip(): _glm_value(v, parameter_schema(tools, head, k.strip())) for k, v in pairs}
-    return Extraction(calls=[FoundCall(head, arguments)])
-
-
-def _unescaped(word: str) -> str:
-    """JSON the model wrote escaped as a string's content (`[{\\"task\\": \\"C:\\\\\\\\x\\"}]`): every escape undone once."""
-    try:
-        return json.loads(f'"{word}"')
-    except ValueError:
-        return word.replace('\\"', '"')
-
-
-def _glm_value(text: str, schema: dict | None) -> object:
-    """GLM's template writes a string as it is (spaces kept: vLLM's test) and any other value as JSON, so without a
-    schema a JSON number or boolean is one; a string the model wrote as JSON (`"London"`) is read as one (mlx-lm's
-    glm47 test), and JSON whose quotes came escaped (`[{\\"id\\": …}]`) too."""
-    if schema is None and re.fullmatch(r"\s*(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)\s*", text):
-        return json.loads(text)
-    value = typed_value(text, schema)
-    if isinstance(value, str) and text.strip():
-        value = text  # as written: GLM's template puts no space or line break around a value
-    if not isinstance(value, str):
-        return value
-    word = value.strip()
-    if len(word) > 1 and word[0] == word[-1] == '"':
-        try:
-            decoded = json.loads(word)
-        except ValueError:
-            return value
-        return decoded if isinstance(decoded, str) else value
-    if '\\"' in word and word[:1] in "[{":
-        unescaped = typed_value(_unescaped(word), schema)
-        return value if isinstance(unescaped, str) else unescaped
-    return value
 
 
 def read_invokes(span: str, tools: Offered) -> Extraction | None:

@@ -43,6 +43,7 @@ from sunwell.models.emulation import (
     families,
     gemma,
     glimmer,
+    glm,
     hunyuan,
     ifm,
     kimi_k3,
@@ -189,7 +190,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
             if m := _RECIPIENT.match(body):  # `assistant to=functions.f json\n{…}` (sglang's gpt-oss dialect)
                 return dialects.json_call(m[1], body[m.end():])
             found = _nonempty(_extract(body, tools, True, raw_ok=opener == "<tool_call>"))  # Hermes' own tests
-            return (found or dialects.read_glm(body, tools, strict=opener == "<iquestcoder_tool_call>")
+            return (found or glm.read_glm(body, tools, strict=opener == "<iquestcoder_tool_call>")
                     or gemma.read_gemma("call:" + body.strip(), tools))  # Gemma 4's `<tool_call>f{…}</tool_call>`
     if span.startswith((*families.CLOSED, *families.JSON_AFTER)):
         return families.read(span, tools, lambda body: _nonempty(_extract(body, tools, True)),
