@@ -387,3 +387,26 @@ def test_glimmer_headers_open_a_reply_only_where_they_are_one(text, calls, shown
         detector = CallDetector({"read_file": {}})
         events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "set_alarm", "parameters": {"time": 15:30}},'
+        '    {"tool_call_id": "1", "tool_name": "get_weather", "parameters": {"city": "Oslo"}}\n]<|END_ACTION|>',
+        '<tool_call>[{"name": "set_alarm", "arguments": {"time": 15:30}}, '
+        '{"name": "get_weather", "arguments": {"city": "Oslo"}}]</tool_call>',
+    ],
+)
+def test_a_broken_call_in_a_list_spoils_no_sibling(text):
+    """Ollama's Cohere test: one call of a list whose JSON is broken (`15:30` unquoted) is no call, and its well-formed
+    sibling is still one; a repair of the whole list ran the second call into the first one's arguments."""
+    tools = {"set_alarm": {"type": "object", "properties": {"time": {"type": "string"}}},
+             "get_weather": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    out = extract_tool_calls(text, tools)
+    assert [(c.name, c.arguments) for c in out.calls] == [("get_weather", {"city": "Oslo"})]
+    assert out.remaining_text == ""
+    for size in (1, 7):
+        detector = CallDetector(tools)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert [e.name for e in events if isinstance(e, ToolCallDone)] == ["get_weather"]

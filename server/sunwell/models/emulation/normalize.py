@@ -58,7 +58,7 @@ from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.pythonic import python_calls
 from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
-from sunwell.models.emulation.unfinished import complete_part, cut_name
+from sunwell.models.emulation.unfinished import complete_part, cut_name, sibling_items
 from sunwell.vocabulary import canonical_tool_name
 
 __all__ = ["Echo", "Extraction", "FoundCall", "Separator", "SpanScanner", "parse_span", "settle"]
@@ -288,6 +288,11 @@ def _json_calls(text: str, tools: Offered, explicit: bool, raw_ok: bool = False)
     `<tool_call>`, whose vLLM tests pass string arguments on as a call (the loop answers it with a validation error)."""
     if not explicit and not (CALLISH.search(text) or any(name in text for name in tools)):
         return None
+    if (items := sibling_items(text)) is not None:  # read apart: a repair would run one call into the next
+        found = [(item, _json_calls(item, tools, explicit, raw_ok)) for item in items]
+        out = Extraction(calls=[c for _, f in found if f and not f.repairs for c in f.calls])
+        out.unreadable = [cut_name(item) for item, f in found if f is None or f.repairs or f.unreadable]
+        return out if out.calls or out.unreadable else None
     loaded = load_json(text.strip())
     if loaded is None:
         return None
