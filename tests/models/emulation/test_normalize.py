@@ -410,3 +410,24 @@ def test_a_broken_call_in_a_list_spoils_no_sibling(text):
         detector = CallDetector(tools)
         events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
         assert [e.name for e in events if isinstance(e, ToolCallDone)] == ["get_weather"]
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "shown"),
+    [
+        ('Action: ```json\n[{"tool_name": "read_file", "parameters": {"path": "a.txt"}}]\n```', [("read_file", {"path": "a.txt"})], ""),
+        ("Action: none needed, the file is fine.", [], "Action: none needed, the file is fine."),
+        ("Next Action: ```python\nprint(1)\n```", [], "Next Action: ```python\nprint(1)\n```"),
+        ("Transaction: done.", [], "Transaction: done."),
+    ],
+)
+def test_command_r_action_label_goes_with_its_call_fence_only(text, calls, shown):
+    """Command R writes `Action: ```json [...]```` for its calls (Ollama's parser): the label goes with the call; as a
+    word before anything else (or inside another word) it stays the answer, however the text streams."""
+    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
+    assert [(c.name, c.arguments) for c in out.calls] == calls
+    assert out.remaining_text == shown
+    for size in (1, 3):
+        detector = CallDetector({"read_file": {}})
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown

@@ -50,6 +50,7 @@ from sunwell.models.emulation import (
     minicpm,
     minimax_m3,
     qwen3_xml,
+    span_scanner,
     step3,
 )
 from sunwell.models.emulation.between_calls import Echo, Separator
@@ -169,6 +170,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
     header, code between Llama 4's python markers) or holds thinking."""
     tools = offered(tool_names)
     names = frozenset(tools)
+    if span.startswith(span_scanner.ACTION) and span[len(span_scanner.ACTION):].lstrip(" ").startswith("```"):
+        span = span[len(span_scanner.ACTION):].lstrip(" ")  # Command R's label before its call fence
     if m := FENCE_OPEN.match(span):
         inner = span[m.end():]
         inner = inner.removesuffix("```")

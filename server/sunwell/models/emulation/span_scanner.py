@@ -19,7 +19,9 @@ _HEADER_MAX = 300
 """A harmony header longer than this without `<|message|>` is no header."""
 CALLISH = re.compile(r"""["']?\b(?:name|tool|tool_name|function|tool_calls)\b["']?\s*:""")
 """A key that names a call (`"name":`, `tool:`): JSON with one may be a call."""
-_TRIGGER = re.compile(rf"[`{{\[<\]]|(?<!\w){dialects.FUNCTOOLS}|->|-\Z")  # `]`: MiniMax-M3's `]<]minimax[>[`; `->`: HyperCLOVA X's role header
+ACTION = "Action:"
+"""Command R's label before its call fence (`Action: ```json [...]````): part of the call, not the answer."""
+_TRIGGER = re.compile(rf"[`{{\[<\]]|(?<!\w)(?:{dialects.FUNCTOOLS}|{ACTION})|->|-\Z")  # `]`: MiniMax-M3's `]<]minimax[>[`; `->`: HyperCLOVA X's role header
 FENCE_OPEN = re.compile(r"```([\w.+-]*)")
 PY_LINE = re.compile(r"[ \t]*(\[[ \t]*)?([A-Za-z_][\w.]*)")
 _PY_LINE_START = re.compile(r"[ \t]*(?:\[[ \t]*)?")
@@ -135,6 +137,8 @@ class SpanScanner:
             return "text", stop
         if buf.startswith(dialects.FUNCTOOLS, pos):
             return self._functools(buf, pos, final)
+        if buf.startswith(ACTION, pos):
+            return self._action(buf, pos, final)
         if m is None and not final:
             return "wait", pos  # the text's end may begin `functools[`
         if buf[pos] == "`":
@@ -164,12 +168,23 @@ class SpanScanner:
 
     def _word_marker_tail(self, buf: str, pos: int) -> int:
         """Where the text's end may be the start of `functools[` (held until the next chunk says)."""
-        for n in range(min(len(dialects.FUNCTOOLS), len(buf) - pos), 0, -1):
-            at = len(buf) - n
-            before = buf[at - 1] if at > 0 else ("a" if self._word_before else " ")
-            if buf.endswith(dialects.FUNCTOOLS[:n]) and not re.match(r"\w", before):
-                return at
+        for word in (dialects.FUNCTOOLS, ACTION):
+            for n in range(min(len(word), len(buf) - pos), 0, -1):
+                at = len(buf) - n
+                before = buf[at - 1] if at > 0 else ("a" if self._word_before else " ")
+                if buf.endswith(word[:n]) and not re.match(r"\w", before):
+                    return at
         return len(buf)
+
+    def _action(self, buf: str, pos: int, final: bool) -> Step:
+        """`Action:` and the ```json fence after it are one candidate; without a fence the label is a word."""
+        j = _skip_space(buf, pos + len(ACTION), " ")
+        if not final and "```json".startswith(buf[j : j + 7]) and len(buf) - j < 7:
+            return "wait", pos
+        if not buf.startswith("```json", j):
+            return "text", pos + len(ACTION)
+        kind, end = self._fence(buf, j, final)
+        return ("wait", pos) if kind == "wait" else (kind, end)
 
     def _functools(self, buf: str, pos: int, final: bool) -> Step:
         """Phi-4-mini's `functools[{...}]`: through the list; the word is prose when no `[{` follows it."""
