@@ -18,12 +18,24 @@ OPEN, CLOSE = "<|open|>tools<|sep|>", "<|close|>tools<|sep|>"
 CALL_END = "<|close|>call<|sep|>"
 OPENERS = {OPEN: CLOSE}
 THINKING = {"<|open|>think<|sep|>": "<|close|>think<|sep|>"}
-CONTROL = ("<|open|>response<|sep|>", "<|close|>response<|sep|>")
-"""The answer's own wrapper: no text of its own."""
+CONTROL = ("<|open|>response<|sep|>", "<|close|>response<|sep|>", "<|open|>", "<|close|>")
+"""The answer's own wrapper, and a marker's start whatever follows it: no text of their own."""
 
 _CALL = re.compile(r'<\|open\|>call\s+tool="([^"]*)"[^<]*?<\|sep\|>(.*?)<\|close\|>call<\|sep\|>', re.DOTALL)
 _ARGUMENT = re.compile(r'<\|open\|>argument\s+key="([^"]*)"(?:\s+type="([^"]*)")?\s*<\|sep\|>(.*?)'
                        r"<\|close\|>argument<\|sep\|>", re.DOTALL)
+
+
+def marker_end(buf: str, body: int, final: bool) -> int | None:
+    """Where a marker that `<|open|>` or `<|close|>` (ending at `body`) begins ends: through its `<|sep|>`, or else
+    through its word (`done<|open|>tool`: a marker the reply ended inside, or quoted); None while it may grow."""
+    word = re.match(r"[a-z_]*", buf[body:])
+    end = body + word.end()
+    if buf.startswith("<|sep|>", end):
+        return end + len("<|sep|>")
+    if not final and (end == len(buf) or "<|sep|>".startswith(buf[end:])):
+        return None
+    return end
 
 
 def read(span: str) -> Extraction:

@@ -178,8 +178,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
         return _nonempty(_extract(inner, tools, explicit or m[1].lower() in CALL_FENCES))
     if span.startswith(tuple(dialects.DEEPSEEK_ASCII)):
         span = dialects.deepseek_spelling(span)
-    if span in dialects.CONTROL:
-        return Extraction()
+    if span in dialects.CONTROL or re.fullmatch(r"<\|(?:open|close)\|>\w*(?:<\|sep\|>)?", span):
+        return Extraction()  # a control token, or a Kimi K3 marker with no text of its own
     if span.startswith(glimmer.OPEN):
         return _nonempty(glimmer.read_calls(span, tools))
     if glimmer.is_header(span):

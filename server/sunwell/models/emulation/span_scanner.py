@@ -8,7 +8,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Literal
 
-from sunwell.models.emulation import dialects, dsml, gemma, glimmer, qwen3_xml
+from sunwell.models.emulation import dialects, dsml, gemma, glimmer, kimi_k3, qwen3_xml
 from sunwell.vocabulary import canonical_tool_name
 
 JSON_FENCES = {"", "json", "jsonc", "json5", "xml"}
@@ -314,6 +314,9 @@ class SpanScanner:
 
     def _marked(self, marker: str, buf: str, pos: int, final: bool) -> Step:
         body = pos + len(marker)
+        if marker in ("<|open|>", "<|close|>"):  # Kimi K3's: a marker's word follows
+            end = kimi_k3.marker_end(buf, body, final)
+            return ("wait", pos) if end is None else ("candidate", end)
         if marker in dialects.CONTROL:
             return "candidate", body
         if marker in dialects.HARMONY:
