@@ -340,3 +340,94 @@ def test_a_hunyuan_block_with_text_between_its_pairs_is_no_call():
     assert out.calls == [] and out.remaining_text == ""
     good = text.replace("JUNK", "")
     assert [(c.name, c.arguments) for c in extract_tool_calls(good, TOOLS).calls] == [("read_file", {"path": "a.txt", "mode": "r"})]
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "shown"),
+    [
+        ("Reading it.\n<user>read_file\n<arg_key>path</arg_key>\n<arg_value>a.txt</arg_value>\n</user>",
+         [("read_file", {"path": "a.txt"})], "Reading it.\n"),
+        ('<user>{"name": "read_file", "arguments": {"path": "a.txt"}}</user>', [("read_file", {"path": "a.txt"})], ""),
+        ("Greet the <user> by name.", [], "Greet the <user> by name."),
+        ("The field <user>bob</user> is set.", [], "The field <user>bob</user> is set."),
+        ("<user>write_file\n<arg_key>path</arg_key>\n<arg_value>a.txt</arg_value>\n</user>", [], ""),
+    ],
+)
+def test_laguna_user_tag_is_a_call_marker_only_around_a_call_of_an_offered_tool(text, calls, shown):
+    """Laguna sometimes writes `<user>` where `<tool_call>` belongs (Ollama's parser reads it): a call when it
+    encloses GLM's body or a JSON call (GLM's body naming a tool not offered is no call either: a notice says so);
+    a word, with what it encloses, anywhere else."""
+    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
+    assert [(c.name, c.arguments) for c in out.calls] == calls
+    assert out.remaining_text == shown
+    for size in (1, 3):
+        detector = CallDetector({"read_file": {}})
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "shown"),
+    [
+        (' to=read<|message|><atem:function_calls>\n<atem:invoke name="read_file">\n<atem:parameter name="path">a.txt'
+         "</atem:parameter>\n</atem:invoke>\n</atem:function_calls><|eot|>", [("read_file", {"path": "a.txt"})], ""),
+        (" to=self<|message|>Check it.<|eom|><|start|>assistant to=user<|message|>Done.<|eot|>", [], "Done."),
+        ("to be, or not to be", [], "to be, or not to be"),
+        (" to the point: set x to=5 <|message|> in the config.", [], " to the point: set x to=5 <|message|> in the config."),
+    ],
+)
+def test_glimmer_headers_open_a_reply_only_where_they_are_one(text, calls, shown):
+    """Glimmer's reply opens with its message header (` to=RECIPIENT<|message|>`): the header goes, a message to
+    `self` is thinking, an ATEM block is a call; prose that merely begins `to` (or holds `to=` later) stays whole,
+    however the text streams."""
+    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
+    assert [(c.name, c.arguments) for c in out.calls] == calls
+    assert out.remaining_text == shown
+    for size in (1, 3):
+        detector = CallDetector({"read_file": {}})
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "set_alarm", "parameters": {"time": 15:30}},'
+        '    {"tool_call_id": "1", "tool_name": "get_weather", "parameters": {"city": "Oslo"}}\n]<|END_ACTION|>',
+        '<tool_call>[{"name": "set_alarm", "arguments": {"time": 15:30}}, '
+        '{"name": "get_weather", "arguments": {"city": "Oslo"}}]</tool_call>',
+    ],
+)
+def test_a_broken_call_in_a_list_spoils_no_sibling(text):
+    """Ollama's Cohere test: one call of a list whose JSON is broken (`15:30` unquoted) is no call, and its well-formed
+    sibling is still one; a repair of the whole list ran the second call into the first one's arguments."""
+    tools = {"set_alarm": {"type": "object", "properties": {"time": {"type": "string"}}},
+             "get_weather": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    out = extract_tool_calls(text, tools)
+    assert [(c.name, c.arguments) for c in out.calls] == [("get_weather", {"city": "Oslo"})]
+    assert out.remaining_text == ""
+    for size in (1, 7):
+        detector = CallDetector(tools)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert [e.name for e in events if isinstance(e, ToolCallDone)] == ["get_weather"]
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "shown"),
+    [
+        ('Action: ```json\n[{"tool_name": "read_file", "parameters": {"path": "a.txt"}}]\n```', [("read_file", {"path": "a.txt"})], ""),
+        ("Action: none needed, the file is fine.", [], "Action: none needed, the file is fine."),
+        ("Next Action: ```python\nprint(1)\n```", [], "Next Action: ```python\nprint(1)\n```"),
+        ("Transaction: done.", [], "Transaction: done."),
+    ],
+)
+def test_command_r_action_label_goes_with_its_call_fence_only(text, calls, shown):
+    """Command R writes `Action: ```json [...]```` for its calls (Ollama's parser): the label goes with the call; as a
+    word before anything else (or inside another word) it stays the answer, however the text streams."""
+    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
+    assert [(c.name, c.arguments) for c in out.calls] == calls
+    assert out.remaining_text == shown
+    for size in (1, 3):
+        detector = CallDetector({"read_file": {}})
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown

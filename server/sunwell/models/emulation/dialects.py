@@ -5,7 +5,7 @@ text between them says a call.
   older Mistral: `[TOOL_CALLS] [{"name": ..., "arguments": ...}]`
 - Llama 4: `<|python_start|>[f(a=1)]<|python_end|>`; LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`
 - Qwen3-Coder: `<tool_call><function=f><parameter=a>\n1\n</parameter></function></tool_call>`
-- GLM-4.5: `<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>`; iQuest-Coder V2: the same in `<iquestcoder_tool_call>`
+- GLM-4.5: `<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>`; iQuest-Coder V2: the same in `<iquestcoder_tool_call>` (`glm.py`)
 - MiniMax: `<minimax:tool_call><invoke name="f"><parameter name="a">1</parameter></invoke></minimax:tool_call>`
 - DeepSeek V3/R1: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜>…`;
   V3.1: `<｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜>`
@@ -26,11 +26,20 @@ A name must look like one (`_NAME`): text between a family's markers that says n
 
 from __future__ import annotations
 
-import json
 import re
 
 from sunwell.models.arguments import parse_arguments, typed_value
-from sunwell.models.emulation import dsml, families, hunyuan, minicpm, minimax_m3, step3
+from sunwell.models.emulation import (
+    dsml,
+    families,
+    glimmer,
+    hunyuan,
+    ifm,
+    kimi_k3,
+    minicpm,
+    minimax_m3,
+    step3,
+)
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import THOUGHT as GEMMA_THOUGHT
@@ -74,10 +83,11 @@ CLOSED = {
     "<|tools_prefix|>": "<|tools_suffix|>",  # Apertus: a JSON list
     "<|action_start|><|plugin|>": "<|action_end|>",  # InternLM2: one JSON call (`parameters`)
     "<seed:tool_call>": "</seed:tool_call>",  # Seed-OSS: Qwen3-Coder's XML in its own tags
-    "<ifm|tool_calls>": "</ifm|tool_calls>",  # K2 Horizon: JSON or GLM's form in its own tags (ifm.py)
+    **ifm.OPENERS,  # K2 Horizon, K2-V3: JSON or GLM's form in its own tags (ifm.py)
+    **glimmer.OPENERS,  # Glimmer's ATEM calls (glimmer.py)
     SEED_THINK: "</seed:think>",  # Seed-OSS' thinking, written into the text (a call shown there is an example)
     **GEMMA_OPENERS,
-    **hunyuan.OPENERS, **step3.OPENERS, **minicpm.OPENERS, **minimax_m3.OPENERS,  # each family's module says
+    **hunyuan.OPENERS, **step3.OPENERS, **minicpm.OPENERS, **minimax_m3.OPENERS, **kimi_k3.OPENERS,  # each family's module says
     **families.CLOSED,
     **GEMMA_THOUGHT,  # Gemma 4's thought channel: thinking
 }
@@ -115,6 +125,8 @@ CONTROL = (
     "<|tool_response>",  # Gemma 4 ending its turn for the tool's answer
     "<tool_response|>",
     *families.CONTROL,
+    *kimi_k3.CONTROL,
+    *glimmer.CONTROL,
     "<channel|>",  # Gemma 4 closing a thought channel the template opened
     "<turn|>",  # Gemma 4 ending its turn (after a call, where <tool_call|> belongs)
     "</｜DSML｜tool_calls>",  # after an invoke whose block's opener was left out (vLLM's V4 test)
@@ -142,9 +154,8 @@ _XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (t
     r"""(?:</(?:parameter|\3)\s*>(?=\s*(?:<|\Z))|(?=<parameter[=\s])|(?=</function>)|\Z)""",
     re.DOTALL,
 )
-_GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*<arg_value>(.*?)(?:</arg_value>|\Z)", re.DOTALL)
-_GLM_WORDS = re.compile(r"([A-Za-z_][\w.\-]*)((?:\s+[\w.\-]+=\S+)+)")
 _KIMI_ID = re.compile(r"(?:functions\.)?([^\s:]+):\d+")
+_CLIENT_ID = re.compile(r"(?!functions\.)[\w@.\-]+")  # a counter, `call_3`, `toolu_01…`, a UUID: no `name:N`
 
 
 def harmony_header(span: str) -> tuple[str | None, str | None, int] | None:
@@ -211,14 +222,15 @@ def read_deepseek(span: str) -> Extraction:
 
 
 def read_kimi(span: str, tools: Offered) -> Extraction:
-    """`functions.f:0` (or `f:0`) names each call; a bare counter (`0`) names the one offered tool whose
-    parameters the arguments fit, and none when two fit (vLLM's reader). An id of another shape is no call."""
+    """`functions.f:0` (or `f:0`) names each call; a bare counter (`0`) or a client's call id that the history
+    taught the model (`call_3`, `toolu_01…`: sglang's reader) names the one offered tool whose parameters the
+    arguments fit, and none when two fit. A `functions.` id of another shape is no call (vLLM's reader)."""
     out = Extraction()
     for part in span.split(KIMI_CALL)[1:]:
         ident, _, arguments = part.split(KIMI_CALL_END, 1)[0].partition(KIMI_ARGS)
         if m := _KIMI_ID.fullmatch(ident.strip()):
             _merge(out, json_call(m[1], arguments))
-        elif re.fullmatch(r"\s*\d+\s*", ident) and (name := _fitting_tool(arguments, tools)):
+        elif _CLIENT_ID.fullmatch(ident.strip()) and (name := _fitting_tool(arguments, tools)):
             _merge(out, json_call(name, arguments))
     return out
 
@@ -229,48 +241,9 @@ def _fitting_tool(arguments: str, tools: Offered) -> str | None:
     parsed, _ = parse_arguments(arguments)
     if not parsed:
         return None
-    fits = [name for name, schema in tools.items() if set(parsed) <= set((schema or {}).get("properties") or {})]
+    fits = [name for name, schema in tools.items()  # every key declared, every required key given
+            if set((schema or {}).get("required") or ()) <= set(parsed) <= set((schema or {}).get("properties") or {})]
     return fits[0] if len(fits) == 1 else None
-
-
-def read_glm(body: str, tools: Offered) -> Extraction | None:
-    """`name\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>` inside `<tool_call>`; a bare offered name is a call
-    without arguments. A line break may arrive escaped (`\\n`, sglang's test of GLM-4.6 output)."""
-    if m := _GLM_WORDS.fullmatch(body.strip()):  # `name a=1 b=2` (mlx-lm's glm47 reader takes it)
-        arguments = {k: _glm_value(v, parameter_schema(tools, m[1], k)) for k, v in re.findall(r"([\w.\-]+)=(\S+)", m[2])}
-        return Extraction(calls=[FoundCall(m[1], arguments)])
-    head = re.split(r"\n|\\n|<arg_key>", body.strip(), maxsplit=1)[0].strip()
-    pairs = _GLM_ARG.findall(body)
-    if body.count("<arg_value>") != body.count("</arg_value>"):
-        return None  # a value never closed, though the call's end came: no call (vLLM's iQuest-Coder V2 test)
-    if not re.fullmatch(r"[A-Za-z_][\w.\-]*", head) or not (pairs or head in tools):
-        return None
-    arguments = {k.strip(): _glm_value(v, parameter_schema(tools, head, k.strip())) for k, v in pairs}
-    return Extraction(calls=[FoundCall(head, arguments)])
-
-
-def _glm_value(text: str, schema: dict | None) -> object:
-    """GLM's template writes a string as it is (spaces kept: vLLM's test) and any other value as JSON, so without a
-    schema a JSON number or boolean is one; a string the model wrote as JSON (`"London"`) is read as one (mlx-lm's
-    glm47 test), and JSON whose quotes came escaped (`[{\\"id\\": …}]`) too."""
-    if schema is None and re.fullmatch(r"\s*(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)\s*", text):
-        return json.loads(text)
-    value = typed_value(text, schema)
-    if isinstance(value, str) and text.strip():
-        value = text  # as written: GLM's template puts no space or line break around a value
-    if not isinstance(value, str):
-        return value
-    word = value.strip()
-    if len(word) > 1 and word[0] == word[-1] == '"':
-        try:
-            decoded = json.loads(word)
-        except ValueError:
-            return value
-        return decoded if isinstance(decoded, str) else value
-    if '\\"' in word and word[:1] in "[{":
-        unescaped = typed_value(word.replace('\\"', '"'), schema)
-        return value if isinstance(unescaped, str) else unescaped
-    return value
 
 
 def read_invokes(span: str, tools: Offered) -> Extraction | None:

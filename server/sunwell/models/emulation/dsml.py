@@ -38,12 +38,15 @@ def read_dsml(span: str, tools: Offered) -> Extraction | None:
     written (vLLM's V4 tests); a string-only parameter keeps `null` as text, and without a schema `string="false"`
     is JSON (in V4, for a tool whose parameters are known, it stays text: nothing types it). A lone `arguments` or
     `input` parameter the tool does not take, holding an object of parameters it does take (or any object, when its
-    parameters are not known), is the arguments (the model wrapped them)."""
+    parameters are not known), is the arguments (the model wrapped them); so is one JSON object in place of the
+    parameters."""
     calls, v4 = [], span.startswith(V4_OPEN)
     for name, body in _INVOKE.findall(span):
         declared = (tools.get(name) or {}).get("properties")
         arguments = {k: _value(v, is_string, parameter_schema(tools, name, k), v4 and bool(declared))
                      for k, is_string, v in _PARAMETER.findall(body)}
+        if not arguments and (whole := _object_or_none(body.strip())) is not None:
+            arguments = whole  # the arguments as one JSON object inside the invoke (sglang's V3.2 test)
         if len(arguments) == 1 and (key := next(iter(arguments))) in ("arguments", "input"):
             inner = arguments[key] if isinstance(arguments[key], dict) else _object_or_none(arguments[key])
             if inner is not None and parameter_schema(tools, name, key) is None and (

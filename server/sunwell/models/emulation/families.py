@@ -2,14 +2,15 @@
 handed back to the common readers.
 
 - Cohere Command R7B/A: `<|START_THINKING|>…<|END_THINKING|>` (thinking), `<|START_ACTION|>[{"tool_name": …,
-  "parameters": …}]<|END_ACTION|>`, `<|START_RESPONSE|>…<|END_RESPONSE|>` (the answer; citations `<co>x</co: 0:[1]>`
-  keep their text)
+  "parameters": …}]<|END_ACTION|>`, `<|START_RESPONSE|>…<|END_RESPONSE|>` or Command A's `<|START_TEXT|>…<|END_TEXT|>` (the answer;
+  citations `<co>x</co: 0:[1]>` keep their text), `<|END_OF_TURN_TOKEN|>` the turn's end
 - dots.llm: `<dots_function_call>` around MiniMax's `<invoke name=…>` or one JSON call
 - GigaChat 3.5: DeepSeek V3.2's DSML spelled `｜GCML｜`; GigaChat 3: `<|function_call|>{…}` or
   `<|message_sep|>\\n\\nfunction call<|role_sep|>\\n{…}`; Granite 20B FC: `<function_call> {…}` per call
 - HyperCLOVA X SEED Think 14B: ` -> tool/function_call\n[{…}]`
 - CWM: `<tool: function>\\nNAME REST\\n</tool>` (or `<tool: NAME REST </tool>`), REST JSON or a command line
 - PLaMo 3: `<|plamo:begin_tool_requests:plamo|>` around requests, each a name and JSON arguments in their own tags
+- Laguna: `<user>` where `<tool_call>` belongs (a fumbled tag), around GLM's `name\n<arg_key>…` or a JSON call
 - Solar Open 2: `<|tool_call:start|>NAME\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE<|tool_arg:end|>…<|tool_call:end|>`,
   `<|think:start|>…<|think:end|>` its thinking
 """
@@ -21,13 +22,16 @@ import re
 from collections.abc import Callable
 
 from sunwell.models.arguments import parse_arguments, typed_value
+from sunwell.models.emulation import ifm, kimi_k3
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 
 _ACTION, _DOTS, _GCML, _CWM = "<|START_ACTION|>", "<dots_function_call>", "<｜GCML｜tool_calls>", "<tool:"
 _CITATION_END = "</co:"
 _PLAMO, _PLAMO_END = "<|plamo:begin_tool_requests:plamo|>", "<|plamo:end_tool_requests:plamo|>"
 _SOLAR, _SOLAR_END = "<|tool_call:start|>", "<|tool_call:end|>"
-THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>"}
+USER = "<user>"
+THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>", **kimi_k3.THINKING,
+            **ifm.THINKING}
 """Thinking written into the text (never a call, never the answer)."""
 CLOSED = {
     _ACTION: "<|END_ACTION|>",
@@ -36,16 +40,22 @@ CLOSED = {
     _CWM: "</tool>",
     _PLAMO: _PLAMO_END,
     _SOLAR: _SOLAR_END,
+    USER: "</user>",
     _CITATION_END: ">",  # a citation's end tag, `</co: 0:[1,2]>`: no text of its own
     **THINKING,
 }
 JSON_AFTER = ("<function_call>", "<|function_call|>", "<|message_sep|>\n\nfunction call<|role_sep|>",
               "-> tool/function_call")  # HyperCLOVA X 14B's role header before its JSON list
 CONTROL = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<co>", "</dots_function_call>", "<|im_end|>", "<|plugin|>",
-           "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>")
-"""Control tokens with no text of their own (turn ends, a section's end left over, Intern-S1's spaced `<|plugin|>`)."""
-TURN_END = ("<|plamo:tag|>",)
+           "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>",
+           "<|START_TEXT|>", "<|END_TEXT|>", "<|END_THINKING|>", "<|END_OF_TURN_TOKEN|>")
+"""Control tokens with no text of their own (turn ends, a section's end left over, Intern-S1's spaced `<|plugin|>`,
+Command A's answer markers and an empty thought's end)."""
+TURN_END = ("<|plamo:tag|>", "<|END_OF_TURN_TOKEN|>")
 """Tokens that end the model's turn: nothing after one is the reply (vLLM's PLaMo 3 test)."""
+
+WORD_MARKERS = ("<tools>", USER)
+"""Markers that are also words a reply may use: what they enclose that is no call stays the answer."""
 
 _CWM_BLOCK = re.compile(r"<tool:\s*([^>\s]+)\s*>\s*(.*?)\s*</tool>\Z", re.DOTALL)
 _CWM_SHORT = re.compile(r"<tool:\s*([^>\s]+)\s+(.*?)\s*</tool>\Z", re.DOTALL)
@@ -56,6 +66,16 @@ _PLAMO_CALL = re.compile(
     r"<\|plamo:begin_tool_request:plamo\|><\|plamo:begin_tool_name:plamo\|>(.*?)<\|plamo:end_tool_name:plamo\|>"
     r"<\|plamo:begin_tool_arguments:plamo\|><\|plamo:constrain\|>json<\|plamo:msg\|>(.*?)"
     r"<\|plamo:end_tool_arguments:plamo\|><\|plamo:end_tool_request:plamo\|>", re.DOTALL)
+
+
+def opens_call(span: str, tools: Offered) -> bool:
+    """Whether a span the reply ended inside opens a call: `<tools>` only before JSON, `<user>` before JSON or an
+    offered tool's name; any other marker always."""
+    marker = next((m for m in WORD_MARKERS if span.startswith(m)), None)
+    if marker is None:
+        return True
+    rest = span[len(marker):].lstrip()
+    return rest[:1] in ("{", "[") or (marker == USER and re.split(r"\s|<", rest, maxsplit=1)[0] in tools)
 
 
 def thinking(span: str) -> Extraction | None:

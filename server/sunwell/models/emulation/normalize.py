@@ -42,11 +42,15 @@ from sunwell.models.emulation import (
     dsml,
     families,
     gemma,
+    glimmer,
+    glm,
     hunyuan,
     ifm,
+    kimi_k3,
     minicpm,
     minimax_m3,
     qwen3_xml,
+    span_scanner,
     step3,
 )
 from sunwell.models.emulation.between_calls import Echo, Separator
@@ -55,7 +59,7 @@ from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.pythonic import python_calls
 from sunwell.models.emulation.span_scanner import CALL_FENCES, CALLISH, FENCE_OPEN, PY_LINE, Kind, SpanScanner
-from sunwell.models.emulation.unfinished import complete_part, cut_name
+from sunwell.models.emulation.unfinished import complete_part, cut_name, sibling_items
 from sunwell.vocabulary import canonical_tool_name
 
 __all__ = ["Echo", "Extraction", "FoundCall", "Separator", "SpanScanner", "parse_span", "settle"]
@@ -97,9 +101,9 @@ def _extract(text: str, tools: Offered, explicit: bool, enclosed: bool = True, r
 _RECIPIENT = re.compile(r"\s*(?:assistant\s+)?to=functions\.([^\s<]+)(?:\s+json)?\s*(?=\{)")
 _CALL_MARKERS = tuple(m for m in (*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.DEEPSEEK_ASCII)
                       if m not in ("<|python_start|>", "<function=", "<function name=", "<tool name=", "<invoke name=",
-                                   "<tools>", *minicpm.OPENERS))
+                                   *families.WORD_MARKERS, *minicpm.OPENERS))
 """Markers that only ever open a call: what stands between them is a call or nothing (never the answer). `<tools>`
-is also a word a reply may use: what it holds that says no call stays the answer."""
+and `<user>` are also words a reply may use: what they hold that says no call stays the answer."""
 
 
 def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bool = False,
@@ -118,7 +122,7 @@ def settle(kind: Kind, span: str, tools: Offered, *, cut_off: bool, explicit: bo
         return Extraction(thinking=gemma.thought(span))
     marked = span.startswith((*dialects.CLOSED, *dialects.JSON_AFTER, *dialects.HARMONY, *dialects.DEEPSEEK_ASCII,
                               dialects.FUNCTOOLS))
-    marked = marked and not (span.startswith("<tools>") and span[7:].lstrip()[:1] not in ("{", "["))  # a word
+    marked = marked and families.opens_call(span, tools)  # `<tools>`, `<user>`: words too
     # Unfinished JSON in prose is a call cut short only when it names an offered tool (else it is text, vLLM's view);
     # so is a half-written Python line (`read_file(path=`): a mention as likely as a call
     callish = marked or (span.lstrip()[:1] in ("{", "[", "`") and any(name in span for name in tools))
@@ -166,29 +170,35 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
     header, code between Llama 4's python markers) or holds thinking."""
     tools = offered(tool_names)
     names = frozenset(tools)
+    if span.startswith(span_scanner.ACTION) and span[len(span_scanner.ACTION):].lstrip(" ").startswith("```"):
+        span = span[len(span_scanner.ACTION):].lstrip(" ")  # Command R's label before its call fence
     if m := FENCE_OPEN.match(span):
         inner = span[m.end():]
         inner = inner.removesuffix("```")
         return _nonempty(_extract(inner, tools, explicit or m[1].lower() in CALL_FENCES))
     if span.startswith(tuple(dialects.DEEPSEEK_ASCII)):
         span = dialects.deepseek_spelling(span)
-    if span in dialects.CONTROL:
-        return Extraction()
+    if span in dialects.CONTROL or re.fullmatch(r"<\|(?:open|close)\|>\w*(?:<\|sep\|>)?", span):
+        return Extraction()  # a control token, or a Kimi K3 marker with no text of its own
+    if span.startswith(glimmer.OPEN):
+        return _nonempty(glimmer.read_calls(span, tools))
+    if glimmer.is_header(span):
+        return glimmer.read_message(span)
     if span.startswith(dialects.HARMONY):
         return dialects.read_harmony(span)
-    for opener in ("<tool_call>", "<longcat_tool_call>", "<seed:tool_call>", "<iquestcoder_tool_call>"):
+    for opener in ("<tool_call>", "<longcat_tool_call>", "<seed:tool_call>", "<iquestcoder_tool_call>", families.USER):
         if span.startswith(opener):
             body = _between(span, opener, dialects.CLOSED[opener]).replace("<longcat_arg_", "<arg_")
             body = body.replace("</longcat_arg_", "</arg_")
             if m := _RECIPIENT.match(body):  # `assistant to=functions.f json\n{…}` (sglang's gpt-oss dialect)
                 return dialects.json_call(m[1], body[m.end():])
             found = _nonempty(_extract(body, tools, True, raw_ok=opener == "<tool_call>"))  # Hermes' own tests
-            return (found or dialects.read_glm(body, tools)
+            return (found or glm.read_glm(body, tools, strict=opener == "<iquestcoder_tool_call>")
                     or gemma.read_gemma("call:" + body.strip(), tools))  # Gemma 4's `<tool_call>f{…}</tool_call>`
     if span.startswith((*families.CLOSED, *families.JSON_AFTER)):
         return families.read(span, tools, lambda body: _nonempty(_extract(body, tools, True)),
                              lambda body: _json_calls(body, tools, explicit=True))
-    if span.startswith(ifm.OPEN):  # its parser types each value by the schema, JSON's strings too
+    if span.startswith(tuple(ifm.OPENERS)):  # its parser types each value by the schema, JSON's strings too
         found = _nonempty(_extract(ifm.plain_calls(span), tools, True))
         if found is not None:
             found.calls = [schema_typed(tools, call) for call in found.calls]
@@ -211,6 +221,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
             return found or (Extraction(remaining_text=body) if opener == "<|python_start|>" else None)
     if span.startswith(tuple(minimax_m3.OPENERS)):
         return _nonempty(minimax_m3.read_minimax_m3(span, tools))
+    if span.startswith(kimi_k3.OPEN):
+        return _nonempty(kimi_k3.read(span))
     if span.startswith(tuple(step3.OPENERS)):
         return _nonempty(step3.read_step3(span, tools))
     if span.startswith(dialects.FUNCTOOLS):  # a word: what holds no call stays the answer
@@ -279,6 +291,11 @@ def _json_calls(text: str, tools: Offered, explicit: bool, raw_ok: bool = False)
     `<tool_call>`, whose vLLM tests pass string arguments on as a call (the loop answers it with a validation error)."""
     if not explicit and not (CALLISH.search(text) or any(name in text for name in tools)):
         return None
+    if (items := sibling_items(text)) is not None:  # read apart: a repair would run one call into the next
+        found = [(item, _json_calls(item, tools, explicit, raw_ok)) for item in items]
+        out = Extraction(calls=[c for _, f in found if f and not f.repairs for c in f.calls])
+        out.unreadable = [cut_name(item) for item, f in found if f is None or f.repairs or f.unreadable]
+        return out if out.calls or out.unreadable else None
     loaded = load_json(text.strip())
     if loaded is None:
         return None

@@ -31,10 +31,18 @@ def marked(marker: str, buf: str, pos: int, final: bool, tools: Offered) -> tupl
     ended with no structural end)."""
     if marker not in ("<tool_call>", "<function="):
         return None
+    if marker == "<function=" and _no_header(buf, pos):
+        return ("wait", pos) if not final and "\n" not in buf[pos:] else ("text", pos + len(marker))
     end = tool_call_end(buf, pos + len(marker), tools) if marker == "<tool_call>" else function_end(buf, pos, tools)
     if end is None or (end == UNDECIDED and final):
         return None
     return ("wait", pos) if end == UNDECIDED else ("candidate", end)
+
+
+def _no_header(buf: str, pos: int) -> bool:
+    """`<function=` whose `>` has not come on its line: prose about the tag (`the tag <function=foo is …`)."""
+    line = buf[pos:].split("\n", 1)[0]
+    return ">" not in line
 
 
 def tool_call_end(buf: str, body: int, tools: Offered) -> int | None:

@@ -8,7 +8,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Literal
 
-from sunwell.models.emulation import dialects, dsml, gemma, qwen3_xml
+from sunwell.models.emulation import dialects, dsml, gemma, glimmer, kimi_k3, qwen3_xml
 from sunwell.vocabulary import canonical_tool_name
 
 JSON_FENCES = {"", "json", "jsonc", "json5", "xml"}
@@ -19,7 +19,9 @@ _HEADER_MAX = 300
 """A harmony header longer than this without `<|message|>` is no header."""
 CALLISH = re.compile(r"""["']?\b(?:name|tool|tool_name|function|tool_calls)\b["']?\s*:""")
 """A key that names a call (`"name":`, `tool:`): JSON with one may be a call."""
-_TRIGGER = re.compile(rf"[`{{\[<\]]|(?<!\w){dialects.FUNCTOOLS}|->|-\Z")  # `]`: MiniMax-M3's `]<]minimax[>[`; `->`: HyperCLOVA X's role header
+ACTION = "Action:"
+"""Command R's label before its call fence (`Action: ```json [...]````): part of the call, not the answer."""
+_TRIGGER = re.compile(rf"[`{{\[<\]]|(?<!\w)(?:{dialects.FUNCTOOLS}|{ACTION})|->|-\Z")  # `]`: MiniMax-M3's `]<]minimax[>[`; `->`: HyperCLOVA X's role header
 FENCE_OPEN = re.compile(r"```([\w.+-]*)")
 PY_LINE = re.compile(r"[ \t]*(\[[ \t]*)?([A-Za-z_][\w.]*)")
 _PY_LINE_START = re.compile(r"[ \t]*(?:\[[ \t]*)?")
@@ -101,11 +103,13 @@ class SpanScanner:
         self._balance: _Balance | None = None
         self._word_before = False
         """The text consumed so far ends in a word character (`myfunctools[` holds no marker, however chunked)."""
+        self._fresh = True
+        """Nothing consumed yet: a Glimmer header (` to=user<|message|>`) may open the reply."""
 
     def step(self, buf: str, pos: int, final: bool) -> Step:
         kind, end = self._step(buf, pos, final)
         if kind != "wait":
-            self._balance = None
+            self._balance, self._fresh = None, False
             span = buf[pos:end]
             line = span.rfind("\n")
             self._line_blank = (line >= 0 or self._line_blank) and not span[line + 1 :].strip()
@@ -116,6 +120,8 @@ class SpanScanner:
     def _step(self, buf: str, pos: int, final: bool) -> Step:
         if self._in_code:
             return self._code_block(buf, pos, final)
+        if self._fresh and (header := glimmer.header_at_start(buf, pos, final)):
+            return header
         if self._line_blank and (bare := gemma.bare_call(buf, pos, final, self._is_tool)):
             return bare
         if self._line_blank and (python := self._python_line(buf, pos, final)):
@@ -131,6 +137,8 @@ class SpanScanner:
             return "text", stop
         if buf.startswith(dialects.FUNCTOOLS, pos):
             return self._functools(buf, pos, final)
+        if buf.startswith(ACTION, pos):
+            return self._action(buf, pos, final)
         if m is None and not final:
             return "wait", pos  # the text's end may begin `functools[`
         if buf[pos] == "`":
@@ -160,12 +168,23 @@ class SpanScanner:
 
     def _word_marker_tail(self, buf: str, pos: int) -> int:
         """Where the text's end may be the start of `functools[` (held until the next chunk says)."""
-        for n in range(min(len(dialects.FUNCTOOLS), len(buf) - pos), 0, -1):
-            at = len(buf) - n
-            before = buf[at - 1] if at > 0 else ("a" if self._word_before else " ")
-            if buf.endswith(dialects.FUNCTOOLS[:n]) and not re.match(r"\w", before):
-                return at
+        for word in (dialects.FUNCTOOLS, ACTION):
+            for n in range(min(len(word), len(buf) - pos), 0, -1):
+                at = len(buf) - n
+                before = buf[at - 1] if at > 0 else ("a" if self._word_before else " ")
+                if buf.endswith(word[:n]) and not re.match(r"\w", before):
+                    return at
         return len(buf)
+
+    def _action(self, buf: str, pos: int, final: bool) -> Step:
+        """`Action:` and the ```json fence after it are one candidate; without a fence the label is a word."""
+        j = _skip_space(buf, pos + len(ACTION), " ")
+        if not final and "```json".startswith(buf[j : j + 7]) and len(buf) - j < 7:
+            return "wait", pos
+        if not buf.startswith("```json", j):
+            return "text", pos + len(ACTION)
+        kind, end = self._fence(buf, j, final)
+        return ("wait", pos) if kind == "wait" else (kind, end)
 
     def _functools(self, buf: str, pos: int, final: bool) -> Step:
         """Phi-4-mini's `functools[{...}]`: through the list; the word is prose when no `[{` follows it."""
@@ -295,6 +314,9 @@ class SpanScanner:
 
     def _marked(self, marker: str, buf: str, pos: int, final: bool) -> Step:
         body = pos + len(marker)
+        if marker in ("<|open|>", "<|close|>"):  # Kimi K3's: a marker's word follows
+            end = kimi_k3.marker_end(buf, body, final)
+            return ("wait", pos) if end is None else ("candidate", end)
         if marker in dialects.CONTROL:
             return "candidate", body
         if marker in dialects.HARMONY:
@@ -338,6 +360,8 @@ class SpanScanner:
             return ("wait", pos) if undecided else ("candidate", pos + len(marker))
         channel, recipient, at = header
         body = pos + at
+        if channel is None and not (recipient or "functions.").startswith("functions."):
+            return glimmer.message(buf, pos, body, recipient, final)  # Glimmer's header has no channel
         if recipient:
             k = buf.find(dialects.HARMONY_CALL_END, body)
             if k >= 0:

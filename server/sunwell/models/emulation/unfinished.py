@@ -5,15 +5,17 @@ before it count, and the user is told of the rest.
 
 from __future__ import annotations
 
+import json
 import re
 
-from sunwell.models.emulation import dialects, hunyuan, minimax_m3, step3
+from sunwell.models.emulation import dialects, hunyuan, kimi_k3, minimax_m3, step3
 from sunwell.models.emulation.gemma import OPENERS as GEMMA_OPENERS
 from sunwell.models.emulation.gemma import read_gemma
 from sunwell.models.emulation.span_scanner import _PY_LIST, FENCE_OPEN, _Balance, _skip_space
 
 _ARGUMENTS_AT = (dialects.DEEPSEEK_SEP, "<|tool▁sep|>", dialects.KIMI_ARGS, dialects.HARMONY_MESSAGE, "[ARGS]")
-_PER_CALL_END = (dialects.DEEPSEEK_CALL_END, "<|tool▁call▁end|>", dialects.KIMI_CALL_END, step3.CALL_END)
+_PER_CALL_END = (dialects.DEEPSEEK_CALL_END, "<|tool▁call▁end|>", dialects.KIMI_CALL_END, step3.CALL_END,
+                 kimi_k3.CALL_END)
 
 
 def complete_part(span: str) -> str | None:
@@ -59,6 +61,30 @@ def complete_part(span: str) -> str | None:
         i = _skip_space(span, end)
         i = _skip_space(span, i + 1) if span[i : i + 1] == "," else i
     return f"{span[:j]}[{', '.join(items)}]" if items else None
+
+
+def sibling_items(text: str) -> list[str] | None:
+    """The items of a JSON list of two or more objects that is no JSON as a whole but whose items each close (so a
+    broken one can be told from its siblings); None otherwise."""
+    text = text.strip()
+    if not text.startswith("[") or not text.endswith("]") or _parses(text):
+        return None
+    items, i = [], _skip_space(text, 1)
+    while i < len(text) - 1:
+        if text[i] != "{" or (end := _Balance(i).end(text)) is None:
+            return None
+        items.append(text[i:end])
+        i = _skip_space(text, end)
+        i = _skip_space(text, i + 1) if text[i : i + 1] == "," else i
+    return items if len(items) > 1 else None
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def cut_name(span: str) -> str:

@@ -1,0 +1,87 @@
+"""Glimmer's messages: each a header, `<|start|>assistant to=RECIPIENT<|message|>` (the template wrote the reply's
+first `<|start|>assistant`, so a reply begins ` to=RECIPIENT<|message|>`), then its body up to `<|eom|>`, `<|eot|>`
+(the turn's end) or the next header. A message to `self` is thinking; to `user` (or anyone else) its body is the
+answer, and a call in it stands in ATEM's XML: `<atem:function_calls><atem:invoke name="f"><atem:parameter
+name="a">1</atem:parameter></atem:invoke></atem:function_calls>` (read by its own markers, wherever it stands).
+
+A value is typed by the tool's schema (a string stays as written, spaces and all); a `<|message|>` the model fumbled
+into an invoke's name is no part of it; `ns.f` names the offered `f` when `ns` is `f`'s own namespace (the template
+offers each tool as `ns.*`). Ollama's parser is the reference.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sunwell.models.arguments import typed_value
+from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
+
+MESSAGE, START, END_MESSAGE, END_TURN = "<|message|>", "<|start|>", "<|eom|>", "<|eot|>"
+OPEN, CLOSE = "<atem:function_calls>", "</atem:function_calls>"
+OPENERS = {OPEN: CLOSE}
+CONTROL = (END_MESSAGE, END_TURN)
+_HEADER = re.compile(r"\s?to=([^\s<]*)<\|message\|>|<\|message\|>")
+_INVOKE = re.compile(r'<atem:invoke\s+name="(.*?)(?:">|(?=<atem:parameter))(.*?)</atem:invoke>', re.DOTALL)
+_PARAMETER = re.compile(r'<atem:parameter\s+name="([^"]*)"\s*>(.*?)</atem:parameter>', re.DOTALL)
+_MESSAGE_END = re.compile(r"<\|eom\|>|<\|eot\|>|(?=<\|start\|>assistant)")
+
+
+def header_at_start(buf: str, pos: int, final: bool) -> tuple[str, int] | None:
+    """The scanner's step for a reply that begins with a Glimmer header (` to=user<|message|>`): `wait` while it
+    may still become one, the header itself (the body streams as the answer), or a message to `self` whole."""
+    if m := _HEADER.match(buf, pos):
+        return message(buf, pos, m.end(), m[1], final)
+    return ("wait", pos) if not final and _may_become_header(buf[pos:]) else None
+
+
+def _may_become_header(rest: str) -> bool:
+    text = rest[1:] if rest[:1] == " " else rest
+    if not text:
+        return bool(rest)
+    if MESSAGE.startswith(text) or "to=".startswith(text):
+        return True
+    m = re.match(r"to=[^\s<]*", text)
+    return m is not None and MESSAGE.startswith(text[m.end():])
+
+
+def message(buf: str, pos: int, body: int, recipient: str | None, final: bool) -> tuple[str, int]:
+    """A message from its header: to `self` it is thinking through its end; else only the header is taken."""
+    if recipient != "self":
+        return "candidate", body
+    if m := _MESSAGE_END.search(buf, body):
+        return "candidate", m.end()
+    return ("candidate", len(buf)) if final else ("wait", pos)
+
+
+def is_header(span: str) -> bool:
+    return _HEADER.match(span) is not None or (span.startswith(START) and MESSAGE in span and "<|channel|>" not in span)
+
+
+def read_message(span: str) -> Extraction:
+    """A header (nothing to keep) or a message to `self` (thinking)."""
+    at = span.find(MESSAGE) + len(MESSAGE)
+    if re.search(r"to=self\s*<\|message\|>", span[:at]):
+        return Extraction(thinking=re.sub(r"(?:<\|eom\|>|<\|eot\|>)\Z", "", span[at:]))
+    return Extraction()
+
+
+def read_calls(span: str, tools: Offered) -> Extraction:
+    calls = []
+    for raw_name, body in _INVOKE.findall(span):
+        name = _resolved(raw_name.replace(MESSAGE, "").strip(), tools)
+        arguments = {key: _value(text, parameter_schema(tools, name, key)) for key, text in _PARAMETER.findall(body)}
+        calls.append(FoundCall(name, arguments))
+    return Extraction(calls=calls)
+
+
+def _resolved(name: str, tools: Offered) -> str:
+    namespace, _, rest = name.partition(".")
+    if name not in tools and rest in tools and rest.split(".", 1)[0] == namespace:
+        return rest
+    return name
+
+
+def _value(text: str, schema: dict | None) -> object:
+    if schema is not None and schema.get("type") == "string":
+        return text
+    return typed_value(text, schema)
