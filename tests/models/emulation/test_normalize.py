@@ -243,6 +243,17 @@ def test_seed_oss_thinking_is_thinking_and_a_call_shown_in_it_no_call():
         assert not [e for e in events if isinstance(e, TextDelta | Notice)], size
 
 
+def test_mistral_think_block_is_thinking_and_a_call_shown_in_it_no_call():
+    call = '[TOOL_CALLS]read_file[ARGS]{"path": "a.txt"}'
+    text = f"[THINK]Maybe {call.replace('a.txt', 'b.txt')} or not[/THINK]{call}"
+    for size in (1, 5, len(text)):
+        detector = CallDetector(TOOLS)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
+        assert "b.txt" in "".join(e.text for e in events if isinstance(e, ThinkingDelta)), size
+        assert not [e for e in events if isinstance(e, TextDelta | Notice)], size
+
+
 def test_a_reply_that_ends_in_seed_oss_thinking_is_thinking_not_a_call_cut_off():
     detector = CallDetector(TOOLS)
     events = detector.feed("<seed:think>Let me see") + detector.finish()

@@ -12,6 +12,8 @@ handed back to the common readers.
 - PLaMo 3: `<|plamo:begin_tool_requests:plamo|>` around requests, each a name and JSON arguments in their own tags
 - Solar Open 2: `<|tool_call:start|>NAME\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE<|tool_arg:end|>…<|tool_call:end|>`,
   `<|think:start|>…<|think:end|>` its thinking
+- Mistral's reasoning models (Magistral, Ministral 3 Reasoning): `[THINK]…[/THINK]` (thinking; a call written in it is
+  an example, never a call: llama.cpp's and Ollama's tests)
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ _ACTION, _DOTS, _GCML, _CWM = "<|START_ACTION|>", "<dots_function_call>", "<｜G
 _CITATION_END = "</co:"
 _PLAMO, _PLAMO_END = "<|plamo:begin_tool_requests:plamo|>", "<|plamo:end_tool_requests:plamo|>"
 _SOLAR, _SOLAR_END = "<|tool_call:start|>", "<|tool_call:end|>"
-THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>"}
+THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>", "[THINK]": "[/THINK]"}
 """Thinking written into the text (never a call, never the answer)."""
 CLOSED = {
     _ACTION: "<|END_ACTION|>",
