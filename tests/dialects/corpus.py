@@ -58,6 +58,8 @@ LEAK_MARKERS = (
     "<seed:tool_call>",
     "<seed:think>",
     "<|close|>message<|sep|>",
+    "<|open|>call tool=",
+    "<|open|>argument",
     "<ifm|",
     "<minimax:",
     "<invoke",

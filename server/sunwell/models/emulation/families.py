@@ -12,6 +12,7 @@ handed back to the common readers.
 - PLaMo 3: `<|plamo:begin_tool_requests:plamo|>` around requests, each a name and JSON arguments in their own tags
 - Solar Open 2: `<|tool_call:start|>NAME\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE<|tool_arg:end|>…<|tool_call:end|>`,
   `<|think:start|>…<|think:end|>` its thinking
+- Kimi K3: its XTML sections (`xtml.py`)
 - Mistral's reasoning models (Magistral, Ministral 3 Reasoning): `[THINK]…[/THINK]` (thinking; a call written in it is
   an example, never a call: llama.cpp's and Ollama's tests)
 """
@@ -23,13 +24,15 @@ import re
 from collections.abc import Callable
 
 from sunwell.models.arguments import parse_arguments, typed_value
+from sunwell.models.emulation import xtml
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 
 _ACTION, _DOTS, _GCML, _CWM = "<|START_ACTION|>", "<dots_function_call>", "<｜GCML｜tool_calls>", "<tool:"
 _CITATION_END = "</co:"
 _PLAMO, _PLAMO_END = "<|plamo:begin_tool_requests:plamo|>", "<|plamo:end_tool_requests:plamo|>"
 _SOLAR, _SOLAR_END = "<|tool_call:start|>", "<|tool_call:end|>"
-THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>", "[THINK]": "[/THINK]"}
+THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>", "[THINK]": "[/THINK]",
+            **xtml.THINKING}
 """Thinking written into the text (never a call, never the answer)."""
 CLOSED = {
     _ACTION: "<|END_ACTION|>",
@@ -38,13 +41,14 @@ CLOSED = {
     _CWM: "</tool>",
     _PLAMO: _PLAMO_END,
     _SOLAR: _SOLAR_END,
+    xtml.TOOLS: xtml.TOOLS_END,
     _CITATION_END: ">",  # a citation's end tag, `</co: 0:[1,2]>`: no text of its own
     **THINKING,
 }
 JSON_AFTER = ("<function_call>", "<|function_call|>", "<|message_sep|>\n\nfunction call<|role_sep|>",
               "-> tool/function_call")  # HyperCLOVA X 14B's role header before its JSON list
 CONTROL = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<co>", "</dots_function_call>", "<|im_end|>", "<|plugin|>",
-           "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>", "<|role_end|>")
+           "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>", "<|role_end|>", *xtml.CONTROL)
 """Control tokens with no text of their own (turn ends, Ling 3.0's `<|role_end|>` spelled out as text among them; a
 section's end left over, Intern-S1's spaced `<|plugin|>`)."""
 TURN_END = ("<|plamo:tag|>",)
@@ -85,6 +89,8 @@ def read(span: str, tools: Offered, enclosed: Callable[[str], Extraction | None]
     if span.startswith(_SOLAR):
         calls = [c for part in span.split(_SOLAR)[1:] if (c := _solar_call(part.removesuffix(_SOLAR_END), tools))]
         return Extraction(calls=calls) if calls else None
+    if span.startswith(xtml.TOOLS):
+        return xtml.read(span, tools)
     if span.startswith(_PLAMO):
         calls = [_json_call(name, arguments) for name, arguments in _PLAMO_CALL.findall(span)]
         return Extraction(calls=calls) if calls and None not in calls else None
