@@ -48,8 +48,9 @@ CLOSED = {
 JSON_AFTER = ("<function_call>", "<|function_call|>", "<|message_sep|>\n\nfunction call<|role_sep|>",
               "-> tool/function_call")  # HyperCLOVA X 14B's role header before its JSON list
 CONTROL = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<co>", "</dots_function_call>", "<|im_end|>", "<|plugin|>",
-           "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>", "<|role_end|>", *xtml.CONTROL)
-"""Control tokens with no text of their own (turn ends, Ling 3.0's `<|role_end|>` spelled out as text among them; a
+           "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>", "<|role_end|>", *xtml.CONTROL,
+           "<|CHATBOT_TOKEN|>", "<|END_OF_TURN_TOKEN|>")
+"""Control tokens with no text of their own (turn tokens, Command R+'s and Ling 3.0's `<|role_end|>` spelled out as text among them; a
 section's end left over, Intern-S1's spaced `<|plugin|>`)."""
 TURN_END = ("<|plamo:tag|>",)
 """Tokens that end the model's turn: nothing after one is the reply (vLLM's PLaMo 3 test)."""
