@@ -60,6 +60,7 @@ LEAK_MARKERS = (
     "<|close|>message<|sep|>",
     "<|open|>call tool=",
     "<|open|>argument",
+    "]<]minimax[>[",
     "<ifm|",
     "<minimax:",
     "<invoke",

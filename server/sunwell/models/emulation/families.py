@@ -12,7 +12,7 @@ handed back to the common readers.
 - PLaMo 3: `<|plamo:begin_tool_requests:plamo|>` around requests, each a name and JSON arguments in their own tags
 - Solar Open 2: `<|tool_call:start|>NAME\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE<|tool_arg:end|>…<|tool_call:end|>`,
   `<|think:start|>…<|think:end|>` its thinking
-- Kimi K3: its XTML sections (`xtml.py`)
+- Kimi K3: its XTML sections (`xtml.py`); MiniMax-M3: its namespaced call block (`minimax_m3.py`)
 - Mistral's reasoning models (Magistral, Ministral 3 Reasoning): `[THINK]…[/THINK]` (thinking; a call written in it is
   an example, never a call: llama.cpp's and Ollama's tests)
 """
@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable
 
 from sunwell.models.arguments import parse_arguments, typed_value
-from sunwell.models.emulation import xtml
+from sunwell.models.emulation import minimax_m3, xtml
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 
 _ACTION, _DOTS, _GCML, _CWM = "<|START_ACTION|>", "<dots_function_call>", "<｜GCML｜tool_calls>", "<tool:"
@@ -32,7 +32,7 @@ _CITATION_END = "</co:"
 _PLAMO, _PLAMO_END = "<|plamo:begin_tool_requests:plamo|>", "<|plamo:end_tool_requests:plamo|>"
 _SOLAR, _SOLAR_END = "<|tool_call:start|>", "<|tool_call:end|>"
 THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>", "[THINK]": "[/THINK]",
-            **xtml.THINKING}
+            **xtml.THINKING, **minimax_m3.THINKING}
 """Thinking written into the text (never a call, never the answer)."""
 CLOSED = {
     _ACTION: "<|END_ACTION|>",
@@ -42,6 +42,7 @@ CLOSED = {
     _PLAMO: _PLAMO_END,
     _SOLAR: _SOLAR_END,
     xtml.TOOLS: xtml.TOOLS_END,
+    minimax_m3.OPEN: minimax_m3.CLOSE,
     _CITATION_END: ">",  # a citation's end tag, `</co: 0:[1,2]>`: no text of its own
     **THINKING,
 }
@@ -49,7 +50,7 @@ JSON_AFTER = ("<function_call>", "<|function_call|>", "<|message_sep|>\n\nfuncti
               "-> tool/function_call")  # HyperCLOVA X 14B's role header before its JSON list
 CONTROL = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<co>", "</dots_function_call>", "<|im_end|>", "<|plugin|>",
            "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>", "<|role_end|>", *xtml.CONTROL,
-           "<|CHATBOT_TOKEN|>", "<|END_OF_TURN_TOKEN|>")
+           "<|CHATBOT_TOKEN|>", "<|END_OF_TURN_TOKEN|>", *minimax_m3.CONTROL)
 """Control tokens with no text of their own (turn tokens, Command R+'s and Ling 3.0's `<|role_end|>` spelled out as text among them; a
 section's end left over, Intern-S1's spaced `<|plugin|>`)."""
 TURN_END = ("<|plamo:tag|>",)
@@ -92,6 +93,8 @@ def read(span: str, tools: Offered, enclosed: Callable[[str], Extraction | None]
         return Extraction(calls=calls) if calls else None
     if span.startswith(xtml.TOOLS):
         return xtml.read(span, tools)
+    if span.startswith(minimax_m3.OPEN):
+        return minimax_m3.read(span, tools)
     if span.startswith(_PLAMO):
         calls = [_json_call(name, arguments) for name, arguments in _PLAMO_CALL.findall(span)]
         return Extraction(calls=calls) if calls and None not in calls else None

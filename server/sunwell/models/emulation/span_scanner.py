@@ -19,7 +19,8 @@ _HEADER_MAX = 300
 """A harmony header longer than this without `<|message|>` is no header."""
 CALLISH = re.compile(r"""["']?\b(?:name|tool|tool_name|function|tool_calls)\b["']?\s*:""")
 """A key that names a call (`"name":`, `tool:`): JSON with one may be a call."""
-_TRIGGER = re.compile(rf"[`{{\[<]|(?<!\w){dialects.FUNCTOOLS}|->|-\Z")  # `->`: HyperCLOVA X's role header
+_TRIGGER = re.compile(rf"[`{{\[<]|\](?=<\]|<?\Z)|(?<!\w){dialects.FUNCTOOLS}|->|-\Z")  # `->`: HyperCLOVA X's role
+# header; `]<]`: MiniMax-M3's namespace before each of its tags
 FENCE_OPEN = re.compile(r"```([\w.+-]*)")
 PY_LINE = re.compile(r"[ \t]*(\[[ \t]*)?([A-Za-z_][\w.]*)")
 _PY_LINE_START = re.compile(r"[ \t]*(?:\[[ \t]*)?")
@@ -120,7 +121,7 @@ class SpanScanner:
         if self._line_blank and (python := self._python_line(buf, pos, final)):
             return python
         m = _TRIGGER.search(buf, pos)
-        if m is not None and m.start() == pos and pos == 0 and self._word_before and buf[0] not in "`{[<":
+        if m is not None and m.start() == pos and pos == 0 and self._word_before and buf[0] not in "`{[<]":
             m = _TRIGGER.search(buf, pos + 1)  # the word runs on from text already consumed
         line = buf.find("\n", pos)
         stop = min(m.start() if m else len(buf), line + 1 if line >= 0 else len(buf))

@@ -23,15 +23,24 @@ CONTROL = ("<|open|>response<|sep|>", "<|close|>response<|sep|>")
 """The answer's section tags: the text between them is the answer."""
 
 _CALL = re.compile(r'<\|open\|>call tool="([^"]+)"[^|]*<\|sep\|>(.*?)<\|close\|>call<\|sep\|>', re.DOTALL)
-_ARGUMENT = re.compile(r'<\|open\|>argument key="([^"]+)"(?: type="([^"]*)")?<\|sep\|>(.*?)<\|close\|>argument<\|sep\|>',
-                       re.DOTALL)
+_ARGUMENT = re.compile(
+    r'<\|open\|>argument key="([^"]+)"(?: type="([^"]*)")?<\|sep\|>(.*?)<\|close\|>argument<\|sep\|>',
+    re.DOTALL,
+)
 
 
 def read(span: str, tools: Offered) -> Extraction | None:
     """The calls in a tools section; None when it holds none (its text stays)."""
-    calls = [FoundCall(name, {key: _value(text, kind, parameter_schema(tools, name, key))
-                              for key, kind, text in _ARGUMENT.findall(body)})
-             for name, body in _CALL.findall(span.removeprefix(TOOLS).removesuffix(TOOLS_END))]
+    calls = [
+        FoundCall(
+            name,
+            {
+                key: _value(text, kind, parameter_schema(tools, name, key))
+                for key, kind, text in _ARGUMENT.findall(body)
+            },
+        )
+        for name, body in _CALL.findall(span.removeprefix(TOOLS).removesuffix(TOOLS_END))
+    ]
     return Extraction(calls=calls) if calls else None
 
 
