@@ -145,13 +145,14 @@ _KIMI_ID = re.compile(r"(?:functions\.)?([^\s:]+):\d+")
 
 def harmony_header(span: str) -> tuple[str | None, str | None, int] | None:
     """`(channel, recipient, where the body begins)` of a harmony message, or None while `<|message|>` is
-    still to come."""
+    still to come. Of two channels the last counts, and `to=assistant` (the model addressing itself, a header it
+    left for another: llama.cpp's test) names no recipient."""
     end = span.find(HARMONY_MESSAGE)
     if end < 0:
         return None
     header = span[:end]
-    channel = m[1] if (m := _HARMONY_CHANNEL.search(header)) else None
-    recipient = m[1] if (m := _HARMONY_RECIPIENT.search(header)) else None
+    channel = channels[-1] if (channels := _HARMONY_CHANNEL.findall(header)) else None
+    recipient = m[1] if (m := _HARMONY_RECIPIENT.search(header)) and m[1] != "assistant" else None
     return channel, recipient, end + len(HARMONY_MESSAGE)
 
 
