@@ -131,11 +131,12 @@ MISTRAL_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*\w*\s*)?(?
 _HARMONY_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
 _HARMONY_RECIPIENT = re.compile(r"\bto=([^\s<]+)")
 _INVOKE = re.compile(r"""<invoke\s+name=["']?([^"'>]+)["']?\s*>(.*?)(?:</invoke>|\Z)""", re.DOTALL)
-_XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (the XML emulation format)
-    r"""<(?:parameter=([^>\s]+)|parameter\s+name=["']?([^"'>]+)["']?(?:\s+[\w-]+=["'][^"']*["'])*|([\w.-]+))\s*>(.*?)"""
+_XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (the XML emulation format), MiniCPM5's
+    # <param name="path">
+    r"""<(?:parameter=([^>\s]+)|param(?:eter)?\s+name=["']?([^"'>]+)["']?(?:\s+[\w-]+=["'][^"']*["'])*|([\w.-]+))\s*>"""
     # a value ends at a closing tag the next tag follows (one inside the value is its text), or, when the model left
     # its closing tag out, where the next parameter or the function's close begins
-    r"""(?:</(?:parameter|\3)\s*>(?=\s*(?:<|\Z))|(?=<parameter[=\s])|(?=</function>)|\Z)""",
+    r"""(.*?)(?:</(?:param(?:eter)?|\3)\s*>(?=\s*(?:<|\Z))|(?=<parameter[=\s])|(?=</function>)|\Z)""",
     re.DOTALL,
 )
 _GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*<arg_value>(.*?)(?:</arg_value>|\Z)", re.DOTALL)
@@ -295,7 +296,10 @@ def xml_call(name: str, body: str, tools: Offered) -> Extraction:
     params = {}
     for m in _XML_PARAM.finditer(body):
         key = (m[1] or m[2] or m[3]).strip()
-        params[key] = typed_value(m[4], parameter_schema(tools, name, key))
+        value = m[4]
+        if re.fullmatch(r"\s*<!\[CDATA\[.*\]\]>\s*", value, re.DOTALL):  # MiniCPM5 wraps markup in CDATA
+            value = value.strip()[9:-3]
+        params[key] = typed_value(value, parameter_schema(tools, name, key))
     return Extraction(calls=[FoundCall(name, params)])
 
 
