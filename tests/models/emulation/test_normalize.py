@@ -254,6 +254,15 @@ def test_mistral_think_block_is_thinking_and_a_call_shown_in_it_no_call():
         assert not [e for e in events if isinstance(e, TextDelta | Notice)], size
 
 
+def test_gemma_thought_channel_opened_twice_is_opened_once():
+    text = "<|channel><|channel>thought\n<channel|>Hello"
+    for size in (1, 4, len(text)):
+        detector = CallDetector(TOOLS)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert "".join(e.text for e in events if isinstance(e, ThinkingDelta)) == "", size
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello", size
+
+
 def test_a_reply_that_ends_in_seed_oss_thinking_is_thinking_not_a_call_cut_off():
     detector = CallDetector(TOOLS)
     events = detector.feed("<seed:think>Let me see") + detector.finish()
