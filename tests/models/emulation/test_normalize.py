@@ -254,6 +254,22 @@ def test_mistral_think_block_is_thinking_and_a_call_shown_in_it_no_call():
         assert not [e for e in events if isinstance(e, TextDelta | Notice)], size
 
 
+@pytest.mark.parametrize(
+    ("text", "calls", "shown"),
+    [
+        ('Action:\n```json\n[{"tool_name": "read_file", "parameters": {"path": "a.txt"}}]\n```', [READ_A], ""),
+        ("Action:\n```python\nprint(1)\n```", [], "Action:\n```python\nprint(1)\n```"),
+        ("Action: none needed.", [], "Action: none needed."),
+    ],
+)
+def test_command_r_plus_action_header_goes_with_its_call_fence(text, calls, shown):
+    for size in (1, 3, len(text)):
+        detector = CallDetector(TOOLS)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert [FoundCall(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == calls, size
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown, size
+
+
 def test_gemma_thought_channel_opened_twice_is_opened_once():
     text = "<|channel><|channel>thought\n<channel|>Hello"
     for size in (1, 4, len(text)):

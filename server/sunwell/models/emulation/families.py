@@ -12,6 +12,7 @@ handed back to the common readers.
 - PLaMo 3: `<|plamo:begin_tool_requests:plamo|>` around requests, each a name and JSON arguments in their own tags
 - Solar Open 2: `<|tool_call:start|>NAME\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE<|tool_arg:end|>…<|tool_call:end|>`,
   `<|think:start|>…<|think:end|>` its thinking
+- Command R+: an `Action:` line before its ```json fence of calls (`action_fence`)
 - Kimi K3: its XTML sections (`xtml.py`); MiniMax-M3: its namespaced call block (`minimax_m3.py`)
 - Mistral's reasoning models (Magistral, Ministral 3 Reasoning): `[THINK]…[/THINK]` (thinking; a call written in it is
   an example, never a call: llama.cpp's and Ollama's tests)
@@ -65,6 +66,23 @@ _PLAMO_CALL = re.compile(
     r"<\|plamo:begin_tool_request:plamo\|><\|plamo:begin_tool_name:plamo\|>(.*?)<\|plamo:end_tool_name:plamo\|>"
     r"<\|plamo:begin_tool_arguments:plamo\|><\|plamo:constrain\|>json<\|plamo:msg\|>(.*?)"
     r"<\|plamo:end_tool_arguments:plamo\|><\|plamo:end_tool_request:plamo\|>", re.DOTALL)
+
+
+ACTION = re.compile(r"Action:\s*(?=```)")
+"""Command R+'s header before its call fence: it goes with the fence (a call's, or text with it)."""
+
+
+def action_fence(buf: str, pos: int, final: bool) -> int | None:
+    """Where the fence after an `Action:` line at `pos` opens: -1 while undecided, None when no header is here."""
+    rest = buf[pos : pos + 7]
+    if not buf.startswith("Action:", pos):
+        return -1 if not final and rest and "Action:".startswith(rest) else None
+    j = pos + 7
+    while j < len(buf) and buf[j].isspace():
+        j += 1
+    if len(buf) - j < 3 and not final and "```".startswith(buf[j:]):
+        return -1
+    return j if buf.startswith("```", j) else None
 
 
 def thinking(span: str) -> Extraction | None:

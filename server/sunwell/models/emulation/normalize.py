@@ -152,6 +152,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
     header, code between Llama 4's python markers) or holds thinking."""
     tools = offered(tool_names)
     names = frozenset(tools)
+    span = span[m.end():] if (m := families.ACTION.match(span)) else span
     if m := FENCE_OPEN.match(span):
         inner = span[m.end():]
         inner = inner.removesuffix("```")

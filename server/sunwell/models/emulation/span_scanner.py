@@ -8,7 +8,7 @@ import re
 from collections.abc import Collection
 from typing import Literal
 
-from sunwell.models.emulation import dialects, dsml, gemma
+from sunwell.models.emulation import dialects, dsml, families, gemma
 from sunwell.vocabulary import canonical_tool_name
 
 JSON_FENCES = {"", "json", "jsonc", "json5", "xml"}
@@ -120,6 +120,9 @@ class SpanScanner:
             return bare
         if self._line_blank and (python := self._python_line(buf, pos, final)):
             return python
+        if self._line_blank and (fence := families.action_fence(buf, pos, final)) is not None:
+            kind, end = ("wait", pos) if fence < 0 else self._backticks(buf, fence, final)
+            return ("wait", pos) if kind == "wait" else (kind, end)
         m = _TRIGGER.search(buf, pos)
         if m is not None and m.start() == pos and pos == 0 and self._word_before and buf[0] not in "`{[<]":
             m = _TRIGGER.search(buf, pos + 1)  # the word runs on from text already consumed
