@@ -270,6 +270,23 @@ def test_command_r_plus_action_header_goes_with_its_call_fence(text, calls, show
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown, size
 
 
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("</think>\n\nHello", "\n\nHello"),  # thinking the template opened, closed empty
+        ("\n</think>Hello", "Hello"),
+        ("<|END_THINKING|><|START_TEXT|>Hello<|END_TEXT|>", "Hello"),
+        ("Hello </think> there", "Hello </think> there"),  # only at the reply's start
+        ("</thinking is fun", "</thinking is fun"),
+    ],
+)
+def test_a_reply_that_begins_by_closing_empty_thinking_drops_the_tag(text, shown):
+    for size in (1, 2, len(text)):
+        detector = CallDetector(TOOLS)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown, size
+
+
 def test_gemma_thought_channel_opened_twice_is_opened_once():
     text = "<|channel><|channel>thought\n<channel|>Hello"
     for size in (1, 4, len(text)):

@@ -49,7 +49,7 @@ CLOSED = {
 }
 JSON_AFTER = ("<function_call>", "<|function_call|>", "<|message_sep|>\n\nfunction call<|role_sep|>",
               "-> tool/function_call")  # HyperCLOVA X 14B's role header before its JSON list
-CONTROL = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<co>", "</dots_function_call>", "<|im_end|>", "<|plugin|>",
+CONTROL = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_TEXT|>", "<|END_TEXT|>", "<co>", "</dots_function_call>", "<|im_end|>", "<|plugin|>",
            "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>", "<|role_end|>", *xtml.CONTROL,
            "<|CHATBOT_TOKEN|>", "<|END_OF_TURN_TOKEN|>", *minimax_m3.CONTROL)
 """Control tokens with no text of their own (turn tokens, Command R+'s and Ling 3.0's `<|role_end|>` spelled out as text among them; a
@@ -83,6 +83,21 @@ def action_fence(buf: str, pos: int, final: bool) -> int | None:
     if len(buf) - j < 3 and not final and "```".startswith(buf[j:]):
         return -1
     return j if buf.startswith("```", j) else None
+
+
+EMPTY_THINKING_ENDS = ("</think>", "<|END_THINKING|>")
+"""A reply that begins with one closed the thinking its template opened, empty: the tag has nothing to show."""
+
+
+def empty_thinking_end(buf: str, final: bool) -> int | None:
+    """How much of the reply's start is such a tag (whitespace before it too): -1 while undecided, None if none."""
+    stripped = buf.lstrip()
+    for tag in EMPTY_THINKING_ENDS:
+        if stripped.startswith(tag):
+            return len(buf) - len(stripped) + len(tag)
+        if not final and tag.startswith(stripped):
+            return -1
+    return None
 
 
 def thinking(span: str) -> Extraction | None:
