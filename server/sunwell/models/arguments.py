@@ -137,13 +137,18 @@ def _as_type(kind: str, word: str) -> Any:
 
 def _trimmed(text: str) -> str:
     """The value without the line break the template puts after the opening tag and before the closing one (a
-    block keeps the rest of its whitespace); a value alone on its line, however indented, is trimmed whole."""
+    block keeps the rest of its whitespace). A value alone on its line is trimmed whole when the closing tag is
+    indented too (the XML was laid out, sglang's test); between the template's bare line breaks a line of code keeps
+    its indent (llama.cpp's Qwen3.5 test). A block written right after the opening tag keeps its last line break."""
     if "\n" not in text:
         return text.strip() if text.strip() else text
-    body = text.removeprefix("\n") if text.startswith("\n") else text
-    wrapped = body is not text
-    body = re.sub(r"\n[ \t]*\Z", "", body) if wrapped else body.removesuffix("\n")
-    return body.strip() if wrapped and "\n" not in body else body
+    if not text.startswith("\n"):  # no line break after the tag: a block's last one is its own, a line's the model's
+        return text if "\n" in text.removesuffix("\n") else text.removesuffix("\n")
+    laid_out = re.search(r"\n[ \t]+\Z", text) is not None
+    body = re.sub(r"\n[ \t]*\Z", "", text[1:])
+    if "\n" not in body:
+        return body.strip() if laid_out or not body.strip() else body.rstrip()
+    return body
 
 
 def _schema_types(schema: dict[str, Any] | None) -> list[str]:

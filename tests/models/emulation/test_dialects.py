@@ -195,6 +195,12 @@ def test_a_repair_never_invents_a_value():
         ),  # never evaluated
         ("\n  line one\n  line two\n", {"type": "string"}, "  line one\n  line two"),
         ("  a.txt  ", {"type": "string"}, "a.txt"),
+        # one line of code between the template's line breaks keeps its indent (llama.cpp's Qwen3.5 test); a value
+        # whose closing tag is indented like it was laid out with the XML and is trimmed whole (sglang's)
+        ('\n    print("hi")\n', {"type": "string"}, '    print("hi")'),
+        ("\n        Dallas\n        ", {"type": "string"}, "Dallas"),
+        # a block written right after the tag (no template line break) ends as written (llama.cpp's Seed-OSS test)
+        ('def f():\n    return "x"\n', {"type": "string"}, 'def f():\n    return "x"\n'),
         ('{"k": 1}', None, {"k": 1}),
     ],
 )

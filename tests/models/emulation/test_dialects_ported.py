@@ -1,4 +1,4 @@
-"""Issues 32 and 47: the cases the public parsers (sglang, vLLM, mlx-lm, Ollama) test their own servers with, read by
+"""Issues 32 and 47: the cases the public parsers (sglang, vLLM, mlx-lm, Ollama, llama.cpp) test their own servers with, read by
 Sunwell complete and streamed in any chunking: exactly the calls, no call text in the answer, the prose around the
 calls kept (whitespace aside: the projects trim it around calls each their own way), and no call from a reply that
 ended inside one. A case kept as a `known_miss` (a format Sunwell does not read yet, saying why) is read and expected
@@ -40,7 +40,7 @@ def streamed(case: Case, cuts: list[int]) -> tuple[list, str]:
 
 
 def test_every_source_is_ported():
-    assert {c.source for c in CASES} >= {"sglang", "vllm", "mlx_lm", "ollama"}
+    assert {c.source for c in CASES} >= {"sglang", "vllm", "mlx_lm", "ollama", "llamacpp"}
     assert len(CASES) >= 450
 
 

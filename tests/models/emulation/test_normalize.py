@@ -243,6 +243,59 @@ def test_seed_oss_thinking_is_thinking_and_a_call_shown_in_it_no_call():
         assert not [e for e in events if isinstance(e, TextDelta | Notice)], size
 
 
+def test_mistral_think_block_is_thinking_and_a_call_shown_in_it_no_call():
+    call = '[TOOL_CALLS]read_file[ARGS]{"path": "a.txt"}'
+    text = f"[THINK]Maybe {call.replace('a.txt', 'b.txt')} or not[/THINK]{call}"
+    for size in (1, 5, len(text)):
+        detector = CallDetector(TOOLS)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
+        assert "b.txt" in "".join(e.text for e in events if isinstance(e, ThinkingDelta)), size
+        assert not [e for e in events if isinstance(e, TextDelta | Notice)], size
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "shown"),
+    [
+        ('Action:\n```json\n[{"tool_name": "read_file", "parameters": {"path": "a.txt"}}]\n```', [READ_A], ""),
+        ("Action:\n```python\nprint(1)\n```", [], "Action:\n```python\nprint(1)\n```"),
+        ("Action: none needed.", [], "Action: none needed."),
+    ],
+)
+def test_command_r_plus_action_header_goes_with_its_call_fence(text, calls, shown):
+    for size in (1, 3, len(text)):
+        detector = CallDetector(TOOLS)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert [FoundCall(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == calls, size
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown, size
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("</think>\n\nHello", "\n\nHello"),  # thinking the template opened, closed empty
+        ("\n</think>Hello", "Hello"),
+        ("<|END_THINKING|><|START_TEXT|>Hello<|END_TEXT|>", "Hello"),
+        ("Hello </think> there", "Hello </think> there"),  # only at the reply's start
+        ("</thinking is fun", "</thinking is fun"),
+    ],
+)
+def test_a_reply_that_begins_by_closing_empty_thinking_drops_the_tag(text, shown):
+    for size in (1, 2, len(text)):
+        detector = CallDetector(TOOLS)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown, size
+
+
+def test_gemma_thought_channel_opened_twice_is_opened_once():
+    text = "<|channel><|channel>thought\n<channel|>Hello"
+    for size in (1, 4, len(text)):
+        detector = CallDetector(TOOLS)
+        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        assert "".join(e.text for e in events if isinstance(e, ThinkingDelta)) == "", size
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello", size
+
+
 def test_a_reply_that_ends_in_seed_oss_thinking_is_thinking_not_a_call_cut_off():
     detector = CallDetector(TOOLS)
     events = detector.feed("<seed:think>Let me see") + detector.finish()

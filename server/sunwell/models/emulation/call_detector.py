@@ -61,6 +61,8 @@ class CallDetector:
         """Whether the reply began as a Python call (then it is held to the end: only a whole reply is one)."""
         self._ended = False
         """The turn's end token came (`families.TURN_END`)."""
+        self._begun = False
+        """The reply's start is past (a leading empty-thinking end is dropped there, `families.EMPTY_THINKING_ENDS`)."""
         self._struck, self._tail = False, ""
         """The answer opened HTML's strikethrough `<s>`: a `</s>` now closes it (else it is a turn's end token)."""
 
@@ -74,6 +76,10 @@ class CallDetector:
         return self._drain(final=True, cut_off=cut_off)
 
     def _drain(self, final: bool, cut_off: bool = False) -> list[StreamEvent]:
+        if not self._begun:  # a `</think>` the reply begins with closed the template's thinking, empty
+            if (drop := families.empty_thinking_end(self._buf, final)) == -1:
+                return []
+            self._buf, self._begun = self._buf[drop or 0 :], True
         if self._pythonic is None:
             if PYTHONIC_OPEN.match(self._buf):
                 self._pythonic = True

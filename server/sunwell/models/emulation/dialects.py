@@ -147,11 +147,12 @@ MISTRAL_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*\w*\s*)?(?
 _HARMONY_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
 _HARMONY_RECIPIENT = re.compile(r"\bto=([^\s<]+)")
 _INVOKE = re.compile(r"""<invoke\s+name=["']?([^"'>]+)["']?\s*>(.*?)(?:</invoke>|\Z)""", re.DOTALL)
-_XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (the XML emulation format)
-    r"""<(?:parameter=([^>\s]+)|parameter\s+name=["']?([^"'>]+)["']?(?:\s+[\w-]+=["'][^"']*["'])*|([\w.-]+))\s*>(.*?)"""
+_XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (the XML emulation format), MiniCPM5's
+    # <param name="path">
+    r"""<(?:parameter=([^>\s]+)|param(?:eter)?\s+name=["']?([^"'>]+)["']?(?:\s+[\w-]+=["'][^"']*["'])*|([\w.-]+))\s*>"""
     # a value ends at a closing tag the next tag follows (one inside the value is its text), or, when the model left
     # its closing tag out, where the next parameter or the function's close begins
-    r"""(?:</(?:parameter|\3)\s*>(?=\s*(?:<|\Z))|(?=<parameter[=\s])|(?=</function>)|\Z)""",
+    r"""(.*?)(?:</(?:param(?:eter)?|\3)\s*>(?=\s*(?:<|\Z))|(?=<parameter[=\s])|(?=</function>)|\Z)""",
     re.DOTALL,
 )
 _KIMI_ID = re.compile(r"(?:functions\.)?([^\s:]+):\d+")
@@ -160,13 +161,14 @@ _CLIENT_ID = re.compile(r"(?!functions\.)[\w@.\-]+")  # a counter, `call_3`, `to
 
 def harmony_header(span: str) -> tuple[str | None, str | None, int] | None:
     """`(channel, recipient, where the body begins)` of a harmony message, or None while `<|message|>` is
-    still to come."""
+    still to come. Of two channels the last counts, and `to=assistant` (the model addressing itself, a header it
+    left for another: llama.cpp's test) names no recipient."""
     end = span.find(HARMONY_MESSAGE)
     if end < 0:
         return None
     header = span[:end]
-    channel = m[1] if (m := _HARMONY_CHANNEL.search(header)) else None
-    recipient = m[1] if (m := _HARMONY_RECIPIENT.search(header)) else None
+    channel = channels[-1] if (channels := _HARMONY_CHANNEL.findall(header)) else None
+    recipient = m[1] if (m := _HARMONY_RECIPIENT.search(header)) and m[1] != "assistant" else None
     return channel, recipient, end + len(HARMONY_MESSAGE)
 
 
@@ -273,7 +275,10 @@ def xml_call(name: str, body: str, tools: Offered) -> Extraction:
     params = {}
     for m in _XML_PARAM.finditer(body):
         key = (m[1] or m[2] or m[3]).strip()
-        params[key] = typed_value(m[4], parameter_schema(tools, name, key))
+        value = m[4]
+        if re.fullmatch(r"\s*<!\[CDATA\[.*\]\]>\s*", value, re.DOTALL):  # MiniCPM5 wraps markup in CDATA
+            value = value.strip()[9:-3]
+        params[key] = typed_value(value, parameter_schema(tools, name, key))
     return Extraction(calls=[FoundCall(name, params)])
 
 

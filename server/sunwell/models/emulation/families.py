@@ -13,6 +13,8 @@ handed back to the common readers.
 - Laguna: `<user>` where `<tool_call>` belongs (a fumbled tag), around GLM's `name\n<arg_key>…` or a JSON call
 - Solar Open 2: `<|tool_call:start|>NAME\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE<|tool_arg:end|>…<|tool_call:end|>`,
   `<|think:start|>…<|think:end|>` its thinking
+- Mistral's reasoning models (Magistral, Ministral 3 Reasoning): `[THINK]…[/THINK]` (thinking; a call written in it is
+  an example, never a call: llama.cpp's and Ollama's tests)
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ _CITATION_END = "</co:"
 _PLAMO, _PLAMO_END = "<|plamo:begin_tool_requests:plamo|>", "<|plamo:end_tool_requests:plamo|>"
 _SOLAR, _SOLAR_END = "<|tool_call:start|>", "<|tool_call:end|>"
 USER = "<user>"
-THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>", **kimi_k3.THINKING,
+THINKING = {"<|START_THINKING|>": "<|END_THINKING|>", "<|think:start|>": "<|think:end|>", "[THINK]": "[/THINK]",
+            "<mm:think>": "</mm:think>",  # MiniMax-M3
+            **kimi_k3.THINKING,
             **ifm.THINKING}
 """Thinking written into the text (never a call, never the answer)."""
 CLOSED = {
@@ -48,9 +52,10 @@ JSON_AFTER = ("<function_call>", "<|function_call|>", "<|message_sep|>\n\nfuncti
               "-> tool/function_call")  # HyperCLOVA X 14B's role header before its JSON list
 CONTROL = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<co>", "</dots_function_call>", "<|im_end|>", "<|plugin|>",
            "<|message_sep|>", "<|role_sep|>", "</s>", "<|plamo:tag|>",
-           "<|START_TEXT|>", "<|END_TEXT|>", "<|END_THINKING|>", "<|END_OF_TURN_TOKEN|>")
+           "<|START_TEXT|>", "<|END_TEXT|>", "<|END_THINKING|>", "<|END_OF_TURN_TOKEN|>",
+           "<|role_end|>", "<|CHATBOT_TOKEN|>")
 """Control tokens with no text of their own (turn ends, a section's end left over, Intern-S1's spaced `<|plugin|>`,
-Command A's answer markers and an empty thought's end)."""
+Command A's answer markers and an empty thought's end, Ling 3.0's `<|role_end|>`)."""
 TURN_END = ("<|plamo:tag|>", "<|END_OF_TURN_TOKEN|>")
 """Tokens that end the model's turn: nothing after one is the reply (vLLM's PLaMo 3 test)."""
 
@@ -76,6 +81,21 @@ def opens_call(span: str, tools: Offered) -> bool:
         return True
     rest = span[len(marker):].lstrip()
     return rest[:1] in ("{", "[") or (marker == USER and re.split(r"\s|<", rest, maxsplit=1)[0] in tools)
+
+
+EMPTY_THINKING_ENDS = ("</think>", "<|END_THINKING|>", "</mm:think>")
+"""A reply that begins with one closed the thinking its template opened, empty: the tag has nothing to show."""
+
+
+def empty_thinking_end(buf: str, final: bool) -> int | None:
+    """How much of the reply's start is such a tag (whitespace before it too): -1 while undecided, None if none."""
+    stripped = buf.lstrip()
+    for tag in EMPTY_THINKING_ENDS:
+        if stripped.startswith(tag):
+            return len(buf) - len(stripped) + len(tag)
+        if not final and tag.startswith(stripped):
+            return -1
+    return None
 
 
 def thinking(span: str) -> Extraction | None:

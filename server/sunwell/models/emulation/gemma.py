@@ -78,8 +78,9 @@ def bare_call(buf: str, pos: int, final: bool, is_tool: Callable[[str], bool]) -
 
 
 def thought(span: str) -> str:
-    """The thinking in Gemma 4's thought channel (closed or not)."""
-    body = span.removeprefix("<|channel>").removesuffix("<channel|>")
+    """The thinking in Gemma 4's thought channel (closed or not); the channel opened twice is opened once
+    (llama.cpp's test)."""
+    body = re.sub(r"^(?:<\|channel>)+", "", span).removesuffix("<channel|>")
     return re.sub(r"^thought\s*", "", body)
 
 

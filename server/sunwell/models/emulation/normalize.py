@@ -170,8 +170,8 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
     header, code between Llama 4's python markers) or holds thinking."""
     tools = offered(tool_names)
     names = frozenset(tools)
-    if span.startswith(span_scanner.ACTION) and span[len(span_scanner.ACTION):].lstrip(" ").startswith("```"):
-        span = span[len(span_scanner.ACTION):].lstrip(" ")  # Command R's label before its call fence
+    if span.startswith(span_scanner.ACTION) and span[len(span_scanner.ACTION):].lstrip(" \n").startswith("```"):
+        span = span[len(span_scanner.ACTION):].lstrip(" \n")  # Command R's label before its call fence
     if m := FENCE_OPEN.match(span):
         inner = span[m.end():]
         inner = inner.removesuffix("```")

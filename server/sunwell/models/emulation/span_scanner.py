@@ -178,7 +178,7 @@ class SpanScanner:
 
     def _action(self, buf: str, pos: int, final: bool) -> Step:
         """`Action:` and the ```json fence after it are one candidate; without a fence the label is a word."""
-        j = _skip_space(buf, pos + len(ACTION), " ")
+        j = _skip_space(buf, pos + len(ACTION), " \n")  # on its own line in Command R+'s template
         if not final and "```json".startswith(buf[j : j + 7]) and len(buf) - j < 7:
             return "wait", pos
         if not buf.startswith("```json", j):
