@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
 
-from sunwell.agent.worktree_sessions import WorktreeSessions  # noqa: E402
-from sunwell.config import Settings  # noqa: E402
+from sunwell.agent.worktree_sessions import WorktreeSessions
+from sunwell.config import Settings
 
 TARGET = 1.2
 GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "user.name=Bench", "-c", "user.email=bench@localhost"]
@@ -75,9 +75,9 @@ def main() -> int:
         print(f"{'rep':>3}  {'sunwell s':>9}  {'git s':>7}  ratio")
         for n in range(args.reps):
             if n % 2 == 0:
-                ours, theirs = timed(lambda: sunwell(n)), timed(lambda: git_alone(n))
+                ours, theirs = timed(lambda n=n: sunwell(n)), timed(lambda n=n: git_alone(n))
             else:
-                theirs, ours = timed(lambda: git_alone(n)), timed(lambda: sunwell(n))
+                theirs, ours = timed(lambda n=n: git_alone(n)), timed(lambda n=n: sunwell(n))
             ratios.append(ours / theirs)
             print(f"{n:>3}  {ours:>9.3f}  {theirs:>7.3f}  {ratios[-1]:.2f}x")
         median = statistics.median(ratios)

@@ -152,10 +152,10 @@ def serve(body: dict) -> Reply:
 
 async def test_two_worktree_sessions_servers_get_ports_of_their_own(repo_sidecar, fake, tmp_path):
     """With the machine's network (trust full: no namespace of its own), both servers would ask for 8000."""
-    repo, start = repo_sidecar
+    _, start = repo_sidecar
     sidecar = await start(trust="full")
     fake.script(*[serve] * 4)
-    (first, events_one), (second, events_two) = await asyncio.gather(
+    (first, _), (second, _) = await asyncio.gather(
         sidecar.chat("serve one", worktree="one"), sidecar.chat("serve two", worktree="two"))
     assert (first["status"], second["status"]) == ("completed", "completed")
     ports = []

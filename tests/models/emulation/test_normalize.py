@@ -422,8 +422,8 @@ def test_laguna_user_tag_is_a_call_marker_only_around_a_call_of_an_offered_tool(
 @pytest.mark.parametrize(
     ("text", "calls", "shown"),
     [
-        (' to=read<|message|><atem:function_calls>\n<atem:invoke name="read_file">\n<atem:parameter name="path">a.txt'
-         "</atem:parameter>\n</atem:invoke>\n</atem:function_calls><|eot|>", [("read_file", {"path": "a.txt"})], ""),
+        ((' to=read<|message|><atem:function_calls>\n<atem:invoke name="read_file">\n<atem:parameter name="path">a.txt'
+          "</atem:parameter>\n</atem:invoke>\n</atem:function_calls><|eot|>"), [("read_file", {"path": "a.txt"})], ""),
         (" to=self<|message|>Check it.<|eom|><|start|>assistant to=user<|message|>Done.<|eot|>", [], "Done."),
         ("to be, or not to be", [], "to be, or not to be"),
         (" to the point: set x to=5 <|message|> in the config.", [], " to the point: set x to=5 <|message|> in the config."),
@@ -445,10 +445,10 @@ def test_glimmer_headers_open_a_reply_only_where_they_are_one(text, calls, shown
 @pytest.mark.parametrize(
     "text",
     [
-        '<|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "set_alarm", "parameters": {"time": 15:30}},'
-        '    {"tool_call_id": "1", "tool_name": "get_weather", "parameters": {"city": "Oslo"}}\n]<|END_ACTION|>',
-        '<tool_call>[{"name": "set_alarm", "arguments": {"time": 15:30}}, '
-        '{"name": "get_weather", "arguments": {"city": "Oslo"}}]</tool_call>',
+        ('<|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "set_alarm", "parameters": {"time": 15:30}},'
+         '    {"tool_call_id": "1", "tool_name": "get_weather", "parameters": {"city": "Oslo"}}\n]<|END_ACTION|>'),
+        ('<tool_call>[{"name": "set_alarm", "arguments": {"time": 15:30}}, '
+         '{"name": "get_weather", "arguments": {"city": "Oslo"}}]</tool_call>'),
     ],
 )
 def test_a_broken_call_in_a_list_spoils_no_sibling(text):
