@@ -37,7 +37,7 @@ class WorktreeRecord:
     pid: int | None = None
     """The process running its turn while `running`."""
     ports: int | None = None
-    """The first of its block of ports (worktrees.py PORT_BLOCK): its commands get it as PORT, so two sessions'
+    """The first of its block of ports (worktree_ports.py PORT_BLOCK): its commands get it as PORT, so two sessions'
     servers do not collide."""
     copied: list[str] = field(default_factory=list)
     """Untracked files copied in (`worktrees.copy_untracked`): never committed."""
