@@ -1893,11 +1893,14 @@ async function toast(text, timeoutMs = 20_000) {
 
 // Worktree sessions (issue 48): a session in its own git worktree, listed, reviewed, merged; another discarded.
 // Last of all: it makes the workspace a git repository.
+/** git in the e2e workspace, its hooks off: the run (`status`, `stdout`). */
+const gitRun = (...args) => spawnSync('git', ['-c', 'core.hooksPath=/dev/null', '-c', 'user.name=E2E', '-c', 'user.email=e2e@localhost',
+  ...args], { cwd: WS, encoding: 'utf8' });
+
 async function worktreeScenarios() {
   await scenario('worktree-sessions', 180_000, async () => {
     const git = (...args) => {
-      const run = spawnSync('git', ['-c', 'core.hooksPath=/dev/null', '-c', 'user.name=E2E', '-c', 'user.email=e2e@localhost', ...args],
-        { cwd: WS, encoding: 'utf8' });
+      const run = gitRun(...args);
       check(run.status === 0, `git ${args.join(' ')}: ${run.stderr}`);
       return run.stdout;
     };
@@ -1982,7 +1985,6 @@ async function worktreeScenarios() {
   // Two at once: alpha waits for its approval while beta's turn runs; alpha's is answered from its card (Continue),
   // beta's, in the background, from its notification, never on alpha's card; alpha merged, beta discarded.
   await scenario('worktree-side-by-side', 180_000, async () => {
-    const git = (...args) => spawnSync('git', ['-c', 'core.hooksPath=/dev/null', ...args], { cwd: WS, encoding: 'utf8' });
     const rowsNow = async () => {
       await runCommand(page, 'Sunwell: Worktree Sessions');
       await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ timeout: 10_000 });
@@ -1990,7 +1992,7 @@ async function worktreeScenarios() {
     };
     const stateOf = (rows, name) => rows.find((r) => r.startsWith(name))?.split('·')[1]?.trim().split('\n')[0];
     const mark = await script('worktree-two');
-    check(git('branch', 'release').status === 0, 'git branch release failed');
+    check(gitRun('branch', 'release').status === 0, 'git branch release failed');
     await runCommand(page, 'Sunwell: New Session in Worktree');
     await answerInputBox('alpha');
     await pickRow('release'); // the repository has another branch now: where to start from is asked
@@ -2025,7 +2027,7 @@ async function worktreeScenarios() {
     const ends = await count('turn-end');
     await again.locator('[data-testid="approval-allow"]').click();
     await waitTurnEnd(ends, 'completed', 60_000);
-    check(git('show', 'sunwell/alpha:ALPHA.md').stdout.includes('made side by side'), 'sunwell/alpha has no ALPHA.md');
+    check(gitRun('show', 'sunwell/alpha:ALPHA.md').stdout.includes('made side by side'), 'sunwell/alpha has no ALPHA.md');
     rows = await rowsNow();
     check(stateOf(rows, 'alpha') === 'done' && stateOf(rows, 'beta') === 'running', `the list after alpha: ${JSON.stringify(rows)}`);
     await page.keyboard.press('Escape');
@@ -2040,9 +2042,9 @@ async function worktreeScenarios() {
       'beta\'s approval showed on alpha\'s chat');
     await shot('worktree-beta-asks');
     await note.locator('.monaco-button').filter({ hasText: 'Allow' }).first().click();
-    await until(async () => git('show', 'sunwell/beta:BETA.md').status === 0, { timeoutMs: 30_000, message: 'sunwell/beta has no BETA.md' });
+    await until(async () => gitRun('show', 'sunwell/beta:BETA.md').status === 0, { timeoutMs: 30_000, message: 'sunwell/beta has no BETA.md' });
     check(!existsSync(path.join(WS, 'BETA.md')) && !existsSync(path.join(WS, 'ALPHA.md')), 'a worktree session wrote into the workspace');
-    check(git('show', 'sunwell/beta:ALPHA.md').status !== 0, 'beta\'s branch has alpha\'s file');
+    check(gitRun('show', 'sunwell/beta:ALPHA.md').status !== 0, 'beta\'s branch has alpha\'s file');
     await until(async () => { rows = await rowsNow(); await page.keyboard.press('Escape'); return stateOf(rows, 'beta') === 'done'; },
       { timeoutMs: 30_000, message: 'beta never listed done' });
 
@@ -2050,7 +2052,7 @@ async function worktreeScenarios() {
     await runCommand(page, 'Sunwell: Worktree Sessions');
     await pickRow('alpha');
     await pickRow('Merge');
-    await pickRow(git('branch', '--show-current').stdout.trim());
+    await pickRow(gitRun('branch', '--show-current').stdout.trim());
     await toast('merged sunwell/alpha');
     check(readFileSync(path.join(WS, 'ALPHA.md'), 'utf8').includes('made side by side'), 'Merge did not bring ALPHA.md');
     await runCommand(page, 'Sunwell: Worktree Sessions');
@@ -2060,7 +2062,7 @@ async function worktreeScenarios() {
     await dialog.waitFor({ state: 'visible', timeout: 10_000 });
     await dialog.locator('.monaco-button').filter({ hasText: 'Discard' }).first().click();
     await toast('removed worktree beta');
-    check(!git('branch', '--list', 'sunwell/beta').stdout.trim(), 'the branch sunwell/beta was not removed');
+    check(!gitRun('branch', '--list', 'sunwell/beta').stdout.trim(), 'the branch sunwell/beta was not removed');
     await shot('worktree-side-by-side-after');
   });
 }

@@ -14,6 +14,13 @@ from text_calls import extract_tool_calls
 TOOLS = {"read_file", "list_files", "write_file", "calculator"}
 READ_A = FoundCall("read_file", {"path": "a.txt"})
 
+
+def _read_in_chunks(text: str, size: int, tools=TOOLS) -> list:
+    """What a detector offered `tools` gives for `text` streamed `size` characters at a time."""
+    detector = CallDetector(tools)
+    return [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+
+
 # Each text holds exactly one call, read_file(path="a.txt"), and nothing else.
 ONE_CALL_FORMS = {
     "fenced json": '```json\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n```',
@@ -205,8 +212,7 @@ PHI4 = 'functools[{"name": "read_file", "arguments": {"path": "a.txt"}}]'
 def test_phi4_functools_is_a_marker_only_as_a_word_before_a_list_of_objects(text, calls, shown):
     """Phi-4-mini's marker is a word, found by the scanner wherever a word may begin, in any chunking."""
     for size in (1, 2, 5, len(text)):
-        detector = CallDetector(TOOLS)
-        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        events = _read_in_chunks(text, size)
         assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == calls, size
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown, size
 
@@ -236,8 +242,7 @@ def test_seed_oss_thinking_is_thinking_and_a_call_shown_in_it_no_call():
     call = "<seed:tool_call>\n<function=read_file>\n<parameter=path>a.txt</parameter>\n</function>\n</seed:tool_call>"
     text = f"<seed:think>The format is {call.replace('a.txt', 'b.txt')}. Fine.</seed:think>{call}"
     for size in (1, 7, len(text)):
-        detector = CallDetector(TOOLS)
-        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        events = _read_in_chunks(text, size)
         assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
         assert "b.txt" in "".join(e.text for e in events if isinstance(e, ThinkingDelta)), size
         assert not [e for e in events if isinstance(e, TextDelta | Notice)], size
@@ -247,8 +252,7 @@ def test_mistral_think_block_is_thinking_and_a_call_shown_in_it_no_call():
     call = '[TOOL_CALLS]read_file[ARGS]{"path": "a.txt"}'
     text = f"[THINK]Maybe {call.replace('a.txt', 'b.txt')} or not[/THINK]{call}"
     for size in (1, 5, len(text)):
-        detector = CallDetector(TOOLS)
-        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        events = _read_in_chunks(text, size)
         assert [(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == [READ_A], size
         assert "b.txt" in "".join(e.text for e in events if isinstance(e, ThinkingDelta)), size
         assert not [e for e in events if isinstance(e, TextDelta | Notice)], size
@@ -264,8 +268,7 @@ def test_mistral_think_block_is_thinking_and_a_call_shown_in_it_no_call():
 )
 def test_command_r_plus_action_header_goes_with_its_call_fence(text, calls, shown):
     for size in (1, 3, len(text)):
-        detector = CallDetector(TOOLS)
-        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        events = _read_in_chunks(text, size)
         assert [FoundCall(e.name, e.parsed) for e in events if isinstance(e, ToolCallDone)] == calls, size
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown, size
 
@@ -282,16 +285,14 @@ def test_command_r_plus_action_header_goes_with_its_call_fence(text, calls, show
 )
 def test_a_reply_that_begins_by_closing_empty_thinking_drops_the_tag(text, shown):
     for size in (1, 2, len(text)):
-        detector = CallDetector(TOOLS)
-        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        events = _read_in_chunks(text, size)
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown, size
 
 
 def test_gemma_thought_channel_opened_twice_is_opened_once():
     text = "<|channel><|channel>thought\n<channel|>Hello"
     for size in (1, 4, len(text)):
-        detector = CallDetector(TOOLS)
-        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        events = _read_in_chunks(text, size)
         assert "".join(e.text for e in events if isinstance(e, ThinkingDelta)) == "", size
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello", size
 
@@ -300,11 +301,6 @@ def test_a_reply_that_ends_in_seed_oss_thinking_is_thinking_not_a_call_cut_off()
     detector = CallDetector(TOOLS)
     events = detector.feed("<seed:think>Let me see") + detector.finish()
     assert [type(e).__name__ for e in events] == ["ThinkingDelta"]
-
-
-def _read_in_chunks(text: str, size: int) -> list:
-    detector = CallDetector(TOOLS)
-    return [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
 
 
 def test_gemma4_thought_channel_is_thinking_and_a_bare_call_after_it_a_call():
@@ -368,8 +364,7 @@ def test_qwen25_coder_tools_is_a_call_marker_only_around_a_call(text, calls, sho
     assert [(c.name, c.arguments) for c in out.calls] == calls
     assert out.remaining_text == shown
     for size in (1, 3):
-        detector = CallDetector({"read_file": {}})
-        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        events = _read_in_chunks(text, size, {"read_file": {}})
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
 
 
@@ -414,8 +409,7 @@ def test_laguna_user_tag_is_a_call_marker_only_around_a_call_of_an_offered_tool(
     assert [(c.name, c.arguments) for c in out.calls] == calls
     assert out.remaining_text == shown
     for size in (1, 3):
-        detector = CallDetector({"read_file": {}})
-        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        events = _read_in_chunks(text, size, {"read_file": {}})
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
 
 
@@ -437,8 +431,7 @@ def test_glimmer_headers_open_a_reply_only_where_they_are_one(text, calls, shown
     assert [(c.name, c.arguments) for c in out.calls] == calls
     assert out.remaining_text == shown
     for size in (1, 3):
-        detector = CallDetector({"read_file": {}})
-        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        events = _read_in_chunks(text, size, {"read_file": {}})
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
 
 
@@ -460,8 +453,7 @@ def test_a_broken_call_in_a_list_spoils_no_sibling(text):
     assert [(c.name, c.arguments) for c in out.calls] == [("get_weather", {"city": "Oslo"})]
     assert out.remaining_text == ""
     for size in (1, 7):
-        detector = CallDetector(tools)
-        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        events = _read_in_chunks(text, size, tools)
         assert [e.name for e in events if isinstance(e, ToolCallDone)] == ["get_weather"]
 
 
@@ -481,6 +473,5 @@ def test_command_r_action_label_goes_with_its_call_fence_only(text, calls, shown
     assert [(c.name, c.arguments) for c in out.calls] == calls
     assert out.remaining_text == shown
     for size in (1, 3):
-        detector = CallDetector({"read_file": {}})
-        events = [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
+        events = _read_in_chunks(text, size, {"read_file": {}})
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
