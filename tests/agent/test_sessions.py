@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -327,6 +328,31 @@ def test_a_database_locked_while_being_set_up_is_reported(db_path: Path) -> None
         holder.close()
     with SessionStore(db_path) as store:  # once released, it opens normally
         assert store.list() == []
+
+
+def test_sessions_that_open_a_new_store_at_once_all_open_it(tmp_path: Path) -> None:
+    """Two worktree sessions of one sidecar (or two `sunwell run`s) open a store nobody made yet at the same moment:
+    SQLite answers the second switch to WAL "busy" without waiting, and that is no reason to fail a turn."""
+    for attempt in range(20):
+        db_path, start = tmp_path / f"data{attempt}" / "sessions.db", threading.Barrier(4)
+        failures: list[Exception] = []
+
+        def open_it() -> None:
+            start.wait()
+            try:
+                with SessionStore(db_path) as store:
+                    store.create()
+            except SessionStoreError as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=open_it) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == []
+        with SessionStore(db_path) as store:
+            assert len(store.list()) == 4
 
 
 def test_a_data_dir_that_cannot_be_created_is_named(tmp_path: Path) -> None:

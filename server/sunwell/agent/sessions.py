@@ -272,11 +272,13 @@ class SessionStore:
 
     def _prepare(self) -> None:
         with self._read() as db:
+            db.execute("BEGIN")  # one snapshot: another process may set the file up between two looks
             app_id, version = self._header()
             fresh = (app_id, version) == (0, 0) and db.execute("SELECT 1 FROM sqlite_master").fetchone() is None
+            db.execute("COMMIT")
             if not fresh and app_id != APPLICATION_ID:
                 raise self._invalid()  # before the first write: someone else's database stays as it was
-            db.execute("PRAGMA journal_mode = WAL")
+            self._enter_wal(db)
             # In WAL mode NORMAL syncs at checkpoints, not at every commit: a killed process loses nothing
             # committed; only a power cut can lose the last commits. FULL would cost an fsync per event.
             db.execute("PRAGMA synchronous = NORMAL")
@@ -291,6 +293,18 @@ class SessionStore:
                 f"{self.path} has session schema {version}, this Sunwell reads {SCHEMA_VERSION}; "
                 "use a matching Sunwell version (the file was left untouched)"
             )
+
+    def _enter_wal(self, db: sqlite3.Connection) -> None:
+        """WAL mode, which the file keeps once set. While another connection sets up a new file, SQLite answers
+        the switch "busy" at once, without its busy handler: ask again until the busy timeout is spent."""
+        deadline = time.monotonic() + self._busy_timeout
+        while db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            try:
+                db.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError as exc:
+                if not getattr(exc, "sqlite_errorname", "").startswith("SQLITE_BUSY") or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
 
     def _header(self) -> tuple[int, int]:
         app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
