@@ -2,7 +2,9 @@
 first `<|start|>assistant`, so a reply begins ` to=RECIPIENT<|message|>`), then its body up to `<|eom|>`, `<|eot|>`
 (the turn's end) or the next header. A message to `self` is thinking; to `user` (or anyone else) its body is the
 answer, and a call in it stands in ATEM's XML: `<atem:function_calls><atem:invoke name="f"><atem:parameter
-name="a">1</atem:parameter></atem:invoke></atem:function_calls>` (read by its own markers, wherever it stands).
+name="a">1</atem:parameter></atem:invoke></atem:function_calls>`, a call when it is its message's whole body (a
+block with prose before or after it in the message is quoted markup, the answer's text: Ollama's and llama.cpp's
+tests agree).
 
 A value is typed by the tool's schema (a string stays as written, spaces and all); a `<|message|>` the model fumbled
 into an invoke's name is no part of it; `ns.f` names the offered `f` when `ns` is `f`'s own namespace (the template
@@ -20,6 +22,7 @@ MESSAGE, START, END_MESSAGE, END_TURN = "<|message|>", "<|start|>", "<|eom|>", "
 OPEN, CLOSE = "<atem:function_calls>", "</atem:function_calls>"
 OPENERS = {OPEN: CLOSE}
 CONTROL = (END_MESSAGE, END_TURN)
+_ENDS = (END_MESSAGE, END_TURN, START)
 _HEADER = re.compile(r"\s?to=([^\s<]*)<\|message\|>|<\|message\|>")
 _INVOKE = re.compile(r'<atem:invoke\s+name="(.*?)(?:">|(?=<atem:parameter))(.*?)</atem:invoke>', re.DOTALL)
 _PARAMETER = re.compile(r'<atem:parameter\s+name="([^"]*)"\s*>(.*?)</atem:parameter>', re.DOTALL)
@@ -51,6 +54,29 @@ def message(buf: str, pos: int, body: int, recipient: str | None, final: bool) -
     if m := _MESSAGE_END.search(buf, body):
         return "candidate", m.end()
     return ("candidate", len(buf)) if final else ("wait", pos)
+
+
+def block(buf: str, pos: int, final: bool, message_open: bool) -> tuple[str, int]:
+    """The scanner's step at `<atem:function_calls>`: a candidate through its close when nothing but whitespace
+    came before it in its message (`message_open`) and nothing but whitespace follows it to the message's end;
+    else the opener is text."""
+    if not message_open:
+        return "text", pos + len(OPEN)
+    close = buf.find(CLOSE, pos)
+    if close < 0:
+        return ("partial", len(buf)) if final else ("wait", pos)
+    end = close + len(CLOSE)
+    rest = buf[end:].lstrip()
+    if not rest:
+        return ("candidate", end) if final else ("wait", pos)
+    if rest.startswith(_ENDS) or (not final and any(marker.startswith(rest) for marker in _ENDS)):
+        return ("candidate", end) if rest.startswith(_ENDS) else ("wait", pos)
+    return "text", pos + len(OPEN)
+
+
+def opens_message(span: str) -> bool:
+    """Whether a consumed span leaves the scanner where a message's body begins (or goes on after its call)."""
+    return span.endswith(MESSAGE) or span.startswith(OPEN) or span.strip() in CONTROL
 
 
 def is_header(span: str) -> bool:

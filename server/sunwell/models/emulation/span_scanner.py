@@ -105,6 +105,8 @@ class SpanScanner:
         """The text consumed so far ends in a word character (`myfunctools[` holds no marker, however chunked)."""
         self._fresh = True
         """Nothing consumed yet: a Glimmer header (` to=user<|message|>`) may open the reply."""
+        self._message_open = True
+        """Only whitespace since the reply's start or a message's header: an ATEM block here may be a call."""
 
     def step(self, buf: str, pos: int, final: bool) -> Step:
         kind, end = self._step(buf, pos, final)
@@ -115,6 +117,8 @@ class SpanScanner:
             self._line_blank = (line >= 0 or self._line_blank) and not span[line + 1 :].strip()
             self._line_blank |= span.endswith(gemma.THOUGHT["<|channel>"])  # Gemma 4's call may follow its thought
             self._word_before = bool(re.match(r"\w", span[-1:])) if span else self._word_before
+            if span.strip():
+                self._message_open = kind == "candidate" and glimmer.opens_message(span)
         return kind, end
 
     def _step(self, buf: str, pos: int, final: bool) -> Step:
@@ -319,6 +323,8 @@ class SpanScanner:
             return ("wait", pos) if end is None else ("candidate", end)
         if marker in dialects.CONTROL:
             return "candidate", body
+        if marker == glimmer.OPEN:
+            return glimmer.block(buf, pos, final, self._message_open)
         if marker in dialects.HARMONY:
             return self._harmony(marker, buf, pos, final)
         if marker in dialects.JSON_AFTER:
