@@ -149,7 +149,7 @@ _HARMONY_RECIPIENT = re.compile(r"\bto=([^\s<]+)")
 _INVOKE = re.compile(r"""<invoke\s+name=["']?([^"'>]+)["']?\s*>(.*?)(?:</invoke>|\Z)""", re.DOTALL)
 _XML_PARAM = re.compile(  # <parameter=path>, <parameter name="path">, <path> (the XML emulation format), MiniCPM5's
     # <param name="path">
-    r"""<(?:parameter=([^>\s]+)|param(?:eter)?\s+name=["']?([^"'>]+)["']?(?:\s+[\w-]+=["'][^"']*["'])*|([\w.-]+))\s*>"""
+    r"""<(?:parameter=([^<>\s](?:[^<>\n]*[^<>\s])?)|param(?:eter)?\s+name=["']?([^"'>]+)["']?(?:\s+[\w-]+=["'][^"']*["'])*|([\w.-]+))\s*>"""
     # a value ends at a closing tag the next tag follows (one inside the value is its text), or, when the model left
     # its closing tag out, where the next parameter or the function's close begins
     r"""(.*?)(?:</(?:param(?:eter)?|\3)\s*>(?=\s*(?:<|\Z))|(?=<parameter[=\s])|(?=</function>)|\Z)""",

@@ -2,7 +2,7 @@
 `<tool_calls><tool_call>f<tool_sep><arg_key>a</arg_key><arg_value>1</arg_value></tool_call></tool_calls>`.
 
 HY V4 writes no `<tool_sep>` and may carry a checkpoint's suffix on every tag (`<tool_calls:opensource>`); the
-suffix is read off. The block is read strictly, as vLLM's HY V4 reader does: a call whose name is missing, a key
+block ends at the closing tag with the same suffix, and the suffix is read off. The block is read strictly, as vLLM's HY V4 reader does: a call whose name is missing, a key
 without its value, or text between the tags that is no tag makes the whole block unreadable (no call, a notice),
 since half a block read is worse than none. A value is typed by the tool's schema, as GLM's are.
 """
@@ -14,10 +14,11 @@ import re
 from sunwell.models.arguments import typed_value
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 
-SUFFIX = ":opensource"
-"""The suffix the published HY V4 checkpoint puts on its tags (a tag with another suffix is not looked for)."""
-OPENERS = {f"<tool_calls{SUFFIX}>": f"</tool_calls{SUFFIX}>"}
-"""Markers of the block with a suffix (the plain `<tool_calls>` is in `dialects.CLOSED`: MiniMax-M1 uses it too)."""
+SUFFIXED = "<tool_calls:"
+OPENERS = {SUFFIXED: "</tool_calls:"}
+"""The block with a checkpoint's suffix, whichever it is (`:opensource` on the published HY V4; vLLM learns it from
+the tokenizer's vocabulary). The plain `<tool_calls>` is in `dialects.CLOSED`: MiniMax-M1 uses it too."""
+_SUFFIX = re.compile(r"[^<>\s]*>")
 
 _TAG = re.compile(r"<(/?)(tool_calls|tool_call|tool_sep|arg_key|arg_value)(?::[^<>\s]*)?>")
 _VALUE = r"<arg_value>((?:(?!</arg_value>).)*)</arg_value>"  # a value never runs past its own closing tag
@@ -31,6 +32,19 @@ def is_hunyuan(span: str) -> bool:
     """A block of Hunyuan's calls (not MiniMax-M1's JSON lines, which share `<tool_calls>`)."""
     body = _TAG.sub(_plain, span).removeprefix("<tool_calls>").lstrip()
     return span.startswith(tuple(OPENERS)) or body.startswith("<tool_call>")
+
+
+def block(buf: str, pos: int, final: bool) -> tuple[str, int]:
+    """The scanner's step at `<tool_calls:`: through `</tool_calls:SUFFIX>`, the suffix its opening tag gave."""
+    m = _SUFFIX.match(buf, pos + len(SUFFIXED))
+    if m is None:
+        if re.fullmatch(r"[^<>\s]*", buf[pos + len(SUFFIXED):]):  # the suffix still coming
+            return ("partial", len(buf)) if final else ("wait", pos)
+        return "text", pos + len(SUFFIXED)
+    closer = f"</tool_calls:{m[0]}"
+    if (k := buf.find(closer, m.end())) >= 0:
+        return "candidate", k + len(closer)
+    return ("partial", len(buf)) if final else ("wait", pos)
 
 
 def read_hunyuan(span: str, tools: Offered) -> Extraction:

@@ -18,7 +18,8 @@ OPENERS = {"<function\u0120name=": "</function>", "<functionname=": "</function>
 """The tokenizer's spellings of `<function name=` (which `dialects.CLOSED` holds: other formats use it too)."""
 
 _FUNCTION = re.compile(r"""<function(?:\s+|\u0120)?name=["']([^"'>]+)["']\s*>(.*?)(?:</function>|\Z)""", re.DOTALL)
-_PARAM = re.compile(r"""<param(?:\s+|\u0120)?name=["']([^"'>]+)["']\s*>(.*?)</param>""", re.DOTALL)
+_PARAM = re.compile(  # a CDATA value may hold `</param>` itself
+    r"""<param(?:\s+|\u0120)?name=["']([^"'>]+)["']\s*>(\s*<!\[CDATA\[.*?\]\]>\s*(?=</param>)|.*?)</param>""", re.DOTALL)
 _ANY_PARAM = re.compile(r"<param[\s\u0120>n]")
 _CDATA = re.compile(r"\s*<!\[CDATA\[(.*)\]\]>\s*", re.DOTALL)
 _WRAPPERS = ("arguments", "properties", "input")

@@ -4,7 +4,9 @@ NS</invoke>NS</tool_call>` (NS standing for the namespace).
 
 An element holding elements is an object (a tag written twice is a list of its values), or, where the schema says
 array, the list of its children's values; an element holding text is typed by its schema, as every family's bare
-values are.
+values are. Where the schema is a union (anyOf, oneOf), elements take its array alternative when each is an
+`<item>`, else its object one; a union with a string alternative is a string, the element's text as written
+(llama.cpp's tests).
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ NS = "]<]minimax[>["
 OPENERS = {f"{NS}<tool_call>": f"{NS}</tool_call>"}
 INVOKE_END = f"{NS}</invoke>"
 
-_INVOKE = re.compile(r'<invoke\s+name="([^"]+)"\s*>(.*?)</invoke>', re.DOTALL)
-_TAG = re.compile(r"<(/?)([A-Za-z_][\w.\-]*)>")
+_INVOKE = re.compile(rf'<invoke\s+name="([^"]+)"\s*>(.*?)(?:{re.escape(NS)})?</invoke>', re.DOTALL)
+_TAG = re.compile(rf"(?:{re.escape(NS)})?<(/?)([A-Za-z_][\w.\-]*)>")
 
 
 def read_minimax_m3(span: str, tools: Offered) -> Extraction:
     calls = []
-    for name, body in _INVOKE.findall(span.replace(NS, "")):
+    for name, body in _INVOKE.findall(span):
         arguments = _value(body, tools.get(name) or {"type": "object"})
         calls.append(FoundCall(name.strip(), arguments if isinstance(arguments, dict) else {}))
     return Extraction(calls=calls)
@@ -34,7 +36,10 @@ def read_minimax_m3(span: str, tools: Offered) -> Extraction:
 def _value(text: str, schema: dict[str, Any]) -> Any:
     children = _children(text)
     if not children:
-        return typed_value(text, schema or None)
+        return typed_value(text.replace(NS, ""), schema or None)
+    schema = _alternative(schema, children)
+    if schema is None:
+        return text
     if schema.get("type") == "array":
         return [_value(inner, schema.get("items") or {}) for _, inner in children]
     properties = schema.get("properties") or {}
@@ -49,6 +54,19 @@ def _value(text: str, schema: dict[str, Any]) -> Any:
         else:
             out[tag] = value
     return out
+
+
+def _alternative(schema: dict[str, Any], children: list[tuple[str, str]]) -> dict[str, Any] | None:
+    """The alternative of a union that elements fill (None: the union takes a string, which they are written as)."""
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if not isinstance(options, list):
+        return schema
+    kinds = {option.get("type"): option for option in options if isinstance(option, dict)}
+    if "string" in kinds:
+        return None
+    if "array" in kinds and all(tag == "item" for tag, _ in children):
+        return kinds["array"]
+    return kinds.get("object", schema)
 
 
 def _children(text: str) -> list[tuple[str, str]]:

@@ -249,7 +249,7 @@ def parse_span(span: str, tool_names: Collection[str] | Offered, *, explicit: bo
             return _nonempty(_extract(_between(span, opener, dialects.CLOSED[opener]), tools, True))
     if minicpm.is_minicpm(span):
         return minicpm.read_minicpm(span, tools)
-    for pattern, closer in ((r"<function=([^>\s]+)\s*>", "</function>"),
+    for pattern, closer in ((qwen3_xml.FUNCTION.pattern, "</function>"),
                             (r"""<function\s+name=["']?([^"'>\s]+)["']?\s*>""", "</function>"),
                             (r"""<tool name=["']?([^"'>\s]+)["']?\s*>""", "</tool>"),
                             (r"<([\w.-]+)>", None)):

@@ -19,9 +19,9 @@ from sunwell.models.arguments import typed_value
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 
 UNDECIDED = -1
-_FUNCTION = re.compile(r"<function=([^>\s]+)\s*>")
-_PARAMETER = re.compile(r"<parameter=([^>\s]+)\s*>")
-_TOKEN = re.compile(r"<parameter=[^>\s]+\s*>|</parameter>")
+FUNCTION = re.compile(r"<function=([^<>\s](?:[^<>\n]*[^<>\s])?)\s*>")  # a name as written, spaces and all (Ollama's)
+_PARAMETER = re.compile(r"<parameter=([^<>\s](?:[^<>\n]*[^<>\s])?)\s*>")
+_TOKEN = re.compile(r"<parameter=[^<>\s][^<>\n]*>|</parameter>")
 _SPACE = re.compile(r"\s*")
 
 
@@ -70,13 +70,13 @@ def read_function(span: str, tools: Offered) -> Extraction | None:
     walked = _walk(span, 0, tools)
     if walked is None or walked == UNDECIDED:
         return None
-    name = _FUNCTION.match(span)[1]
+    name = FUNCTION.match(span)[1]
     arguments = {key: typed_value(value, parameter_schema(tools, name, key)) for key, value in walked[1]}
     return Extraction(calls=[FoundCall(name, arguments)])
 
 
 def _walk(buf: str, at: int, tools: Offered) -> tuple[int, list[tuple[str, str]]] | int | None:
-    m = _FUNCTION.match(buf, at)
+    m = FUNCTION.match(buf, at)
     if m is None:
         return UNDECIDED if ">" not in buf[at:] else None
     names = _parameters(tools, m[1])

@@ -8,7 +8,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Literal
 
-from sunwell.models.emulation import dialects, dsml, gemma, glimmer, kimi_k3, qwen3_xml
+from sunwell.models.emulation import dialects, dsml, gemma, glimmer, hunyuan, kimi_k3, qwen3_xml
 from sunwell.vocabulary import canonical_tool_name
 
 JSON_FENCES = {"", "json", "jsonc", "json5", "xml"}
@@ -325,6 +325,8 @@ class SpanScanner:
             return "candidate", body
         if marker == glimmer.OPEN:
             return glimmer.block(buf, pos, final, self._message_open)
+        if marker == hunyuan.SUFFIXED:
+            return hunyuan.block(buf, pos, final)
         if marker in dialects.HARMONY:
             return self._harmony(marker, buf, pos, final)
         if marker in dialects.JSON_AFTER:
