@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from sunwell.agent.history_repair import repair_history
 from sunwell.agent.log_lines import message_line
 from sunwell.agent.sessions import (
     EventRow,
     SessionNotFound,
     SessionStore,
     SessionStoreError,
-    repair_history,
 )
 from sunwell.wire.messages import (
     AssistantMessage,

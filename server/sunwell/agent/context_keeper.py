@@ -24,7 +24,7 @@ from sunwell.agent.context import (
     protected_from,
     request_tokens,
 )
-from sunwell.agent.sessions import apply_elision
+from sunwell.agent.history_repair import apply_elision
 from sunwell.agent.turn import TurnLog
 from sunwell.models.base import ContextOverflow, ModelRequest
 from sunwell.models.tokens import text_tokens
