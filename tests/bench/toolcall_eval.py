@@ -67,6 +67,8 @@ from sunwell.vocabulary import canonical_tool_name
 from sunwell.wire.messages import UserMessage
 
 SETS = ("simple_python", "multiple")
+"""The default sets; `parallel`, `live_simple`, `live_multiple`, `live_parallel`, `irrelevance` and
+`live_irrelevance` are read as well."""
 OWN_IRRELEVANCE = Path(__file__).with_name("irrelevance_cases.yaml")
 OWN_SETS = ("own_irrelevance", "own_irrelevance_heldout")
 """Questions no offered function answers (the right reply calls nothing): the tuning split and the held-out one."""
@@ -87,8 +89,9 @@ class Case:
     functions: list[dict[str, Any]]
     """As BFCL gives them (original types), names already converted."""
     answers: list[dict[str, dict[str, list[Any]]]]
-    """`[{function_name: {param: [possible values]}}]`; one entry for simple and multiple, none for irrelevance
-    (the right reply calls no function)."""
+    """`[{function_name: {param: [possible values]}}]`; one entry for simple and multiple, one per call for the
+    parallel sets (each must be made, by a call of its own, in any order), none for irrelevance (the right reply
+    calls no function)."""
 
     @property
     def expected(self) -> str:
@@ -276,6 +279,8 @@ shows it)."""
 
 
 def judge(case: Case, outcome: Outcome) -> Outcome:
+    if len(case.answers) > 1:
+        return _judge_parallel(case, outcome)
     if not case.answers:  # irrelevance: any call is wrong, however well formed, and so is one begun and cut off
         outcome.answer = outcome.calls[0] if outcome.calls else None
         begun = "tool_call_cut_off" in outcome.notices or bool(_CALL_BEGUN.search(outcome.text))
@@ -293,6 +298,25 @@ def judge(case: Case, outcome: Outcome) -> Outcome:
             case, outcome.answer["name"], outcome.answer["arguments"])
     else:
         outcome.why = "no tool call"
+    return outcome
+
+
+def _judge_parallel(case: Case, outcome: Outcome) -> Outcome:
+    """Every expected call made by a distinct accepted call, and no other accepted call (BFCL's parallel checker
+    asks the same of one reply; Sunwell, one call per reply on a small model, may take several)."""
+    accepted = [c for c in outcome.calls if c.get("error") in (None, "dry_run")]
+    left, right, named = list(accepted), 0, 0
+    for entry in case.answers:
+        one = Case(case.id, case.set, case.question, case.functions, [entry])
+        if hit := next((c for c in left if check_call(one, c["name"], c["arguments"])[1]), None):
+            left.remove(hit)
+            right += 1
+        named += hit is not None or any(check_call(one, c["name"], c["arguments"])[0] for c in left)
+    outcome.answer = accepted[0] if accepted else (outcome.calls[-1] if outcome.calls else None)
+    outcome.selected = named == len(case.answers)
+    outcome.correct = right == len(case.answers) and not left
+    outcome.first_correct = outcome.correct and len(accepted) == len(outcome.calls)
+    outcome.why = "" if outcome.correct else f"{right} of {len(case.answers)} calls right, {len(left)} other"
     return outcome
 
 
@@ -315,17 +339,20 @@ class SunwellClient:
         outcome = Outcome(case.id, case.set, self.mode, case.expected)
         calls: dict[str, dict[str, Any]] = {}
         task: asyncio.Task | None = None
-        answered = 0
+        answered = accepted = 0
+        wanted = max(len(case.answers), 1)  # the parallel sets want several calls
 
         def sink(event: Any) -> None:
-            nonlocal answered
+            nonlocal answered, accepted
             if event.type == "toolCall":
                 calls[event.call_id] = {"name": event.name, "arguments": event.arguments, "raw": event.raw}
             elif event.type == "toolResult":
                 calls[event.call_id]["error"] = event.error.code if event.error else None
                 answered += 1
-                # dry_run means the call passed validation: that is the answer. Past --rounds calls, stop too.
-                if (event.error and event.error.code == "dry_run") or answered >= self.rounds:
+                accepted += bool(event.error and event.error.code == "dry_run")
+                # dry_run means the call passed validation: the answer, once there are as many as the case wants.
+                # Past --rounds calls for each, stop too.
+                if accepted >= wanted or answered >= self.rounds * wanted:
                     task.cancel()
             elif event.type == "notice":
                 outcome.notices.append(event.code)
