@@ -69,8 +69,10 @@ def block(buf: str, pos: int, final: bool, message_open: bool) -> tuple[str, int
     rest = buf[end:].lstrip()
     if not rest:
         return ("candidate", end) if final else ("wait", pos)
-    if rest.startswith(_ENDS) or (not final and any(marker.startswith(rest) for marker in _ENDS)):
-        return ("candidate", end) if rest.startswith(_ENDS) else ("wait", pos)
+    if rest.startswith(_ENDS):
+        return "candidate", end
+    if not final and any(marker.startswith(rest) for marker in _ENDS):
+        return "wait", pos
     return "text", pos + len(OPEN)
 
 

@@ -2,9 +2,9 @@
 `<tool_calls><tool_call>f<tool_sep><arg_key>a</arg_key><arg_value>1</arg_value></tool_call></tool_calls>`.
 
 HY V4 writes no `<tool_sep>` and may carry a checkpoint's suffix on every tag (`<tool_calls:opensource>`); the
-block ends at the closing tag with the same suffix, and the suffix is read off. The block is read strictly, as vLLM's HY V4 reader does: a call whose name is missing, a key
-without its value, or text between the tags that is no tag makes the whole block unreadable (no call, a notice),
-since half a block read is worse than none. A value is typed by the tool's schema, as GLM's are.
+block ends at the closing tag with the same suffix, and the suffix is read off. The block is read strictly, as
+vLLM's HY V4 reader does: a call whose name is missing, a key without its value, or text between the tags that is no
+tag makes the whole block unreadable (no call, a notice), since half a block read is worse than none. A value is typed by the tool's schema, as GLM's are.
 """
 
 from __future__ import annotations
