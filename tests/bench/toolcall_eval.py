@@ -100,11 +100,18 @@ class Case:
     @property
     def tools(self) -> list[Tool]:
         return [Tool(name=f["name"], description=f.get("description", ""), parameters=parameters_schema(
-            f["parameters"]), handler=_never_run, min_trust=Trust.read_only) for f in self.functions]
+            f["parameters"]), handler=_never_run if len(self.answers) < 2 else _recorded, min_trust=Trust.read_only)
+            for f in self.functions]
 
 
 async def _never_run(arguments: dict[str, Any], ctx: ToolContext) -> str:
     raise ToolFailure("execution", "benchmark tools are never executed")
+
+
+async def _recorded(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    """A parallel case's tool: the call is answered as done, so a model that calls one per reply goes on to the next
+    (a dry run's "not executed" has it call the same again)."""
+    return "done"
 
 
 def tool_name(name: str) -> str:
@@ -349,7 +356,7 @@ class SunwellClient:
             elif event.type == "toolResult":
                 calls[event.call_id]["error"] = event.error.code if event.error else None
                 answered += 1
-                accepted += bool(event.error and event.error.code == "dry_run")
+                accepted += not event.error or event.error.code == "dry_run"
                 # dry_run means the call passed validation: the answer, once there are as many as the case wants.
                 # Past --rounds calls for each, stop too.
                 if accepted >= wanted or answered >= self.rounds * wanted:
@@ -393,7 +400,7 @@ class SunwellClient:
             provider=stack.turn,
             tool_ctx=ToolContext(jail=jail),
             summariser=Summariser(stack.windowed, spec.model, plan.window, self.settings.provider_attempts),
-            gate=Gate(engine.approval, dry_run=True),
+            gate=Gate(engine.approval, dry_run=len(case.answers) < 2),
             max_tool_turns=self.settings.max_tool_turns,
         )
         log = TurnLog(engine.store, session, sink)
