@@ -164,11 +164,12 @@ export class Sidecar implements vscode.Disposable {
     }
     if (resolution.kind !== 'ready' && !retried) {
       // A remote window (code-server) may hand the extension its machine settings after activation: a read at
-      // start-up can miss `sunwell.python` (issue 34 bug 1: after Reload Window, "not installed for python3").
+      // start-up can miss `sunwell.python` (issue 34 bug 1: after Reload Window, "not installed for python3"), and
+      // then it missed the user's other settings too (an endpoint: the engine asked api.openai.com): take them all.
       const now = this.readSettings();
       if (interpreterKey(now) !== key) {
-        this.log.info(`the interpreter settings changed while starting (${key} → ${interpreterKey(now)}); resolving again`);
-        this.settings = { ...this.settings, python: now.python, serverCommand: now.serverCommand };
+        this.log.info(`the interpreter settings changed while starting (${key} → ${interpreterKey(now)}); reading the settings again`);
+        this.settings = now;
         return this.doStart(true);
       }
     }

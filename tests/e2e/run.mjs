@@ -10,7 +10,7 @@
 //   E2E_ONLY             optional: comma-separated scenario names to run (setup ones always run)
 //   E2E_KEEP=1           keep the temp dir (profile, workspace, logs) for inspection
 // Screenshots go to tests/e2e/artifacts/. The last line is `e2e: N passed, N failed`; the exit code is 1 on failure.
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -2068,10 +2068,24 @@ async function worktreeScenarios() {
 }
 
 let failedSetup = false;
+
+/** On a failure, the extension's own log (one per extension host: a reload starts another), its tail on stdout:
+ *  all a CI run keeps is what it printed. */
+function printExtensionLogs() {
+  const logs = path.join(DATA, 'logs');
+  if (!existsSync(logs)) return;
+  for (const file of readdirSync(logs, { recursive: true }).map(String).filter((f) => f.endsWith('Sunwell.log')).sort()) {
+    const lines = readFileSync(path.join(logs, file), 'utf8').split('\n').filter((l) => !l.includes('] Processing '));
+    log(`--- ${file} (last 40 lines)`);
+    for (const line of lines.slice(-40)) log(`  ${line}`);
+  }
+}
+
 async function cleanup() {
   await browser?.close().catch(() => undefined);
   fake?.child.stdin?.end();
   await stopAll();
+  if (results.some((r) => !r.ok)) printExtensionLogs();
   if (env.E2E_KEEP === '1' || failedSetup) log(`kept ${E2E}`);
   else rmSync(E2E, { recursive: true, force: true });
 }
