@@ -379,6 +379,20 @@ def test_minimax_m3_namespace_after_a_word_is_a_marker_in_any_chunking():
         assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Done", cut
 
 
+def test_minimax_m3_union_alternatives_with_a_list_of_types_are_read():
+    """A union's alternative may name several types (`["string", "null"]`, as MCP servers' schemas do): the string
+    among them makes the union a string; a boolean schema is no object to read types from; none breaks the read."""
+    ns = "]<]minimax[>["
+    numbers = {"type": "array", "items": {"type": "integer"}}
+    schema = {"type": "object", "properties": {"q": {"anyOf": [{"type": ["string", "null"]}, {"type": "object"}]},
+                                               "n": {"oneOf": [{"type": ["integer", "null"]}, numbers]},
+                                               "any": True}}  # JSON Schema's "anything"
+    text = (f'{ns}<tool_call>\n{ns}<invoke name="find">{ns}<q>{ns}<b>hi{ns}</b>{ns}</q>{ns}<n>{ns}<item>1{ns}</item>'
+            f"{ns}</n>{ns}<any>{ns}<k>v{ns}</k>{ns}</any>{ns}</invoke>\n{ns}</tool_call>")
+    [call] = extract_tool_calls(text, {"find": schema}).calls
+    assert call.arguments == {"q": f"{ns}<b>hi{ns}</b>", "n": [1], "any": {"k": "v"}}
+
+
 def test_a_hunyuan_block_with_text_between_its_pairs_is_no_call():
     """Hunyuan's block is read strictly (vLLM's HY V4 reader): stray text between two arguments makes it unreadable,
     however far a value could stretch to reach a later closing tag."""

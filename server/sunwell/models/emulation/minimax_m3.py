@@ -33,7 +33,8 @@ def read_minimax_m3(span: str, tools: Offered) -> Extraction:
     return Extraction(calls=calls)
 
 
-def _value(text: str, schema: dict[str, Any]) -> Any:
+def _value(text: str, schema: Any) -> Any:
+    schema = schema if isinstance(schema, dict) else {}  # `true`, JSON Schema's "anything", says no type
     children = _children(text)
     if not children:
         return typed_value(text.replace(NS, ""), schema or None)
@@ -42,7 +43,7 @@ def _value(text: str, schema: dict[str, Any]) -> Any:
         return text
     if schema.get("type") == "array":
         return [_value(inner, schema.get("items") or {}) for _, inner in children]
-    properties = schema.get("properties") or {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     extra = schema.get("additionalProperties") if isinstance(schema.get("additionalProperties"), dict) else {}
     out: dict[str, Any] = {}
     repeated: set[str] = set()
@@ -61,7 +62,12 @@ def _alternative(schema: dict[str, Any], children: list[tuple[str, str]]) -> dic
     options = schema.get("anyOf") or schema.get("oneOf")
     if not isinstance(options, list):
         return schema
-    kinds = {option.get("type"): option for option in options if isinstance(option, dict)}
+    kinds: dict[str, dict[str, Any]] = {}
+    for option in options:
+        types = option.get("type") if isinstance(option, dict) else None
+        for kind in types if isinstance(types, list) else [types]:
+            if isinstance(kind, str):
+                kinds.setdefault(kind, option)
     if "string" in kinds:
         return None
     if "array" in kinds and all(tag == "item" for tag, _ in children):
