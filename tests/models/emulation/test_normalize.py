@@ -21,6 +21,16 @@ def _read_in_chunks(text: str, size: int, tools=TOOLS) -> list:
     return [e for i in range(0, len(text), size) for e in detector.feed(text[i : i + size])] + detector.finish()
 
 
+def _reads_as(text: str, calls: list, shown: str) -> None:
+    """`text`, offered read_file, gives `calls` and shows `shown` whole, and shows `shown` streamed in small chunks."""
+    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
+    assert [(c.name, c.arguments) for c in out.calls] == calls
+    assert out.remaining_text == shown
+    for size in (1, 3):
+        events = _read_in_chunks(text, size, {"read_file": {}})
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown, size
+
+
 # Each text holds exactly one call, read_file(path="a.txt"), and nothing else.
 ONE_CALL_FORMS = {
     "fenced json": '```json\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n```',
@@ -360,12 +370,7 @@ def test_gemma4_end_of_turn_after_a_bare_call_is_no_text():
 def test_qwen25_coder_tools_is_a_call_marker_only_around_a_call(text, calls, shown):
     """`<tools>` (Qwen2.5-Coder) is also a word a reply may use: what it encloses that is no call, or prose after it
     that never closes it, stays the answer, whole, however the text streams."""
-    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
-    assert [(c.name, c.arguments) for c in out.calls] == calls
-    assert out.remaining_text == shown
-    for size in (1, 3):
-        events = _read_in_chunks(text, size, {"read_file": {}})
-        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
+    _reads_as(text, calls, shown)
 
 
 def test_minimax_m3_namespace_after_a_word_is_a_marker_in_any_chunking():
@@ -419,12 +424,7 @@ def test_laguna_user_tag_is_a_call_marker_only_around_a_call_of_an_offered_tool(
     """Laguna sometimes writes `<user>` where `<tool_call>` belongs (Ollama's parser reads it): a call when it
     encloses GLM's body or a JSON call (GLM's body naming a tool not offered is no call either: a notice says so);
     a word, with what it encloses, anywhere else."""
-    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
-    assert [(c.name, c.arguments) for c in out.calls] == calls
-    assert out.remaining_text == shown
-    for size in (1, 3):
-        events = _read_in_chunks(text, size, {"read_file": {}})
-        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
+    _reads_as(text, calls, shown)
 
 
 @pytest.mark.parametrize(
@@ -441,12 +441,7 @@ def test_glimmer_headers_open_a_reply_only_where_they_are_one(text, calls, shown
     """Glimmer's reply opens with its message header (` to=RECIPIENT<|message|>`): the header goes, a message to
     `self` is thinking, an ATEM block is a call; prose that merely begins `to` (or holds `to=` later) stays whole,
     however the text streams."""
-    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
-    assert [(c.name, c.arguments) for c in out.calls] == calls
-    assert out.remaining_text == shown
-    for size in (1, 3):
-        events = _read_in_chunks(text, size, {"read_file": {}})
-        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
+    _reads_as(text, calls, shown)
 
 
 @pytest.mark.parametrize(
@@ -483,9 +478,4 @@ def test_a_broken_call_in_a_list_spoils_no_sibling(text):
 def test_command_r_action_label_goes_with_its_call_fence_only(text, calls, shown):
     """Command R writes `Action: ```json [...]```` for its calls (Ollama's parser): the label goes with the call; as a
     word before anything else (or inside another word) it stays the answer, however the text streams."""
-    out = extract_tool_calls(text, {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}})
-    assert [(c.name, c.arguments) for c in out.calls] == calls
-    assert out.remaining_text == shown
-    for size in (1, 3):
-        events = _read_in_chunks(text, size, {"read_file": {}})
-        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
+    _reads_as(text, calls, shown)
