@@ -398,6 +398,13 @@ def test_minimax_m3_union_alternatives_with_a_list_of_types_are_read():
     assert call.arguments == {"q": f"{ns}<b>hi{ns}</b>", "n": [1], "any": {"k": "v"}}
 
 
+def test_a_minicpm5_cdata_value_whose_closing_tag_was_left_out_is_unwrapped():
+    """MiniCPM5 wraps markup in CDATA; a value whose `</param>` the model left out is read by the shared XML reader,
+    which unwraps it as MiniCPM5's own reader does."""
+    text = '<function name="read_file"><param name="path"><![CDATA[a.txt]]></function>'
+    assert extract_tool_calls(text, TOOLS).calls == [READ_A]
+
+
 def test_a_hunyuan_block_with_text_between_its_pairs_is_no_call():
     """Hunyuan's block is read strictly (vLLM's HY V4 reader): stray text between two arguments makes it unreadable,
     however far a value could stretch to reach a later closing tag."""

@@ -275,10 +275,8 @@ def xml_call(name: str, body: str, tools: Offered) -> Extraction:
     params = {}
     for m in _XML_PARAM.finditer(body):
         key = (m[1] or m[2] or m[3]).strip()
-        value = m[4]
-        if re.fullmatch(r"\s*<!\[CDATA\[.*\]\]>\s*", value, re.DOTALL):  # MiniCPM5 wraps markup in CDATA
-            value = value.strip()[9:-3]
-        params[key] = typed_value(value, parameter_schema(tools, name, key))
+        cdata = minicpm.CDATA.fullmatch(m[4])  # MiniCPM5 wraps markup in CDATA
+        params[key] = typed_value(cdata[1] if cdata else m[4], parameter_schema(tools, name, key))
     return Extraction(calls=[FoundCall(name, params)])
 
 

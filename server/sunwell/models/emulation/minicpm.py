@@ -21,7 +21,7 @@ _FUNCTION = re.compile(r"""<function(?:\s+|\u0120)?name=["']([^"'>]+)["']\s*>(.*
 _PARAM = re.compile(  # a CDATA value may hold `</param>` itself
     r"""<param(?:\s+|\u0120)?name=["']([^"'>]+)["']\s*>(\s*<!\[CDATA\[.*?\]\]>\s*(?=</param>)|.*?)</param>""", re.DOTALL)
 _ANY_PARAM = re.compile(r"<param[\s\u0120>n]")
-_CDATA = re.compile(r"\s*<!\[CDATA\[(.*)\]\]>\s*", re.DOTALL)
+CDATA = re.compile(r"\s*<!\[CDATA\[(.*)\]\]>\s*", re.DOTALL)
 _WRAPPERS = ("arguments", "properties", "input")
 
 
@@ -39,7 +39,7 @@ def read_minicpm(span: str, tools: Offered) -> Extraction | None:
         return None  # a parameter without a name, or one given twice
     arguments = {}
     for key, text in params:
-        cdata = _CDATA.fullmatch(text)
+        cdata = CDATA.fullmatch(text)
         schema = parameter_schema(tools, name, key)
         arguments[key] = cdata[1] if cdata and (schema or {}).get("type", "string") == "string" else typed_value(
             cdata[1] if cdata else text, schema)
