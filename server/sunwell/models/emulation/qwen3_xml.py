@@ -88,7 +88,7 @@ def _walk(buf: str, at: int, tools: Offered) -> tuple[int, list[tuple[str, str]]
         p = _PARAMETER.match(buf, pos)
         if p is None:
             rest = buf[pos:]
-            return UNDECIDED if "</function>".startswith(rest) or ("<parameter=".startswith(rest[:11]) and ">" not in rest) else None
+            return UNDECIDED if _may_go_on(rest) else None
         end = _value_end(buf, p.end(), names)
         if end is None or end == UNDECIDED:
             return end
@@ -109,9 +109,14 @@ def _value_end(buf: str, start: int, names: Collection[str] | None) -> int | Non
         rest = buf[j:]
         if rest.startswith("</function>") or ((p := _PARAMETER.match(buf, j)) and (names is None or p[1] in names)):
             return t.start()
-        if "</function>".startswith(rest) or ("<parameter=".startswith(rest[:11]) and ">" not in rest):
+        if _may_go_on(rest):
             return UNDECIDED
     return UNDECIDED
+
+
+def _may_go_on(rest: str) -> bool:
+    """Whether the text after a value may still become `</function>` or a parameter's opening tag."""
+    return "</function>".startswith(rest) or ("<parameter=".startswith(rest[:11]) and ">" not in rest)
 
 
 def _parameters(tools: Offered, name: str) -> Collection[str] | None:
