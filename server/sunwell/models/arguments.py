@@ -83,6 +83,14 @@ _PRECEDENCE = ("boolean", "bool", "integer", "int", "number", "float", "object",
 under string|number is a number, `hello` the string."""
 
 
+def written_value(text: str, schema: dict[str, Any] | None) -> Any:
+    """A value between its own tags, for a dialect that writes a string parameter as it is (Step3's, Glimmer's): a
+    string parameter keeps every character of it (whitespace is data: an edit's old text), any other is typed."""
+    if schema is not None and schema.get("type") == "string":
+        return text
+    return typed_value(text, schema)
+
+
 def typed_value(text: str, schema: dict[str, Any] | None) -> Any:
     """One argument written as bare text, as the type `schema` gives it (a string when it has none).
 

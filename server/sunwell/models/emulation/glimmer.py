@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from sunwell.models.arguments import typed_value
+from sunwell.models.arguments import written_value
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 
 MESSAGE, START, END_MESSAGE, END_TURN = "<|message|>", "<|start|>", "<|eom|>", "<|eot|>"
@@ -97,7 +97,7 @@ def read_calls(span: str, tools: Offered) -> Extraction:
     calls = []
     for raw_name, body in _INVOKE.findall(span):
         name = _resolved(raw_name.replace(MESSAGE, "").strip(), tools)
-        arguments = {key: _value(text, parameter_schema(tools, name, key)) for key, text in _PARAMETER.findall(body)}
+        arguments = {key: written_value(text, parameter_schema(tools, name, key)) for key, text in _PARAMETER.findall(body)}
         calls.append(FoundCall(name, arguments))
     return Extraction(calls=calls)
 
@@ -108,8 +108,3 @@ def _resolved(name: str, tools: Offered) -> str:
         return rest
     return name
 
-
-def _value(text: str, schema: dict | None) -> object:
-    if schema is not None and schema.get("type") == "string":
-        return text
-    return typed_value(text, schema)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from sunwell.models.arguments import typed_value
+from sunwell.models.arguments import written_value
 from sunwell.models.emulation.found_calls import Extraction, FoundCall, Offered, parameter_schema
 
 CALL_END = "<｜tool_call_end｜>"
@@ -23,12 +23,7 @@ _PARAMETER = re.compile(r'<steptml:parameter\s+name="([^"]+)"\s*>(.*?)</steptml:
 def read_step3(span: str, tools: Offered) -> Extraction:
     calls = []
     for name, body in _INVOKE.findall(span):
-        arguments = {key: _value(text, parameter_schema(tools, name, key)) for key, text in _PARAMETER.findall(body)}
+        arguments = {key: written_value(text, parameter_schema(tools, name, key)) for key, text in _PARAMETER.findall(body)}
         calls.append(FoundCall(name.strip(), arguments))
     return Extraction(calls=calls)
 
-
-def _value(text: str, schema: dict | None) -> object:
-    if schema is not None and schema.get("type") == "string":
-        return text
-    return typed_value(text, schema)
