@@ -107,4 +107,3 @@ def _resolved(name: str, tools: Offered) -> str:
     if name not in tools and rest in tools and rest.split(".", 1)[0] == namespace:
         return rest
     return name
-

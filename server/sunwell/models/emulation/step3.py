@@ -26,4 +26,3 @@ def read_step3(span: str, tools: Offered) -> Extraction:
         arguments = {key: written_value(text, parameter_schema(tools, name, key)) for key, text in _PARAMETER.findall(body)}
         calls.append(FoundCall(name.strip(), arguments))
     return Extraction(calls=calls)
-
