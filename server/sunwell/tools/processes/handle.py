@@ -13,7 +13,6 @@ so that thread must live as long as Sunwell does (the event loop's).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -74,6 +73,8 @@ class BackgroundProcess:
     _ended: threading.Event = field(default_factory=threading.Event)
     _stopping: bool = False
     _reaped: bool = False
+    _started_at: int | None = None
+    """Its start time (clock ticks since boot): with the pid, what tells it from a process that got its number."""
 
     @property
     def command(self) -> str:
@@ -108,20 +109,24 @@ class BackgroundProcess:
         except OSError as exc:
             raise ToolFailure("execution", f"could not start the command: {exc}") from None
         self.pid = self._proc.pid
+        self._started_at = procfs.start_time(self.pid)
         for name, target in (("read", self._read), ("wait", self._wait), ("watch", self._watch)):
             threading.Thread(target=target, daemon=True, name=f"sunwell-process-{self.id}-{name}").start()
 
     def stop(self) -> None:
-        """SIGTERM to its tree and group, SIGKILL after the grace; returns once it ended. Blocking: a thread's."""
+        """SIGTERM to its tree and group, SIGKILL after the grace; returns once it and all it ran ended (a sandboxed
+        command's own session too, which is not bwrap's group). Blocking: a thread's."""
+        signalled: dict[int, int | None] = {}
         for sig in (signal.SIGTERM, signal.SIGKILL):
             with self._lock:  # never once it is reaped: its pid may be someone else's by then
-                if self._reaped:
+                if self._reaped or not stopping.alive(self.pid, self._started_at):
                     break
                 self._stopping = True
-                stopping.signal_all(self.pid, sig, sandboxed=self.launch.sandboxed)
+                signalled |= stopping.signal_all(self.pid, sig, sandboxed=self.launch.sandboxed)
             if self._ended.wait(stopping.GRACE):
                 break
         self._ended.wait(stopping.GRACE)
+        stopping.await_gone(signalled)
 
     def _read(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
@@ -132,10 +137,16 @@ class BackgroundProcess:
 
     def _wait(self) -> None:
         assert self._proc is not None
-        with contextlib.suppress(ChildProcessError):
+        zombie = True
+        try:
             os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
-        with self._lock:  # still a zombie: its pid and group id are ours to signal
-            stopping.signal_all(self.pid, signal.SIGKILL)
+        except ChildProcessError:  # reaped by another waiter in this process (not Sunwell's): ended when it is gone
+            zombie = False
+            while stopping.alive(self.pid, self._started_at):
+                time.sleep(stopping.POLL)
+        with self._lock:
+            if zombie:  # its pid and group id are still ours to signal
+                stopping.signal_all(self.pid, signal.SIGKILL)
             code = self._proc.wait()
             self._reaped = True
         stopping.await_group_gone(self.pid)

@@ -24,18 +24,20 @@ GRACE = 3.0
 POLL = 0.05
 
 
-def signal_all(pid: int, sig: int, *, sandboxed: bool = False) -> None:
-    """`sig` to `pid`'s tree and to its process group (pid is the group's leader: started with a session of its own).
-    A SIGTERM to a sandboxed one spares bwrap: bwrap would end at once and take the namespace with it (a SIGKILL to
-    everything), leaving the command no time to end cleanly."""
+def signal_all(pid: int, sig: int, *, sandboxed: bool = False) -> dict[int, int | None]:
+    """`sig` to `pid`'s tree and to its process group (pid is the group's leader: started with a session of its own);
+    the tree it found, each pid with its start time. A SIGTERM to a sandboxed one spares bwrap: bwrap would end at
+    once and take the namespace with it (a SIGKILL to everything), leaving the command no time to end cleanly."""
     spare = sandboxed and sig != signal.SIGKILL
-    for each in procfs.tree(pid):
+    found = {each: procfs.start_time(each) for each in procfs.tree(pid)}
+    for each in found:
         if not (spare and procfs.name(each) == "bwrap"):
             with contextlib.suppress(OSError):
                 os.kill(each, sig)
     if not spare:
         with contextlib.suppress(OSError):
             os.killpg(pid, sig)
+    return found
 
 
 def end(pid: int, gone: Callable[[], bool], grace: float = GRACE) -> bool:
@@ -62,6 +64,18 @@ def await_group_gone(pgid: int, seconds: float = 1.0) -> None:
         except OSError:  # ESRCH: nobody left (EPERM: the id is someone else's by now)
             return
         time.sleep(POLL / 5)
+
+
+def await_gone(processes: dict[int, int | None], seconds: float = GRACE) -> bool:
+    """Wait until none of `processes` (pid -> start time, as signal_all found them) is alive; whether none is. A
+    process sent SIGKILL dies when the kernel next runs it: on a busy machine, a while after its parent was reaped
+    (a sandboxed command runs in a session of its own, outside the group await_group_gone waits for)."""
+    deadline = time.monotonic() + seconds
+    while any(alive(pid, started) for pid, started in processes.items()):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL / 5)
+    return True
 
 
 def alive(pid: int, started: int | None) -> bool:
