@@ -66,16 +66,13 @@ def await_group_gone(pgid: int, seconds: float = 1.0) -> None:
         time.sleep(POLL / 5)
 
 
-def await_gone(processes: dict[int, int | None], seconds: float = GRACE) -> bool:
-    """Wait until none of `processes` (pid -> start time, as signal_all found them) is alive; whether none is. A
+def await_gone(processes: dict[int, int | None], seconds: float = GRACE) -> None:
+    """Wait (up to `seconds`) until none of `processes` (pid -> start time, as signal_all found them) is alive. A
     process sent SIGKILL dies when the kernel next runs it: on a busy machine, a while after its parent was reaped
     (a sandboxed command runs in a session of its own, outside the group await_group_gone waits for)."""
     deadline = time.monotonic() + seconds
-    while any(alive(pid, started) for pid, started in processes.items()):
-        if time.monotonic() >= deadline:
-            return False
+    while any(alive(pid, started) for pid, started in processes.items()) and time.monotonic() < deadline:
         time.sleep(POLL / 5)
-    return True
 
 
 def alive(pid: int, started: int | None) -> bool:
