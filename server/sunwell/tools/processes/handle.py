@@ -140,10 +140,8 @@ class BackgroundProcess:
         zombie = True
         try:
             os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
-        except ChildProcessError:  # reaped by another waiter in this process (not Sunwell's): ended when it is gone
+        except ChildProcessError:  # ended, and reaped by another waiter in this process: its pid is not ours now
             zombie = False
-            while stopping.alive(self.pid, self._started_at):
-                time.sleep(stopping.POLL)
         with self._lock:
             if zombie:  # its pid and group id are still ours to signal
                 stopping.signal_all(self.pid, signal.SIGKILL)
